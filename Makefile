@@ -1,0 +1,40 @@
+# Thin wrapper: CMake does the build. `make` builds into build/, `make test` installs missing
+# packages and runs every test plain and under ASan+UBSan, `make demo` runs the main job on the
+# bundled simulator, `make bench` prints the performance figures.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CTEST_ARGS ?=
+
+.PHONY: all deps build test test-plain test-asan demo bench clean format
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: test-plain test-asan
+
+test-plain: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAPBOT_SANITIZE=ON >/dev/null
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+bench: build
+	scripts/bench.sh $(BUILD)
+
+format:
+	clang-format -i bot/*.c include/apbot/*.h fixtures/erp-sim/*.[ch] tests/*.c
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,15 @@
+/*
+ * cli_report.c - `apbot report`. Placeholder until its module lands; the owner replaces this file.
+ */
+#include "apbot/cli.h"
+
+#include <stdio.h>
+
+int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
+{
+    (void)ctx;
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "apbot report: not yet implemented\n");
+    return CLI_EXIT_ERROR;
+}

@@ -1,0 +1,15 @@
+/*
+ * cli_review.c - `apbot review`. Placeholder until its module lands; the owner replaces this file.
+ */
+#include "apbot/cli.h"
+
+#include <stdio.h>
+
+int cli_review(const struct cli_ctx *ctx, int argc, char **argv)
+{
+    (void)ctx;
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "apbot review: not yet implemented\n");
+    return CLI_EXIT_ERROR;
+}

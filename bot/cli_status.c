@@ -1,0 +1,15 @@
+/*
+ * cli_status.c - `apbot status`. Placeholder until its module lands; the owner replaces this file.
+ */
+#include "apbot/cli.h"
+
+#include <stdio.h>
+
+int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
+{
+    (void)ctx;
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "apbot status: not yet implemented\n");
+    return CLI_EXIT_ERROR;
+}

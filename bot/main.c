@@ -1,0 +1,90 @@
+/*
+ * main.c - the apbot command line: global options, dispatch, exit code. Everything else
+ * lives in libapbot (bot/cli_*.c and the modules they call).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(const struct cli_ctx *, int, char **);
+    const char *summary;
+} commands[] = {
+    {"enqueue", cli_enqueue, "enqueue [--vendors MAP.csv] FILE...   queue CSV / UBL invoices"},
+    {"run", cli_run,
+     "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]"},
+    {"status", cli_status, "status [--json]                      counts per state"},
+    {"list", cli_list, "list --state STATE [--json]          items in one state"},
+    {"review", cli_review, "review [ID] [--all]                  the manual-review queue"},
+    {"resolve", cli_resolve,
+     "resolve ID --posted DOC | --requeue | --reject REASON [--by NAME]"},
+    {"report", cli_report,
+     "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
+     "[--out FILE]"},
+    {"flow", cli_flow, "flow check FILE                      validate a flow"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: apbot [--db PATH] [--erp URL] COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(out, "  apbot %s\n", commands[i].summary);
+    fprintf(out,
+            "\nglobal options:\n"
+            "  --db PATH     queue database (default $APBOT_DB or ./apbot.db)\n"
+            "  --erp URL     ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
+            "  --help, --version\n"
+            "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged)\n"
+            "\nexit codes:\n"
+            "  0  ok\n"
+            "  1  error (database, file, ERP unusable for this command)\n"
+            "  2  usage error\n"
+            "  3  enqueue refused or found conflicting input; resolve refused\n"
+            "  4  run stopped by the circuit breaker (ERP unreachable, login refused,\n"
+            "     entry form missing or changed); untouched items stay queued\n"
+            "  5  report found drift (duplicates, missing, orphans, mismatches)\n"
+            "  6  report does not balance\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct cli_ctx ctx = {.db_path = getenv("APBOT_DB"), .erp_url = getenv("APBOT_ERP_URL")};
+    int i = 1;
+
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("apbot %s\n", APBOT_VERSION);
+            return CLI_EXIT_OK;
+        } else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
+            ctx.db_path = argv[++i];
+        } else if (strncmp(argv[i], "--db=", 5) == 0) {
+            ctx.db_path = argv[i] + 5;
+        } else if (strcmp(argv[i], "--erp") == 0 && i + 1 < argc) {
+            ctx.erp_url = argv[++i];
+        } else if (strncmp(argv[i], "--erp=", 6) == 0) {
+            ctx.erp_url = argv[i] + 6;
+        } else {
+            fprintf(stderr, "apbot: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!ctx.db_path || !*ctx.db_path)
+        ctx.db_path = "apbot.db";
+    if (i >= argc) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++)
+        if (strcmp(argv[i], commands[c].name) == 0)
+            return commands[c].fn(&ctx, argc - i, argv + i);
+    fprintf(stderr, "apbot: unknown command '%s'\n", argv[i]);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+}
