@@ -197,6 +197,12 @@ static int from_posting(enum machine_event ev, struct machine_counters c,
         c.cycles = 0;
         return go(s, MACHINE_RECONCILING, MACHINE_DELAY_SETTLE, c,
                   "lease expired while posting: the form may have reached the ERP");
+    case MACHINE_EV_RELEASED:
+        /* Only when the committing step was never sent (systemic stop before it). */
+        if (c.posts > 0)
+            c.posts--;
+        return go(s, MACHINE_NEW, MACHINE_DELAY_NONE, c,
+                  "released before the committing step was sent");
     default:
         return APBOT_E_STATE;
     }

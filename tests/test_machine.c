@@ -27,7 +27,7 @@ static const int table[MACHINE_STATE__COUNT][MACHINE_EVENT__COUNT] = {
     /*           clm fnd cfl nf  lf  cnf rej ns  unk ae  exp rel rp  rq  rr */
     [MACHINE_NEW] = {C, X, X, X, X, X, X, X, X, X, X, X, X, X, X},
     [MACHINE_CHECKING] = {X, D, M, P, N, X, X, X, X, X, N, N, X, X, X},
-    [MACHINE_POSTING] = {X, X, X, X, X, D, B, N, R, R, R, X, X, X, X},
+    [MACHINE_POSTING] = {X, X, X, X, X, D, B, N, R, R, R, N, X, X, X},
     [MACHINE_RECONCILING] = {X, D, M, P, R, X, X, X, X, X, R, R, X, X, X},
     [MACHINE_COMPLETED] = {X, X, X, X, X, X, X, X, X, X, X, X, X, X, X},
     [MACHINE_BUSINESS_EXCEPTION] = {X, X, X, X, X, X, X, X, X, X, X, X, D, N, X},

@@ -41,7 +41,8 @@ enum machine_event {
     MACHINE_EV_ALREADY_EXISTS,     /* post answered "this document already exists" */
     MACHINE_EV_LEASE_EXPIRED,      /* crash recovery: the runner holding the lease vanished */
     MACHINE_EV_RELEASED,           /* the runner gives a leased item back untouched (shutdown,
-                                    * circuit breaker) before anything was sent */
+                                    * circuit breaker): from checking, or from posting only
+                                    * when the committing step was provably never sent */
     MACHINE_EV_RESOLVE_POSTED,     /* operator: the ERP holds it under a verified document */
     MACHINE_EV_RESOLVE_REQUEUE,    /* operator: look it up and try again from the start */
     MACHINE_EV_RESOLVE_REJECT,     /* operator: treat it as a business exception */
