@@ -35,7 +35,9 @@ int money_exponent(const char *currency);
 
 /*
  * Parses `text` as an amount in `currency`. Leading/trailing ASCII spaces are ignored; a
- * leading '-' or '+' is allowed. On success stores the minor units in *ret_minor; on failure
+ * leading '-' or '+' is allowed. Fractional digits past the exponent that are all zero are
+ * exact and accepted ("1.500" EUR is 150); "1.505" EUR is refused unless a rounding is named.
+ * Grouping separators (grouped styles only) must sit between groups of three digits. On success stores the minor units in *ret_minor; on failure
  * leaves it untouched and writes a reason into err (NULL allowed). Returns APBOT_E_INVAL
  * (empty, non-numeric, unknown currency), APBOT_E_RANGE (too many decimals, overflow).
  */
