@@ -9,6 +9,7 @@
 #ifndef APBOT_INVOICE_H
 #define APBOT_INVOICE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,7 +85,23 @@ int invoice_fingerprint(const struct invoice *inv, char ret_fp[INVOICE_FP_LEN + 
  */
 char *invoice_to_json(const struct invoice *inv);
 
-/* Parses a payload written by invoice_to_json into *ret (invoice_init'ed by the call). */
+/* Parses a payload written by invoice_to_json into *ret (invoice_init'ed by the call; on
+ * failure *ret is left empty, so invoice_done(ret) is always safe). */
 int invoice_from_json(const char *json, struct invoice *ret, char *err, size_t errlen) APBOT_MUST_USE;
+
+/* Identity key from its parts (what invoice_identity_key uses). APBOT_E_INVAL when vendor or
+ * number normalise to "" or the type is invalid; ret_key untouched then. */
+int invoice_identity_key_for(const char *vendor_id, const char *invoice_number,
+                             enum invoice_doc_type doc_type,
+                             char ret_key[INVOICE_KEY_LEN + 1]) APBOT_MUST_USE;
+
+/* Replaces a heap string field (*field freed, value duplicated; NULL clears). Aborts on OOM. */
+void invoice_set_str(char **field, const char *value);
+
+/* True for a real calendar date written YYYY-MM-DD (year 1900 or later). */
+bool invoice_date_valid(const char *s);
+
+/* True when s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
+bool invoice_utf8_valid(const char *s);
 
 #endif
