@@ -177,4 +177,49 @@ int store_next_due(struct store *st, int64_t *ret_at, char *err, size_t errlen) 
 /* Wall clock in Unix milliseconds. */
 int64_t store_now_ms(void);
 
+/* ---- Additions (store engineer): everything above is the original contract. ---- */
+
+/* The database's schema version (PRAGMA user_version; after store_open, the newest). */
+int store_schema_version(struct store *st, int *ret_version, char *err,
+                         size_t errlen) APBOT_MUST_USE;
+
+/* Evidence excerpts are cut to this many bytes (at a UTF-8 boundary) when stored. */
+#define STORE_EXCERPT_MAX 4096
+
+/*
+ * A precomputed queue row, for store_enqueue_raw: what store_enqueue derives from an invoice
+ * (key, fingerprint, canonical payload, summary). All strings but vendor_name and source are
+ * required; doc_type is "invoice" / "credit-note"; total is the payable amount in minor units.
+ */
+struct store_new_item {
+    const char *key, *fingerprint, *payload, *source;
+    const char *vendor_id, *vendor_name, *invoice_number, *doc_type, *issue_date, *currency;
+    int exponent;
+    int64_t total;
+};
+/* store_enqueue without the invoice model: same results, same event, same batching. */
+int store_enqueue_raw(struct store *st, const struct store_new_item *item, int64_t now,
+                      enum store_enqueue_result *ret_result, int64_t *ret_id, char *err,
+                      size_t errlen) APBOT_MUST_USE;
+
+/*
+ * store_recover, with the flow's settle delay: an item the machine sends to reconciling
+ * "after the settle delay" becomes due at max(now, last_post_at + settle_ms). store_recover
+ * is this with settle_ms 0: the item is due at once, which is safe because the machine only
+ * treats "not found" as a confirmed absence when the caller says the settle delay has passed
+ * (counters.settled, computed by the runner from last_post_at).
+ *
+ * Leases and crashes: a lease stays its owner's after it expires until another process
+ * takes the item over (store_claim of an expired reconciling item, or recovery); either
+ * clears or replaces lease_owner, so the old owner's next store_apply/store_renew fails with
+ * APBOT_E_STATE. A late-but-unchallenged owner may still apply its result.
+ */
+int store_recover_settle(struct store *st, int64_t now, int64_t settle_ms,
+                         const struct machine_policy *policy, int *ret_count, char *err,
+                         size_t errlen) APBOT_MUST_USE;
+
+/* store_each, stopping after `limit` items (0 = no limit). */
+int store_each_limit(struct store *st, enum machine_state state, int64_t limit,
+                     store_item_fn fn, void *ctx, char *err, size_t errlen);
+
 #endif
