@@ -1,15 +1,208 @@
 /*
- * cli_enqueue.c - `apbot enqueue`. Placeholder until its module lands; the owner replaces this file.
+ * cli_enqueue.c - `apbot enqueue [--vendors MAP.csv] FILE...`: reads CSV / UBL files through
+ * the streaming readers and queues every good invoice.
+ *
+ * Invoices are committed in batches (one transaction per CLI_ENQ_BATCH invoices and at the
+ * end of each file), never one per row, so 100,000 invoices take seconds and memory stays
+ * bounded by one invoice plus SQLite's cache. Each refusal and each conflict is printed on
+ * stderr with the file and line (or element path) it came from; the summary goes to stdout.
+ * Exit: 0 all queued (or already queued), 3 something refused or conflicting, 1 a file could
+ * not be read (after the other files were processed) or the database failed, 2 usage.
  */
 #include "apbot/cli.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/error.h"
+#include "apbot/invoice.h"
+#include "apbot/reader.h"
+#include "apbot/store.h"
+#include "apbot/vendors.h"
+
+#define CLI_ENQ_BATCH 500        /* invoices per transaction */
+#define CLI_ENQ_BATCH_MAX 100000 /* --batch upper bound */
+
+struct enq {
+    struct store *st;
+    long batch_max;     /* invoices per transaction */
+    long in_batch;      /* invoices in the open transaction */
+    bool open;          /* a transaction is open */
+    int64_t queued, already, conflicting, refused;
+    int db_rc;          /* first database failure: stops everything */
+    char err[APBOT_ERR_LEN];
+};
+
+static void enq_usage(FILE *out)
+{
+    fprintf(out, "usage: apbot enqueue [--vendors MAP.csv] [--batch N] FILE...\n"
+                 "  queues CSV or UBL 2.1 / Peppol BIS 3 invoices and credit notes\n"
+                 "  --vendors MAP.csv  map seller identifiers to ERP vendor ids\n"
+                 "  --batch N          invoices per transaction (default 500)\n"
+                 "exit: 0 ok, 1 file or database error, 2 usage, 3 refused or conflicting\n");
+}
+
+static int enq_commit(struct enq *q)
+{
+    if (!q->open)
+        return APBOT_OK;
+    int rc = store_commit(q->st, q->err, sizeof(q->err));
+    if (rc) {
+        store_rollback(q->st);
+        q->open = false;
+        return rc;
+    }
+    q->open = false;
+    q->in_batch = 0;
+    return APBOT_OK;
+}
+
+static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
+{
+    struct enq *q = ctx;
+    int rc;
+    if (!q->open) {
+        rc = store_begin(q->st, q->err, sizeof(q->err));
+        if (rc)
+            goto fail;
+        q->open = true;
+    }
+    enum store_enqueue_result res = STORE_ENQ_QUEUED;
+    int64_t id = 0;
+    char err[APBOT_ERR_LEN] = "";
+    rc = store_enqueue(q->st, inv, where, store_now_ms(), &res, &id, err, sizeof(err));
+    if (rc == APBOT_E_DB || rc == APBOT_E_BUSY || rc == APBOT_E_IO) {
+        snprintf(q->err, sizeof(q->err), "%s", err);
+        goto fail;
+    }
+    if (rc) {
+        /* The invoice itself could not be keyed: a refusal, not a database failure. */
+        fprintf(stderr, "refused: %s: %s\n", where, err);
+        q->refused++;
+        return 0;
+    }
+    switch (res) {
+    case STORE_ENQ_QUEUED:
+        q->queued++;
+        break;
+    case STORE_ENQ_ALREADY:
+        q->already++;
+        break;
+    case STORE_ENQ_CONFLICT:
+        fprintf(stderr, "conflict: %s: %s\n", where, err);
+        q->conflicting++;
+        break;
+    }
+    if (++q->in_batch >= q->batch_max) {
+        rc = enq_commit(q);
+        if (rc)
+            goto fail;
+    }
+    return 0;
+fail:
+    q->db_rc = rc;
+    return rc;
+}
+
+static void enq_refuse(void *ctx, const char *where, const char *reason)
+{
+    struct enq *q = ctx;
+    fprintf(stderr, "refused: %s: %s\n", where, reason);
+    q->refused++;
+}
 
 int cli_enqueue(const struct cli_ctx *ctx, int argc, char **argv)
 {
-    (void)ctx;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "apbot enqueue: not yet implemented\n");
-    return CLI_EXIT_ERROR;
+    const char *vendors_path = NULL;
+    long batch = CLI_ENQ_BATCH;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            enq_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(a, "--vendors") == 0 && i + 1 < argc) {
+            vendors_path = argv[++i];
+        } else if (strncmp(a, "--vendors=", 10) == 0) {
+            vendors_path = a + 10;
+        } else if ((strcmp(a, "--batch") == 0 && i + 1 < argc) || strncmp(a, "--batch=", 8) == 0) {
+            const char *v = a[7] == '=' ? a + 8 : argv[++i];
+            char *end = NULL;
+            errno = 0;
+            batch = strtol(v, &end, 10);
+            if (errno || end == v || *end || batch < 1 || batch > CLI_ENQ_BATCH_MAX) {
+                fprintf(stderr, "apbot enqueue: --batch wants 1..%d, not '%s'\n",
+                        CLI_ENQ_BATCH_MAX, v);
+                return CLI_EXIT_USAGE;
+            }
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "apbot enqueue: unknown option %s\n", a);
+            enq_usage(stderr);
+            return CLI_EXIT_USAGE;
+        } else {
+            break;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "apbot enqueue: no input files\n");
+        enq_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+
+    int ret = CLI_EXIT_ERROR;
+    struct vendor_map *vm = NULL;
+    struct enq q = {.batch_max = batch};
+    char err[APBOT_ERR_LEN];
+    if (vendors_path && vendor_map_load(vendors_path, &vm, err, sizeof(err)) != APBOT_OK) {
+        fprintf(stderr, "apbot enqueue: %s\n", err);
+        goto out;
+    }
+    if (store_open(ctx->db_path, &q.st, err, sizeof(err)) != APBOT_OK) {
+        fprintf(stderr, "apbot enqueue: %s\n", err);
+        goto out;
+    }
+
+    struct invoice_sink sink = {.accept = enq_accept, .refuse = enq_refuse, .ctx = &q};
+    int file_errors = 0;
+    for (; i < argc; i++) {
+        int rc = reader_read_file(argv[i], vm, &sink, err, sizeof(err));
+        if (q.db_rc) {
+            fprintf(stderr, "apbot enqueue: %s: %s\n", argv[i], q.err);
+            store_rollback(q.st);
+            q.open = false;
+            goto out;
+        }
+        /* What the file yielded before any failure is good: keep it. */
+        if (enq_commit(&q) != APBOT_OK) {
+            fprintf(stderr, "apbot enqueue: %s: %s\n", argv[i], q.err);
+            goto out;
+        }
+        if (rc) {
+            fprintf(stderr, "apbot enqueue: %s\n", err);
+            file_errors++;
+        }
+    }
+    printf("queued %" PRId64 ", already queued %" PRId64 ", conflicting %" PRId64
+           ", refused %" PRId64 "\n",
+           q.queued, q.already, q.conflicting, q.refused);
+    if (file_errors)
+        ret = CLI_EXIT_ERROR;
+    else if (q.refused || q.conflicting)
+        ret = CLI_EXIT_REFUSED;
+    else
+        ret = CLI_EXIT_OK;
+out:
+    if (ret == CLI_EXIT_ERROR && q.st && q.db_rc)
+        fprintf(stderr, "apbot enqueue: earlier batches stay queued; running the same "
+                        "command again is safe (they count as already queued)\n");
+    store_close(q.st);
+    vendor_map_free(vm);
+    return ret;
 }

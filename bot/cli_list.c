@@ -1,15 +1,186 @@
 /*
- * cli_list.c - `apbot list`. Placeholder until its module lands; the owner replaces this file.
+ * cli_list.c - `apbot list --state STATE [--json] [--limit N]`: the items in one state (or
+ * `all`), oldest first.
+ *
+ * JSON is an array of objects (id, key, state, vendor_id, vendor_name, invoice_number,
+ * doc_type, issue_date, currency, total as an exact decimal string, erp_doc, reason, source,
+ * posts, created_at), written one element at a time so memory stays bounded however long the
+ * list; absent values are null. The human form is a fixed-width table.
  */
 #include "apbot/cli.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apbot/error.h"
+#include "apbot/machine.h"
+#include "apbot/money.h"
+#include "apbot/store.h"
+
+#define LIST_STOP 1000 /* callback code: stdout failed */
+
+struct list_ctx {
+    bool json;
+    int64_t n;
+};
+
+static void list_usage(FILE *out)
+{
+    fprintf(out, "usage: apbot list --state STATE [--json] [--limit N]\n  STATE is one of:");
+    for (int s = 0; s < MACHINE_STATE__COUNT; s++)
+        fprintf(out, " %s", machine_state_name((enum machine_state)s));
+    fprintf(out, " all\n");
+}
+
+/* Unix ms to "2024-01-31T12:00:00Z". */
+static void format_time(int64_t ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "?");
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s && *s ? json_string(s) : json_null();
+}
+
+static int list_json_item(struct list_ctx *lc, const struct store_item *it, const char *total)
+{
+    char created[32];
+    format_time(it->created_at, created, sizeof(created));
+    json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
+                          "s:i, s:s}",
+                          "id", (json_int_t)it->id, "key", it->key, "state",
+                          machine_state_name(it->state), "vendor_id", str_or_null(it->vendor_id),
+                          "vendor_name", str_or_null(it->vendor_name), "invoice_number",
+                          str_or_null(it->invoice_number), "doc_type", it->doc_type, "issue_date",
+                          it->issue_date, "currency", it->currency, "total", total, "erp_doc",
+                          str_or_null(it->erp_doc), "reason", str_or_null(it->reason), "source",
+                          str_or_null(it->source), "posts", it->counters.posts, "created_at",
+                          created);
+    if (!o)
+        return LIST_STOP;
+    fputs(lc->n ? ",\n  " : "[\n  ", stdout);
+    int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return rc ? LIST_STOP : 0;
+}
+
+/* Cuts s to width display bytes for the table ("…" is not used: stay ASCII-safe). */
+static void cell(char *buf, size_t len, const char *s, size_t width)
+{
+    snprintf(buf, len < width + 1 ? len : width + 1, "%s", s ? s : "");
+}
+
+static int list_item(void *ctx, const struct store_item *it)
+{
+    struct list_ctx *lc = ctx;
+    char total[48];
+    if (money_format_plain(it->total, it->exponent, total, sizeof(total)) != APBOT_OK)
+        snprintf(total, sizeof(total), "?");
+    int rc = 0;
+    if (lc->json) {
+        rc = list_json_item(lc, it, total);
+    } else {
+        char vendor[17], number[21], note[41];
+        cell(vendor, sizeof(vendor), it->vendor_id, 16);
+        cell(number, sizeof(number), it->invoice_number, 20);
+        cell(note, sizeof(note), it->erp_doc ? it->erp_doc : it->reason, 40);
+        if (lc->n == 0)
+            printf("%-7s %-18s %-16s %-20s %-11s %-10s %-3s %15s  %s\n", "ID", "STATE", "VENDOR",
+                   "INVOICE", "TYPE", "DATE", "CUR", "TOTAL", "ERP DOC / REASON");
+        printf("%-7" PRId64 " %-18s %-16s %-20s %-11s %-10s %-3s %15s  %s\n", it->id,
+               machine_state_name(it->state), vendor, number, it->doc_type, it->issue_date,
+               it->currency, total, note);
+    }
+    if (ferror(stdout))
+        rc = LIST_STOP;
+    lc->n++;
+    return rc;
+}
 
 int cli_list(const struct cli_ctx *ctx, int argc, char **argv)
 {
-    (void)ctx;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "apbot list: not yet implemented\n");
-    return CLI_EXIT_ERROR;
+    struct list_ctx lc = {0};
+    const char *state_name = NULL;
+    int64_t limit = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--json") == 0) {
+            lc.json = true;
+        } else if (strcmp(a, "--state") == 0 && i + 1 < argc) {
+            state_name = argv[++i];
+        } else if (strncmp(a, "--state=", 8) == 0) {
+            state_name = a + 8;
+        } else if ((strcmp(a, "--limit") == 0 && i + 1 < argc) || strncmp(a, "--limit=", 8) == 0) {
+            const char *v = a[7] == '=' ? a + 8 : argv[++i];
+            char *end = NULL;
+            errno = 0;
+            long long n = strtoll(v, &end, 10);
+            if (errno || end == v || *end || n < 0) {
+                fprintf(stderr, "apbot list: --limit wants a count, not '%s'\n", v);
+                return CLI_EXIT_USAGE;
+            }
+            limit = n;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            list_usage(stdout);
+            return CLI_EXIT_OK;
+        } else {
+            fprintf(stderr, "apbot list: unexpected argument %s\n", a);
+            list_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!state_name) {
+        fprintf(stderr, "apbot list: --state is required\n");
+        list_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    enum machine_state state = MACHINE_STATE_INVALID; /* = all */
+    if (strcmp(state_name, "all") != 0) {
+        state = machine_state_from_name(state_name);
+        if (state == MACHINE_STATE_INVALID) {
+            fprintf(stderr, "apbot list: unknown state '%s'\n", state_name);
+            list_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (strcmp(ctx->db_path, ":memory:") != 0 && access(ctx->db_path, F_OK) != 0) {
+        fprintf(stderr, "apbot list: no queue database at %s\n", ctx->db_path);
+        return CLI_EXIT_ERROR;
+    }
+
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    int ret = CLI_EXIT_ERROR;
+    if (store_open(ctx->db_path, &st, err, sizeof(err)) != APBOT_OK) {
+        fprintf(stderr, "apbot list: %s\n", err);
+        goto out;
+    }
+    int rc = store_each_limit(st, state, limit, list_item, &lc, err, sizeof(err));
+    if (rc == LIST_STOP) {
+        fprintf(stderr, "apbot list: cannot write the list\n");
+        goto out;
+    }
+    if (rc) {
+        fprintf(stderr, "apbot list: %s\n", err);
+        goto out;
+    }
+    if (lc.json)
+        fputs(lc.n ? "\n]\n" : "[]\n", stdout);
+    else if (lc.n == 0)
+        printf("no items in state %s\n", state_name);
+    ret = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+out:
+    store_close(st);
+    return ret;
 }
