@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# t_cli_enqueue.sh - `apbot enqueue`, `status` and `list` from the outside: queued / already
+# queued / conflicting / refused with file:line, exit codes, the summary line, status --json
+# counts and list --json fields; then the same relations on the shared fixtures when present.
+# Env (set by ctest): APBOT_BIN, APBOT_SRC, APBOT_FIXTURES. Needs bash, grep, sed, sqlite3.
+set -euo pipefail
+
+: "${APBOT_BIN:?APBOT_BIN not set}"
+SRC=${APBOT_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+DATA=$SRC/tests/data
+FIX=${APBOT_FIXTURES:-$SRC/fixtures}/invoices
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/apbot-t-enqueue.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+db=$work/q.db
+fails=0
+
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# run NAME ARGS...: runs apbot with --db, keeps stdout/stderr in $work/NAME.{out,err}, rc in $rc
+run() {
+    local name=$1
+    shift
+    rc=0
+    "$APBOT_BIN" --db "$db" "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+}
+
+expect_rc() { # NAME WANT
+    if [ "$rc" -ne "$2" ]; then
+        fail "$1: exit $rc, want $2"
+        sed 's/^/  | /' "$work/$1.out" "$work/$1.err" >&2
+    else
+        ok "$1: exit $2"
+    fi
+}
+
+expect_grep() { # NAME FILE PATTERN
+    if grep -Eq -- "$3" "$2"; then ok "$1: /$3/"; else
+        fail "$1: no /$3/ in $(basename "$2")"
+        sed 's/^/  | /' "$2" >&2
+    fi
+}
+
+# json_int FILE KEY: the integer value of "KEY": N in status --json output
+json_int() {
+    sed -n 's/.*"'"$2"'": *\([0-9][0-9]*\).*/\1/p' "$1" | head -n1
+}
+
+expect_eq() { # WHAT GOT WANT
+    if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: got '$2', want '$3'"; fi
+}
+
+sql() { sqlite3 "$db" "$1"; }
+
+# ---- our own small inputs: exact numbers ----
+
+run first enqueue "$DATA/store-good.csv"
+expect_rc first 0
+expect_grep first "$work/first.out" '^queued 3, already queued 0, conflicting 0, refused 0$'
+
+run again enqueue "$DATA/store-good.csv"
+expect_rc again 0
+expect_grep again "$work/again.out" '^queued 0, already queued 3, conflicting 0, refused 0$'
+
+run conflict enqueue "$DATA/store-conflict.csv"
+expect_rc conflict 3
+expect_grep conflict "$work/conflict.out" '^queued 0, already queued 0, conflicting 1, refused 0$'
+id1001=$(sql "SELECT id FROM items WHERE invoice_number = 'INV-1001'")
+expect_grep conflict "$work/conflict.err" \
+    "^conflict: [^ ]*store-conflict\.csv:2: .*#$id1001 .*store-good\.csv:2.*state new"
+expect_eq "INV-1001 total unchanged" "$(sql "SELECT total FROM items WHERE id = $id1001")" 119000
+
+run bad enqueue "$DATA/store-bad.csv"
+expect_rc bad 3
+expect_grep bad "$work/bad.out" '^queued 2, already queued 0, conflicting 0, refused 4$'
+for line in 2 4 5 6; do
+    expect_grep bad "$work/bad.err" "^refused: [^ ]*store-bad\.csv:$line: ."
+done
+
+# A file that cannot be read fails the run (exit 1) but the other files are still processed.
+run missing enqueue "$work/no-such-file.csv" "$DATA/store-good.csv"
+expect_rc missing 1
+expect_grep missing "$work/missing.err" 'no-such-file\.csv'
+expect_grep missing "$work/missing.out" '^queued 0, already queued 3, conflicting 0, refused 0$'
+
+run usage enqueue
+expect_rc usage 2
+
+# Every queued item has exactly one event, and nothing else wrote any.
+expect_eq "items" "$(sql 'SELECT COUNT(*) FROM items')" 5
+expect_eq "enqueued events" "$(sql "SELECT COUNT(*) FROM events WHERE event = 'enqueued'")" 5
+expect_eq "all events" "$(sql 'SELECT COUNT(*) FROM events')" 5
+expect_eq "journal mode" "$(sql 'PRAGMA journal_mode')" wal
+
+# ---- status ----
+run status status --json
+expect_rc status 0
+for key in new checking posting reconciling completed business-exception manual-review total \
+    oldest_pending_age_s review_depth; do
+    expect_grep status "$work/status.out" "\"$key\":"
+done
+expect_eq "status new" "$(json_int "$work/status.out" new)" 5
+expect_eq "status total" "$(json_int "$work/status.out" total)" 5
+expect_eq "status completed" "$(json_int "$work/status.out" completed)" 0
+expect_eq "status review_depth" "$(json_int "$work/status.out" review_depth)" 0
+
+run status_text status
+expect_rc status_text 0
+expect_grep status_text "$work/status_text.out" '^new +5$'
+
+# ---- list ----
+run list list --state new --json
+expect_rc list 0
+expect_grep list "$work/list.out" '^\['
+for key in id key state vendor_id invoice_number doc_type issue_date currency total erp_doc \
+    reason; do
+    expect_grep list "$work/list.out" "\"$key\":"
+done
+expect_eq "list rows" "$(grep -c '"key":"AP1-' "$work/list.out")" 5
+expect_grep list "$work/list.out" '"invoice_number":"INV-1002"[^}]*"currency":"EUR","total":"272.50"'
+expect_grep list "$work/list.out" '"invoice_number":"7781"[^}]*"total":"13200"'
+expect_grep list "$work/list.out" '"erp_doc":null,"reason":null'
+
+run list_limit list --state new --json --limit 2
+expect_eq "list --limit 2" "$(grep -c '"key":"AP1-' "$work/list_limit.out")" 2
+run list_empty list --state completed --json
+expect_rc list_empty 0
+expect_grep list_empty "$work/list_empty.out" '^\[\]$'
+run list_text list --state new
+expect_grep list_text "$work/list_text.out" 'INV-1002 .* 272\.50'
+run list_bad list --state nonsense
+expect_rc list_bad 2
+
+# ---- the shared fixtures, when they exist: relations, not exact numbers ----
+if [ -f "$FIX/month-end.csv" ]; then
+    db=$work/fixtures.db
+    run fx1 enqueue "$FIX/month-end.csv"
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || fail "fx1: exit $rc"
+    n1=$(sed -n 's/^queued \([0-9]*\),.*/\1/p' "$work/fx1.out")
+    run fx2 enqueue "$FIX/month-end.csv"
+    expect_grep fx2 "$work/fx2.out" "^queued 0, already queued $n1, conflicting 0, "
+    if [ -f "$FIX/month-end-resubmit.csv" ]; then
+        run fx_resubmit enqueue "$FIX/month-end-resubmit.csv"
+        expect_grep fx_resubmit "$work/fx_resubmit.out" '^queued [0-9]+, already queued [1-9]'
+    fi
+    if [ -f "$FIX/month-end-conflict.csv" ]; then
+        run fx_conflict enqueue "$FIX/month-end-conflict.csv"
+        expect_rc fx_conflict 3
+        expect_grep fx_conflict "$work/fx_conflict.err" '^conflict: .*month-end-conflict\.csv:[0-9]+: .*#[0-9]+'
+    fi
+    run fx_status status --json
+    total=$(json_int "$work/fx_status.out" total)
+    expect_eq "fixture items = status total" "$(sql 'SELECT COUNT(*) FROM items')" "$total"
+else
+    echo "skip: $FIX/month-end.csv not present"
+fi
+
+if [ "$fails" -ne 0 ]; then
+    echo "$fails check(s) failed" >&2
+    exit 1
+fi
+echo "all checks passed"
