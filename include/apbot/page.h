@@ -25,6 +25,10 @@ struct page_form {
     char **buttons; /* names of submit buttons (not submitted unless chosen) */
     char **button_values;
     size_t n_buttons;
+    /* Added: every named non-button control the form has, submitted or not (an unchecked
+     * checkbox or radio group, a select without options): the names page_form_set accepts. */
+    char **controls;
+    size_t n_controls;
 };
 void page_form_done(struct page_form *f);
 

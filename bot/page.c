@@ -1,0 +1,943 @@
+/*
+ * page.c - an ERP page parsed with libxml2's HTML parser: the form a browser would submit,
+ * XPath queries (whole page, or relative to each result row) and a bounded text excerpt.
+ *
+ * Pages are untrusted: the parser runs with HTML_PARSE_NONET and recovery on, never prints
+ * (its per-thread error handlers are swapped for silent ones while it runs, then restored)
+ * and never fails on bad markup - any body yields a page, at worst an empty one, on which
+ * every query finds nothing. Walks over the tree are iterative, so deep nesting cannot
+ * exhaust the stack. libxml2 2.9 is thread-safe once xmlInitParser has run (done once here);
+ * each call builds its own XPath context, so several threads may use different pages at the
+ * same time. One page is used by one thread at a time. URL resolution is http_resolve_url's.
+ * Deciding what a page means (outcome rules) is match's job, not this module's.
+ */
+#include "apbot/page.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/HTMLtree.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlerror.h>
+#include <libxml/xpath.h>
+#include <libxml/xpathInternals.h>
+
+#include "apbot/http.h"
+
+struct page {
+    htmlDocPtr doc;
+    char *url; /* NULL when parsed without one */
+};
+
+static pthread_once_t page_once = PTHREAD_ONCE_INIT;
+
+static void page_init_once(void)
+{
+    xmlInitParser();
+}
+
+static void *page_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort(); /* out-of-memory policy */
+    return p;
+}
+
+static void *page_xrealloc(void *old, size_t n)
+{
+    void *p = realloc(old, n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+static char *page_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = page_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+/* ---- silence: libxml2 reports some errors through per-thread global handlers ---- */
+
+struct page_quiet {
+    xmlGenericErrorFunc generic;
+    void *generic_ctx;
+    xmlStructuredErrorFunc structured;
+    void *structured_ctx;
+};
+
+static void page_silent_generic(void *ctx, const char *msg, ...)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+static void page_silent_structured(void *ctx, xmlErrorPtr error)
+{
+    (void)ctx;
+    (void)error;
+}
+
+static void page_quiet_begin(struct page_quiet *q)
+{
+    pthread_once(&page_once, page_init_once);
+    q->generic = xmlGenericError;
+    q->generic_ctx = xmlGenericErrorContext;
+    q->structured = xmlStructuredError;
+    q->structured_ctx = xmlStructuredErrorContext;
+    xmlSetGenericErrorFunc(NULL, page_silent_generic);
+    xmlSetStructuredErrorFunc(NULL, page_silent_structured);
+}
+
+static void page_quiet_end(const struct page_quiet *q)
+{
+    xmlSetGenericErrorFunc(q->generic_ctx, q->generic);
+    xmlSetStructuredErrorFunc(q->structured_ctx, q->structured);
+}
+
+/* ---- small helpers ---- */
+
+static bool page_is_space(const char *s, size_t *ret_len)
+{
+    unsigned char c = (unsigned char)s[0];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+        *ret_len = 1;
+        return true;
+    }
+    if (c == 0xC2 && (unsigned char)s[1] == 0xA0) { /* U+00A0, &nbsp; */
+        *ret_len = 2;
+        return true;
+    }
+    return false;
+}
+
+/* Heap copy of s without leading/trailing white space (ASCII and no-break space). */
+static char *page_trim_dup(const char *s)
+{
+    size_t sl;
+    while (*s && page_is_space(s, &sl))
+        s += sl;
+    size_t n = strlen(s);
+    while (n > 0) {
+        if (page_is_space(s + n - 1, &sl) && sl == 1)
+            n--;
+        else if (n >= 2 && (unsigned char)s[n - 2] == 0xC2 && (unsigned char)s[n - 1] == 0xA0)
+            n -= 2;
+        else
+            break;
+    }
+    char *out = page_xmalloc(n + 1);
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* Heap copy of s with white space runs collapsed to one space and trimmed (HTML's "strip and
+ * collapse ASCII whitespace", used for option text). */
+static char *page_collapse_dup(const char *s)
+{
+    size_t n = strlen(s), j = 0, sl;
+    char *out = page_xmalloc(n + 1);
+    bool space = false;
+    while (*s) {
+        if (page_is_space(s, &sl)) {
+            space = true;
+            s += sl;
+            continue;
+        }
+        if (space && j > 0)
+            out[j++] = ' ';
+        space = false;
+        out[j++] = *s++;
+    }
+    out[j] = '\0';
+    return out;
+}
+
+/* Attribute as a heap string (free()), NULL when absent. */
+static char *page_prop(xmlNodePtr n, const char *name)
+{
+    xmlChar *v = xmlGetProp(n, BAD_CAST name);
+    if (!v)
+        return NULL;
+    char *out = page_xstrdup((const char *)v);
+    xmlFree(v);
+    return out;
+}
+
+static bool page_has_prop(xmlNodePtr n, const char *name)
+{
+    return xmlHasProp(n, BAD_CAST name) != NULL;
+}
+
+static bool page_prop_is(xmlNodePtr n, const char *name, const char *value)
+{
+    xmlChar *v = xmlGetProp(n, BAD_CAST name);
+    bool eq = v && strcasecmp((const char *)v, value) == 0;
+    xmlFree(v);
+    return eq;
+}
+
+static bool page_is_elem(xmlNodePtr n, const char *name)
+{
+    return n && n->type == XML_ELEMENT_NODE && n->name &&
+           strcasecmp((const char *)n->name, name) == 0;
+}
+
+/* Text content as a heap string (free()), never NULL. */
+static char *page_content(xmlNodePtr n)
+{
+    xmlChar *v = xmlNodeGetContent(n);
+    char *out = page_xstrdup(v ? (const char *)v : "");
+    xmlFree(v);
+    return out;
+}
+
+/* Next node of a pre-order walk of root's subtree; descend = go into n's children. */
+static xmlNodePtr page_walk_next(xmlNodePtr n, xmlNodePtr root, bool descend)
+{
+    if (descend && n->type == XML_ELEMENT_NODE && n->children)
+        return n->children;
+    while (n && n != root) {
+        if (n->next)
+            return n->next;
+        n = n->parent;
+    }
+    return NULL;
+}
+
+/* ---- parsing ---- */
+
+static void page_set_err(char *err, size_t errlen, const char *what, const char *msg)
+{
+    if (!err || !errlen)
+        return;
+    char clean[256];
+    size_t j = 0;
+    for (const char *m = msg ? msg : "error"; *m && j + 1 < sizeof(clean); m++)
+        clean[j++] = (*m == '\n' || *m == '\r') ? ' ' : *m;
+    while (j > 0 && clean[j - 1] == ' ')
+        j--;
+    clean[j] = '\0';
+    snprintf(err, errlen, "%s: %s", what, clean);
+}
+
+int page_parse(const char *body, size_t len, const char *url, struct page **ret, char *err,
+               size_t errlen)
+{
+    struct page_quiet q;
+    htmlDocPtr doc = NULL;
+
+    if (!ret || (!body && len > 0))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "page: no body");
+    if (len > INT_MAX)
+        return apbot_fail(err, errlen, APBOT_E_LIMIT, "page: body of %zu bytes is too large",
+                          len);
+
+    page_quiet_begin(&q);
+    if (len > 0)
+        /* encoding NULL: a declared charset (meta) wins; undeclared input is read as UTF-8,
+         * and if it is not valid UTF-8 libxml2 falls back to ISO-8859-1 rather than stop. */
+        doc = htmlReadMemory(body, (int)len, url, NULL,
+                             HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
+                                 HTML_PARSE_NONET);
+    if (!doc || !xmlDocGetRootElement(doc)) {
+        /* Nothing recognisable (empty, binary): an empty page on which nothing matches. */
+        if (doc)
+            xmlFreeDoc(doc);
+        doc = htmlNewDocNoDtD(NULL, NULL);
+        if (!doc)
+            abort();
+        xmlNodePtr html = xmlNewDocNode(doc, NULL, BAD_CAST "html", NULL);
+        if (!html)
+            abort();
+        xmlDocSetRootElement(doc, html);
+    }
+    page_quiet_end(&q);
+
+    struct page *p = page_xmalloc(sizeof(*p));
+    p->doc = doc;
+    p->url = url ? page_xstrdup(url) : NULL;
+    *ret = p;
+    return APBOT_OK;
+}
+
+void page_free(struct page *p)
+{
+    if (!p)
+        return;
+    if (p->doc)
+        xmlFreeDoc(p->doc);
+    free(p->url);
+    free(p);
+}
+
+/* ---- XPath ---- */
+
+struct page_xerr {
+    char msg[200];
+    bool set;
+};
+
+static void page_xpath_capture(void *ctx, xmlErrorPtr error)
+{
+    struct page_xerr *e = ctx;
+    if (e->set || !error)
+        return;
+    e->set = true;
+    snprintf(e->msg, sizeof(e->msg), "%s", error->message ? error->message : "invalid XPath");
+}
+
+static xmlXPathContextPtr page_xctx(xmlDocPtr doc, struct page_xerr *e)
+{
+    xmlXPathContextPtr x = xmlXPathNewContext(doc);
+    if (!x)
+        abort();
+    e->set = false;
+    e->msg[0] = '\0';
+    x->error = page_xpath_capture; /* errors go here, not to stderr */
+    x->userData = e;
+    return x;
+}
+
+/* Evaluates xpath with node as context (NULL = the document). NULL on error, e filled. */
+static xmlXPathObjectPtr page_eval(xmlXPathContextPtr x, xmlNodePtr node, const char *xpath,
+                                   struct page_xerr *e)
+{
+    xmlXPathCompExprPtr comp = xmlXPathCtxtCompile(x, BAD_CAST xpath);
+    if (!comp) {
+        if (!e->set)
+            snprintf(e->msg, sizeof(e->msg), "invalid XPath");
+        e->set = true;
+        return NULL;
+    }
+    x->node = node ? node : (xmlNodePtr)x->doc;
+    xmlXPathObjectPtr obj = xmlXPathCompiledEval(comp, x);
+    xmlXPathFreeCompExpr(comp);
+    if (!obj && !e->set) {
+        snprintf(e->msg, sizeof(e->msg), "XPath evaluation failed");
+        e->set = true;
+    }
+    return obj;
+}
+
+/* Trimmed string value of an XPath result; NULL when empty. */
+static char *page_obj_string(xmlXPathObjectPtr obj)
+{
+    if (!obj)
+        return NULL;
+    if (obj->type == XPATH_NODESET && (!obj->nodesetval || obj->nodesetval->nodeNr == 0))
+        return NULL;
+    xmlChar *s = xmlXPathCastToString(obj);
+    char *out = page_trim_dup(s ? (const char *)s : "");
+    xmlFree(s);
+    if (!out[0]) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+bool page_has(const struct page *p, const char *xpath)
+{
+    struct page_quiet q;
+    struct page_xerr e;
+    bool has = false;
+
+    if (!p || !xpath)
+        return false;
+    page_quiet_begin(&q);
+    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    if (obj) {
+        if (obj->type == XPATH_NODESET)
+            has = obj->nodesetval && obj->nodesetval->nodeNr > 0;
+        else
+            has = xmlXPathCastToBoolean(obj) != 0;
+    }
+    xmlXPathFreeObject(obj);
+    xmlXPathFreeContext(x);
+    page_quiet_end(&q);
+    return has;
+}
+
+char *page_string(const struct page *p, const char *xpath)
+{
+    struct page_quiet q;
+    struct page_xerr e;
+
+    if (!p || !xpath)
+        return NULL;
+    page_quiet_begin(&q);
+    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    char *out = page_obj_string(obj);
+    xmlXPathFreeObject(obj);
+    xmlXPathFreeContext(x);
+    page_quiet_end(&q);
+    return out;
+}
+
+int page_rows(const struct page *p, const char *rows_xpath, const char *const *col_xpaths,
+              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err,
+              size_t errlen)
+{
+    struct page_quiet q;
+    struct page_xerr e;
+    xmlXPathCompExprPtr *cols = NULL;
+    char **cells = NULL;
+    xmlXPathObjectPtr rows = NULL;
+    size_t n_rows = 0;
+    int rc = APBOT_OK;
+
+    if (!p || !rows_xpath || (n_cols > 0 && !col_xpaths))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "page_rows: bad arguments");
+
+    page_quiet_begin(&q);
+    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    cols = calloc(n_cols ? n_cols : 1, sizeof(*cols));
+    cells = calloc(n_cols ? n_cols : 1, sizeof(*cells));
+    if (!cols || !cells)
+        abort();
+    for (size_t c = 0; c < n_cols; c++) {
+        cols[c] = col_xpaths[c] ? xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]) : NULL;
+        if (!cols[c]) {
+            page_set_err(err, errlen, "column XPath", e.set ? e.msg : "missing or invalid");
+            rc = APBOT_E_INVAL;
+            goto out;
+        }
+    }
+    rows = page_eval(x, NULL, rows_xpath, &e);
+    if (!rows) {
+        page_set_err(err, errlen, "rows XPath", e.msg);
+        rc = APBOT_E_INVAL;
+        goto out;
+    }
+    if (rows->type != XPATH_NODESET) {
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "rows XPath does not select nodes");
+        goto out;
+    }
+    int nr = rows->nodesetval ? rows->nodesetval->nodeNr : 0;
+    for (int i = 0; i < nr; i++) {
+        xmlNodePtr row = rows->nodesetval->nodeTab[i];
+        for (size_t c = 0; c < n_cols; c++) {
+            x->node = row;
+            x->contextSize = -1;
+            x->proximityPosition = -1;
+            xmlXPathObjectPtr v = xmlXPathCompiledEval(cols[c], x);
+            cells[c] = page_obj_string(v);
+            xmlXPathFreeObject(v);
+        }
+        n_rows++;
+        int frc = fn ? fn(ctx, (const char *const *)cells, n_cols) : 0;
+        for (size_t c = 0; c < n_cols; c++) {
+            free(cells[c]);
+            cells[c] = NULL;
+        }
+        if (frc != 0) {
+            rc = frc;
+            goto out;
+        }
+    }
+    if (ret_rows)
+        *ret_rows = n_rows;
+out:
+    for (size_t c = 0; c < n_cols; c++)
+        if (cols[c])
+            xmlXPathFreeCompExpr(cols[c]);
+    free(cols);
+    free(cells);
+    xmlXPathFreeObject(rows);
+    xmlXPathFreeContext(x);
+    page_quiet_end(&q);
+    return rc;
+}
+
+bool page_xpath_valid(const char *xpath, char *err, size_t errlen)
+{
+    struct page_quiet q;
+    struct page_xerr e;
+    bool ok = false;
+
+    if (!xpath || !*xpath) {
+        (void)apbot_fail(err, errlen, APBOT_E_INVAL, "empty XPath");
+        return false;
+    }
+    page_quiet_begin(&q);
+    /* Compiling catches syntax; evaluating once on an empty document also catches unknown
+     * functions and type errors, which libxml2 only reports at evaluation. */
+    htmlDocPtr doc = htmlNewDocNoDtD(NULL, NULL);
+    if (!doc)
+        abort();
+    xmlNodePtr html = xmlNewDocNode(doc, NULL, BAD_CAST "html", NULL);
+    if (!html)
+        abort();
+    xmlDocSetRootElement(doc, html);
+    xmlXPathContextPtr x = page_xctx(doc, &e);
+    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    ok = obj != NULL && !e.set;
+    if (!ok)
+        page_set_err(err, errlen, "XPath", e.msg);
+    xmlXPathFreeObject(obj);
+    xmlXPathFreeContext(x);
+    xmlFreeDoc(doc);
+    page_quiet_end(&q);
+    return ok;
+}
+
+/* ---- forms ---- */
+
+static void form_grow(char ***arr, size_t n)
+{
+    /* arrays grow one by one; forms have tens of fields */
+    *arr = page_xrealloc(*arr, (n + 1) * sizeof(**arr));
+}
+
+static void form_add(struct page_form *f, const char *name, const char *value, bool hidden)
+{
+    form_grow(&f->names, f->n);
+    form_grow(&f->values, f->n);
+    f->hidden = page_xrealloc(f->hidden, (f->n + 1) * sizeof(*f->hidden));
+    f->names[f->n] = page_xstrdup(name);
+    f->values[f->n] = page_xstrdup(value);
+    f->hidden[f->n] = hidden;
+    f->n++;
+}
+
+static void form_remove(struct page_form *f, size_t i)
+{
+    free(f->names[i]);
+    free(f->values[i]);
+    memmove(f->names + i, f->names + i + 1, (f->n - i - 1) * sizeof(*f->names));
+    memmove(f->values + i, f->values + i + 1, (f->n - i - 1) * sizeof(*f->values));
+    memmove(f->hidden + i, f->hidden + i + 1, (f->n - i - 1) * sizeof(*f->hidden));
+    f->n--;
+}
+
+static void form_add_control(struct page_form *f, const char *name)
+{
+    for (size_t i = 0; i < f->n_controls; i++)
+        if (strcmp(f->controls[i], name) == 0)
+            return;
+    form_grow(&f->controls, f->n_controls);
+    f->controls[f->n_controls++] = page_xstrdup(name);
+}
+
+static void form_add_button(struct page_form *f, const char *name, const char *value)
+{
+    form_grow(&f->buttons, f->n_buttons);
+    form_grow(&f->button_values, f->n_buttons);
+    f->buttons[f->n_buttons] = page_xstrdup(name);
+    f->button_values[f->n_buttons] = page_xstrdup(value);
+    f->n_buttons++;
+}
+
+static void form_select(struct page_form *f, xmlNodePtr sel, const char *name)
+{
+    bool multiple = page_has_prop(sel, "multiple");
+    xmlNodePtr chosen = NULL, first = NULL;
+
+    for (xmlNodePtr n = sel->children; n; n = page_walk_next(n, sel, true)) {
+        if (!page_is_elem(n, "option"))
+            continue;
+        bool disabled = page_has_prop(n, "disabled") ||
+                        (page_is_elem(n->parent, "optgroup") && page_has_prop(n->parent, "disabled"));
+        if (!first && !disabled)
+            first = n;
+        if (!page_has_prop(n, "selected"))
+            continue;
+        if (multiple) {
+            if (!disabled) {
+                char *v = page_prop(n, "value");
+                if (!v) {
+                    char *t = page_content(n);
+                    v = page_collapse_dup(t);
+                    free(t);
+                }
+                form_add(f, name, v, false);
+                free(v);
+            }
+        } else {
+            chosen = n; /* the last selected option wins, as in a browser */
+        }
+    }
+    if (multiple)
+        return;
+    if (!chosen)
+        chosen = first;
+    if (!chosen || page_has_prop(chosen, "disabled"))
+        return;
+    char *v = page_prop(chosen, "value");
+    if (!v) {
+        char *t = page_content(chosen);
+        v = page_collapse_dup(t);
+        free(t);
+    }
+    form_add(f, name, v, false);
+    free(v);
+}
+
+/* One control of the form (n is an input, select, textarea or button). */
+static void form_control(struct page_form *f, xmlNodePtr n)
+{
+    char *name = page_prop(n, "name");
+    if (!name || !*name || page_has_prop(n, "disabled"))
+        goto out;
+
+    if (page_is_elem(n, "input")) {
+        char *type = page_prop(n, "type");
+        const char *t = type ? type : "text";
+        char *value = page_prop(n, "value");
+        if (strcasecmp(t, "submit") == 0) {
+            form_add_button(f, name, value ? value : "");
+        } else if (strcasecmp(t, "checkbox") == 0 || strcasecmp(t, "radio") == 0) {
+            form_add_control(f, name);
+            if (page_has_prop(n, "checked"))
+                form_add(f, name, value ? value : "on", false);
+        } else if (strcasecmp(t, "reset") == 0 || strcasecmp(t, "button") == 0 ||
+                   strcasecmp(t, "file") == 0 || strcasecmp(t, "image") == 0) {
+            /* not submitted by a script-less browser without a file or a click position */
+        } else {
+            form_add_control(f, name);
+            form_add(f, name, value ? value : "", strcasecmp(t, "hidden") == 0);
+        }
+        free(type);
+        free(value);
+    } else if (page_is_elem(n, "button")) {
+        if (!page_has_prop(n, "type") || page_prop_is(n, "type", "submit")) {
+            char *value = page_prop(n, "value");
+            form_add_button(f, name, value ? value : "");
+            free(value);
+        }
+    } else if (page_is_elem(n, "select")) {
+        form_add_control(f, name);
+        form_select(f, n, name);
+    } else if (page_is_elem(n, "textarea")) {
+        form_add_control(f, name);
+        char *t = page_content(n);
+        /* a newline right after <textarea> belongs to the markup, not the value */
+        const char *v = t;
+        if (v[0] == '\r' && v[1] == '\n')
+            v += 2;
+        else if (v[0] == '\n')
+            v++;
+        form_add(f, name, v, false);
+        free(t);
+    }
+out:
+    free(name);
+}
+
+static bool form_owns(xmlNodePtr form, const char *form_id, xmlNodePtr n)
+{
+    char *owner = page_prop(n, "form");
+    if (owner) {
+        bool mine = form_id && strcmp(owner, form_id) == 0;
+        free(owner);
+        return mine;
+    }
+    for (xmlNodePtr a = n->parent; a; a = a->parent)
+        if (a == form)
+            return true;
+    return false;
+}
+
+int page_find_form(const struct page *p, const char *xpath, struct page_form *ret, char *err,
+                   size_t errlen)
+{
+    struct page_quiet q;
+    struct page_xerr e;
+    struct page_form f;
+    xmlNodePtr form = NULL;
+    char *form_id = NULL, *action = NULL, *method = NULL;
+    int rc = APBOT_OK;
+
+    if (!p || !xpath || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "page_find_form: bad arguments");
+    memset(&f, 0, sizeof(f));
+
+    page_quiet_begin(&q);
+    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    if (!obj) {
+        page_set_err(err, errlen, "form XPath", e.msg);
+        rc = APBOT_E_INVAL;
+        goto out;
+    }
+    if (obj->type == XPATH_NODESET && obj->nodesetval)
+        for (int i = 0; i < obj->nodesetval->nodeNr && !form; i++)
+            if (page_is_elem(obj->nodesetval->nodeTab[i], "form"))
+                form = obj->nodesetval->nodeTab[i];
+    if (!form) {
+        rc = apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no <form> on the page matches %s",
+                        xpath);
+        goto out;
+    }
+
+    action = page_prop(form, "action");
+    if (!action || !*action) {
+        free(action);
+        action = p->url ? page_xstrdup(p->url) : NULL;
+    } else if (p->url) {
+        char *abs = http_resolve_url(p->url, action);
+        free(action);
+        action = abs;
+    } else {
+        char *abs = http_resolve_url(NULL, action); /* absolute already, or unusable */
+        free(action);
+        action = abs;
+    }
+    if (!action) {
+        rc = apbot_fail(err, errlen, APBOT_E_PARSE, "form %s: action cannot be resolved", xpath);
+        goto out;
+    }
+    method = page_xstrdup(page_prop_is(form, "method", "post") ? "POST" : "GET");
+
+    /* Controls in document order; a control's owner is its form attribute if it has one,
+     * else its nearest form ancestor (nested forms do not survive parsing). */
+    form_id = page_prop(form, "id");
+    xmlNodePtr root = xmlDocGetRootElement(p->doc);
+    for (xmlNodePtr n = root; n; n = page_walk_next(n, root, true)) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        if (page_is_elem(n, "input") || page_is_elem(n, "select") ||
+            page_is_elem(n, "textarea") || page_is_elem(n, "button")) {
+            if (form_owns(form, form_id, n))
+                form_control(&f, n);
+        }
+    }
+
+    f.action = action;
+    f.method = method;
+    action = NULL;
+    method = NULL;
+    *ret = f;
+    memset(&f, 0, sizeof(f));
+out:
+    page_form_done(&f);
+    free(form_id);
+    free(action);
+    free(method);
+    xmlXPathFreeObject(obj);
+    xmlXPathFreeContext(x);
+    page_quiet_end(&q);
+    return rc;
+}
+
+void page_form_done(struct page_form *f)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->n; i++) {
+        free(f->names[i]);
+        free(f->values[i]);
+    }
+    for (size_t i = 0; i < f->n_buttons; i++) {
+        free(f->buttons[i]);
+        free(f->button_values[i]);
+    }
+    for (size_t i = 0; i < f->n_controls; i++)
+        free(f->controls[i]);
+    free(f->names);
+    free(f->values);
+    free(f->hidden);
+    free(f->buttons);
+    free(f->button_values);
+    free(f->controls);
+    free(f->action);
+    free(f->method);
+    memset(f, 0, sizeof(*f));
+}
+
+int page_form_set(struct page_form *f, const char *name, const char *value)
+{
+    if (!f || !name || !value)
+        return APBOT_E_INVAL;
+    size_t first = f->n;
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->names[i], name) == 0) {
+            first = i;
+            break;
+        }
+    if (first == f->n) {
+        /* Not submitted yet, but the form has it (an unchecked box, an empty select)? */
+        bool known = false;
+        for (size_t i = 0; i < f->n_controls && !known; i++)
+            known = strcmp(f->controls[i], name) == 0;
+        if (!known)
+            return APBOT_E_NOTFOUND;
+        form_add(f, name, value, false);
+        return APBOT_OK;
+    }
+    free(f->values[first]);
+    f->values[first] = page_xstrdup(value);
+    /* One value per name after a set: drop later duplicates (a multi-select's others). */
+    for (size_t i = f->n; i-- > first + 1;)
+        if (strcmp(f->names[i], name) == 0)
+            form_remove(f, i);
+    return APBOT_OK;
+}
+
+int page_form_press(struct page_form *f, const char *name)
+{
+    if (!f || !name)
+        return APBOT_E_INVAL;
+    size_t b = f->n_buttons;
+    for (size_t i = 0; i < f->n_buttons; i++)
+        if (strcmp(f->buttons[i], name) == 0) {
+            b = i;
+            break;
+        }
+    if (b == f->n_buttons)
+        return APBOT_E_NOTFOUND;
+    /* Only one button is ever pressed: forget an earlier press. */
+    for (size_t i = f->n; i-- > 0;)
+        for (size_t k = 0; k < f->n_buttons; k++)
+            if (strcmp(f->names[i], f->buttons[k]) == 0 &&
+                strcmp(f->values[i], f->button_values[k]) == 0) {
+                form_remove(f, i);
+                break;
+            }
+    form_add(f, f->buttons[b], f->button_values[b], false);
+    return APBOT_OK;
+}
+
+/* ---- excerpt ---- */
+
+static bool page_skip_text_of(xmlNodePtr n)
+{
+    static const char *const skip[] = {"script", "style", "template", "select", "head", "title"};
+    for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
+        if (page_is_elem(n, skip[i]))
+            return true;
+    return false;
+}
+
+static bool page_is_inline(xmlNodePtr n)
+{
+    static const char *const inl[] = {"a",    "abbr", "b",     "bdi",    "bdo",  "cite",
+                                      "code", "em",   "font",  "i",      "kbd",  "label",
+                                      "mark", "q",    "s",     "samp",   "small", "span",
+                                      "strong", "sub", "sup",  "tt",     "u",    "var",
+                                      "nobr"};
+    for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
+        if (page_is_elem(n, inl[i]))
+            return true;
+    return false;
+}
+
+struct page_text {
+    char *buf;
+    size_t len;
+    size_t max;
+    bool pending_space;
+    bool full;
+};
+
+static size_t page_utf8_len(const unsigned char *s)
+{
+    size_t need;
+    if (s[0] < 0x80)
+        return 1;
+    else if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        need = 2;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        need = 3;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        need = 4;
+    else
+        return 0;
+    for (size_t i = 1; i < need; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return need;
+}
+
+static void page_text_add(struct page_text *t, const char *s)
+{
+    size_t sl;
+    while (*s && !t->full) {
+        if (page_is_space(s, &sl)) {
+            if (t->len > 0)
+                t->pending_space = true;
+            s += sl;
+            continue;
+        }
+        size_t cl = page_utf8_len((const unsigned char *)s);
+        if (cl == 0) { /* not UTF-8 (libxml2 never hands us that): skip the byte */
+            s++;
+            continue;
+        }
+        size_t need = cl + (t->pending_space ? 1 : 0);
+        if (t->len + need > t->max) {
+            t->full = true;
+            break;
+        }
+        if (t->pending_space)
+            t->buf[t->len++] = ' ';
+        t->pending_space = false;
+        memcpy(t->buf + t->len, s, cl);
+        t->len += cl;
+        s += cl;
+    }
+}
+
+char *page_excerpt(const struct page *p, size_t max)
+{
+    struct page_text t = {0};
+    if (max > SIZE_MAX - 1)
+        max = SIZE_MAX - 1;
+    t.buf = page_xmalloc(max + 1);
+    t.max = max;
+    if (!p)
+        goto out;
+
+    /* The title first (what a browser shows in its tab), then the body's visible text. */
+    xmlNodePtr root = xmlDocGetRootElement(p->doc);
+    for (xmlNodePtr n = root; n && !t.full; n = page_walk_next(n, root, true)) {
+        if (page_is_elem(n, "title")) {
+            char *c = page_content(n);
+            page_text_add(&t, c);
+            free(c);
+            t.pending_space = t.len > 0;
+            break;
+        }
+    }
+    xmlNodePtr n = root;
+    while (n && !t.full) {
+        bool descend = false;
+        if (n->type == XML_ELEMENT_NODE) {
+            if (!page_skip_text_of(n)) {
+                descend = true;
+                if (!page_is_inline(n) && t.len > 0)
+                    t.pending_space = true;
+            }
+        } else if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) &&
+                   n->content) {
+            page_text_add(&t, (const char *)n->content);
+        }
+        /* a block element's end separates words too */
+        if (!descend || !n->children) {
+            xmlNodePtr m = n;
+            while (m && m != root && !m->next) {
+                m = m->parent;
+                if (m && !page_is_inline(m) && t.len > 0)
+                    t.pending_space = true;
+            }
+        }
+        n = page_walk_next(n, root, descend);
+    }
+out:
+    t.buf[t.len] = '\0';
+    return t.buf;
+}
