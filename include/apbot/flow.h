@@ -1,5 +1,5 @@
 /*
- * flow.h - a flow: how to drive one ERP's screens, loaded from XML (flows/*.xml), validated
+ * flow.h - a flow: how to drive one ERP's screens, loaded from XML (flows/NAME.xml), validated
  * against flows/flow.rng with libxml2's RelaxNG, then checked semantically (variables,
  * PCRE2 patterns, XPath, a post with a `completed` rule). The loaded flow is plain data
  * the runner and the report read; it owns every string and compiled pattern.
@@ -100,7 +100,11 @@ struct flow_login {
 struct flow_lookup {
     char *get;              /* URL template, e.g. ".../search?reference=${key|url}" */
     struct flow_table table;
-    char *key_column;       /* column compared exactly with the (cut) key before a hit counts */
+    char *key_column;       /* column compared exactly with the (cut) key before a hit counts;
+                             * NULL only when n_expect > 0 (lookup by natural key) */
+    struct flow_field *expect; /* further exact compares: name = column, value = template
+                                * (e.g. vendor = ${vendor.id}); every one must equal its cell */
+    size_t n_expect;
 };
 
 struct flow_list {
@@ -162,5 +166,20 @@ int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *
 
 /* The key as the flow writes it (first key_length characters). Heap. */
 char *flow_key_cut(const struct flow *f, const char *key);
+
+/* FLOW_OUT__COUNT when name is not an outcome name. */
+enum flow_outcome flow_outcome_from_name(const char *name);
+
+/* The defaults of every policy number (what a flow without <policy> gets). Cannot fail. */
+struct flow_policy flow_policy_default(void);
+
+/*
+ * Joins an expanded URL template to the base URL: "http(s)://..." is used as is, "/path"
+ * replaces the base's path, anything else is appended after a '/'. Heap; NULL if path is NULL.
+ */
+char *flow_url(const char *base, const char *path);
+
+/* The RelaxNG schema apbot validates with (a compiled-in copy of flows/flow.rng). Heap. */
+char *flow_schema_text(void);
 
 #endif

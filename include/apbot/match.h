@@ -27,6 +27,9 @@ bool match_exec(const struct match_re *re, const char *subject, size_t len,
 char *match_group(const struct match_result *m, const char *name);
 void match_result_free(struct match_result *m);
 
+/* True when the pattern has a named group `name`, e.g. "doc". */
+bool match_has_group(const struct match_re *re, const char *name);
+
 /* True when status (e.g. 503) matches a status spec: "200", "5xx", "429,503", "4xx,500". */
 bool match_status(const char *spec, long status);
 /* True when spec is a well-formed status spec. */
