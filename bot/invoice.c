@@ -16,13 +16,16 @@
  * encoding (alphabet A-Z2-7, no padding) of SHA-256 over those bytes: 100 bits.
  *
  * Canonical payload, version 1: a compact JSON object with sorted keys (jansson,
- * JSON_SORT_KEYS | JSON_COMPACT, UTF-8 as is), every key always present:
+ * JSON_SORT_KEYS | JSON_COMPACT, UTF-8 as is):
  *
  *     {"currency":"EUR","doc_type":"invoice","due_date":null|"YYYY-MM-DD","exponent":2,
  *      "invoice_number":"...","issue_date":"YYYY-MM-DD","lines":[{"description":null|"...",
  *      "gl_account":null|"...","net":12345,"quantity":null|"...","tax":2345,
- *      "unit_price":null|"..."}],"net_total":..,"payable":..,"tax_total":..,"v":1,
- *      "vendor_id":"...","vendor_name":null|"..."}
+ *      "tax_category":"...","unit_price":null|"..."}],"net_total":..,"payable":..,
+ *      "tax_total":..,"v":1,"vendor_id":"...","vendor_name":null|"..."}
+ *
+ * Every key is always present except a line's "tax_category", which is left out when the
+ * source has none (CSV), so it was added without changing any earlier payload's bytes.
  *
  * Amounts are JSON integers in minor units. The fingerprint is the lower-case hex SHA-256 of
  * exactly that text, so it covers dates, currency, amounts, lines and names.
@@ -83,6 +86,7 @@ static void invoice_line_free_fields(struct invoice_line *l)
     free(l->gl_account);
     free(l->quantity);
     free(l->unit_price);
+    free(l->tax_category);
 }
 
 void invoice_done(struct invoice *inv)
@@ -113,6 +117,7 @@ void invoice_add_line(struct invoice *inv, const struct invoice_line *line)
     l->gl_account = invoice_xstrdup(line->gl_account);
     l->quantity = invoice_xstrdup(line->quantity);
     l->unit_price = invoice_xstrdup(line->unit_price);
+    l->tax_category = invoice_xstrdup(line->tax_category);
     l->net = line->net;
     l->tax = line->tax;
 }
@@ -309,6 +314,9 @@ int invoice_validate(const struct invoice *inv, char *err, size_t errlen)
         snprintf(what, sizeof(what), "line %zu unit price", i + 1);
         if ((rc = invoice_check_text(what, l->unit_price, false, 64, false, err, errlen)))
             return rc;
+        snprintf(what, sizeof(what), "line %zu tax category", i + 1);
+        if ((rc = invoice_check_text(what, l->tax_category, false, 64, false, err, errlen)))
+            return rc;
         if (!invoice_amount_ok(l->net) || !invoice_amount_ok(l->tax))
             return apbot_fail(err, errlen, APBOT_E_RANGE, "line %zu amount out of range", i + 1);
     }
@@ -413,6 +421,8 @@ char *invoice_to_json(const struct invoice *inv)
         invoice_json_set(jl, "unit_price", invoice_json_str(l->unit_price));
         invoice_json_set(jl, "net", json_integer(l->net));
         invoice_json_set(jl, "tax", json_integer(l->tax));
+        if (l->tax_category) /* absent rather than null: payloads without it stay v1 bytes */
+            invoice_json_set(jl, "tax_category", json_string(l->tax_category));
         if (json_array_append_new(lines, jl) != 0)
             abort();
     }
@@ -560,6 +570,8 @@ int invoice_from_json(const char *json, struct invoice *ret, char *err, size_t e
             !(rc = invoice_json_get_str(jl, "gl_account", false, &l.gl_account, err, errlen)) &&
             !(rc = invoice_json_get_str(jl, "quantity", false, &l.quantity, err, errlen)) &&
             !(rc = invoice_json_get_str(jl, "unit_price", false, &l.unit_price, err, errlen)) &&
+            !(rc = invoice_json_get_str(jl, "tax_category", false, &l.tax_category, err,
+                                        errlen)) &&
             !(rc = invoice_json_get_int(jl, "net", &l.net, err, errlen)) &&
             !(rc = invoice_json_get_int(jl, "tax", &l.tax, err, errlen)))
             invoice_add_line(&inv, &l);

@@ -326,6 +326,93 @@ static void test_invoice_dates_and_doc_types(void **state)
     assert_int_equal(invoice_doc_type_from_name("bill"), INVOICE_DOC_INVALID);
 }
 
+/* --- the same invoice as CSV and as UBL ----------------------------------------------- */
+
+struct one {
+    struct invoice inv;
+    int accepted;
+    int refused;
+    char reason[APBOT_ERR_LEN];
+};
+
+static int one_accept(void *ctx, const struct invoice *inv, const char *where)
+{
+    (void)where;
+    struct one *o = ctx;
+    char *json = invoice_to_json(inv);
+    assert_non_null(json);
+    if (o->accepted == 0) {
+        char err[APBOT_ERR_LEN];
+        assert_int_equal(invoice_from_json(json, &o->inv, err, sizeof(err)), APBOT_OK);
+    }
+    free(json);
+    o->accepted++;
+    return 0;
+}
+
+static void one_refuse(void *ctx, const char *where, const char *reason)
+{
+    struct one *o = ctx;
+    o->refused++;
+    snprintf(o->reason, sizeof(o->reason), "%s: %s", where, reason);
+}
+
+static void read_one(const char *path, const struct vendor_map *vm, struct one *o)
+{
+    memset(o, 0, sizeof(*o));
+    invoice_init(&o->inv);
+    struct invoice_sink sink = {one_accept, one_refuse, o};
+    char err[APBOT_ERR_LEN] = "";
+    int rc = reader_read_file(path, vm, &sink, err, sizeof(err));
+    if (rc)
+        fail_msg("%s: %s", path, err);
+    if (o->accepted != 1 || o->refused != 0)
+        fail_msg("%s: accepted %d refused %d (%s)", path, o->accepted, o->refused, o->reason);
+}
+
+static void test_invoice_csv_and_ubl_same_key(void **state)
+{
+    (void)state;
+    const char *fx = getenv("APBOT_FIXTURES");
+    const char *sm = getenv("APBOT_SAMPLES");
+    if (!fx || !sm)
+        skip();
+    char vpath[1024], cpath[1024], upath[1024];
+    snprintf(vpath, sizeof(vpath), "%s/invoices/vendors.csv", fx);
+    snprintf(cpath, sizeof(cpath), "%s/invoices/base-example-as-csv.csv", fx);
+    snprintf(upath, sizeof(upath), "%s/ubl/base-example.xml", sm);
+    struct vendor_map *vm = NULL;
+    char err[APBOT_ERR_LEN];
+    if (vendor_map_load(vpath, &vm, err, sizeof(err)))
+        fail_msg("%s", err);
+    struct one c, u;
+    read_one(cpath, vm, &c);
+    read_one(upath, vm, &u);
+    char kc[INVOICE_KEY_LEN + 1], ku[INVOICE_KEY_LEN + 1];
+    assert_int_equal(invoice_identity_key(&c.inv, kc), APBOT_OK);
+    assert_int_equal(invoice_identity_key(&u.inv, ku), APBOT_OK);
+    assert_string_equal(c.inv.vendor_id, "100001");
+    assert_string_equal(u.inv.vendor_id, "100001");
+    assert_string_equal(kc, ku);
+    /* and the amounts agree */
+    assert_string_equal(c.inv.currency, u.inv.currency);
+    assert_int_equal(c.inv.payable, u.inv.payable);
+    assert_int_equal(c.inv.net_total, u.inv.net_total);
+    assert_int_equal(c.inv.tax_total, u.inv.tax_total);
+    assert_string_equal(c.inv.issue_date, u.inv.issue_date);
+    /* the credit note with the same number is a different identity */
+    struct one cn;
+    snprintf(upath, sizeof(upath), "%s/ubl/base-creditnote-correction.xml", sm);
+    read_one(upath, vm, &cn);
+    char kn[INVOICE_KEY_LEN + 1];
+    assert_int_equal(invoice_identity_key(&cn.inv, kn), APBOT_OK);
+    assert_string_not_equal(ku, kn);
+    invoice_done(&c.inv);
+    invoice_done(&u.inv);
+    invoice_done(&cn.inv);
+    vendor_map_free(vm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_invoice_from_json_refusals),
         cmocka_unit_test(test_invoice_validate),
         cmocka_unit_test(test_invoice_dates_and_doc_types),
+        cmocka_unit_test(test_invoice_csv_and_ubl_same_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

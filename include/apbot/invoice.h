@@ -35,6 +35,8 @@ struct invoice_line {
     char *unit_price;  /* decimal text as given, may carry more decimals than the currency */
     int64_t net;       /* line net amount, minor units */
     int64_t tax;       /* line tax amount, minor units (0 when the source has none) */
+    char *tax_category; /* "ID" or "ID:percent" (UBL ClassifiedTaxCategory: "S:19", "E:0"),
+                           may be NULL; part of the fingerprint only when set */
 };
 
 /* Field strings are heap-owned by the invoice and freed by invoice_done(). */

@@ -21,5 +21,9 @@ int vendor_map_load(const char *path, struct vendor_map **ret, char *err,
 void vendor_map_free(struct vendor_map *vm);
 /* The ERP vendor id for a seller identifier, or NULL. Valid while vm lives. vm may be NULL. */
 const char *vendor_map_lookup(const struct vendor_map *vm, const char *source_id);
+/* The vendor_name column for a seller identifier, or NULL (absent or empty). vm may be NULL. */
+const char *vendor_map_name(const struct vendor_map *vm, const char *source_id);
+/* Number of distinct source ids in the map (0 for NULL). */
+size_t vendor_map_count(const struct vendor_map *vm);
 
 #endif
