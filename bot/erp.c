@@ -38,6 +38,7 @@ enum erp_col {
     ERP_COL_CURRENCY,
     ERP_COL_DATE,
     ERP_COL_DOC_TYPE,
+    ERP_COL_BOOKED,
     ERP_COL_AMOUNT,
     ERP_COL__COUNT
 };
@@ -49,6 +50,7 @@ static const char *const erp_col_names[] = {
     [ERP_COL_CURRENCY] = "currency",
     [ERP_COL_DATE] = "date",
     [ERP_COL_DOC_TYPE] = "doc_type",
+    [ERP_COL_BOOKED] = "booked",
     [ERP_COL_AMOUNT] = "amount",
 };
 _Static_assert(sizeof(erp_col_names) / sizeof(erp_col_names[0]) == ERP_COL__COUNT,
@@ -372,6 +374,7 @@ static void row_free(struct erp_row *r)
     free(r->currency);
     free(r->date);
     free(r->doc_type);
+    free(r->booked);
     free(r->amount_text);
     memset(r, 0, sizeof(*r));
 }
@@ -466,6 +469,7 @@ static void row_fill(const struct flow_table *t, const int idx[ERP_COL__COUNT],
     row->currency = cell(cells, n, idx[ERP_COL_CURRENCY]);
     row->date = cell(cells, n, idx[ERP_COL_DATE]);
     row->doc_type = cell(cells, n, idx[ERP_COL_DOC_TYPE]);
+    row->booked = cell(cells, n, idx[ERP_COL_BOOKED]);
     row->amount_text = cell(cells, n, idx[ERP_COL_AMOUNT]);
     cur = row->currency ? row->currency : currency_hint;
     if (row->amount_text && cur && money_exponent(cur) >= 0 &&

@@ -89,7 +89,8 @@ struct erp_row {
     char *vendor;         /* column "vendor" */
     char *invoice_number; /* column "invoice_number" */
     char *currency;       /* column "currency" */
-    char *date;           /* column "date" (as the ERP shows it) */
+    char *date;           /* column "date": the invoice date, as the ERP shows it */
+    char *booked;         /* column "booked": the booking date, as the ERP shows it */
     char *doc_type;       /* column "doc_type" */
     char *amount_text;    /* column "amount", as shown */
     int64_t amount;       /* amount_text in minor units, valid when has_amount */
