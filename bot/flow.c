@@ -35,7 +35,6 @@
 #include "apbot/money.h"
 
 #define FLOW_NS "urn:apbot:flow:1"
-#define FLOW_PROBLEMS_MAX (64 * 1024) /* bytes of collected problems kept */
 #define FLOW_EXPAND_MAX (64 * 1024)   /* bytes of one expanded template */
 #define FLOW_MAX_FMTS 8               /* formatters in one placeholder */
 
@@ -412,13 +411,21 @@ static void flow_buf_str(struct flow_buf *b, const char *s)
 }
 
 /* ---------------------------------------------------------------------------------------
- * Problems: "file:line: message" lines, every one kept (up to FLOW_PROBLEMS_MAX bytes).
+ * Problems: every one kept (up to FLOW_PROBLEMS_MAX of them), reported sorted by line as
+ * "file:line: message".
  */
+#define FLOW_PROBLEMS_MAX 200
+
+struct flow_problem_rec {
+    long line;
+    char *text; /* "file:line: message" */
+};
+
 struct flow_ctx {
     const char *path;
-    struct flow_buf probs;
-    size_t n_probs;
-    size_t n_dropped;
+    struct flow_problem_rec *probs;
+    size_t n_probs;   /* problems found (some may not be kept) */
+    size_t n_kept;
     struct flow *f;
     bool key_written; /* some post field writes ${key} */
 };
@@ -427,74 +434,78 @@ static void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...) AP
 
 static void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...)
 {
-    char msg[1024], head[64];
+    char msg[1024], text[1200];
     va_list ap;
-    size_t before = c->probs.len;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (line > 0)
-        snprintf(head, sizeof(head), ":%ld: ", line);
-    else
-        snprintf(head, sizeof(head), ": ");
     c->n_probs++;
-    if (c->probs.over) {
-        c->n_dropped++;
+    if (c->n_kept == FLOW_PROBLEMS_MAX)
         return;
-    }
-    flow_buf_str(&c->probs, c->path);
-    flow_buf_str(&c->probs, head);
-    flow_buf_str(&c->probs, msg);
-    flow_buf_str(&c->probs, "\n");
-    if (c->probs.over) {
-        c->n_dropped++;
-        c->probs.len = before;
-        if (c->probs.p)
-            c->probs.p[before] = '\0';
-    }
+    if (line > 0)
+        snprintf(text, sizeof(text), "%s:%ld: %s", c->path, line, msg);
+    else
+        snprintf(text, sizeof(text), "%s: %s", c->path, msg);
+    if (!c->probs)
+        c->probs = flow_xcalloc(FLOW_PROBLEMS_MAX, sizeof(*c->probs));
+    c->probs[c->n_kept].line = line;
+    c->probs[c->n_kept].text = flow_xstrdup(text);
+    c->n_kept++;
 }
 
-/* Copies the problems into err, whole lines only, with a count of what did not fit. */
+static void flow_problems_free(struct flow_ctx *c)
+{
+    for (size_t i = 0; i < c->n_kept; i++)
+        free(c->probs[i].text);
+    free(c->probs);
+    c->probs = NULL;
+    c->n_kept = 0;
+}
+
+/* Copies the problems into err sorted by line (stable), whole lines only, with a count of
+ * what did not fit. */
 static void flow_problems_out(struct flow_ctx *c, char *err, size_t errlen)
 {
-    const char *s = c->probs.p ? c->probs.p : "";
-    size_t used = 0, shown = 0, hidden = c->n_dropped;
+    size_t used = 0, hidden = c->n_probs - c->n_kept;
     char tail[80];
 
     if (!err || !errlen)
         return;
     err[0] = '\0';
-    for (const char *line = s; *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
-        bool last = line[n] == '\0';
+    /* Insertion sort: a handful of problems, and it keeps equal lines in order found. */
+    for (size_t i = 1; i < c->n_kept; i++) {
+        struct flow_problem_rec r = c->probs[i];
+        size_t j = i;
+        while (j > 0 && c->probs[j - 1].line > r.line) {
+            c->probs[j] = c->probs[j - 1];
+            j--;
+        }
+        c->probs[j] = r;
+    }
+    for (size_t i = 0; i < c->n_kept; i++) {
+        size_t n = strlen(c->probs[i].text);
+        bool last = i + 1 == c->n_kept && hidden == 0;
         /* Leave room for the "(N more problems not shown)" note unless this is the last. */
-        if (used + n + (last ? 0 : 48) < errlen && hidden == 0) {
-            memcpy(err + used, line, n);
+        if (hidden == 0 && used + n + 1 + (last ? 0 : 48) < errlen) {
+            if (used)
+                err[used++] = '\n';
+            memcpy(err + used, c->probs[i].text, n + 1);
             used += n;
-            err[used] = '\0';
-            shown++;
         } else {
             hidden++;
         }
-        line += n;
     }
     if (hidden) {
-        if (shown == 0 && *s) {
-            snprintf(err, errlen, "%s", s); /* not even one line fits: its beginning */
-            used = strlen(err);
+        if (used == 0 && c->n_kept) {
+            snprintf(err, errlen, "%s", c->probs[0].text); /* its beginning, at least */
         } else {
-            snprintf(tail, sizeof(tail), "(%zu more problems not shown)\n", hidden);
-            if (used + strlen(tail) < errlen) {
+            snprintf(tail, sizeof(tail), "%s(%zu more problems not shown)", used ? "\n" : "",
+                     hidden);
+            if (used + strlen(tail) < errlen)
                 memcpy(err + used, tail, strlen(tail) + 1);
-                used += strlen(tail);
-            }
         }
     }
-    /* Drop the final newline: callers print err with their own. */
-    if (used && err[used - 1] == '\n')
-        err[used - 1] = '\0';
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -2036,7 +2047,7 @@ static int flow_validate(struct flow_ctx *c, xmlDoc *doc)
     xmlRelaxNGParserCtxtPtr pctx = NULL;
     xmlRelaxNGPtr schema = NULL;
     xmlRelaxNGValidCtxtPtr vctx = NULL;
-    struct flow_ctx sc = {.path = "flow.rng", .probs = {.max = 4096}};
+    struct flow_ctx sc = {.path = "flow.rng"};
     int rc = APBOT_OK;
 
     pctx = xmlRelaxNGNewMemParserCtxt(schema_text, (int)strlen(schema_text));
@@ -2046,7 +2057,7 @@ static int flow_validate(struct flow_ctx *c, xmlDoc *doc)
     schema = xmlRelaxNGParse(pctx);
     if (!schema) {
         flow_problem(c, 0, "internal error: the built-in schema does not compile: %s",
-                     sc.probs.p ? sc.probs.p : "");
+                     sc.n_kept ? sc.probs[0].text : "");
         rc = APBOT_E_BUG;
         goto out;
     }
@@ -2063,14 +2074,14 @@ out:
     xmlRelaxNGFreeValidCtxt(vctx);
     xmlRelaxNGFree(schema);
     xmlRelaxNGFreeParserCtxt(pctx);
-    free(sc.probs.p);
+    flow_problems_free(&sc);
     free(schema_text);
     return rc;
 }
 
 int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
 {
-    struct flow_ctx c = {.path = path ? path : "(null)", .probs = {.max = FLOW_PROBLEMS_MAX}};
+    struct flow_ctx c = {.path = path ? path : "(null)"};
     xmlStructuredErrorFunc old = xmlStructuredError;
     void *old_ctx = xmlStructuredErrorContext;
     xmlDoc *doc = NULL;
@@ -2123,6 +2134,6 @@ out:
         flow_problems_out(&c, err, errlen);
     flow_free(c.f);
     xmlFreeDoc(doc);
-    free(c.probs.p);
+    flow_problems_free(&c);
     return rc;
 }
