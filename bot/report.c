@@ -1,0 +1,1072 @@
+/*
+ * report.c - builds the daily reconciliation: walks the queue, reads one booking day's ERP
+ * listing through the flow, joins the two on the (cut) key and classifies what it sees into
+ * the balance, matched records, drift and hints. Completed items the listing lacks are looked
+ * up by key before they count as missing (they may have been booked on another day);
+ * manual-review items are looked up (bounded) to tell the operator whether the ERP holds
+ * them. Rendering lives in report_render.c; the join rules are explained in docs/report.md.
+ */
+#include "apbot/report.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "apbot/erp.h"
+#include "apbot/flow.h"
+#include "apbot/invoice.h"
+#include "apbot/machine.h"
+#include "apbot/money.h"
+#include "apbot/store.h"
+
+#define REPORT_DEFAULT_LOOKUPS 200
+
+static const char *const report_kind_names[] = {
+    [REPORT_DUPLICATE] = "duplicate",
+    [REPORT_MISSING] = "missing",
+    [REPORT_ORPHAN] = "orphan",
+    [REPORT_AMOUNT_MISMATCH] = "amount-mismatch",
+    [REPORT_DOC_MISMATCH] = "doc-mismatch",
+    [REPORT_BOOKED_EXCEPTION] = "booked-exception",
+    [REPORT_UNACCOUNTED] = "unaccounted",
+    [REPORT_REVIEW_HELD] = "review-held",
+    [REPORT_REVIEW_OPEN] = "review-open",
+    [REPORT_EXCEPTION] = "exception",
+    [REPORT_PENDING] = "pending",
+    [REPORT_OTHER_DAY] = "other-day",
+};
+_Static_assert(sizeof(report_kind_names) / sizeof(report_kind_names[0]) == REPORT_KIND__COUNT,
+               "every report_kind needs a name");
+
+const char *report_kind_name(enum report_kind k)
+{
+    if ((int)k < 0 || k >= REPORT_KIND__COUNT)
+        return "invalid";
+    return report_kind_names[k];
+}
+
+bool report_kind_is_drift(enum report_kind k)
+{
+    switch (k) {
+    case REPORT_DUPLICATE:
+    case REPORT_MISSING:
+    case REPORT_ORPHAN:
+    case REPORT_AMOUNT_MISMATCH:
+    case REPORT_DOC_MISMATCH:
+    case REPORT_BOOKED_EXCEPTION:
+        return true;
+    case REPORT_UNACCOUNTED:
+    case REPORT_REVIEW_HELD:
+    case REPORT_REVIEW_OPEN:
+    case REPORT_EXCEPTION:
+    case REPORT_PENDING:
+    case REPORT_OTHER_DAY:
+    case REPORT_KIND__COUNT:
+        return false;
+    }
+    return false;
+}
+
+void report_local_date(int64_t ms, char buf[11])
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (!localtime_r(&t, &tm) || strftime(buf, 11, "%Y-%m-%d", &tm) != 10)
+        memcpy(buf, "0000-00-00", 11);
+}
+
+/* ---- the report object ---------------------------------------------------------------- */
+
+struct report {
+    struct report_summary sum;
+    char *flow_name;
+    struct report_finding *f;
+    size_t n, cap;
+};
+
+static char *xstrdup(const char *s)
+{
+    char *d;
+    if (!s)
+        return NULL;
+    d = strdup(s);
+    if (!d)
+        abort();
+    return d;
+}
+
+static char *xprintf(const char *fmt, ...) APBOT_PRINTF(1, 2);
+static char *xprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort();
+    s = malloc((size_t)n + 1);
+    if (!s)
+        abort();
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static void finding_free(struct report_finding *x)
+{
+    /* every string of a finding was duplicated for it by add_finding */
+    free((char *)x->key);
+    free((char *)x->state);
+    free((char *)x->vendor_id);
+    free((char *)x->vendor_name);
+    free((char *)x->invoice_number);
+    free((char *)x->currency);
+    free((char *)x->doc);
+    free((char *)x->erp_docs);
+    free((char *)x->reason);
+    free((char *)x->detail);
+    free((char *)x->command);
+}
+
+void report_free(struct report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        finding_free(&r->f[i]);
+    free(r->f);
+    free(r->flow_name);
+    free(r);
+}
+
+const struct report_summary *report_summary(const struct report *r)
+{
+    return &r->sum;
+}
+
+const struct report_finding *report_findings(const struct report *r, size_t *ret_n)
+{
+    *ret_n = r->n;
+    return r->f;
+}
+
+enum report_status report_status(const struct report *r)
+{
+    if (!r->sum.balanced)
+        return REPORT_UNBALANCED;
+    if (r->sum.drift > 0)
+        return REPORT_DRIFT;
+    return REPORT_CLEAN;
+}
+
+int report_format_from_name(const char *name, enum report_format *ret)
+{
+    static const struct {
+        const char *name;
+        enum report_format fmt;
+    } names[] = {{"text", REPORT_FMT_TEXT},
+                 {"csv", REPORT_FMT_CSV},
+                 {"json", REPORT_FMT_JSON},
+                 {"html", REPORT_FMT_HTML}};
+    for (size_t i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(name, names[i].name) == 0) {
+            *ret = names[i].fmt;
+            return APBOT_OK;
+        }
+    return APBOT_E_INVAL;
+}
+
+/* ---- what the build collects ---------------------------------------------------------- */
+
+/* A copy of what the report needs of one queue row. */
+struct ritem {
+    int64_t id;
+    char *key, *cut;
+    enum machine_state state;
+    int64_t created_at, updated_at;
+    char *erp_doc, *reason, *vendor_id, *vendor_name, *invoice_number;
+    char doc_type[16], currency[4];
+    int exponent;
+    int64_t total;
+    ssize_t group;  /* index of its group in the day's listing, -1 if absent */
+};
+
+/* A copy of one row of the day's listing. */
+struct rrow {
+    char *doc, *reference, *vendor, *currency, *amount_text, *date;
+    int64_t amount;
+    int exponent;
+    bool has_amount;
+};
+
+struct rgroup {
+    size_t first, n; /* rows[first .. first+n) share one reference */
+};
+
+struct build {
+    struct report *r;
+    const struct flow *flow;
+    struct erp_session *erp;
+    const char *date;
+    int64_t now;
+    int max_lookups;
+    struct ritem *items;
+    size_t n_items, cap_items;
+    struct rrow *rows;
+    size_t n_rows, cap_rows;
+    struct rgroup *groups;
+    size_t n_groups;
+    size_t *by_cut; /* item indexes sorted by cut key */
+};
+
+/* The fields of a finding before they are copied into the report. */
+struct fnew {
+    enum report_kind kind;
+    const struct ritem *item; /* or NULL */
+    const char *key;          /* when no item */
+    const char *vendor_id;    /* when no item */
+    const char *currency;     /* when no item */
+    int exponent;
+    bool has_amount;
+    int64_t amount;
+    bool has_erp_amount;
+    int64_t erp_amount;
+    const char *erp_docs;
+    char *detail;  /* taken over */
+    char *command; /* taken over */
+};
+
+static void add_finding(struct build *b, const struct fnew *n)
+{
+    struct report *r = b->r;
+    struct report_finding *x;
+    const struct ritem *it = n->item;
+
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        struct report_finding *f = realloc(r->f, cap * sizeof(*f));
+        if (!f)
+            abort();
+        r->f = f;
+        r->cap = cap;
+    }
+    x = &r->f[r->n++];
+    memset(x, 0, sizeof(*x));
+    x->kind = n->kind;
+    x->erp_docs = xstrdup(n->erp_docs);
+    x->detail = n->detail;
+    x->command = n->command;
+    x->has_erp_amount = n->has_erp_amount;
+    x->erp_amount = n->erp_amount;
+    if (it) {
+        x->item_id = it->id;
+        x->key = xstrdup(it->key);
+        x->state = xstrdup(machine_state_name(it->state));
+        x->vendor_id = xstrdup(it->vendor_id);
+        x->vendor_name = xstrdup(it->vendor_name);
+        x->invoice_number = xstrdup(it->invoice_number);
+        x->currency = xstrdup(it->currency);
+        x->exponent = it->exponent;
+        x->amount = it->total;
+        x->has_amount = true;
+        x->doc = xstrdup(it->erp_doc);
+        x->created_at = it->created_at;
+        x->age_ms = b->now - it->created_at;
+        x->reason = xstrdup(it->reason);
+    } else {
+        x->key = xstrdup(n->key);
+        x->vendor_id = xstrdup(n->vendor_id);
+        x->currency = xstrdup(n->currency);
+        x->exponent = n->exponent;
+        x->amount = n->amount;
+        x->has_amount = n->has_amount;
+    }
+    r->sum.counts[n->kind]++;
+    if (report_kind_is_drift(n->kind))
+        r->sum.drift++;
+}
+
+/* "1,234.56" into buf. */
+static const char *fmt_amount(int64_t minor, int exponent, char *buf, size_t len)
+{
+    if (money_format(minor, exponent, '.', ',', buf, len) != APBOT_OK)
+        snprintf(buf, len, "?");
+    return buf;
+}
+
+/* "2d 3h", "4h 05m", "12m" */
+static void fmt_age(int64_t ms, char *buf, size_t len)
+{
+    int64_t m = ms > 0 ? ms / 60000 : 0;
+    if (m >= 24 * 60)
+        snprintf(buf, len, "%lldd %lldh", (long long)(m / 1440), (long long)(m % 1440 / 60));
+    else if (m >= 60)
+        snprintf(buf, len, "%lldh %02lldm", (long long)(m / 60), (long long)(m % 60));
+    else
+        snprintf(buf, len, "%lldm", (long long)m);
+}
+
+/* ---- collecting the queue ------------------------------------------------------------- */
+
+static int collect_item(void *ctx, const struct store_item *si)
+{
+    struct build *b = ctx;
+    struct ritem *it;
+
+    if (b->n_items == b->cap_items) {
+        size_t cap = b->cap_items ? b->cap_items * 2 : 64;
+        struct ritem *v = realloc(b->items, cap * sizeof(*v));
+        if (!v)
+            abort();
+        b->items = v;
+        b->cap_items = cap;
+    }
+    it = &b->items[b->n_items++];
+    memset(it, 0, sizeof(*it));
+    it->id = si->id;
+    it->key = xstrdup(si->key);
+    it->cut = flow_key_cut(b->flow, si->key);
+    if (!it->cut)
+        abort();
+    it->state = si->state;
+    it->created_at = si->created_at;
+    it->updated_at = si->updated_at;
+    it->erp_doc = xstrdup(si->erp_doc);
+    it->reason = xstrdup(si->reason);
+    it->vendor_id = xstrdup(si->vendor_id);
+    it->vendor_name = xstrdup(si->vendor_name);
+    it->invoice_number = xstrdup(si->invoice_number);
+    snprintf(it->doc_type, sizeof(it->doc_type), "%s", si->doc_type);
+    snprintf(it->currency, sizeof(it->currency), "%s", si->currency);
+    it->exponent = si->exponent;
+    it->total = si->total;
+    it->group = -1;
+    return 0;
+}
+
+static int collect_row(void *ctx, const struct erp_row *er)
+{
+    struct build *b = ctx;
+    struct rrow *row;
+
+    if (b->n_rows == b->cap_rows) {
+        size_t cap = b->cap_rows ? b->cap_rows * 2 : 64;
+        struct rrow *v = realloc(b->rows, cap * sizeof(*v));
+        if (!v)
+            abort();
+        b->rows = v;
+        b->cap_rows = cap;
+    }
+    row = &b->rows[b->n_rows++];
+    memset(row, 0, sizeof(*row));
+    row->doc = xstrdup(er->doc);
+    row->reference = xstrdup(er->reference);
+    row->vendor = xstrdup(er->vendor);
+    row->currency = xstrdup(er->currency);
+    row->amount_text = xstrdup(er->amount_text);
+    row->date = xstrdup(er->date);
+    row->amount = er->amount;
+    row->exponent = er->exponent;
+    row->has_amount = er->has_amount;
+    return 0;
+}
+
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const struct rrow *x = a, *y = b;
+    int c = strcmp(nz(x->reference), nz(y->reference));
+    return c ? c : strcmp(nz(x->doc), nz(y->doc));
+}
+
+static const struct ritem *g_sort_items; /* qsort has no context argument in C11 */
+
+static int cmp_cut(const void *a, const void *b)
+{
+    const struct ritem *x = &g_sort_items[*(const size_t *)a];
+    const struct ritem *y = &g_sort_items[*(const size_t *)b];
+    return strcmp(x->cut, y->cut);
+}
+
+/* The item whose cut key is cut, or NULL. */
+static struct ritem *find_item(struct build *b, const char *cut)
+{
+    size_t lo = 0, hi = b->n_items;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        struct ritem *it = &b->items[b->by_cut[mid]];
+        int c = strcmp(cut, it->cut);
+        if (c == 0)
+            return it;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+/* The amount of an ERP row in minor units, parsing with the item's currency when the row
+ * shows none. False when it cannot be read. */
+static bool row_amount(const struct build *b, const struct flow_table *t, const struct ritem *it,
+                       const char *currency, const char *amount_text, bool has_amount,
+                       int64_t amount, int64_t *ret)
+{
+    if (has_amount) {
+        *ret = amount;
+        return true;
+    }
+    (void)b;
+    if (!amount_text)
+        return false;
+    return erp_parse_amount(t, amount_text, currency ? currency : it->currency, ret, NULL, 0) ==
+           APBOT_OK;
+}
+
+/* Same money: currency (when the ERP shows one) and amount; a credit note may be shown
+ * positive by an ERP that books it as a negative amount or the other way round. */
+static bool same_money(const struct ritem *it, const char *erp_currency, int64_t erp_amount)
+{
+    if (erp_currency && strcmp(erp_currency, it->currency) != 0)
+        return false;
+    if (erp_amount == it->total)
+        return true;
+    return strcmp(it->doc_type, "credit-note") == 0 && erp_amount == -it->total;
+}
+
+/* ---- the join -------------------------------------------------------------------------- */
+
+/* "D1, D2" of a row group, heap. */
+static char *group_docs(const struct build *b, const struct rgroup *g)
+{
+    size_t len = 1;
+    char *s;
+
+    for (size_t i = 0; i < g->n; i++)
+        len += strlen(nz(b->rows[g->first + i].doc)) + 2;
+    s = calloc(1, len);
+    if (!s)
+        abort();
+    for (size_t i = 0; i < g->n; i++) {
+        if (i)
+            strcat(s, ", ");
+        strcat(s, nz(b->rows[g->first + i].doc));
+    }
+    return s;
+}
+
+/* "D1, D2" of lookup hits, heap. */
+static char *hits_docs(const struct erp_hits *h)
+{
+    size_t len = 1;
+    char *s;
+
+    for (size_t i = 0; i < h->n; i++)
+        len += strlen(nz(h->rows[i].doc)) + 2;
+    s = calloc(1, len);
+    if (!s)
+        abort();
+    for (size_t i = 0; i < h->n; i++) {
+        if (i)
+            strcat(s, ", ");
+        strcat(s, nz(h->rows[i].doc));
+    }
+    return s;
+}
+
+/* Compares a completed item with its only ERP record; adds mismatches, counts a match. */
+static void check_completed_row(struct build *b, const struct flow_table *t, struct ritem *it,
+                                const char *doc, const char *currency, const char *amount_text,
+                                bool has_amount, int64_t amount, bool *ret_matched)
+{
+    char a1[48], a2[48];
+    int64_t erp_amount = 0;
+    bool amount_ok = row_amount(b, t, it, currency, amount_text, has_amount, amount, &erp_amount);
+    bool doc_ok = doc && it->erp_doc && strcmp(doc, it->erp_doc) == 0;
+    bool money_ok = amount_ok && same_money(it, currency, erp_amount);
+    struct fnew n;
+
+    if (!money_ok) {
+        memset(&n, 0, sizeof(n));
+        n.kind = REPORT_AMOUNT_MISMATCH;
+        n.item = it;
+        n.erp_docs = doc;
+        n.has_erp_amount = amount_ok;
+        n.erp_amount = erp_amount;
+        if (amount_ok)
+            n.detail = xprintf("ERP document %s shows %s %s; the invoice is %s %s.", nz(doc),
+                               fmt_amount(erp_amount, it->exponent, a1, sizeof(a1)),
+                               currency ? currency : it->currency,
+                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)),
+                               it->currency);
+        else
+            n.detail = xprintf("ERP document %s shows an amount that cannot be read ('%s'); "
+                               "the invoice is %s %s.",
+                               nz(doc), nz(amount_text),
+                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)),
+                               it->currency);
+        add_finding(b, &n);
+    }
+    if (!doc_ok) {
+        memset(&n, 0, sizeof(n));
+        n.kind = REPORT_DOC_MISMATCH;
+        n.item = it;
+        n.erp_docs = doc;
+        n.has_erp_amount = amount_ok;
+        n.erp_amount = erp_amount;
+        n.detail = xprintf("The queue recorded document %s; the ERP holds this key as "
+                           "document %s.",
+                           it->erp_doc ? it->erp_doc : "(none)", nz(doc));
+        add_finding(b, &n);
+    }
+    *ret_matched = money_ok && doc_ok;
+}
+
+static void add_duplicate(struct build *b, struct ritem *it, size_t count, const char *docs)
+{
+    struct fnew n;
+    memset(&n, 0, sizeof(n));
+    n.kind = REPORT_DUPLICATE;
+    n.item = it;
+    n.erp_docs = docs;
+    n.detail = xprintf("Booked %zu times in the ERP (documents %s); only one may stay: "
+                       "reverse the others.",
+                       count, docs);
+    add_finding(b, &n);
+}
+
+/* Walks the day's listing grouped by reference. */
+static void join_listing(struct build *b)
+{
+    const struct flow_table *t = &b->flow->list.table;
+    const size_t plen = strlen(INVOICE_KEY_PREFIX);
+
+    for (size_t gi = 0; gi < b->n_groups; gi++) {
+        struct rgroup *g = &b->groups[gi];
+        struct rrow *first = &b->rows[g->first];
+        struct ritem *it;
+        char *docs;
+
+        if (!first->reference || strncmp(first->reference, INVOICE_KEY_PREFIX, plen) != 0)
+            continue; /* not an apbot record */
+        b->r->sum.erp_apbot_rows += (int64_t)g->n;
+        it = find_item(b, first->reference);
+        if (!it) {
+            for (size_t i = 0; i < g->n; i++) {
+                struct rrow *row = &b->rows[g->first + i];
+                char a1[48];
+                struct fnew n;
+                int exp = row->has_amount ? row->exponent : 0;
+
+                memset(&n, 0, sizeof(n));
+                n.kind = REPORT_ORPHAN;
+                n.key = row->reference;
+                n.vendor_id = row->vendor;
+                n.currency = row->currency;
+                n.exponent = exp;
+                n.erp_docs = row->doc;
+                n.has_erp_amount = row->has_amount;
+                n.erp_amount = row->amount;
+                n.detail = xprintf("ERP document %s (vendor %s, %s %s) carries the apbot key "
+                                   "%s, which is not in this queue: booked by hand or from "
+                                   "another queue.",
+                                   nz(row->doc), nz(row->vendor),
+                                   row->has_amount ? fmt_amount(row->amount, exp, a1, sizeof(a1))
+                                                   : nz(row->amount_text),
+                                   nz(row->currency), row->reference);
+                add_finding(b, &n);
+            }
+            continue;
+        }
+        it->group = (ssize_t)gi;
+        docs = group_docs(b, g);
+        if (g->n > 1)
+            add_duplicate(b, it, g->n, docs);
+        switch (it->state) {
+        case MACHINE_COMPLETED:
+            if (g->n == 1) {
+                bool matched = false;
+                check_completed_row(b, t, it, first->doc, first->currency, first->amount_text,
+                                    first->has_amount, first->amount, &matched);
+                if (matched)
+                    b->r->sum.matched++;
+            } else {
+                bool any = false;
+                for (size_t i = 0; i < g->n; i++)
+                    if (it->erp_doc && b->rows[g->first + i].doc &&
+                        strcmp(it->erp_doc, b->rows[g->first + i].doc) == 0)
+                        any = true;
+                if (!any) {
+                    struct fnew n;
+                    memset(&n, 0, sizeof(n));
+                    n.kind = REPORT_DOC_MISMATCH;
+                    n.item = it;
+                    n.erp_docs = docs;
+                    n.detail = xprintf("The queue recorded document %s; the ERP holds this key "
+                                       "only as %s.",
+                                       it->erp_doc ? it->erp_doc : "(none)", docs);
+                    add_finding(b, &n);
+                }
+            }
+            break;
+        case MACHINE_BUSINESS_EXCEPTION: {
+            struct fnew n;
+            memset(&n, 0, sizeof(n));
+            n.kind = REPORT_BOOKED_EXCEPTION;
+            n.item = it;
+            n.erp_docs = docs;
+            n.detail = xprintf("Rejected here (%s), yet the ERP holds it as %s: reverse it in "
+                               "the ERP, or requeue the item so the bot adopts the document.",
+                               it->reason ? it->reason : "no reason recorded", docs);
+            add_finding(b, &n);
+            break;
+        }
+        case MACHINE_NEW:
+        case MACHINE_CHECKING:
+        case MACHINE_POSTING:
+        case MACHINE_RECONCILING:
+        case MACHINE_MANUAL_REVIEW:
+        case MACHINE_STATE__COUNT:
+        case MACHINE_STATE_INVALID:
+            break; /* hints, below */
+        }
+        free(docs);
+    }
+}
+
+/* Looks a key up; counts it. */
+static int lookup(struct build *b, const struct ritem *it, struct erp_lookup_result *res,
+                  char *err, size_t errlen)
+{
+    b->r->sum.lookups++;
+    return erp_lookup(b->erp, it->key, it->currency, res, err, errlen);
+}
+
+/* A completed item of the day that the day's listing lacks: booked on another day, or
+ * missing. ERP_FAILED is fatal: a missing record must be proven, not guessed. */
+static int check_absent_completed(struct build *b, struct ritem *it, char *err, size_t errlen)
+{
+    struct erp_lookup_result res;
+    struct fnew n;
+    int rc;
+
+    memset(&n, 0, sizeof(n));
+    n.item = it;
+    if (!b->flow->lookup.get) {
+        n.kind = REPORT_MISSING;
+        n.detail = xprintf("Completed here as document %s, but the ERP's listing for %s does "
+                           "not show it (the flow has no lookup to search other days).",
+                           nz(it->erp_doc), b->date);
+        add_finding(b, &n);
+        return APBOT_OK;
+    }
+    rc = lookup(b, it, &res, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    switch (res.answer) {
+    case ERP_FAILED:
+        rc = apbot_fail(err, errlen, APBOT_E_NET, "checking item %lld in the ERP: %s",
+                        (long long)it->id, res.detail);
+        break;
+    case ERP_NOT_FOUND:
+        n.kind = REPORT_MISSING;
+        n.detail = xprintf("Completed here as document %s, but the ERP holds no record with "
+                           "this key (deleted or reversed?).",
+                           nz(it->erp_doc));
+        add_finding(b, &n);
+        break;
+    case ERP_FOUND: {
+        struct erp_row *h = &res.hits.rows[0];
+        if (res.hits.n > 1) {
+            char *docs = hits_docs(&res.hits);
+            add_duplicate(b, it, res.hits.n, docs);
+            free(docs);
+        } else if (h->doc && it->erp_doc && strcmp(h->doc, it->erp_doc) == 0) {
+            bool matched = false;
+            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency,
+                                h->amount_text, h->has_amount, h->amount, &matched);
+            if (matched) {
+                n.kind = REPORT_OTHER_DAY;
+                n.erp_docs = h->doc;
+                n.detail = xprintf("Completed on %s; the ERP booked document %s on %s.", b->date,
+                                   h->doc, h->booked ? h->booked : "another day");
+                add_finding(b, &n);
+            }
+        } else {
+            bool matched = false;
+            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency,
+                                h->amount_text, h->has_amount, h->amount, &matched);
+        }
+        break;
+    }
+    }
+    erp_lookup_result_done(&res);
+    return rc;
+}
+
+/* The review hint of a manual-review item: does the ERP hold it, and how? */
+static void review_hint(struct build *b, struct ritem *it)
+{
+    struct fnew n;
+    char a1[48];
+
+    memset(&n, 0, sizeof(n));
+    n.item = it;
+    n.kind = REPORT_REVIEW_OPEN;
+    if (it->group >= 0) {
+        struct rgroup *g = &b->groups[it->group];
+        struct rrow *row = &b->rows[g->first];
+        int64_t amount = 0;
+        bool ok = row_amount(b, &b->flow->list.table, it, row->currency, row->amount_text,
+                             row->has_amount, row->amount, &amount);
+        n.erp_docs = row->doc;
+        n.has_erp_amount = ok;
+        n.erp_amount = amount;
+        if (g->n > 1) {
+            n.detail = xprintf("Booked %zu times in the ERP (see duplicates): settle the "
+                               "duplicates first.",
+                               g->n);
+        } else if (ok && same_money(it, row->currency, amount) && row->doc) {
+            n.kind = REPORT_REVIEW_HELD;
+            n.detail = xprintf("The ERP holds it as document %s with the same amount "
+                               "(booked %s).",
+                               row->doc, b->date);
+            n.command = xprintf("apbot resolve %lld --posted %s --flow %s", (long long)it->id,
+                                row->doc, nz(b->flow->path));
+        } else {
+            n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
+                               "invoice's amount: check the booking before resolving.",
+                               nz(row->doc),
+                               ok ? fmt_amount(amount, it->exponent, a1, sizeof(a1))
+                                  : nz(row->amount_text),
+                               row->currency ? row->currency : it->currency);
+        }
+        add_finding(b, &n);
+        return;
+    }
+    if (!b->flow->lookup.get || b->r->sum.lookups >= b->max_lookups) {
+        n.detail = xprintf("Not checked in the ERP (%s).",
+                           b->flow->lookup.get ? "lookup budget spent" : "the flow has no lookup");
+        add_finding(b, &n);
+        return;
+    }
+    {
+        struct erp_lookup_result res;
+        char lerr[APBOT_ERR_LEN] = "";
+        int rc = lookup(b, it, &res, lerr, sizeof(lerr));
+        if (rc != APBOT_OK || res.answer == ERP_FAILED) {
+            n.detail = xprintf("Could not check the ERP: %s", rc != APBOT_OK ? lerr : res.detail);
+        } else if (res.answer == ERP_NOT_FOUND) {
+            n.detail = xprintf("The ERP does not hold it: requeue it (apbot resolve %lld "
+                               "--requeue) or reject it.",
+                               (long long)it->id);
+            n.command = xprintf("apbot resolve %lld --requeue", (long long)it->id);
+        } else if (res.hits.n > 1) {
+            char *docs = hits_docs(&res.hits);
+            add_duplicate(b, it, res.hits.n, docs);
+            n.erp_docs = docs;
+            n.detail = xprintf("Booked %zu times in the ERP (see duplicates): settle the "
+                               "duplicates first.",
+                               res.hits.n);
+            add_finding(b, &n);
+            free(docs);
+            erp_lookup_result_done(&res);
+            return;
+        } else {
+            struct erp_row *h = &res.hits.rows[0];
+            int64_t amount = 0;
+            bool ok = row_amount(b, &b->flow->lookup.table, it, h->currency, h->amount_text,
+                                 h->has_amount, h->amount, &amount);
+            n.erp_docs = h->doc;
+            n.has_erp_amount = ok;
+            n.erp_amount = amount;
+            if (ok && same_money(it, h->currency, amount) && h->doc) {
+                n.kind = REPORT_REVIEW_HELD;
+                if (h->booked)
+                    n.detail = xprintf("The ERP holds it as document %s with the same amount "
+                                       "(booked %s).",
+                                       h->doc, h->booked);
+                else
+                    n.detail = xprintf("The ERP holds it as document %s with the same amount.",
+                                       h->doc);
+                n.command = xprintf("apbot resolve %lld --posted %s --flow %s",
+                                    (long long)it->id, h->doc, nz(b->flow->path));
+            } else {
+                n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
+                                   "invoice's amount: check the booking before resolving.",
+                                   nz(h->doc),
+                                   ok ? fmt_amount(amount, it->exponent, a1, sizeof(a1))
+                                      : nz(h->amount_text),
+                                   h->currency ? h->currency : it->currency);
+            }
+        }
+        erp_lookup_result_done(&res);
+        add_finding(b, &n);
+    }
+}
+
+static void bucket(struct report_balance *bal, const struct ritem *it, bool *ret_unaccounted)
+{
+    bal->received++;
+    *ret_unaccounted = false;
+    switch (it->state) {
+    case MACHINE_COMPLETED:
+        if (it->erp_doc && *it->erp_doc) {
+            bal->completed++;
+            return;
+        }
+        break;
+    case MACHINE_BUSINESS_EXCEPTION:
+        bal->exceptions++;
+        return;
+    case MACHINE_MANUAL_REVIEW:
+        bal->review++;
+        return;
+    case MACHINE_NEW:
+    case MACHINE_CHECKING:
+    case MACHINE_POSTING:
+    case MACHINE_RECONCILING:
+        bal->pending++;
+        return;
+    case MACHINE_STATE__COUNT:
+    case MACHINE_STATE_INVALID:
+        break;
+    }
+    bal->unaccounted++;
+    *ret_unaccounted = true;
+}
+
+static bool balanced(const struct report_balance *bal)
+{
+    return bal->unaccounted == 0 &&
+           bal->received == bal->completed + bal->exceptions + bal->review + bal->pending;
+}
+
+/* Sorts findings by kind (section order), keeping the walk's order inside a kind. */
+static void sort_findings(struct report *r)
+{
+    struct report_finding *out;
+    size_t k = 0;
+
+    if (r->n < 2)
+        return;
+    out = malloc(r->n * sizeof(*out));
+    if (!out)
+        abort();
+    for (int kind = 0; kind < REPORT_KIND__COUNT; kind++)
+        for (size_t i = 0; i < r->n; i++)
+            if ((int)r->f[i].kind == kind)
+                out[k++] = r->f[i];
+    free(r->f);
+    r->f = out;
+    r->cap = r->n;
+}
+
+static void build_done(struct build *b)
+{
+    for (size_t i = 0; i < b->n_items; i++) {
+        struct ritem *it = &b->items[i];
+        free(it->key);
+        free(it->cut);
+        free(it->erp_doc);
+        free(it->reason);
+        free(it->vendor_id);
+        free(it->vendor_name);
+        free(it->invoice_number);
+    }
+    free(b->items);
+    for (size_t i = 0; i < b->n_rows; i++) {
+        struct rrow *row = &b->rows[i];
+        free(row->doc);
+        free(row->reference);
+        free(row->vendor);
+        free(row->currency);
+        free(row->amount_text);
+        free(row->date);
+    }
+    free(b->rows);
+    free(b->groups);
+    free(b->by_cut);
+}
+
+int report_build(struct store *st, struct erp_session *erp, const struct flow *f,
+                 const struct report_options *opt, struct report **ret, char *err, size_t errlen)
+{
+    struct build b;
+    struct store_counts counts;
+    struct report *r;
+    int pages = 0;
+    int rc;
+
+    if (!opt || !opt->date || !invoice_date_valid(opt->date))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "report: bad date '%s' (want YYYY-MM-DD)",
+                          opt && opt->date ? opt->date : "");
+    if (!f->list.get)
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "report: the flow has no list operation to read the day's records");
+
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        abort();
+    memset(&b, 0, sizeof(b));
+    b.r = r;
+    b.flow = f;
+    b.erp = erp;
+    b.date = opt->date;
+    b.now = opt->now ? opt->now : store_now_ms();
+    b.max_lookups = opt->max_lookups > 0 ? opt->max_lookups : REPORT_DEFAULT_LOOKUPS;
+    snprintf(r->sum.date, sizeof(r->sum.date), "%s", opt->date);
+    r->sum.generated_at = b.now;
+    r->flow_name = xstrdup(f->name ? f->name : f->path);
+    r->sum.flow_name = r->flow_name;
+
+    /* the queue first: the ERP listing is then compared with one consistent snapshot */
+    rc = store_counts(st, &counts, err, errlen);
+    if (rc != APBOT_OK)
+        goto out;
+    rc = store_each(st, MACHINE_STATE_INVALID, collect_item, &b, err, errlen);
+    if (rc != APBOT_OK)
+        goto out;
+    b.by_cut = malloc((b.n_items ? b.n_items : 1) * sizeof(*b.by_cut));
+    if (!b.by_cut)
+        abort();
+    for (size_t i = 0; i < b.n_items; i++)
+        b.by_cut[i] = i;
+    g_sort_items = b.items;
+    qsort(b.by_cut, b.n_items, sizeof(*b.by_cut), cmp_cut);
+    g_sort_items = NULL;
+
+    rc = erp_list_day(erp, opt->date, collect_row, &b, &pages, err, errlen);
+    if (rc != APBOT_OK)
+        goto out;
+    r->sum.erp_pages = pages;
+    r->sum.erp_rows = (int64_t)b.n_rows;
+    qsort(b.rows, b.n_rows, sizeof(*b.rows), cmp_row);
+    b.groups = calloc(b.n_rows ? b.n_rows : 1, sizeof(*b.groups));
+    if (!b.groups)
+        abort();
+    for (size_t i = 0; i < b.n_rows; i++) {
+        if (b.n_groups > 0 &&
+            strcmp(nz(b.rows[b.groups[b.n_groups - 1].first].reference),
+                   nz(b.rows[i].reference)) == 0 &&
+            b.rows[i].reference) {
+            b.groups[b.n_groups - 1].n++;
+            continue;
+        }
+        b.groups[b.n_groups].first = i;
+        b.groups[b.n_groups].n = 1;
+        b.n_groups++;
+    }
+
+    join_listing(&b);
+
+    for (size_t i = 0; i < b.n_items; i++) {
+        struct ritem *it = &b.items[i];
+        char created[11], done[11], age[32];
+        bool unacc = false;
+
+        report_local_date(it->created_at, created);
+        bucket(&r->sum.total, it, &unacc);
+        if (strcmp(created, opt->date) == 0) {
+            bool unacc_day = false;
+            bucket(&r->sum.day, it, &unacc_day);
+        }
+        if (unacc) {
+            struct fnew n;
+            memset(&n, 0, sizeof(n));
+            n.kind = REPORT_UNACCOUNTED;
+            n.item = it;
+            n.detail = it->state == MACHINE_COMPLETED
+                           ? xprintf("Completed without a document number.")
+                           : xprintf("The queue holds it in an unknown state.");
+            add_finding(&b, &n);
+            continue;
+        }
+        switch (it->state) {
+        case MACHINE_COMPLETED:
+            /* An item belongs to the day it was completed on (local time): that is when
+             * the bot saw the ERP confirm or hold it, normally the booking day. */
+            report_local_date(it->updated_at, done);
+            if (it->group < 0 && strcmp(done, opt->date) == 0) {
+                rc = check_absent_completed(&b, it, err, errlen);
+                if (rc != APBOT_OK)
+                    goto out;
+            }
+            break;
+        case MACHINE_MANUAL_REVIEW:
+            review_hint(&b, it);
+            break;
+        case MACHINE_BUSINESS_EXCEPTION: {
+            struct fnew n;
+            memset(&n, 0, sizeof(n));
+            n.kind = REPORT_EXCEPTION;
+            n.item = it;
+            n.detail = xprintf("Rejected by the ERP: %s",
+                               it->reason ? it->reason : "no reason recorded");
+            add_finding(&b, &n);
+            break;
+        }
+        case MACHINE_NEW:
+        case MACHINE_CHECKING:
+        case MACHINE_POSTING:
+        case MACHINE_RECONCILING: {
+            struct fnew n;
+            memset(&n, 0, sizeof(n));
+            n.kind = REPORT_PENDING;
+            n.item = it;
+            fmt_age(b.now - it->created_at, age, sizeof(age));
+            if (it->group >= 0) {
+                struct rgroup *g = &b.groups[it->group];
+                n.erp_docs = b.rows[g->first].doc;
+                n.detail = xprintf("%s for %s; the ERP already holds document %s (the bot "
+                                   "adopts it on its next lookup).",
+                                   machine_state_name(it->state), age,
+                                   nz(b.rows[g->first].doc));
+            } else {
+                n.detail = xprintf("%s for %s.", machine_state_name(it->state), age);
+            }
+            add_finding(&b, &n);
+            break;
+        }
+        case MACHINE_STATE__COUNT:
+        case MACHINE_STATE_INVALID:
+            break;
+        }
+    }
+
+    /* the store's own count must agree with the walk */
+    if (counts.total != r->sum.total.received) {
+        struct fnew n;
+        memset(&n, 0, sizeof(n));
+        n.kind = REPORT_UNACCOUNTED;
+        n.detail = xprintf("The queue counts %lld items but %lld were read.",
+                           (long long)counts.total, (long long)r->sum.total.received);
+        add_finding(&b, &n);
+        r->sum.total.unaccounted += counts.total > r->sum.total.received
+                                        ? counts.total - r->sum.total.received
+                                        : r->sum.total.received - counts.total;
+        r->sum.total.received = counts.total;
+    }
+    r->sum.balanced = balanced(&r->sum.day) && balanced(&r->sum.total);
+    sort_findings(r);
+    rc = APBOT_OK;
+out:
+    build_done(&b);
+    if (rc != APBOT_OK) {
+        report_free(r);
+        return rc;
+    }
+    *ret = r;
+    return APBOT_OK;
+}

@@ -1,0 +1,148 @@
+/*
+ * report.h - the daily reconciliation: what the queue believes against what the ERP holds.
+ *
+ * report_build reads one booking day's listing from the ERP (every page, through the flow)
+ * and joins it with the queue on the key (the ERP's reference column against the key cut to
+ * the flow's key_length). It yields the balance (items received = completed + business
+ * exception + manual review + pending, for the day and in total), the matched count, drift
+ * findings (duplicates, missing, orphans, amount and document-number mismatches, bookings of
+ * items the queue calls business exceptions) and hints (manual-review items the ERP holds,
+ * with the resolve command; business exceptions; pending items with their age).
+ * report_write renders it as text, CSV, JSON or a self-contained HTML page (libxml2 tree,
+ * every value escaped by construction). Join rules are described in docs/report.md.
+ */
+#ifndef APBOT_REPORT_H
+#define APBOT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "apbot/error.h"
+
+struct store;
+struct flow;
+struct erp_session;
+struct report;
+
+/* If you add a kind: add its name, its drift flag and its section in report.c/report_render.c. */
+enum report_kind {
+    /* drift: the queue and the ERP disagree */
+    REPORT_DUPLICATE = 0,    /* one key booked more than once in the ERP */
+    REPORT_MISSING,          /* completed here on the day, the ERP holds no record of it */
+    REPORT_ORPHAN,           /* an ERP record carrying an apbot key the queue does not know */
+    REPORT_AMOUNT_MISMATCH,  /* completed here, the ERP's record has another amount/currency */
+    REPORT_DOC_MISMATCH,     /* completed here, the ERP's record has another document number */
+    REPORT_BOOKED_EXCEPTION, /* the ERP holds an item the queue calls a business exception */
+    /* balance: an item in no bucket */
+    REPORT_UNACCOUNTED,      /* invalid state, or completed without a document number */
+    /* hints: what a human should look at; not drift */
+    REPORT_REVIEW_HELD,      /* manual review, and the ERP holds it with the same amount */
+    REPORT_REVIEW_OPEN,      /* manual review, the ERP does not hold it (or differently) */
+    REPORT_EXCEPTION,        /* business exception (rendered grouped by reason) */
+    REPORT_PENDING,          /* not yet terminal, with its age */
+    REPORT_OTHER_DAY,        /* completed on the day, booked in the ERP on another day */
+    REPORT_KIND__COUNT
+};
+
+/* "duplicate", "missing", "orphan", "amount-mismatch", "doc-mismatch", "booked-exception",
+ * "unaccounted", "review-held", "review-open", "exception", "pending", "other-day". */
+const char *report_kind_name(enum report_kind k);
+/* True for the drift kinds. */
+bool report_kind_is_drift(enum report_kind k);
+
+/* One finding. Strings are owned by the report; any may be NULL. */
+struct report_finding {
+    enum report_kind kind;
+    int64_t item_id;          /* 0 when the queue has no item (orphans) */
+    const char *key;          /* the item's key, or the ERP's reference */
+    const char *state;        /* the item's state name, NULL for orphans */
+    const char *vendor_id, *vendor_name, *invoice_number;
+    const char *currency;     /* the item's (or the ERP row's) currency */
+    int exponent;
+    int64_t amount;           /* the item's amount, minor units (valid when has_amount) */
+    bool has_amount;
+    int64_t erp_amount;       /* the ERP's amount, minor units (valid when has_erp_amount) */
+    bool has_erp_amount;
+    const char *doc;          /* the queue's document number */
+    const char *erp_docs;     /* the ERP's document number(s), comma-separated */
+    int64_t created_at;       /* item's, ms; 0 for orphans */
+    int64_t age_ms;           /* now - created_at */
+    const char *reason;       /* the item's reason (exceptions, review) */
+    const char *detail;       /* one sentence for a finance user */
+    const char *command;      /* the command that resolves it, or NULL */
+};
+
+/* Items received and where they are. balanced: received == sum of the four buckets. */
+struct report_balance {
+    int64_t received;
+    int64_t completed, exceptions, review, pending;
+    int64_t unaccounted; /* in no bucket (invalid state, completed without document) */
+};
+
+struct report_summary {
+    char date[11];            /* the booking day, YYYY-MM-DD */
+    int64_t generated_at;     /* ms */
+    const char *flow_name;
+    struct report_balance day;   /* items created on the day */
+    struct report_balance total; /* every item in the queue */
+    bool balanced;
+    int64_t erp_rows;         /* rows in the day's listing */
+    int64_t erp_apbot_rows;   /* of which carry an apbot key (known or not) */
+    int erp_pages;
+    int64_t matched;          /* completed items with exactly one ERP record, same doc+amount */
+    int64_t lookups;          /* per-key ERP lookups made (missing checks, review hints) */
+    int64_t counts[REPORT_KIND__COUNT];
+    int64_t drift;            /* sum of the drift counts */
+};
+
+enum report_status {
+    REPORT_CLEAN = 0,  /* balanced, no drift */
+    REPORT_DRIFT,      /* balanced, drift found */
+    REPORT_UNBALANCED, /* does not balance (whatever the drift) */
+};
+
+struct report_options {
+    const char *date;  /* booking day YYYY-MM-DD (required) */
+    int64_t now;       /* ms, for ages; 0 = store_now_ms() */
+    int max_lookups;   /* bound on per-key lookups for review hints; 0 = 200 */
+};
+
+/*
+ * Builds the report for opt->date. erp must be a session for flow f (with a list operation;
+ * its lookup is used to check completed items absent from the listing and manual-review
+ * items). Returns APBOT_OK and *ret (free with report_free); APBOT_E_NET / APBOT_E_LIMIT /
+ * APBOT_E_SYSTEMIC when the ERP could not be read completely (no report then: a partial
+ * listing must never pass for a reconciliation), APBOT_E_DB for the queue, APBOT_E_INVAL for
+ * a bad date. Detail in err.
+ */
+int report_build(struct store *st, struct erp_session *erp, const struct flow *f,
+                 const struct report_options *opt, struct report **ret, char *err,
+                 size_t errlen) APBOT_MUST_USE;
+/* NULL is fine. */
+void report_free(struct report *r);
+
+/* Valid while r lives. */
+const struct report_summary *report_summary(const struct report *r);
+/* Findings in section order (drift first, then balance, then hints), *ret_n their number. */
+const struct report_finding *report_findings(const struct report *r, size_t *ret_n);
+enum report_status report_status(const struct report *r);
+
+enum report_format {
+    REPORT_FMT_TEXT = 0,
+    REPORT_FMT_CSV,
+    REPORT_FMT_JSON,
+    REPORT_FMT_HTML,
+};
+/* "text", "csv", "json", "html"; APBOT_E_INVAL for anything else (ret untouched). */
+int report_format_from_name(const char *name, enum report_format *ret) APBOT_MUST_USE;
+
+/* Writes the report to out in fmt. Returns APBOT_OK or APBOT_E_IO (detail in err). */
+int report_write(const struct report *r, enum report_format fmt, FILE *out, char *err,
+                 size_t errlen) APBOT_MUST_USE;
+
+/* Local calendar date of a Unix-ms time, "YYYY-MM-DD" into buf (>= 11 bytes). */
+void report_local_date(int64_t ms, char buf[11]);
+
+#endif
