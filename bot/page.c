@@ -31,9 +31,13 @@
 
 #include "apbot/http.h"
 
+#define PAGE_RAW_KEEP 1024 /* bytes of the raw body kept for the excerpt of a textless page */
+
 struct page {
     htmlDocPtr doc;
-    char *url; /* NULL when parsed without one */
+    char *url;     /* NULL when parsed without one */
+    char *raw;     /* the first PAGE_RAW_KEEP bytes of the body, as received */
+    size_t raw_len;
 };
 
 static pthread_once_t page_once = PTHREAD_ONCE_INIT;
@@ -268,6 +272,11 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     struct page *p = page_xmalloc(sizeof(*p));
     p->doc = doc;
     p->url = url ? page_xstrdup(url) : NULL;
+    p->raw_len = len < PAGE_RAW_KEEP ? len : PAGE_RAW_KEEP;
+    p->raw = page_xmalloc(p->raw_len + 1);
+    if (p->raw_len)
+        memcpy(p->raw, body, p->raw_len);
+    p->raw[p->raw_len] = '\0';
     *ret = p;
     return APBOT_OK;
 }
@@ -279,6 +288,7 @@ void page_free(struct page *p)
     if (p->doc)
         xmlFreeDoc(p->doc);
     free(p->url);
+    free(p->raw);
     free(p);
 }
 
@@ -289,13 +299,55 @@ struct page_xerr {
     bool set;
 };
 
+/* libxml2 2.9 reports XPath errors to a context's handler by code only (message NULL). */
+static const char *page_xpath_reason(int code)
+{
+    switch (code) {
+    case XML_XPATH_NUMBER_ERROR:
+        return "bad number";
+    case XML_XPATH_UNFINISHED_LITERAL_ERROR:
+        return "unfinished literal";
+    case XML_XPATH_START_LITERAL_ERROR:
+        return "expected a literal";
+    case XML_XPATH_VARIABLE_REF_ERROR:
+        return "expected $ for a variable reference";
+    case XML_XPATH_UNDEF_VARIABLE_ERROR:
+        return "undefined variable";
+    case XML_XPATH_INVALID_PREDICATE_ERROR:
+        return "invalid predicate";
+    case XML_XPATH_EXPR_ERROR:
+        return "invalid expression";
+    case XML_XPATH_UNCLOSED_ERROR:
+        return "missing closing bracket";
+    case XML_XPATH_UNKNOWN_FUNC_ERROR:
+        return "unknown function";
+    case XML_XPATH_INVALID_OPERAND:
+        return "invalid operand";
+    case XML_XPATH_INVALID_TYPE:
+        return "invalid type";
+    case XML_XPATH_INVALID_ARITY:
+        return "wrong number of arguments";
+    case XML_XPATH_UNDEF_PREFIX_ERROR:
+        return "undefined namespace prefix";
+    case XML_XPATH_INVALID_CHAR_ERROR:
+        return "invalid character";
+    default:
+        return "invalid XPath";
+    }
+}
+
 static void page_xpath_capture(void *ctx, xmlErrorPtr error)
 {
     struct page_xerr *e = ctx;
     if (e->set || !error)
         return;
     e->set = true;
-    snprintf(e->msg, sizeof(e->msg), "%s", error->message ? error->message : "invalid XPath");
+    const char *why = error->message ? error->message : page_xpath_reason(error->code);
+    if (error->str1 && error->int1 >= 0)
+        snprintf(e->msg, sizeof(e->msg), "%s at offset %d of '%.120s'", why, error->int1,
+                 error->str1);
+    else
+        snprintf(e->msg, sizeof(e->msg), "%s", why);
 }
 
 static xmlXPathContextPtr page_xctx(xmlDocPtr doc, struct page_xerr *e)
@@ -936,6 +988,30 @@ char *page_excerpt(const struct page *p, size_t max)
             }
         }
         n = page_walk_next(n, root, descend);
+    }
+    /* No visible text at all (a garbled or binary reply): show what came back instead, with
+     * control bytes as spaces and bytes that are not UTF-8 as U+FFFD. */
+    if (t.len == 0 && p->raw_len > 0) {
+        char *clean = page_xmalloc(p->raw_len * 3 + 1);
+        size_t j = 0;
+        for (size_t i = 0; i < p->raw_len;) {
+            unsigned char c = (unsigned char)p->raw[i];
+            size_t cl = page_utf8_len((const unsigned char *)p->raw + i);
+            if (cl == 1 && (c < 0x20 || c == 0x7F)) {
+                clean[j++] = ' ';
+            } else if (cl == 0 || i + cl > p->raw_len) {
+                memcpy(clean + j, "\xEF\xBF\xBD", 3);
+                j += 3;
+                cl = 1;
+            } else {
+                memcpy(clean + j, p->raw + i, cl);
+                j += cl;
+            }
+            i += cl ? cl : 1;
+        }
+        clean[j] = '\0';
+        page_text_add(&t, clean);
+        free(clean);
     }
 out:
     t.buf[t.len] = '\0';

@@ -54,7 +54,9 @@ struct http_response {
     long status;           /* 0 unless answered */
     char *body;            /* NUL-terminated, heap; NULL unless answered */
     size_t body_len;
-    bool truncated;        /* body cut at max_body */
+    bool truncated;        /* the response exceeded max_body: the transfer was stopped and
+                            * the exchange is HTTP_UNKNOWN (a cut page may hide the banner or
+                            * a result row, so it is never a clean answer); body stays NULL */
     char *effective_url;   /* after redirects, heap, may be NULL */
     long retry_after_s;    /* Retry-After in seconds, -1 if absent */
     int64_t elapsed_ms;

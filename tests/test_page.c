@@ -1,0 +1,714 @@
+/*
+ * test_page.c - page against canned ACME pages (tests/data/pages, written from the contract in
+ * docs/erp-sim.md): the forms a browser would submit (hidden fields kept, select defaults,
+ * set/press and the refusal of fields the form does not have), result rows and columns, the
+ * journal's next link, garbled and broken pages, excerpt bounds and UTF-8 safety, XPath
+ * validity, and several threads parsing at once.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/error.h"
+#include "apbot/http.h"
+#include "apbot/page.h"
+
+#define BASE "http://127.0.0.1:8080"
+
+static char *read_fixture(const char *name, size_t *ret_len)
+{
+    const char *src = getenv("APBOT_SRC");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/data/pages/%s", src ? src : ".", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s (is APBOT_SRC set?)", path);
+    char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    *ret_len = n;
+    return buf;
+}
+
+static struct page *load(const char *name, const char *url)
+{
+    size_t len;
+    char *body = read_fixture(name, &len);
+    struct page *p = NULL;
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(page_parse(body, len, url, &p, err, sizeof(err)), APBOT_OK);
+    assert_non_null(p);
+    free(body);
+    return p;
+}
+
+static struct page *parse_str(const char *html, const char *url)
+{
+    struct page *p = NULL;
+    assert_int_equal(page_parse(html, strlen(html), url, &p, NULL, 0), APBOT_OK);
+    return p;
+}
+
+/* Index of name in the form's submitted fields, -1 if absent; count gets the occurrences. */
+static int field_at(const struct page_form *f, const char *name, int *count)
+{
+    int at = -1, c = 0;
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->names[i], name) == 0) {
+            if (at < 0)
+                at = (int)i;
+            c++;
+        }
+    if (count)
+        *count = c;
+    return at;
+}
+
+static const char *field(const struct page_form *f, const char *name)
+{
+    int c;
+    int i = field_at(f, name, &c);
+    if (i < 0)
+        return NULL;
+    assert_int_equal(c, 1);
+    return f->values[i];
+}
+
+static bool valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n;
+        if (*p < 0x80)
+            n = 1;
+        else if (*p >= 0xC2 && *p <= 0xDF)
+            n = 2;
+        else if (*p >= 0xE0 && *p <= 0xEF)
+            n = 3;
+        else if (*p >= 0xF0 && *p <= 0xF4)
+            n = 4;
+        else
+            return false;
+        for (size_t i = 1; i < n; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return false;
+        p += n;
+    }
+    return true;
+}
+
+static void test_page_login_form(void **state)
+{
+    (void)state;
+    struct page *p = load("login.html", BASE "/erp/ap/invoice/new");
+    struct page_form f;
+    char err[APBOT_ERR_LEN] = "";
+
+    assert_true(page_has(p, "//div[@id='msgArea']/span[contains(., 'I003: ')]"));
+    assert_int_equal(page_find_form(p, "//form[@id='loginForm']", &f, err, sizeof(err)),
+                     APBOT_OK);
+    /* the action resolves against the page's own URL (here: where the redirect landed) */
+    assert_string_equal(f.action, BASE "/erp/login");
+    assert_string_equal(f.method, "POST");
+    assert_int_equal(f.n, 3);
+    assert_string_equal(f.names[0], "j_username");
+    assert_string_equal(f.values[0], "");
+    assert_false(f.hidden[0]);
+    assert_string_equal(f.names[1], "j_password");
+    assert_string_equal(f.names[2], "_csrf");
+    assert_string_equal(f.values[2], "c5f0a1e2b3d4c5f6a7b8");
+    assert_true(f.hidden[2]);
+    assert_int_equal(f.n_buttons, 1);
+    assert_string_equal(f.buttons[0], "login");
+    assert_string_equal(f.button_values[0], "Log in");
+
+    assert_int_equal(page_form_set(&f, "j_username", "clerk"), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "j_password", "acme-demo"), APBOT_OK);
+    assert_string_equal(field(&f, "j_username"), "clerk");
+    assert_string_equal(field(&f, "j_password"), "acme-demo");
+    /* the CSRF token is untouched and the button is not submitted until pressed */
+    assert_string_equal(field(&f, "_csrf"), "c5f0a1e2b3d4c5f6a7b8");
+    assert_null(field(&f, "login"));
+    assert_int_equal(f.n, 3);
+
+    /* a changed form is systemic: no silent new field */
+    assert_int_equal(page_form_set(&f, "j_otp", "123456"), APBOT_E_NOTFOUND);
+    assert_int_equal(page_form_set(&f, "login", "x"), APBOT_E_NOTFOUND);
+    assert_int_equal(f.n, 3);
+
+    assert_int_equal(page_form_press(&f, "cancel"), APBOT_E_NOTFOUND);
+    assert_int_equal(f.n, 3);
+    assert_int_equal(page_form_press(&f, "login"), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "login"), APBOT_OK); /* twice is still once */
+    assert_int_equal(f.n, 4);
+    assert_string_equal(field(&f, "login"), "Log in");
+
+    page_form_done(&f);
+    assert_null(f.names);
+    assert_int_equal(f.n, 0);
+    page_form_done(&f); /* idempotent */
+    page_free(p);
+}
+
+static void test_page_entry_form_defaults(void **state)
+{
+    (void)state;
+    struct page *p = load("entry.html", BASE "/erp/ap/invoice/new");
+    struct page_form f;
+
+    assert_int_equal(page_find_form(p, "//form[@id='apEntry']", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(f.action, BASE "/erp/ap/invoice/check");
+    assert_string_equal(f.method, "POST");
+    static const char *const order[] = {"docType", "vendorNo", "vendorInvNo", "invDate",
+                                        "dueDate", "currency", "amount",      "glAccount",
+                                        "reference", "memo",   "formToken"};
+    assert_int_equal(f.n, sizeof(order) / sizeof(order[0]));
+    for (size_t i = 0; i < f.n; i++)
+        assert_string_equal(f.names[i], order[i]);
+    assert_string_equal(field(&f, "docType"), "KR");  /* nothing selected: the first option */
+    assert_string_equal(field(&f, "currency"), "EUR"); /* the selected option */
+    assert_string_equal(field(&f, "memo"), "");
+    assert_string_equal(field(&f, "formToken"), "tok-7f3a9c01");
+    assert_true(f.hidden[field_at(&f, "formToken", NULL)]);
+    assert_false(f.hidden[field_at(&f, "amount", NULL)]);
+    assert_int_equal(f.n_buttons, 1);
+    assert_string_equal(f.buttons[0], "check");
+
+    assert_int_equal(page_form_set(&f, "docType", "KG"), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "amount", "1.234,56"), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "memo", "Q4 chairs"), APBOT_OK);
+    assert_string_equal(field(&f, "docType"), "KG");
+    assert_string_equal(field(&f, "amount"), "1.234,56");
+    assert_string_equal(field(&f, "memo"), "Q4 chairs");
+    /* vendorId exists only on the confirmation form */
+    assert_int_equal(page_form_set(&f, "vendorId", "V-000017"), APBOT_E_NOTFOUND);
+    assert_int_equal(f.n, sizeof(order) / sizeof(order[0]));
+    assert_int_equal(page_form_press(&f, "check"), APBOT_OK);
+    assert_string_equal(f.names[f.n - 1], "check");
+    assert_string_equal(f.values[f.n - 1], "Check");
+    page_form_done(&f);
+
+    /* a form that is not there, an XPath that is no form, a broken XPath: ret untouched */
+    struct page_form g;
+    memset(&g, 0x5a, sizeof(g));
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(page_find_form(p, "//form[@id='apConfirm']", &g, err, sizeof(err)),
+                     APBOT_E_NOTFOUND);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(page_find_form(p, "//input[@name='amount']", &g, NULL, 0),
+                     APBOT_E_NOTFOUND);
+    err[0] = '\0';
+    assert_int_equal(page_find_form(p, "//form[@id=", &g, err, sizeof(err)), APBOT_E_INVAL);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(g.n, (size_t)0x5a5a5a5a5a5a5a5aULL);
+    page_free(p);
+}
+
+static void test_page_validation_page(void **state)
+{
+    (void)state;
+    struct page *p = load("validation.html", BASE "/erp/ap/invoice/check");
+    struct page_form f;
+
+    char *msg = page_string(p, "//div[@id='msgArea']/span[@class='msgText']");
+    assert_non_null(msg);
+    assert_string_equal(msg, "E102: Vendor 100099 does not exist.");
+    free(msg);
+    assert_true(page_has(p, "//div[@id='msgArea' and contains(@class, 'msg-error')]"));
+    assert_false(page_has(p, "//span[@id='docNo']"));
+
+    assert_int_equal(page_find_form(p, "//form[@id='apEntry']", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(field(&f, "docType"), "KG");
+    assert_string_equal(field(&f, "currency"), "USD");
+    assert_string_equal(field(&f, "vendorInvNo"), "INV & 7"); /* entities decoded */
+    /* the newline right after <textarea> is markup, the rest is the value */
+    assert_string_equal(field(&f, "memo"), "Office chairs <Q4>");
+    assert_string_equal(field(&f, "formToken"), "tok-22b8e410");
+    page_form_done(&f);
+    page_free(p);
+}
+
+static void test_page_confirm_form_hidden_fields(void **state)
+{
+    (void)state;
+    struct page *p = load("confirm.html", BASE "/erp/ap/invoice/check");
+    struct page_form f;
+
+    char *name = page_string(p, "//td[@id='vendorName']");
+    assert_string_equal(name, "Müller & Söhne GmbH");
+    free(name);
+    char *due = page_string(p, "//td[@id='dueDateResolved']");
+    assert_string_equal(due, "03.12.2026");
+    free(due);
+
+    assert_int_equal(page_find_form(p, "//form[@id='apConfirm']", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(f.action, BASE "/erp/ap/invoice/post");
+    assert_int_equal(f.n, 12);
+    for (size_t i = 0; i < f.n; i++)
+        assert_true(f.hidden[i]);
+    assert_string_equal(field(&f, "vendorId"), "V-000017");
+    assert_string_equal(field(&f, "dueDate"), "03.12.2026");
+    assert_string_equal(field(&f, "amount"), "1.234,56");
+    assert_string_equal(field(&f, "formToken"), "tok-fresh-91d2");
+    assert_int_equal(page_form_press(&f, "post"), APBOT_OK);
+    assert_int_equal(f.n, 13);
+    assert_string_equal(field(&f, "post"), "Post");
+    assert_int_equal(page_form_set(&f, "check", "Check"), APBOT_E_NOTFOUND);
+    page_form_done(&f);
+    page_free(p);
+}
+
+static void test_page_posted_banner(void **state)
+{
+    (void)state;
+    struct page *p = load("posted.html", BASE "/erp/ap/invoice/post");
+    char *doc = page_string(p, "//span[@id='docNo']");
+    assert_string_equal(doc, "AP-2026-000123");
+    free(doc);
+    assert_true(page_has(p, "//div[@id='msgArea' and contains(@class,'msg-success')]"));
+    assert_true(page_has(p, "boolean(//span[@class='msgText'][starts-with(., 'I020: ')])"));
+    assert_false(page_has(p, "//form[@id='loginForm']"));
+    assert_null(page_string(p, "//span[@id='nothing']"));
+    assert_null(page_string(p, "//td[@id='vendorName']"));
+    char *title = page_string(p, "//title");
+    assert_string_equal(title, "ACME Financials - Document posted");
+    free(title);
+    page_free(p);
+}
+
+struct rows_seen {
+    char cells[8][8][64];
+    bool null_cell[8][8];
+    size_t n;
+    int stop_at; /* 1-based row at which to return 42, 0 = never */
+};
+
+static int collect_row(void *ctx, const char *const *cells, size_t n_cells)
+{
+    struct rows_seen *s = ctx;
+    assert_true(s->n < 8);
+    for (size_t c = 0; c < n_cells && c < 8; c++) {
+        s->null_cell[s->n][c] = cells[c] == NULL;
+        snprintf(s->cells[s->n][c], sizeof(s->cells[0][0]), "%s", cells[c] ? cells[c] : "");
+    }
+    s->n++;
+    if (s->stop_at > 0 && (int)s->n == s->stop_at)
+        return 42;
+    return 0;
+}
+
+static const char *const search_cols[] = {
+    "td[@class='docNo']",  "td[@class='vendorNo']", "td[@class='vendorInvNo']",
+    "td[@class='invDate']", "td[@class='amount']",  "td[@class='currency']",
+    "td[@class='reference']", "td[@class='bookedOn']"};
+#define ROWS "//table[@id='resultTable']//tr[@class='row']"
+
+static void test_page_search_rows(void **state)
+{
+    (void)state;
+    struct page *p = load("search-rows.html", BASE "/erp/ap/invoice/search?reference=AP1-X");
+    struct rows_seen s;
+    size_t n_rows = 99;
+    char err[APBOT_ERR_LEN] = "";
+
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(page_rows(p, ROWS, search_cols, 8, collect_row, &s, &n_rows, err,
+                               sizeof(err)),
+                     APBOT_OK);
+    assert_int_equal(n_rows, 3);
+    assert_int_equal(s.n, 3);
+    assert_string_equal(s.cells[0][0], "AP-2026-000123");
+    assert_string_equal(s.cells[0][4], "1.234,56");
+    assert_string_equal(s.cells[0][6], "AP1-ABCDEFGHIJKLMNOPQRST");
+    assert_string_equal(s.cells[1][2], "INV-1b"); /* trimmed */
+    assert_true(s.null_cell[2][2]);               /* empty cell: NULL */
+    assert_string_equal(s.cells[2][5], "JPY");
+    assert_false(page_has(p, "//p[@id='noResults']"));
+
+    /* a callback's non-zero return stops the walk and comes back */
+    memset(&s, 0, sizeof(s));
+    s.stop_at = 2;
+    n_rows = 99;
+    assert_int_equal(page_rows(p, ROWS, search_cols, 8, collect_row, &s, &n_rows, NULL, 0), 42);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(n_rows, 99);
+
+    /* no callback: just count */
+    assert_int_equal(page_rows(p, ROWS, search_cols, 8, NULL, NULL, &n_rows, NULL, 0), APBOT_OK);
+    assert_int_equal(n_rows, 3);
+
+    /* bad XPaths are refused with libxml2's reason */
+    const char *bad_cols[] = {"td[@class='docNo'", "td"};
+    err[0] = '\0';
+    assert_int_equal(page_rows(p, ROWS, bad_cols, 2, collect_row, &s, &n_rows, err, sizeof(err)),
+                     APBOT_E_INVAL);
+    assert_non_null(strstr(err, "column"));
+    err[0] = '\0';
+    assert_int_equal(page_rows(p, "//tr[", search_cols, 8, NULL, NULL, &n_rows, err, sizeof(err)),
+                     APBOT_E_INVAL);
+    assert_true(strlen(err) > 0);
+    assert_int_equal(page_rows(p, "count(//tr)", search_cols, 8, NULL, NULL, &n_rows, NULL, 0),
+                     APBOT_E_INVAL);
+    page_free(p);
+}
+
+static void test_page_search_none(void **state)
+{
+    (void)state;
+    struct page *p = load("search-none.html", BASE "/erp/ap/invoice/search?reference=AP1-X");
+    size_t n_rows = 99;
+    struct rows_seen s;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(page_rows(p, ROWS, search_cols, 8, collect_row, &s, &n_rows, NULL, 0),
+                     APBOT_OK);
+    assert_int_equal(n_rows, 0);
+    assert_int_equal(s.n, 0);
+    assert_true(page_has(p, "//p[@id='noResults']"));
+    char *t = page_string(p, "//p[@id='noResults']");
+    assert_string_equal(t, "No documents found.");
+    free(t);
+    page_free(p);
+}
+
+static void test_page_journal_next(void **state)
+{
+    (void)state;
+    const char *url = BASE "/erp/ap/journal?date=30.11.2026&page=2";
+    struct page *p = load("journal.html", url);
+    const char *cols[] = {"td[@class='docNo']", "td[@class='docType']", "td[@class='amount']"};
+    struct rows_seen s;
+    size_t n_rows = 0;
+
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(page_rows(p, "//table[@id='journalTable']//tr[@class='row']", cols, 3,
+                               collect_row, &s, &n_rows, NULL, 0),
+                     APBOT_OK);
+    assert_int_equal(n_rows, 2);
+    assert_string_equal(s.cells[1][0], "AP-2026-000052");
+    assert_string_equal(s.cells[1][1], "KG");
+    assert_string_equal(s.cells[1][2], "5,50");
+
+    char *href = page_string(p, "//a[@id='nextPage']/@href");
+    assert_string_equal(href, "/erp/ap/journal?date=30.11.2026&page=3"); /* &amp; decoded */
+    char *next = http_resolve_url(url, href);
+    assert_string_equal(next, BASE "/erp/ap/journal?date=30.11.2026&page=3");
+    free(next);
+    free(href);
+    char *info = page_string(p, "//span[@id='pageInfo']");
+    assert_string_equal(info, "Page 2 of 3");
+    free(info);
+    page_free(p);
+}
+
+static void test_page_garbled(void **state)
+{
+    (void)state;
+    struct page *p = load("garbled.html", BASE "/erp/ap/invoice/post");
+    struct page_form f;
+    assert_false(page_has(p, "//span[@id='docNo']"));
+    assert_false(page_has(p, "//div[@id='msgArea']"));
+    assert_false(page_has(p, "//title"));
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_E_NOTFOUND);
+    /* no visible text: the excerpt shows the raw reply, cleaned, so evidence says what came */
+    char *e = page_excerpt(p, 1000);
+    assert_non_null(e);
+    assert_true(valid_utf8(e));
+    assert_true(strlen(e) <= 1000);
+    assert_non_null(strstr(e, "stream error 0x2f at offset 4096"));
+    assert_non_null(strstr(e, "\xEF\xBF\xBD")); /* bytes that are not UTF-8 */
+    free(e);
+    e = page_excerpt(p, 20);
+    assert_true(strlen(e) <= 20);
+    assert_true(valid_utf8(e));
+    free(e);
+    page_free(p);
+
+    /* an empty body and binary noise with NUL bytes are pages too, on which nothing matches */
+    static const char noise[] = "\0\x01\x02\xff\xfe<\0>\x80";
+    assert_int_equal(page_parse(noise, sizeof(noise) - 1, NULL, &p, NULL, 0), APBOT_OK);
+    assert_false(page_has(p, "//form"));
+    e = page_excerpt(p, 100);
+    assert_true(valid_utf8(e));
+    free(e);
+    page_free(p);
+    assert_int_equal(page_parse("", 0, BASE "/", &p, NULL, 0), APBOT_OK);
+    assert_false(page_has(p, "//body//*"));
+    assert_null(page_string(p, "//title"));
+    e = page_excerpt(p, 100);
+    assert_string_equal(e, "");
+    free(e);
+    page_free(p);
+    page_free(NULL);
+}
+
+static void test_page_broken_markup(void **state)
+{
+    (void)state;
+    struct page *p = load("broken.html", BASE "/erp/ap/invoice/post");
+    struct page_form f;
+
+    char *doc = page_string(p, "//span[@id='docNo']");
+    assert_string_equal(doc, "AP-2026-000777");
+    free(doc);
+    char *msg = page_string(p, "//div[@id='msgArea']//span[@class='msgText']");
+    assert_string_equal(msg, "I020: Document AP-2026-000777 was posted.");
+    free(msg);
+
+    assert_int_equal(page_find_form(p, "//form[@id='again']", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(f.method, "POST");
+    assert_string_equal(f.action, BASE "/erp/ap/invoice/new?from=posted");
+    assert_string_equal(field(&f, "vendorNo"), "100001");
+    assert_string_equal(field(&f, "formToken"), "tok-broken");
+    assert_null(field(&f, "approve")); /* unchecked: not submitted ... */
+    assert_int_equal(page_form_set(&f, "approve", "yes"), APBOT_OK); /* ... but the form has it */
+    assert_string_equal(field(&f, "approve"), "yes");
+    assert_int_equal(page_form_press(&f, "again"), APBOT_OK);
+    page_form_done(&f);
+
+    char *e = page_excerpt(p, 4096);
+    assert_non_null(strstr(e, "I020: Document AP-2026-000777 was posted."));
+    assert_non_null(strstr(e, "Ende & aus Schluss")); /* &nbsp; runs collapse */
+    assert_null(strstr(e, "document.write"));          /* script is not visible text */
+    assert_null(strstr(e, "color"));                   /* nor is style */
+    assert_null(strstr(e, "  "));
+    free(e);
+    page_free(p);
+}
+
+static void test_page_form_controls(void **state)
+{
+    (void)state;
+    struct page *p = parse_str(
+        "<html><body>"
+        "<form id='f' method='get' action=''>"
+        "<input name='t1' value='a b'><input name='nameless_is_skipped' disabled value='x'>"
+        "<input value='no name'><input type='checkbox' name='cb' checked>"
+        "<input type='radio' name='r' value='1'><input type='radio' name='r' value='2' checked>"
+        "<select name='m' multiple><option selected>One</option><option>Two</option>"
+        "<option selected value='3'>Three</option></select>"
+        "<select name='s1'><option disabled>X</option><option>  Plain\n text </option></select>"
+        "<select name='s2'><option value='a' selected>A</option><option value='b' selected>B"
+        "</option></select>"
+        "<select name='empty'></select>"
+        "<input type='reset' name='rs'><input type='file' name='up'><input type='button' "
+        "name='bt' value='x'>"
+        "<button name='go' value='1'>Go</button><button type='button' name='js'>JS</button>"
+        "<input type='submit' name='save' value='Save'>"
+        "<input type='email' name='mail' value='a@b.c'>"
+        "</form>"
+        "<form id='g' action='https://other.example/x'><input name='gx'></form>"
+        "<input name='outside' value='o' form='f'><input name='stray' value='s'>"
+        "</body></html>",
+        BASE "/erp/x?y=1");
+    struct page_form f;
+
+    assert_int_equal(page_find_form(p, "//form[@id='f']", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(f.method, "GET");
+    assert_string_equal(f.action, BASE "/erp/x?y=1"); /* empty action: the page itself */
+    assert_string_equal(field(&f, "t1"), "a b");
+    assert_null(field(&f, "nameless_is_skipped")); /* disabled */
+    assert_string_equal(field(&f, "cb"), "on");
+    assert_string_equal(field(&f, "r"), "2");
+    int c = 0;
+    int at = field_at(&f, "m", &c);
+    assert_int_equal(c, 2);
+    assert_string_equal(f.values[at], "One");
+    assert_string_equal(f.values[at + 1], "3");
+    assert_string_equal(field(&f, "s1"), "Plain text"); /* first enabled option, text collapsed */
+    assert_string_equal(field(&f, "s2"), "b");          /* the last selected wins */
+    assert_null(field(&f, "empty"));
+    assert_null(field(&f, "rs"));
+    assert_null(field(&f, "up"));
+    assert_null(field(&f, "bt"));
+    assert_string_equal(field(&f, "mail"), "a@b.c");
+    assert_string_equal(field(&f, "outside"), "o"); /* form attribute */
+    assert_null(field(&f, "stray"));
+    assert_null(field(&f, "gx"));
+    assert_int_equal(f.n_buttons, 2);
+    assert_string_equal(f.buttons[0], "go");
+    assert_string_equal(f.button_values[0], "1");
+    assert_string_equal(f.buttons[1], "save");
+
+    /* set on a multi-value name leaves exactly one value; an empty select may be set */
+    assert_int_equal(page_form_set(&f, "m", "2"), APBOT_OK);
+    at = field_at(&f, "m", &c);
+    assert_int_equal(c, 1);
+    assert_string_equal(f.values[at], "2");
+    assert_int_equal(page_form_set(&f, "empty", "e"), APBOT_OK);
+    assert_string_equal(field(&f, "empty"), "e");
+    assert_int_equal(page_form_set(&f, "stray", "s"), APBOT_E_NOTFOUND);
+    assert_int_equal(page_form_set(&f, "gx", "s"), APBOT_E_NOTFOUND);
+
+    /* pressing another button replaces the first press */
+    assert_int_equal(page_form_press(&f, "go"), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "save"), APBOT_OK);
+    assert_null(field(&f, "go"));
+    assert_string_equal(field(&f, "save"), "Save");
+    page_form_done(&f);
+
+    assert_int_equal(page_find_form(p, "//form[@id='g']", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(f.action, "https://other.example/x");
+    assert_string_equal(f.method, "GET");
+    assert_int_equal(f.n, 1);
+    page_form_done(&f);
+
+    /* the first form of a multi-node result */
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_string_equal(f.names[0], "t1");
+    page_form_done(&f);
+    page_free(p);
+
+    /* a relative action on a page parsed without a URL cannot be resolved */
+    p = parse_str("<form action='rel'><input name='a'></form>", NULL);
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_E_PARSE);
+    page_free(p);
+}
+
+static void test_page_excerpt_bounds_utf8(void **state)
+{
+    (void)state;
+    struct page *p = load("confirm.html", BASE "/erp/ap/invoice/check");
+    char *full = page_excerpt(p, 1 << 16);
+    size_t full_len = strlen(full);
+
+    assert_true(valid_utf8(full));
+    assert_true(strncmp(full, "ACME Financials - Check vendor invoice", 38) == 0);
+    assert_non_null(strstr(full, "I010: Please check the document and press Post."));
+    assert_non_null(strstr(full, "Müller & Söhne GmbH"));
+    assert_non_null(strstr(full, "Vendor name Müller")); /* cells are separated */
+    assert_null(strstr(full, "tok-fresh-91d2"));         /* attribute values are not text */
+    assert_null(strchr(full, '\n'));
+    assert_true(full[0] != ' ' && full[full_len - 1] != ' ');
+
+    /* every bound gives a UTF-8-valid prefix of the full text, never longer than the bound */
+    for (size_t max = 0; max <= full_len + 2; max++) {
+        char *e = page_excerpt(p, max);
+        size_t n = strlen(e);
+        assert_true(n <= max);
+        assert_true(valid_utf8(e));
+        assert_memory_equal(e, full, n);
+        if (max >= full_len)
+            assert_int_equal(n, full_len);
+        else
+            assert_true(n + 5 > max); /* at most a space and a partial character are dropped */
+        free(e);
+    }
+    free(full);
+
+    char *e = page_excerpt(NULL, 10);
+    assert_string_equal(e, "");
+    free(e);
+    page_free(p);
+}
+
+static void test_page_xpath_valid(void **state)
+{
+    (void)state;
+    char err[APBOT_ERR_LEN];
+
+    err[0] = 'x';
+    assert_true(page_xpath_valid("//form[@id='apEntry']", err, sizeof(err)));
+    assert_true(page_xpath_valid("td[@class='docNo']", NULL, 0));
+    assert_true(page_xpath_valid("(//a[@id='nextPage'])[1]/@href", NULL, 0));
+    assert_true(page_xpath_valid("boolean(//span[starts-with(., 'I020')])", NULL, 0));
+
+    static const char *const bad[] = {"//form[@id='x'", "//", "count(", "nosuchfunction(1)",
+                                      "//tr[[1]]",      ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_false(page_xpath_valid(bad[i], err, sizeof(err)));
+        assert_true(strlen(err) > 0);
+        assert_null(strchr(err, '\n'));
+    }
+    assert_false(page_xpath_valid(NULL, NULL, 0));
+
+    /* page_has / page_string on an invalid XPath: false / NULL, quietly */
+    struct page *p = load("posted.html", BASE "/");
+    assert_false(page_has(p, "//span[@id="));
+    assert_null(page_string(p, "//span[@id="));
+    page_free(p);
+}
+
+static void *parse_worker(void *arg)
+{
+    const char *body = arg;
+    for (int i = 0; i < 50; i++) {
+        struct page *p = NULL;
+        struct page_form f;
+        if (page_parse(body, strlen(body), BASE "/erp/ap/invoice/check", &p, NULL, 0))
+            return (void *)1;
+        if (page_find_form(p, "//form[@id='apConfirm']", &f, NULL, 0) || f.n != 12)
+            return (void *)2;
+        page_form_done(&f);
+        char *s = page_string(p, "//td[@id='vendorName']");
+        bool ok = s && strcmp(s, "Müller & Söhne GmbH") == 0;
+        free(s);
+        if (!ok || page_xpath_valid("//x[", NULL, 0))
+            return (void *)3;
+        char *e = page_excerpt(p, 200);
+        free(e);
+        page_free(p);
+    }
+    return NULL;
+}
+
+static void test_page_threads(void **state)
+{
+    (void)state;
+    size_t len;
+    char *body = read_fixture("confirm.html", &len);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, parse_worker, body), 0);
+    for (int i = 0; i < 4; i++) {
+        void *r = (void *)9;
+        assert_int_equal(pthread_join(t[i], &r), 0);
+        assert_null(r);
+    }
+    free(body);
+}
+
+static void test_page_bad_arguments(void **state)
+{
+    (void)state;
+    struct page *p = (struct page *)0x1;
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(page_parse(NULL, 5, NULL, &p, err, sizeof(err)), APBOT_E_INVAL);
+    assert_ptr_equal(p, (struct page *)0x1);
+    assert_false(page_has(NULL, "//x"));
+    assert_null(page_string(NULL, "//x"));
+    assert_int_equal(page_form_set(NULL, "a", "b"), APBOT_E_INVAL);
+    assert_int_equal(page_form_press(NULL, "a"), APBOT_E_INVAL);
+    page_form_done(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_page_login_form),
+        cmocka_unit_test(test_page_entry_form_defaults),
+        cmocka_unit_test(test_page_validation_page),
+        cmocka_unit_test(test_page_confirm_form_hidden_fields),
+        cmocka_unit_test(test_page_posted_banner),
+        cmocka_unit_test(test_page_search_rows),
+        cmocka_unit_test(test_page_search_none),
+        cmocka_unit_test(test_page_journal_next),
+        cmocka_unit_test(test_page_garbled),
+        cmocka_unit_test(test_page_broken_markup),
+        cmocka_unit_test(test_page_form_controls),
+        cmocka_unit_test(test_page_excerpt_bounds_utf8),
+        cmocka_unit_test(test_page_xpath_valid),
+        cmocka_unit_test(test_page_threads),
+        cmocka_unit_test(test_page_bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
