@@ -1,15 +1,154 @@
 /*
- * cli_run.c - `apbot run`. Placeholder until its module lands; the owner replaces this file.
+ * cli_run.c - `apbot run --flow FILE [--erp URL] [--until-empty] [--max-seconds N]
+ * [--concurrency N|auto] [--quiet]`: parses the options, turns SIGINT/SIGTERM into the
+ * runner's cancel flag, picks the output (a progress line on a terminal, key=value log lines
+ * otherwise) and maps the runner's result to an exit code. The work is runner.c's.
  */
 #include "apbot/cli.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apbot/http.h"
+#include "apbot/runner.h"
+
+static volatile sig_atomic_t run_cancel;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    run_cancel = 1;
+}
+
+static void run_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: apbot [--db PATH] [--erp URL] run --flow FILE [--erp URL] [--until-empty]\n"
+            "             [--max-seconds N] [--concurrency N|auto] [--quiet]\n"
+            "\n"
+            "Posts queued invoices into the ERP the flow describes: look up, post with the\n"
+            "intent committed first, reconcile every ambiguous outcome.\n"
+            "  --flow FILE        the ERP's flow (e.g. flows/acme.xml)\n"
+            "  --erp URL          ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
+            "  --until-empty      stop once no item is pending\n"
+            "  --max-seconds N    stop after N seconds (in-flight items are handed back)\n"
+            "  --concurrency N    ERP sessions in parallel; auto = the flow's max-sessions\n"
+            "  --quiet            no progress line and no log lines, only the summary\n"
+            "Credentials: APBOT_ERP_USER, APBOT_ERP_PASSWORD.\n"
+            "Exit: 0 stopped normally, 1 error, 2 usage, 4 circuit breaker (ERP unusable;\n"
+            "untouched items stay queued).\n");
+}
+
+/* Parses a non-negative decimal; false when s is not one. */
+static bool parse_count(const char *s, long max, long *ret)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || !end || end == s || *end || v < 0 || v > max)
+        return false;
+    *ret = v;
+    return true;
+}
 
 int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
 {
-    (void)ctx;
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "apbot run: not yet implemented\n");
-    return CLI_EXIT_ERROR;
+    struct runner_options opt;
+    struct runner_stats stats;
+    bool quiet = false;
+    const char *erp = ctx->erp_url;
+
+    memset(&opt, 0, sizeof(opt));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            run_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(a, "--flow") == 0 && v) {
+            opt.flow_path = v;
+            i++;
+        } else if (strcmp(a, "--erp") == 0 && v) {
+            erp = v;
+            i++;
+        } else if (strcmp(a, "--until-empty") == 0) {
+            opt.until_empty = true;
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            quiet = true;
+        } else if (strcmp(a, "--max-seconds") == 0 && v) {
+            if (!parse_count(v, 366L * 24 * 3600, &n)) {
+                fprintf(stderr, "apbot run: --max-seconds wants a number of seconds\n");
+                return CLI_EXIT_USAGE;
+            }
+            opt.max_seconds = n;
+            i++;
+        } else if (strcmp(a, "--concurrency") == 0 && v) {
+            if (strcmp(v, "auto") == 0) {
+                opt.concurrency = 0;
+            } else if (!parse_count(v, 256, &n) || n < 1) {
+                fprintf(stderr, "apbot run: --concurrency wants 1..256 or auto\n");
+                return CLI_EXIT_USAGE;
+            } else {
+                opt.concurrency = (int)n;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "apbot run: unknown or incomplete option '%s'\n", a);
+            run_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!opt.flow_path) {
+        fprintf(stderr, "apbot run: --flow FILE is required\n");
+        run_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    opt.erp_url = erp;
+    opt.db_path = ctx->db_path;
+    opt.cancel = &run_cancel;
+    bool tty = isatty(STDERR_FILENO) == 1;
+    opt.progress = !quiet && tty;
+    opt.log = !quiet && !tty ? stderr : NULL;
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (http_global_init() != APBOT_OK) {
+        fprintf(stderr, "apbot run: cannot initialise libcurl\n");
+        return CLI_EXIT_ERROR;
+    }
+    int rc = runner_run(&opt, &stats);
+    http_global_cleanup();
+
+    printf("run: stopped (%s) after %" PRId64 " s: completed %" PRId64
+           ", business-exception %" PRId64 ", manual-review %" PRId64 ", still pending %" PRId64
+           "\n",
+           runner_stop_name(stats.stop), stats.elapsed_ms / 1000, stats.completed,
+           stats.business_exception, stats.manual_review, stats.pending);
+    fflush(stdout);
+    switch (rc) {
+    case APBOT_OK:
+        return CLI_EXIT_OK;
+    case APBOT_E_SYSTEMIC:
+        fprintf(stderr,
+                "apbot run: circuit breaker: %s\n"
+                "apbot run: stopped; in-flight items were handed back, untouched items stay "
+                "queued. Fix the ERP side and run again.\n",
+                stats.message);
+        return CLI_EXIT_SYSTEMIC;
+    default:
+        fprintf(stderr, "apbot run: %s\n", stats.message[0] ? stats.message : apbot_strerror(rc));
+        return CLI_EXIT_ERROR;
+    }
 }

@@ -1,0 +1,99 @@
+/*
+ * runner.h - `apbot run`: drives queued items through the state machine against one ERP.
+ *
+ * The runner owns the side effects machine_next() leaves out: the check-before-post lookup,
+ * the multi-step web form, the durable intent before the form is sent, reconciliation after
+ * every ambiguous outcome, backoff with full jitter, crash recovery of expired leases and a
+ * circuit breaker that stops the run when the ERP as a whole is unusable. It runs one worker
+ * thread per ERP session, each with its own store connection and HTTP session; the calling
+ * thread watches the clock, the cancel flag, the breaker and the progress line. Every state
+ * change goes through machine_next() and store_apply(); every ERP exchange of an item leaves
+ * evidence. Secrets come from the options or APBOT_ERP_USER / APBOT_ERP_PASSWORD and are
+ * masked in evidence excerpts and logs.
+ */
+#ifndef APBOT_RUNNER_H
+#define APBOT_RUNNER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "apbot/error.h"
+
+/* Why a run stopped. If you add one, add its name in runner.c. */
+enum runner_stop {
+    RUNNER_STOP_EMPTY = 0, /* --until-empty: nothing pending any more */
+    RUNNER_STOP_TIME,      /* --max-seconds reached */
+    RUNNER_STOP_CANCEL,    /* the cancel flag was raised (SIGINT/SIGTERM) */
+    RUNNER_STOP_SYSTEMIC,  /* circuit breaker: login refused, form missing, ERP unreachable */
+    RUNNER_STOP_ERROR,     /* the run itself failed (flow, database, setup) */
+    RUNNER_STOP__COUNT
+};
+const char *runner_stop_name(enum runner_stop s); /* "empty", "time", ... */
+
+/*
+ * What to run. Zero means "the flow's value" for every number below (a zeroed struct plus
+ * flow_path and db_path is a valid run); negative numbers are refused.
+ */
+struct runner_options {
+    const char *flow_path; /* flow XML, required */
+    const char *erp_url;   /* overrides the flow's base URL, or NULL */
+    const char *db_path;   /* queue database, required */
+    int concurrency;       /* workers (= ERP sessions); 0 = auto: the flow's max_sessions.
+                            * Never more than the flow's max_sessions. */
+    bool until_empty;      /* stop once no item is new/checking/posting/reconciling */
+    long max_seconds;      /* stop after this long (0 = no limit) */
+    const char *owner;     /* lease owner id; NULL = "host:pid:random" */
+    const char *user;      /* ERP user; NULL = $APBOT_ERP_USER */
+    const char *password;  /* ERP password; NULL = $APBOT_ERP_PASSWORD */
+    volatile sig_atomic_t *cancel; /* non-NULL: a non-zero value stops the run */
+    FILE *log;             /* one key=value line per transition and run event, or NULL */
+    bool progress;         /* redraw a progress line on stderr */
+
+    /* Policy overrides, mostly for tests (0 = the flow's value). */
+    long settle_ms, lease_ms, timeout_ms, connect_timeout_ms;
+    long backoff_base_ms, backoff_cap_ms;
+    int max_posts, max_cycles, max_attempts;
+    uint64_t seed;         /* jitter PRNG seed (0 = /dev/urandom) */
+    long poll_ms;          /* idle poll of the queue (0 = 200 ms) */
+    /* Circuit breaker on an unreachable ERP: trips after breaker_failures consecutive
+     * unanswered exchanges (across workers) spanning at least breaker_window_ms
+     * (0 = 10 and 30000). */
+    int breaker_failures;
+    long breaker_window_ms;
+};
+
+/* What a run did. Filled even when runner_run fails (as far as it got). */
+struct runner_stats {
+    enum runner_stop stop;
+    int workers;            /* ERP sessions used */
+    int64_t claims;         /* items claimed */
+    int64_t transitions;    /* state changes applied by this run (claims included) */
+    int64_t lookups;        /* lookups answered or failed */
+    int64_t posts_sent;     /* committing steps put on the wire */
+    int64_t exchanges;      /* HTTP exchanges with the ERP */
+    int64_t logins;         /* successful logins */
+    int64_t completed, business_exception, manual_review; /* entered by this run */
+    int64_t pending;        /* new/checking/posting/reconciling at the end */
+    int64_t elapsed_ms;
+    char message[512];      /* why it stopped, for the operator (breaker reason, error) */
+};
+
+/*
+ * Runs until the queue is empty (until_empty), max_seconds pass, *cancel is raised or the
+ * circuit breaker trips. Returns APBOT_OK for the first three (ret->stop says which),
+ * APBOT_E_SYSTEMIC when the breaker tripped (in-flight items given back: see DESIGN.md),
+ * or another error for a failed setup or database (ret->message says why). The caller
+ * must have called http_global_init(). ret may be NULL.
+ */
+int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT_MUST_USE;
+
+/*
+ * Full-jitter backoff: a uniform draw in [0, min(cap, base * 2^n)] milliseconds, raised to
+ * retry_after_ms when that is larger. rnd is a uniform 64-bit random value. Pure.
+ */
+int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms,
+                          uint64_t rnd);
+
+#endif
