@@ -1275,3 +1275,9 @@ int store_schema_version(struct store *st, int *ret_version, char *err, size_t e
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     return user_version(st, ret_version, err, errlen);
 }
+
+void store_set_busy_timeout(struct store *st, int ms)
+{
+    if (st)
+        sqlite3_busy_timeout(st->db, ms < 0 ? 0 : ms);
+}

@@ -26,7 +26,7 @@
 #define T0 INT64_C(1700000000000) /* a fixed "now" in Unix ms */
 
 struct fx {
-    char dir[64];
+    char dir[96];
     char path[128];
     struct store *st;
     struct machine_policy pol;
@@ -38,7 +38,9 @@ static int fx_setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     if (!f)
         return -1;
-    snprintf(f->dir, sizeof(f->dir), "/tmp/apbot-store-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof(f->dir), "%s/apbot-store-XXXXXX",
+             tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp");
     if (!mkdtemp(f->dir))
         return -1;
     snprintf(f->path, sizeof(f->path), "%s/q.db", f->dir);
@@ -243,6 +245,37 @@ static void test_store_memory_db_opens(void **state)
     assert_int_equal(c.total, 0);
     assert_int_equal(c.oldest_pending_at, 0);
     store_close(st);
+}
+
+static void test_store_busy_and_bad_path(void **state)
+{
+    struct fx *f = *state;
+    (void)enq(f, 1, 0, T0, NULL);
+    /* Another connection holds the write lock: a claim waits, then says busy. */
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    store_set_busy_timeout(f->st, 50);
+    struct store_item it = {.id = -7};
+    assert_int_equal(store_claim(f->st, "w", T0 + 1, 1000, &f->pol, &it, f->err, sizeof(f->err)),
+                     APBOT_E_BUSY);
+    assert_int_equal(it.id, -7);
+    char key[32], fp[65];
+    struct store_new_item ni = mk_item(2, 0, key, fp);
+    enum store_enqueue_result r = STORE_ENQ_ALREADY;
+    int64_t id = -7;
+    assert_int_equal(store_enqueue_raw(f->st, &ni, T0, &r, &id, f->err, sizeof(f->err)),
+                     APBOT_E_BUSY);
+    assert_int_equal(id, -7);
+    assert_int_equal(sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), 1);
+
+    struct store *st = NULL;
+    assert_int_equal(store_open("/nonexistent-dir/q.db", &st, f->err, sizeof(f->err)),
+                     APBOT_E_IO);
+    assert_null(st);
+    assert_non_null(strstr(f->err, "/nonexistent-dir/q.db"));
 }
 
 /* ---- enqueue ---- */
@@ -877,6 +910,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_store_migrates_fresh_and_reopens),
         cmocka_unit_test(test_store_memory_db_opens),
+        T(test_store_busy_and_bad_path),
         T(test_store_enqueue_queued_already_conflict),
         T(test_store_enqueue_batches),
         T(test_store_enqueue_invoice),

@@ -218,6 +218,10 @@ int store_recover_settle(struct store *st, int64_t now, int64_t settle_ms,
                          const struct machine_policy *policy, int *ret_count, char *err,
                          size_t errlen) APBOT_MUST_USE;
 
+/* Sets how long a call waits for another process's write lock before APBOT_E_BUSY (default
+ * 5000 ms). Cannot fail. */
+void store_set_busy_timeout(struct store *st, int ms);
+
 /* store_each, stopping after `limit` items (0 = no limit). */
 int store_each_limit(struct store *st, enum machine_state state, int64_t limit,
                      store_item_fn fn, void *ctx, char *err, size_t errlen);
