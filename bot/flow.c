@@ -1892,7 +1892,7 @@ static void flow_build_list(struct flow_ctx *c, xmlNode *n)
 }
 
 static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, long min,
-                            long max, long *ret)
+                            long max, long *ret, const char *hint)
 {
     char *s = flow_prop(n, attr);
     const char *p = s;
@@ -1912,8 +1912,8 @@ static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, lo
         len--;
     }
     if (!flow_parse_count(p, len, min, max, &v))
-        flow_problem(c, flow_line(n), "policy %s=\"%s\": out of range %ld..%ld", attr, s, min,
-                     max);
+        flow_problem(c, flow_line(n), "policy %s=\"%s\": out of range %ld..%ld%s", attr, s, min,
+                     max, hint ? hint : "");
     else
         *ret = v;
     free(s);
@@ -1925,32 +1925,34 @@ static void flow_build_policy(struct flow_ctx *c, xmlNode *n)
     long v;
 
     if (n) {
-        flow_policy_num(c, n, "connect-timeout-ms", 100, 600000, &p->connect_timeout_ms);
-        flow_policy_num(c, n, "timeout-ms", 100, 3600000, &p->timeout_ms);
-        flow_policy_num(c, n, "settle-ms", 0, 86400000, &p->settle_ms);
+        flow_policy_num(c, n, "connect-timeout-ms", 100, 600000, &p->connect_timeout_ms, NULL);
+        flow_policy_num(c, n, "timeout-ms", 100, 3600000, &p->timeout_ms, NULL);
+        flow_policy_num(c, n, "settle-ms", 0, 86400000, &p->settle_ms, NULL);
         v = p->max_posts;
-        flow_policy_num(c, n, "max-posts", 1, 10, &v);
+        flow_policy_num(c, n, "max-posts", 1, 10, &v, NULL);
         p->max_posts = (int)v;
         v = p->max_cycles;
-        flow_policy_num(c, n, "max-cycles", 1, 1000, &v);
+        flow_policy_num(c, n, "max-cycles", 1, 1000, &v, NULL);
         p->max_cycles = (int)v;
         v = p->max_attempts;
-        flow_policy_num(c, n, "max-attempts", 1, 1000, &v);
+        flow_policy_num(c, n, "max-attempts", 1, 1000, &v, NULL);
         p->max_attempts = (int)v;
         v = p->max_sessions;
-        flow_policy_num(c, n, "max-sessions", 1, 64, &v);
+        flow_policy_num(c, n, "max-sessions", 1, 64, &v, NULL);
         p->max_sessions = (int)v;
         v = p->key_length;
         flow_policy_num(c, n, "key-length", (long)strlen(INVOICE_KEY_PREFIX) + INVOICE_KEY_MIN_DIGITS,
-                        INVOICE_KEY_LEN, &v);
+                        INVOICE_KEY_LEN, &v,
+                        " (\"" INVOICE_KEY_PREFIX "\" plus at least 12 digest characters, at most the "
+                        "full key)");
         p->key_length = (int)v;
-        flow_policy_num(c, n, "backoff-base-ms", 1, 3600000, &p->backoff_base_ms);
-        flow_policy_num(c, n, "backoff-cap-ms", 1, 86400000, &p->backoff_cap_ms);
-        flow_policy_num(c, n, "lease-ms", 1000, 86400000, &p->lease_ms);
+        flow_policy_num(c, n, "backoff-base-ms", 1, 3600000, &p->backoff_base_ms, NULL);
+        flow_policy_num(c, n, "backoff-cap-ms", 1, 86400000, &p->backoff_cap_ms, NULL);
+        flow_policy_num(c, n, "lease-ms", 1000, 86400000, &p->lease_ms, NULL);
         v = (long)p->max_body;
-        flow_policy_num(c, n, "max-body-bytes", 4096, 256L * 1024 * 1024, &v);
+        flow_policy_num(c, n, "max-body-bytes", 4096, 256L * 1024 * 1024, &v, NULL);
         p->max_body = (size_t)v;
-        flow_policy_num(c, n, "max-redirects", 0, 20, &p->max_redirects);
+        flow_policy_num(c, n, "max-redirects", 0, 20, &p->max_redirects, NULL);
     }
     /* Relations, checked on the final numbers (defaults included). */
     v = n ? flow_line(n) : 0;
@@ -2108,7 +2110,8 @@ int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
         goto out;
     }
     if (doc->intSubset || doc->extSubset) {
-        flow_problem(&c, 1, "a flow must not have a DOCTYPE");
+        long dl = xmlGetLineNo((xmlNode *)(doc->intSubset ? doc->intSubset : doc->extSubset));
+        flow_problem(&c, dl > 0 ? dl : 0, "a flow must not have a DOCTYPE (no DTDs, no entities)");
         rc = APBOT_E_PARSE;
         goto out;
     }
