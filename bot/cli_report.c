@@ -161,6 +161,7 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot report: %s\n", err);
         goto out;
     }
+    erp_set_retries(erp, 3);
     memset(&opt, 0, sizeof(opt));
     opt.date = date;
     opt.now = store_now_ms();

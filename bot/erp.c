@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apbot/flow.h"
 #include "apbot/http.h"
@@ -25,6 +26,7 @@ struct erp_session {
     char *user;     /* secret: wiped on close, never copied into any output */
     char *password; /* secret */
     bool logged_in;
+    int retries; /* extra tries of a transiently failed GET */
     erp_evidence_fn evidence;
     void *evidence_ctx;
 };
@@ -139,6 +141,25 @@ void erp_close(struct erp_session *s)
     wipe_free(s->user);
     wipe_free(s->password);
     free(s);
+}
+
+void erp_set_retries(struct erp_session *s, int retries)
+{
+    s->retries = retries > 0 ? retries : 0;
+}
+
+/* Waits before retry n (0-based): Retry-After if given, else 250 ms doubling; <= 5 s. */
+static void retry_wait(int n, long retry_after_s)
+{
+    long ms = retry_after_s > 0 ? retry_after_s * 1000 : 250L << (n < 5 ? n : 5);
+    struct timespec ts;
+
+    if (ms > 5000)
+        ms = 5000;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
 }
 
 void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx)
@@ -505,7 +526,7 @@ static void hits_push(struct erp_hits *h, struct erp_row *row)
 static int fetch(struct erp_session *s, const char *step, const char *url,
                  struct http_response *ret, struct page **ret_page, char *err, size_t errlen)
 {
-    int relogins = 0;
+    int relogins = 0, retries = 0;
     int rc;
 
     for (;;) {
@@ -514,6 +535,10 @@ static int fetch(struct erp_session *s, const char *step, const char *url,
         memset(ret, 0, sizeof(*ret));
         if (!s->logged_in) {
             rc = erp_login(s, err, errlen);
+            if (rc == APBOT_E_NET && retries < s->retries) {
+                retry_wait(retries++, -1);
+                continue;
+            }
             if (rc != APBOT_OK)
                 return rc;
         }
@@ -522,6 +547,10 @@ static int fetch(struct erp_session *s, const char *step, const char *url,
             return apbot_fail(err, errlen, rc, "%s: %s", step, apbot_strerror(rc));
         if (ret->transport != HTTP_ANSWERED) {
             emit(s, step, "GET", url, ret, NULL, "failed");
+            if (retries < s->retries) {
+                retry_wait(retries++, -1);
+                continue;
+            }
             return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s (%s)", step,
                               http_transport_name(ret->transport), ret->detail);
         }
@@ -536,6 +565,10 @@ static int fetch(struct erp_session *s, const char *step, const char *url,
         }
         if (!status_ok(ret->status)) {
             emit(s, step, "GET", url, ret, NULL, "failed");
+            if ((ret->status == 429 || ret->status >= 500) && retries < s->retries) {
+                retry_wait(retries++, ret->retry_after_s);
+                continue;
+            }
             return apbot_fail(err, errlen, APBOT_E_NET, "%s: HTTP %ld", step, ret->status);
         }
         if (ret->truncated) {

@@ -60,6 +60,14 @@ int erp_open(const struct flow *f, const char *base_url, volatile sig_atomic_t *
 /* Closes the session; NULL is fine. Credentials held in memory are wiped. */
 void erp_close(struct erp_session *s);
 
+/*
+ * Lets lookups and listings repeat a GET that failed transiently (not answered, 429, 5xx)
+ * up to `retries` more times, waiting Retry-After (or 250 ms doubling), at most 5 s each.
+ * Default 0: the runner counts every failure through its own backoff; the report and
+ * resolve, which have no queue to come back to, ask for a few.
+ */
+void erp_set_retries(struct erp_session *s, int retries);
+
 /* Sets (or clears with fn NULL) the evidence callback. */
 void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx);
 
