@@ -369,12 +369,13 @@ static void exchange_begin(struct http_session *s)
  * Runs the prepared transfer to its end, a cancel, or a multi-interface failure. Returns the
  * transfer's CURLcode, or CURLE_ABORTED_BY_CALLBACK with *cancelled set.
  */
-static CURLcode exchange_run(struct http_session *s, bool *cancelled)
+static CURLcode exchange_run(struct http_session *s, bool *cancelled, bool *started)
 {
     CURLcode res = CURLE_FAILED_INIT;
     bool done = false;
 
     *cancelled = false;
+    *started = false;
     if (curl_multi_add_handle(s->multi, s->easy) != CURLM_OK)
         return CURLE_FAILED_INIT;
     /* Our own guard over curl's timeouts, in case a callback-free path ever hangs. */
@@ -386,6 +387,7 @@ static CURLcode exchange_run(struct http_session *s, bool *cancelled)
             break;
         }
         int running = 0;
+        *started = true;
         if (curl_multi_perform(s->multi, &running) != CURLM_OK)
             break;
         int queued;
@@ -410,16 +412,22 @@ static CURLcode exchange_run(struct http_session *s, bool *cancelled)
 }
 
 /* Fills r from the finished exchange: the classification described at the top. */
-static void exchange_classify(struct http_session *s, CURLcode res, bool cancelled,
-                              int64_t t0, struct http_response *r)
+static void exchange_classify(struct http_session *s, const char *url, CURLcode res,
+                              bool cancelled, bool started, int64_t t0, struct http_response *r)
 {
     long request_size = 0, redirects = 0, status = 0;
     char *eff = NULL;
 
-    (void)curl_easy_getinfo(s->easy, CURLINFO_REQUEST_SIZE, &request_size);
-    (void)curl_easy_getinfo(s->easy, CURLINFO_REDIRECT_COUNT, &redirects);
-    (void)curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
-    (void)curl_easy_getinfo(s->easy, CURLINFO_EFFECTIVE_URL, &eff);
+    /* Before the first perform libcurl has not reset its info: it still describes the
+     * previous exchange, so it is only read once this transfer has started. */
+    if (started) {
+        (void)curl_easy_getinfo(s->easy, CURLINFO_REQUEST_SIZE, &request_size);
+        (void)curl_easy_getinfo(s->easy, CURLINFO_REDIRECT_COUNT, &redirects);
+        (void)curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+        (void)curl_easy_getinfo(s->easy, CURLINFO_EFFECTIVE_URL, &eff);
+    }
+    if (!eff)
+        eff = (char *)url;
 
     memset(r, 0, sizeof(*r));
     r->retry_after_s = -1;
@@ -494,7 +502,7 @@ static int http_exchange(struct http_session *s, const char *url, const struct h
 {
     char *form = NULL;
     size_t form_len = 0;
-    bool cancelled = false;
+    bool cancelled = false, started = false;
     CURLcode res;
     int64_t t0 = http_now_ms();
 
@@ -517,7 +525,7 @@ static int http_exchange(struct http_session *s, const char *url, const struct h
         (void)curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 0L);
     }
 
-    res = exchange_run(s, &cancelled);
+    res = exchange_run(s, &cancelled, &started);
 
     if (form) {
         explicit_bzero(form, form_len);
@@ -525,7 +533,7 @@ static int http_exchange(struct http_session *s, const char *url, const struct h
         (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, (char *)NULL);
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
     }
-    exchange_classify(s, res, cancelled, t0, ret);
+    exchange_classify(s, url, res, cancelled, started, t0, ret);
     return APBOT_OK;
 }
 
@@ -570,9 +578,14 @@ char *http_resolve_url(const char *base, const char *ref)
         abort();
     if (base && curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK)
         goto out;
-    /* With a URL already set, a relative ref is resolved against it (RFC 3986). */
-    if (curl_url_set(u, CURLUPART_URL, ref, 0) != CURLUE_OK)
+    if (base && !*ref) {
+        /* RFC 3986: an empty reference is the base itself, without its fragment */
+        if (curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK)
+            goto out;
+    } else if (curl_url_set(u, CURLUPART_URL, ref, 0) != CURLUE_OK) {
+        /* with a URL already set, a relative ref is resolved against it (RFC 3986) */
         goto out;
+    }
     if (curl_url_get(u, CURLUPART_URL, &got, 0) != CURLUE_OK)
         goto out;
     out = http_xstrdup(got);
