@@ -207,7 +207,7 @@ int store_enqueue_raw(struct store *st, const struct store_new_item *item, int64
  * "after the settle delay" becomes due at max(now, last_post_at + settle_ms). store_recover
  * is this with settle_ms 0: the item is due at once, which is safe because the machine only
  * treats "not found" as a confirmed absence when the caller says the settle delay has passed
- * (counters.settled, computed by the runner from last_post_at).
+ * (counters.settled, which the runner computes from when the ambiguity began).
  *
  * Leases and crashes: a lease stays its owner's after it expires until another process
  * takes the item over (store_claim of an expired reconciling item, or recovery); either
