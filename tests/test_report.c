@@ -1,0 +1,561 @@
+/*
+ * test_report.c - the daily reconciliation against the in-process simulated ERP. The queue
+ * state is built directly (enqueue, claim, apply what machine_next says) and the ERP state
+ * by a clerk's hand (simc_book / simc_delete through the admin endpoints), so each drift
+ * category is produced on purpose: duplicate, missing, orphan, amount mismatch, document
+ * mismatch; then a clean day, the balance buckets, the manual-review hint with its resolve
+ * command, a listing longer than one page, every output format, and the balance after a
+ * run of the real runner on the `chaos` scenario.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <libxml/HTMLparser.h>
+#include <libxml/xpath.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/erp.h"
+#include "apbot/flow.h"
+#include "apbot/invoice.h"
+#include "apbot/machine.h"
+#include "apbot/report.h"
+#include "apbot/store.h"
+#include "helpers/e2e.h"
+#include "helpers/sim_client.h"
+
+/* Near-zero service times and no index lag: these tests are about the join, not the ERP. */
+static const char fast[] = "slots = 4\n"
+                           "service_ms.login = 0\n"
+                           "service_ms.form = 0\n"
+                           "service_ms.check = 0\n"
+                           "service_ms.post = 0\n"
+                           "service_ms.search = 0\n"
+                           "service_ms.journal = 0\n"
+                           "index_lag_ms = 0\n";
+
+struct fx {
+    struct e2e e;
+    struct store *st;
+    struct flow *flow;
+    struct erp_session *erp;
+    char today[11];
+    int n;
+};
+
+static void fx_start(struct fx *x, const char *scenario, const char *text)
+{
+    char err[4096];
+
+    memset(x, 0, sizeof(*x));
+    e2e_start(&x->e, scenario, text, 7);
+    assert_int_equal(store_open(x->e.db, &x->st, err, sizeof(err)), APBOT_OK);
+    if (flow_load(x->e.flow, &x->flow, err, sizeof(err)) != APBOT_OK)
+        fail_msg("flow_load: %s", err);
+    if (erp_open(x->flow, x->e.url, NULL, &x->erp, err, sizeof(err)) != APBOT_OK)
+        fail_msg("erp_open: %s", err);
+    erp_set_retries(x->erp, 3);
+    report_local_date(store_now_ms(), x->today);
+}
+
+static void fx_stop(struct fx *x)
+{
+    erp_close(x->erp);
+    flow_free(x->flow);
+    store_close(x->st);
+    e2e_stop(&x->e);
+}
+
+/* Applies one machine event to item id (leased by "test"). */
+static void apply(struct fx *x, int64_t id, enum machine_state from, enum machine_event ev,
+                  const char *doc, const char *reason, bool keep_lease)
+{
+    struct store_item it;
+    struct machine_step step;
+    struct machine_policy pol = machine_policy_default();
+    struct store_change ch;
+    char err[APBOT_ERR_LEN];
+
+    assert_int_equal(store_get(x->st, id, &it, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(machine_next(from, ev, &it.counters, &pol, &step), APBOT_OK);
+    memset(&ch, 0, sizeof(ch));
+    ch.from = from;
+    ch.event = ev;
+    ch.step = &step;
+    ch.next_at = store_now_ms();
+    ch.erp_doc = doc;
+    ch.reason = reason;
+    ch.detail = "test";
+    ch.actor = "runner:test";
+    ch.keep_lease = keep_lease;
+    if (store_apply(x->st, id, "test", &ch, store_now_ms(), err, sizeof(err)) != APBOT_OK)
+        fail_msg("store_apply: %s", err);
+    store_item_done(&it);
+}
+
+enum target { T_PENDING, T_COMPLETED, T_REVIEW, T_EXCEPTION };
+
+/* Enqueues invoice "<number>" of vendor 100001 for amount (cents, EUR), drives it to target
+ * (completed with doc), returns its id and key. */
+static int64_t add(struct fx *x, const char *number, int64_t amount, enum target t,
+                   const char *doc, char key[INVOICE_KEY_LEN + 1])
+{
+    struct e2e_invoice in = {.vendor = "100001",
+                             .number = number,
+                             .date = "2026-11-03",
+                             .currency = "EUR",
+                             .amount = amount,
+                             .gl = "6000"};
+    struct store_item it;
+    struct machine_policy pol = machine_policy_default();
+    char err[APBOT_ERR_LEN];
+    int64_t id;
+
+    e2e_add(&x->e, &in, key);
+    assert_int_equal(store_get_by_key(x->st, key, &it, err, sizeof(err)), APBOT_OK);
+    id = it.id;
+    store_item_done(&it);
+    if (t == T_PENDING)
+        return id;
+    assert_int_equal(store_claim(x->st, "test", store_now_ms(), 60000, &pol, &it, err, sizeof(err)),
+                     APBOT_OK);
+    assert_int_equal(it.id, id);
+    store_item_done(&it);
+    switch (t) {
+    case T_COMPLETED:
+        apply(x, id, MACHINE_CHECKING, MACHINE_EV_FOUND, doc, NULL, false);
+        break;
+    case T_REVIEW:
+        apply(x, id, MACHINE_CHECKING, MACHINE_EV_FOUND_CONFLICT, NULL,
+              "the ERP holds this key with a different amount", false);
+        break;
+    case T_EXCEPTION:
+        apply(x, id, MACHINE_CHECKING, MACHINE_EV_NOT_FOUND, NULL, NULL, true);
+        apply(x, id, MACHINE_POSTING, MACHINE_EV_REJECTED, NULL,
+              "E104: Posting period 11/2026 is closed.", false);
+        break;
+    case T_PENDING:
+        break;
+    }
+    return id;
+}
+
+/* A clerk books key by hand; returns the document number in doc. */
+static void book(struct fx *x, const char *key, const char *amount, char doc[32])
+{
+    char number[32];
+    snprintf(number, sizeof(number), "HAND-%d", ++x->n);
+    assert_int_equal(
+        simc_book(x->e.port, "100001", number, "2026-11-03", "EUR", amount, key, doc, 32), 0);
+}
+
+static struct report *build(struct fx *x)
+{
+    struct report_options opt = {.date = x->today, .now = 0, .max_lookups = 0};
+    struct report *r = NULL;
+    char err[APBOT_ERR_LEN];
+    if (report_build(x->st, x->erp, x->flow, &opt, &r, err, sizeof(err)) != APBOT_OK)
+        fail_msg("report_build: %s", err);
+    return r;
+}
+
+static const struct report_finding *find(const struct report *r, enum report_kind k,
+                                         int64_t item_id)
+{
+    size_t n;
+    const struct report_finding *f = report_findings(r, &n);
+    for (size_t i = 0; i < n; i++)
+        if (f[i].kind == k && f[i].item_id == item_id)
+            return &f[i];
+    return NULL;
+}
+
+static int64_t count(const struct report *r, enum report_kind k)
+{
+    return report_summary(r)->counts[k];
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+static int64_t add_completed_booked(struct fx *x, const char *number, int64_t amount,
+                                    const char *erp_amount, const char *doc_override,
+                                    char key[INVOICE_KEY_LEN + 1], char doc[32]);
+
+static void test_report_clean_day_and_balance(void **state)
+{
+    struct fx x;
+    char key[4][INVOICE_KEY_LEN + 1], doc[32];
+    struct report *r;
+    const struct report_summary *s;
+    int64_t be, mr;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    book(&x, "placeholder-not-ours", "10.00", doc); /* a record without an apbot key */
+    be = add(&x, "INV-C2", 5000, T_EXCEPTION, NULL, key[1]);
+    mr = add(&x, "INV-C3", 7000, T_REVIEW, NULL, key[2]);
+    add_completed_booked(&x, "INV-C4", 9999, "99.99", NULL, key[3], doc);
+    add(&x, "INV-C1", 123456, T_PENDING, NULL, key[0]); /* last: claims take the oldest */
+
+    r = build(&x);
+    s = report_summary(r);
+    assert_int_equal(report_status(r), REPORT_CLEAN);
+    assert_true(s->balanced);
+    assert_int_equal(s->drift, 0);
+    assert_int_equal(s->matched, 1);
+    assert_int_equal(s->erp_rows, 2);
+    assert_int_equal(s->erp_apbot_rows, 1);
+    assert_int_equal(s->day.received, 4);
+    assert_int_equal(s->day.completed, 1);
+    assert_int_equal(s->day.exceptions, 1);
+    assert_int_equal(s->day.review, 1);
+    assert_int_equal(s->day.pending, 1);
+    assert_int_equal(s->day.unaccounted, 0);
+    assert_int_equal(s->total.received, 4);
+    assert_int_equal(count(r, REPORT_PENDING), 1);
+    assert_int_equal(count(r, REPORT_EXCEPTION), 1);
+    assert_non_null(find(r, REPORT_EXCEPTION, be));
+    assert_string_equal(find(r, REPORT_EXCEPTION, be)->reason,
+                        "E104: Posting period 11/2026 is closed.");
+    /* the ERP does not hold the review item: an open hint suggesting a requeue */
+    assert_non_null(find(r, REPORT_REVIEW_OPEN, mr));
+    assert_non_null(strstr(find(r, REPORT_REVIEW_OPEN, mr)->command, "--requeue"));
+    report_free(r);
+    fx_stop(&x);
+}
+
+/* Completes item `number` with the document a clerk booked for its key with `erp_amount`. */
+static int64_t add_completed_booked(struct fx *x, const char *number, int64_t amount,
+                                    const char *erp_amount, const char *doc_override,
+                                    char key[INVOICE_KEY_LEN + 1], char doc[32])
+{
+    struct store_item it;
+    struct machine_policy pol = machine_policy_default();
+    char err[APBOT_ERR_LEN];
+    int64_t id = add(x, number, amount, T_PENDING, NULL, key);
+
+    book(x, key, erp_amount, doc);
+    assert_int_equal(store_claim(x->st, "test", store_now_ms(), 60000, &pol, &it, err, sizeof(err)),
+                     APBOT_OK);
+    assert_int_equal(it.id, id);
+    store_item_done(&it);
+    apply(x, id, MACHINE_CHECKING, MACHINE_EV_FOUND, doc_override ? doc_override : doc, NULL,
+          false);
+    return id;
+}
+
+static void test_report_duplicate(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], d1[32], d2[32];
+    struct report *r;
+    const struct report_finding *f;
+    int64_t id;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    /* the bot's booking, then a clerk books the same invoice again by hand */
+    id = add_completed_booked(&x, "INV-D1", 25000, "250.00", NULL, key, d1);
+    book(&x, key, "250.00", d2);
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    assert_int_equal(count(r, REPORT_DUPLICATE), 1);
+    f = find(r, REPORT_DUPLICATE, id);
+    assert_non_null(f);
+    assert_non_null(strstr(f->erp_docs, d1));
+    assert_non_null(strstr(f->erp_docs, d2));
+    assert_int_equal(count(r, REPORT_DOC_MISMATCH), 0); /* its own document is among them */
+    assert_int_equal(report_summary(r)->matched, 0);
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_missing(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], doc[32];
+    struct report *r;
+    int64_t id;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    /* completed here, then the record is deleted in the ERP by hand */
+    id = add_completed_booked(&x, "INV-M1", 4200, "42.00", NULL, key, doc);
+    assert_int_equal(simc_delete(x.e.port, doc), 0);
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    assert_int_equal(count(r, REPORT_MISSING), 1);
+    assert_non_null(find(r, REPORT_MISSING, id));
+    assert_true(report_summary(r)->lookups >= 1); /* proven absent by a lookup, not guessed */
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_orphan(void **state)
+{
+    struct fx x;
+    char doc[32];
+    struct report *r;
+    size_t n;
+    const struct report_finding *f;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    book(&x, "AP1-UNKNOWNKEY000000000", "77.70", doc);
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    assert_int_equal(count(r, REPORT_ORPHAN), 1);
+    f = report_findings(r, &n);
+    assert_int_equal(f[0].kind, REPORT_ORPHAN);
+    assert_int_equal(f[0].item_id, 0);
+    assert_string_equal(f[0].key, "AP1-UNKNOWNKEY000000000");
+    assert_string_equal(f[0].erp_docs, doc);
+    assert_true(f[0].has_erp_amount);
+    assert_int_equal(f[0].erp_amount, 7770);
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_amount_mismatch(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], doc[32];
+    struct report *r;
+    const struct report_finding *f;
+    int64_t id;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    id = add_completed_booked(&x, "INV-A1", 100000, "1000.01", NULL, key, doc);
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    assert_int_equal(count(r, REPORT_AMOUNT_MISMATCH), 1);
+    assert_int_equal(count(r, REPORT_DOC_MISMATCH), 0);
+    f = find(r, REPORT_AMOUNT_MISMATCH, id);
+    assert_non_null(f);
+    assert_int_equal(f->amount, 100000);
+    assert_true(f->has_erp_amount);
+    assert_int_equal(f->erp_amount, 100001);
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_doc_mismatch(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], doc[32];
+    struct report *r;
+    const struct report_finding *f;
+    int64_t id;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    id = add_completed_booked(&x, "INV-X1", 5000, "50.00", "AP-2026-999999", key, doc);
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    assert_int_equal(count(r, REPORT_DOC_MISMATCH), 1);
+    assert_int_equal(count(r, REPORT_AMOUNT_MISMATCH), 0);
+    f = find(r, REPORT_DOC_MISMATCH, id);
+    assert_non_null(f);
+    assert_string_equal(f->doc, "AP-2026-999999");
+    assert_string_equal(f->erp_docs, doc);
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_review_held_hint(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], doc[32], want[128];
+    struct report *r;
+    const struct report_finding *f;
+    int64_t id;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    id = add(&x, "INV-R1", 31415, T_REVIEW, NULL, key);
+    book(&x, key, "314.15", doc);
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_CLEAN); /* a hint, not drift */
+    f = find(r, REPORT_REVIEW_HELD, id);
+    assert_non_null(f);
+    snprintf(want, sizeof(want), "apbot resolve %lld --posted %s", (long long)id, doc);
+    assert_non_null(f->command);
+    assert_non_null(strstr(f->command, want));
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_pagination(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], doc[32];
+    struct report *r;
+    const struct report_summary *s;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    for (int i = 0; i < 60; i++) {
+        char ref[32];
+        snprintf(ref, sizeof(ref), "AP1-ORPHAN%013d", i);
+        book(&x, ref, "1.00", doc);
+    }
+    add_completed_booked(&x, "INV-P1", 1200, "12.00", NULL, key, doc); /* on page 2 */
+    r = build(&x);
+    s = report_summary(r);
+    assert_int_equal(s->erp_rows, 61);
+    assert_int_equal(s->erp_pages, 2);
+    assert_int_equal(s->counts[REPORT_ORPHAN], 60);
+    assert_int_equal(s->matched, 1);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    report_free(r);
+    fx_stop(&x);
+}
+
+/* Renders r in fmt into a heap string. */
+static char *render(const struct report *r, enum report_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    char err[APBOT_ERR_LEN];
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(report_write(r, fmt, f, err, sizeof(err)), APBOT_OK);
+    fclose(f);
+    return buf;
+}
+
+static char *html_id_text(const char *html, const char *id)
+{
+    htmlDocPtr doc = htmlReadMemory(html, (int)strlen(html), NULL, "UTF-8",
+                                    HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET);
+    xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+    char expr[128];
+    xmlXPathObjectPtr o;
+    char *s;
+
+    snprintf(expr, sizeof(expr), "string(//*[@id='%s'])", id);
+    o = xmlXPathEvalExpression((const xmlChar *)expr, ctx);
+    s = strdup(o && o->stringval ? (const char *)o->stringval : "");
+    xmlXPathFreeObject(o);
+    xmlXPathFreeContext(ctx);
+    xmlFreeDoc(doc);
+    return s;
+}
+
+static void test_report_formats(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], d1[32], d2[32];
+    struct report *r;
+    char *text, *csv, *js, *html, *v;
+    json_t *root;
+    json_error_t jerr;
+    size_t lines = 0, n;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    add_completed_booked(&x, "INV-F1", 1000, "10.00", NULL, key, d1);
+    book(&x, key, "10.00", d2);                          /* duplicate */
+    book(&x, "AP1-ORPHANFORMATS000000", "1.00", d2);
+    r = build(&x);
+    (void)report_findings(r, &n);
+
+    text = render(r, REPORT_FMT_TEXT);
+    assert_non_null(strstr(text, "DRIFT"));
+    assert_non_null(strstr(text, "Duplicates"));
+
+    csv = render(r, REPORT_FMT_CSV);
+    for (const char *p = csv; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, n + 1); /* header + one row per finding */
+    assert_non_null(strstr(csv, "\"duplicate\""));
+
+    js = render(r, REPORT_FMT_JSON);
+    root = json_loads(js, 0, &jerr);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "status")), "drift");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "counts"),
+                                                        "duplicate")),
+                     1);
+    assert_int_equal(json_array_size(json_object_get(root, "findings")), n);
+    json_decref(root);
+
+    html = render(r, REPORT_FMT_HTML);
+    v = html_id_text(html, "count-duplicates");
+    assert_string_equal(v, "1");
+    free(v);
+    v = html_id_text(html, "count-received-day");
+    assert_string_equal(v, "1");
+    free(v);
+    v = html_id_text(html, "status");
+    assert_non_null(strstr(v, "DRIFT"));
+    free(v);
+
+    free(text);
+    free(csv);
+    free(js);
+    free(html);
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_chaos_balance(void **state)
+{
+    struct fx x;
+    struct report *r;
+    const struct report_summary *s;
+    static const char *const faults[] = {
+        "fault.timeout_after_commit", "fault.late_commit",     "fault.error500_before_commit",
+        "fault.error500_after_commit", "fault.overload503",    "fault.overload429",
+        "fault.drop_before_commit",   "fault.drop_after_commit", "fault.session_expiry",
+        "fault.garbled_after_commit"};
+    (void)state;
+
+    fx_start(&x, "chaos", "down.length_ms = 0\n");
+    e2e_add_many(&x.e, "CHAOS", 12);
+    x.e.opt.max_seconds = 25;
+    (void)e2e_run(&x.e);
+    /* read the ERP calmly: the test is about what the chaotic run left behind */
+    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+        assert_int_equal(simc_set(x.e.port, faults[i], "0"), 0);
+    r = build(&x);
+    s = report_summary(r);
+    assert_true(s->balanced);
+    assert_int_equal(s->total.received, 12);
+    assert_int_equal(s->day.received, 12);
+    assert_int_equal(s->total.completed + s->total.exceptions + s->total.review +
+                         s->total.pending,
+                     12);
+    /* the two promises: nothing booked twice, nothing completed that the ERP lacks */
+    assert_int_equal(s->counts[REPORT_DUPLICATE], 0);
+    assert_int_equal(s->counts[REPORT_MISSING], 0);
+    assert_int_equal(s->counts[REPORT_ORPHAN], 0);
+    assert_int_equal(s->counts[REPORT_AMOUNT_MISMATCH], 0);
+    assert_int_equal(s->counts[REPORT_DOC_MISMATCH], 0);
+    assert_int_equal(s->matched + s->counts[REPORT_OTHER_DAY], s->total.completed);
+    report_free(r);
+    fx_stop(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report_clean_day_and_balance),
+        cmocka_unit_test(test_report_duplicate),
+        cmocka_unit_test(test_report_missing),
+        cmocka_unit_test(test_report_orphan),
+        cmocka_unit_test(test_report_amount_mismatch),
+        cmocka_unit_test(test_report_doc_mismatch),
+        cmocka_unit_test(test_report_review_held_hint),
+        cmocka_unit_test(test_report_pagination),
+        cmocka_unit_test(test_report_formats),
+        cmocka_unit_test(test_report_chaos_balance),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
