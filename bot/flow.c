@@ -35,8 +35,8 @@
 #include "apbot/money.h"
 
 #define FLOW_NS "urn:apbot:flow:1"
-#define FLOW_EXPAND_MAX (64 * 1024)   /* bytes of one expanded template */
-#define FLOW_MAX_FMTS 8               /* formatters in one placeholder */
+#define FLOW_EXPAND_MAX (64 * 1024) /* bytes of one expanded template */
+#define FLOW_MAX_FMTS 8             /* formatters in one placeholder */
 
 /* ---------------------------------------------------------------------------------------
  * The schema, compiled in so that a flow validates wherever apbot runs. One string per line
@@ -44,6 +44,7 @@
  * flows/flow.rng with:
  *   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n",/' flows/flow.rng
  */
+/* clang-format off */
 static const char *const flow_schema_lines[] = {
     /* BEGIN flow.rng */
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
@@ -279,6 +280,7 @@ static const char *const flow_schema_lines[] = {
     "</grammar>\n",
     /* END flow.rng */
     NULL};
+/* clang-format on */
 
 char *flow_schema_text(void)
 {
@@ -424,7 +426,7 @@ struct flow_problem_rec {
 struct flow_ctx {
     const char *path;
     struct flow_problem_rec *probs;
-    size_t n_probs;   /* problems found (some may not be kept) */
+    size_t n_probs; /* problems found (some may not be kept) */
     size_t n_kept;
     struct flow *f;
     bool key_written; /* some post field writes ${key} */
@@ -666,10 +668,10 @@ static const struct {
     const char *name;
     bool arg; /* takes ":arg" (required) */
 } flow_fmts_table[] = {
-    [FLOW_F_DATE] = {"date", true},   [FLOW_F_AMOUNT] = {"amount", true},
-    [FLOW_F_ABS] = {"abs", false},    [FLOW_F_MAP] = {"map", true},
+    [FLOW_F_DATE] = {"date", true},    [FLOW_F_AMOUNT] = {"amount", true},
+    [FLOW_F_ABS] = {"abs", false},     [FLOW_F_MAP] = {"map", true},
     [FLOW_F_UPPER] = {"upper", false}, [FLOW_F_LOWER] = {"lower", false},
-    [FLOW_F_TRUNC] = {"trunc", true}, [FLOW_F_URL] = {"url", false},
+    [FLOW_F_TRUNC] = {"trunc", true},  [FLOW_F_URL] = {"url", false},
 };
 _Static_assert(sizeof(flow_fmts_table) / sizeof(flow_fmts_table[0]) == FLOW_F__COUNT,
                "every formatter needs a table row");
@@ -731,7 +733,8 @@ static const char *flow_ph_parse(const char *s, struct flow_ph *ph, const char *
 static int flow_var_lookup(const char *name, size_t len)
 {
     for (int i = 0; i < FLOW_V__COUNT; i++)
-        if (strlen(flow_vars_table[i].name) == len && memcmp(flow_vars_table[i].name, name, len) == 0)
+        if (strlen(flow_vars_table[i].name) == len &&
+            memcmp(flow_vars_table[i].name, name, len) == 0)
             return i;
     return -1;
 }
@@ -739,7 +742,8 @@ static int flow_var_lookup(const char *name, size_t len)
 static int flow_fmt_lookup(const char *name, size_t len)
 {
     for (int i = 0; i < FLOW_F__COUNT; i++)
-        if (strlen(flow_fmts_table[i].name) == len && memcmp(flow_fmts_table[i].name, name, len) == 0)
+        if (strlen(flow_fmts_table[i].name) == len &&
+            memcmp(flow_fmts_table[i].name, name, len) == 0)
             return i;
     return -1;
 }
@@ -893,8 +897,8 @@ static void flow_tpl_check(struct flow_ctx *c, const char *tmpl, unsigned where,
                                  (int)ph.var_len, ph.var);
                 else if (!flow_date_pattern_ok(arg, alen))
                     flow_problem(c, line,
-                                 "%s: bad date pattern '%.*s' (use %%d %%m %%Y %%y and text)",
-                                 what, (int)alen, arg);
+                                 "%s: bad date pattern '%.*s' (use %%d %%m %%Y %%y and text)", what,
+                                 (int)alen, arg);
                 kind = FLOW_K_TEXT;
                 break;
             case FLOW_F_AMOUNT:
@@ -1215,8 +1219,8 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
         if (val->kind != FLOW_K_AMOUNT || val->text)
             return apbot_fail(err, errlen, APBOT_E_INVAL, "'amount' applied to a non-amount");
         if (!flow_amount_arg_ok(arg, alen))
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad amount format '%.*s'",
-                              (int)alen, arg);
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad amount format '%.*s'", (int)alen,
+                              arg);
         rc = money_format(val->minor, val->exponent, arg[0], alen == 2 ? arg[1] : '\0', buf,
                           sizeof(buf));
         if (rc != APBOT_OK)
@@ -1235,8 +1239,7 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
         if ((rc = flow_val_text(val, err, errlen)) != APBOT_OK)
             return rc;
         if (!flow_map_find(arg, alen, val->text, &mv, &ml))
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "map has no entry for '%s'",
-                              val->text);
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "map has no entry for '%s'", val->text);
         flow_val_set(val, flow_xstrndup(mv, ml));
         return APBOT_OK;
     case FLOW_F_UPPER:
@@ -1267,8 +1270,8 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
     return apbot_fail(err, errlen, APBOT_E_BUG, "bad formatter");
 }
 
-int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars,
-                char **ret, char *err, size_t errlen)
+int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
+                char *err, size_t errlen)
 {
     struct flow_buf b = {.max = FLOW_EXPAND_MAX};
     const char *p = tmpl, *hit;
@@ -1291,8 +1294,8 @@ int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *
         }
         v = flow_var_lookup(ph.var, ph.var_len);
         if (v < 0) {
-            rc = apbot_fail(err, errlen, APBOT_E_INVAL, "unknown variable ${%.*s}",
-                            (int)ph.var_len, ph.var);
+            rc = apbot_fail(err, errlen, APBOT_E_INVAL, "unknown variable ${%.*s}", (int)ph.var_len,
+                            ph.var);
             goto out;
         }
         rc = flow_val_get(f, (enum flow_var_id)v, vars, &val, err, errlen);
@@ -1486,8 +1489,8 @@ static char *flow_text(const xmlNode *n)
     while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
         s++;
     len = strlen(s);
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' ||
-                   s[len - 1] == '\r'))
+    while (len &&
+           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r'))
         len--;
     out = flow_xstrndup(s, len);
     xmlFree(v);
@@ -1568,14 +1571,13 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r,
         flow_problem(c, r->line, "%s: outcome '%s' is not allowed in %s", what,
                      flow_outcome_name(o), where_name);
     if (r->status && !match_status_valid(r->status))
-        flow_problem(c, r->line,
-                     "%s: bad status spec '%s' (expected e.g. 200, 5xx, 429,503)", what,
+        flow_problem(c, r->line, "%s: bad status spec '%s' (expected e.g. 200, 5xx, 429,503)", what,
                      r->status);
     if (*pattern)
         r->body = flow_pattern(c, pattern, r->line, what);
     if (!*pattern && !r->status)
-        flow_problem(c, r->line,
-                     "%s: matches every answer; give it a status, a pattern or both", what);
+        flow_problem(c, r->line, "%s: matches every answer; give it a status, a pattern or both",
+                     what);
     if (o == FLOW_OUT_COMPLETED) {
         if (!*pattern)
             flow_problem(c, r->line,
@@ -1617,8 +1619,8 @@ static void flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow_rul
 }
 
 static const char *const flow_column_names[] = {
-    "doc",  "reference", "vendor",   "vendor_name", "invoice_number", "date",
-    "due_date", "amount", "currency", "doc_type",    "booked",
+    "doc",      "reference", "vendor",   "vendor_name", "invoice_number", "date",
+    "due_date", "amount",    "currency", "doc_type",    "booked",
 };
 
 static bool flow_table_has(const struct flow_table *t, const char *name)
@@ -1696,7 +1698,7 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
 }
 
 #define FLOW_RULES_ALL ((1u << FLOW_OUT__COUNT) - 1)
-#define FLOW_RULES_LOGIN                                                                      \
+#define FLOW_RULES_LOGIN                                                                           \
     ((1u << FLOW_OUT_REJECTED) | (1u << FLOW_OUT_NOT_SENT) | (1u << FLOW_OUT_UNKNOWN))
 #define FLOW_RULES_STEP (FLOW_RULES_ALL & ~(1u << FLOW_OUT_COMPLETED))
 
@@ -1891,8 +1893,8 @@ static void flow_build_list(struct flow_ctx *c, xmlNode *n)
                      "list: max-pages > 1 needs ${page} in get or a next link in the table");
 }
 
-static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, long min,
-                            long max, long *ret, const char *hint)
+static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, long min, long max,
+                            long *ret, const char *hint)
 {
     char *s = flow_prop(n, attr);
     const char *p = s;
@@ -1941,10 +1943,11 @@ static void flow_build_policy(struct flow_ctx *c, xmlNode *n)
         flow_policy_num(c, n, "max-sessions", 1, 64, &v, NULL);
         p->max_sessions = (int)v;
         v = p->key_length;
-        flow_policy_num(c, n, "key-length", (long)strlen(INVOICE_KEY_PREFIX) + INVOICE_KEY_MIN_DIGITS,
-                        INVOICE_KEY_LEN, &v,
-                        " (\"" INVOICE_KEY_PREFIX "\" plus at least 12 digest characters, at most the "
-                        "full key)");
+        flow_policy_num(
+            c, n, "key-length", (long)strlen(INVOICE_KEY_PREFIX) + INVOICE_KEY_MIN_DIGITS,
+            INVOICE_KEY_LEN, &v,
+            " (\"" INVOICE_KEY_PREFIX "\" plus at least 12 digest characters, at most the "
+            "full key)");
         p->key_length = (int)v;
         flow_policy_num(c, n, "backoff-base-ms", 1, 3600000, &p->backoff_base_ms, NULL);
         flow_policy_num(c, n, "backoff-cap-ms", 1, 86400000, &p->backoff_cap_ms, NULL);

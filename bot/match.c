@@ -123,8 +123,8 @@ static struct match_result *match_collect(const struct match_re *re, const char 
             if (strcmp(m->groups[j].name, name) == 0) {
                 dup = true;
                 if (!m->groups[j].value && num < pairs && ov[2 * num] != PCRE2_UNSET)
-                    m->groups[j].value = match_xstrndup(subject + ov[2 * num],
-                                                        ov[2 * num + 1] - ov[2 * num]);
+                    m->groups[j].value =
+                        match_xstrndup(subject + ov[2 * num], ov[2 * num + 1] - ov[2 * num]);
             }
         }
         if (dup)

@@ -170,8 +170,8 @@ static int classify(const struct flow_rule *rules, size_t n, long status, const 
     return -1;
 }
 
-#define MSG(cls, text)                                                                        \
-    "<html><head><title>ACME Financials - AP</title></head><body><div id=\"msgArea\" "      \
+#define MSG(cls, text)                                                                             \
+    "<html><head><title>ACME Financials - AP</title></head><body><div id=\"msgArea\" "             \
     "class=\"msg " cls "\"><span class=\"msgText\">" text "</span></div></body></html>"
 
 static const char login_page[] =
@@ -187,10 +187,11 @@ static void test_flow_acme_outcomes(void **state)
     char *doc = NULL, *reason = NULL;
     int i;
 
-    i = classify(f->outcomes, f->n_outcomes, 200,
-                 MSG("msg-success", "I020: Document AP-2026-000123 was posted.")
-                     "<span id=\"docNo\">AP-2026-000123</span>",
-                 &doc, &reason);
+    i = classify(
+        f->outcomes, f->n_outcomes, 200,
+        MSG("msg-success",
+            "I020: Document AP-2026-000123 was posted.") "<span id=\"docNo\">AP-2026-000123</span>",
+        &doc, &reason);
     assert_int_equal(f->outcomes[i].outcome, FLOW_OUT_COMPLETED);
     assert_string_equal(doc, "AP-2026-000123");
     free(doc);
@@ -224,16 +225,15 @@ static void test_flow_acme_outcomes(void **state)
     assert_true(match_exec(f->session_expired, login_page, strlen(login_page), NULL));
 
     /* ambiguous answers match no rule: the runner calls them unknown */
-    assert_int_equal(classify(f->outcomes, f->n_outcomes, 500,
-                              "<html>Internal Server Error</html>", NULL, NULL),
-                     -1);
-    assert_int_equal(classify(f->outcomes, f->n_outcomes, 200, "<html>#@!garbled", NULL, NULL),
-                     -1);
+    assert_int_equal(
+        classify(f->outcomes, f->n_outcomes, 500, "<html>Internal Server Error</html>", NULL, NULL),
+        -1);
+    assert_int_equal(classify(f->outcomes, f->n_outcomes, 200, "<html>#@!garbled", NULL, NULL), -1);
     assert_int_equal(classify(f->outcomes, f->n_outcomes, 200, "", NULL, NULL), -1);
     /* the banner with a 500 is not success either */
     assert_int_equal(classify(f->outcomes, f->n_outcomes, 500,
-                              MSG("msg-success", "I020: Document AP-2026-000123 was posted."),
-                              NULL, NULL),
+                              MSG("msg-success", "I020: Document AP-2026-000123 was posted."), NULL,
+                              NULL),
                      -1);
     /* E109 at the committing step may mean the token was already used: unknown, reconcile */
     assert_int_equal(
@@ -277,8 +277,8 @@ static const struct broken broken_flows[] = {
     {"doctype.xml", APBOT_E_PARSE, NULL, "must not have a DOCTYPE"},
     {"unknown-variable.xml", APBOT_E_INVAL, ":24: ", "unknown variable ${invoice.amount}"},
     {"unknown-formatter.xml", APBOT_E_INVAL, ":24: ", "unknown formatter 'money'"},
-    {"bad-regex.xml", APBOT_E_INVAL, ":28: ",
-     "rule 'booked': bad pattern: missing closing parenthesis at offset 21"},
+    {"bad-regex.xml", APBOT_E_INVAL,
+     ":28: ", "rule 'booked': bad pattern: missing closing parenthesis at offset 21"},
     {"bad-xpath.xml", APBOT_E_INVAL, ":22: ", "XPath '//form[@id='entry'' does not compile"},
     {"no-completed.xml", APBOT_E_INVAL, ":27: ", "no rule with outcome=\"completed\""},
     {"no-commit.xml", APBOT_E_INVAL, ":20: ", "no step has commits=\"true\""},
@@ -410,8 +410,7 @@ static struct invoice_line test_line = {
     .gl_account = "6000",
 };
 
-static void make_invoice(struct invoice *inv, const char *currency, int exponent,
-                         int64_t payable)
+static void make_invoice(struct invoice *inv, const char *currency, int exponent, int64_t payable)
 {
     memset(inv, 0, sizeof(*inv));
     inv->vendor_id = "100001";

@@ -12,6 +12,10 @@
  * page. Formatters: date:<strftime-like pattern of %d %m %Y %y>, amount:<dec><group>
  * (e.g. "amount:,." for 1.234,56; group may be omitted), map:a=b,c=d, upper, lower,
  * trunc:N, url (percent-encode). The key is cut to policy.key_length characters.
+ * Also: vendor.name (= invoice.vendor_name) and the formatter abs (amount without its sign).
+ * Formatters chain left to right: ${invoice.payable|abs|amount:,.}. Where a variable may be
+ * used is checked at load: secret.* only in form fields, date/page only in the list URL,
+ * invoice/key values only in the lookup and the post. docs/writing-flows.md has the details.
  */
 #ifndef APBOT_FLOW_H
 #define APBOT_FLOW_H
