@@ -52,6 +52,7 @@
 #define RUNNER_SUSPECT_FAILURES 3  /* unanswered in a row: stop claiming, probe instead */
 #define RUNNER_PROBE_CAP_MS 1000   /* longest pause between probes of a silent ERP */
 #define RUNNER_LOGIN_FAILS_MAX 30  /* transient login failures in a row before giving up */
+#define RUNNER_LOGIN_CONFIRM 3     /* systemic-looking login failures in a row that trip */
 #define RUNNER_RECOVER_EVERY_MS 1000
 #define RUNNER_TICK_MS 100
 #define RUNNER_PROGRESS_EVERY_MS 500
@@ -117,6 +118,7 @@ struct worker {
     struct erp_session *erp;
     bool logged_in;
     int login_fails;
+    int systemic_streak; /* systemic-looking login failures in a row */
     uint64_t rng;
     struct runner_stats stats;
     /* the item in hand, for evidence (0 when none) */
@@ -509,6 +511,23 @@ static bool job_lease(struct job *j)
 
 enum login_rc { LOGIN_OK, LOGIN_TRANSIENT, LOGIN_SYSTEMIC };
 
+/*
+ * A login that looked systemic (refused, no success marker, no form). It trips the breaker
+ * only when it repeats RUNNER_LOGIN_CONFIRM times in a row: one odd page (a session killed
+ * right after the login redirect shows the login page instead of the home page) must not
+ * stop the run. Returns true when the breaker tripped.
+ */
+static bool login_systemic(struct worker *w, const char *err)
+{
+    if (++w->systemic_streak >= RUNNER_LOGIN_CONFIRM) {
+        breaker_trip(w->r, err);
+        return true;
+    }
+    log_msg(w->r, "warn", "login looked refused; trying once more before stopping", err);
+    worker_sleep(w, 200);
+    return false;
+}
+
 static enum login_rc worker_login(struct worker *w)
 {
     char err[APBOT_ERR_LEN];
@@ -516,16 +535,13 @@ static enum login_rc worker_login(struct worker *w)
     if (rc == APBOT_OK) {
         w->logged_in = true;
         w->login_fails = 0;
+        w->systemic_streak = 0;
         w->stats.logins++;
         return LOGIN_OK;
     }
     w->logged_in = false;
-    if (rc == APBOT_E_SYSTEMIC) {
-        char msg[600];
-        snprintf(msg, sizeof(msg), "%s", err);
-        breaker_trip(w->r, msg);
+    if (rc == APBOT_E_SYSTEMIC && login_systemic(w, err))
         return LOGIN_SYSTEMIC;
-    }
     if (!stopping(w->r))
         log_msg(w->r, "warn", "login failed, will retry", err);
     if (++w->login_fails >= RUNNER_LOGIN_FAILS_MAX) {
@@ -566,9 +582,9 @@ static enum machine_event job_lookup(struct job *j)
     w->stats.lookups++;
     int rc = erp_lookup(w->erp, j->item.key, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
-        breaker_trip(w->r, err);
-        j->systemic = true;
-        return MACHINE_EV_RELEASED;
+        w->logged_in = false;
+        j->systemic = login_systemic(w, err);
+        return MACHINE_EV_RELEASED; /* nothing learnt: back untouched, no attempt spent */
     }
     if (rc != APBOT_OK) {
         snprintf(j->detail, sizeof(j->detail), "lookup: %.400s", err);

@@ -1,0 +1,339 @@
+/*
+ * e2e.c - the end-to-end test harness: temp dir, queue, in-process simulator, runner options
+ * with test-sized numbers, and small queries over the queue for assertions. No main here:
+ * every helper source is linked into every test executable.
+ */
+#include "e2e.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apbot/http.h"
+#include "apbot/invoice.h"
+#include "apbot/machine.h"
+#include "apbot/money.h"
+#include "apbot/store.h"
+#include "sim.h"
+
+static void e2e_die(const char *what, const char *detail)
+{
+    fprintf(stderr, "e2e harness: %s: %s\n", what, detail ? detail : "");
+    abort();
+}
+
+void e2e_src_path(char *buf, size_t len, const char *rel)
+{
+    const char *src = getenv("APBOT_SRC");
+    snprintf(buf, len, "%s/%s", src && *src ? src : ".", rel);
+}
+
+void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed)
+{
+    char err[APBOT_ERR_LEN];
+    char scn[320];
+    memset(e, 0, sizeof(*e));
+    const char *tmp = getenv("TMPDIR");
+    snprintf(e->dir, sizeof(e->dir), "%s/apbot-e2e-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(e->dir))
+        e2e_die("mkdtemp", e->dir);
+    snprintf(e->db, sizeof(e->db), "%s/queue.db", e->dir);
+    e2e_src_path(e->flow, sizeof(e->flow), "flows/acme.xml");
+
+    struct store *st = NULL;
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    store_close(st);
+
+    if (http_global_init() != APBOT_OK)
+        e2e_die("http_global_init", NULL);
+
+    struct sim_options so;
+    memset(&so, 0, sizeof(so));
+    if (scenario) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "fixtures/scenarios/%s.scn", scenario);
+        e2e_src_path(scn, sizeof(scn), rel);
+        so.scenario_path = scn;
+    }
+    so.scenario_text = scenario_text;
+    so.seed = seed;
+    so.admin = true;
+    if (sim_start(&so, &e->sim, err, sizeof(err)) != 0)
+        e2e_die("sim_start", err);
+    e->port = sim_port(e->sim);
+    snprintf(e->url, sizeof(e->url), "http://127.0.0.1:%u", (unsigned)e->port);
+
+    setenv("APBOT_ERP_USER", "clerk", 1);
+    setenv("APBOT_ERP_PASSWORD", "acme-demo", 1);
+
+    struct runner_options *o = &e->opt;
+    o->flow_path = e->flow;
+    o->erp_url = e->url;
+    o->db_path = e->db;
+    o->concurrency = 2;
+    o->until_empty = true;
+    o->max_seconds = 90;
+    o->owner = NULL;
+    o->log = getenv("E2E_LOG") ? stderr : NULL;
+    o->progress = false;
+    o->settle_ms = 2500;
+    o->timeout_ms = 1500;
+    o->connect_timeout_ms = 1000;
+    o->backoff_base_ms = 50;
+    o->backoff_cap_ms = 400;
+    o->poll_ms = 50;
+    o->seed = seed ? seed : 1;
+}
+
+static void rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    for (int i = 0; i < 10000 && (de = readdir(d)) != NULL; i++) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char p[600];
+        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+        if (unlink(p) != 0)
+            rm_tree(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+void e2e_stop(struct e2e *e)
+{
+    sim_stop(e->sim);
+    e->sim = NULL;
+    http_global_cleanup();
+    if (e->dir[0] && !getenv("E2E_KEEP"))
+        rm_tree(e->dir);
+}
+
+static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in)
+{
+    invoice_init(inv);
+    invoice_set_str(&inv->vendor_id, in->vendor);
+    invoice_set_str(&inv->vendor_name, "E2E Vendor");
+    invoice_set_str(&inv->invoice_number, in->number);
+    inv->doc_type = in->credit_note ? INVOICE_DOC_CREDIT_NOTE : INVOICE_DOC_INVOICE;
+    snprintf(inv->issue_date, sizeof(inv->issue_date), "%s", in->date ? in->date : "2026-11-03");
+    snprintf(inv->currency, sizeof(inv->currency), "%s", in->currency ? in->currency : "EUR");
+    inv->exponent = money_exponent(inv->currency);
+    inv->net_total = in->amount;
+    inv->tax_total = 0;
+    inv->payable = in->amount;
+    struct invoice_line line;
+    memset(&line, 0, sizeof(line));
+    line.description = (char *)"end-to-end test";
+    line.gl_account = (char *)(in->gl ? in->gl : "6000");
+    line.net = in->amount;
+    invoice_add_line(inv, &line);
+}
+
+static void enqueue_one(struct e2e *e, struct store *st, const struct e2e_invoice *in,
+                        char *ret_key)
+{
+    char err[APBOT_ERR_LEN];
+    struct invoice inv;
+    fill_invoice(&inv, in);
+    enum store_enqueue_result res;
+    int64_t id = 0;
+    if (store_enqueue(st, &inv, "e2e", store_now_ms(), &res, &id, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_enqueue", err);
+    if (res != STORE_ENQ_QUEUED)
+        e2e_die("store_enqueue", "not queued (duplicate test invoice?)");
+    if (ret_key) {
+        char key[INVOICE_KEY_LEN + 1];
+        if (invoice_identity_key(&inv, key) != APBOT_OK)
+            e2e_die("invoice_identity_key", NULL);
+        memcpy(ret_key, key, sizeof(key));
+    }
+    invoice_done(&inv);
+    e->n_items++;
+}
+
+void e2e_add(struct e2e *e, const struct e2e_invoice *in, char *ret_key)
+{
+    char err[APBOT_ERR_LEN];
+    struct store *st = NULL;
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    enqueue_one(e, st, in, ret_key);
+    store_close(st);
+}
+
+void e2e_add_many(struct e2e *e, const char *prefix, int n)
+{
+    static const char *const currencies[] = {"EUR", "EUR", "EUR", "USD", "EUR", "GBP",
+                                             "EUR", "JPY", "EUR", "KWD", "EUR", "CHF"};
+    char err[APBOT_ERR_LEN];
+    struct store *st = NULL;
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    if (store_begin(st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_begin", err);
+    for (int i = 0; i < n; i++) {
+        char vendor[16], number[64], date[16];
+        snprintf(vendor, sizeof(vendor), "%d", 100001 + i % 40);
+        snprintf(number, sizeof(number), "%s-%d", prefix, i + 1);
+        snprintf(date, sizeof(date), "2026-11-%02d", 1 + i % 28);
+        struct e2e_invoice in = {
+            .vendor = vendor,
+            .number = number,
+            .date = date,
+            .currency = currencies[i % 12],
+            .amount = 1000 + (int64_t)i * 137,
+            .gl = "6000",
+            .credit_note = i % 17 == 16,
+        };
+        enqueue_one(e, st, &in, NULL);
+    }
+    if (store_commit(st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_commit", err);
+    store_close(st);
+}
+
+int e2e_run(struct e2e *e)
+{
+    return runner_run(&e->opt, &e->stats);
+}
+
+/* ---- queries ---------------------------------------------------------------------------- */
+
+struct walk {
+    struct store *st;
+    int state;
+    const char *needle;
+    int count;
+    bool found;
+};
+
+static int count_item(void *ctx, const struct store_item *it)
+{
+    struct walk *w = ctx;
+    if (w->state < 0 || (int)it->state == w->state)
+        w->count++;
+    return 0;
+}
+
+int e2e_count(struct e2e *e, int state)
+{
+    char err[APBOT_ERR_LEN];
+    struct store *st = NULL;
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    struct walk w = {.state = state < 0 ? -1 : state};
+    (void)store_each(st, MACHINE_STATE_INVALID, count_item, &w, err, sizeof(err));
+    store_close(st);
+    return w.count;
+}
+
+static int count_event(void *ctx, const struct store_event_row *row)
+{
+    struct walk *w = ctx;
+    if (row->event && strcmp(row->event, w->needle) == 0)
+        w->count++;
+    return 0;
+}
+
+static int count_evidence(void *ctx, const struct store_evidence_row *row)
+{
+    struct walk *w = ctx;
+    w->count++;
+    if (w->needle && ((row->ev.excerpt && strstr(row->ev.excerpt, w->needle)) ||
+                      (row->ev.url && strstr(row->ev.url, w->needle))))
+        w->found = true;
+    return 0;
+}
+
+struct per_item {
+    struct walk *w;
+    int mode; /* 0 events, 1 evidence, 2 max posts */
+};
+
+static int each_item(void *ctx, const struct store_item *it)
+{
+    struct per_item *p = ctx;
+    char err[APBOT_ERR_LEN];
+    switch (p->mode) {
+    case 0:
+        (void)store_each_event(p->w->st, it->id, count_event, p->w, err, sizeof(err));
+        break;
+    case 1:
+        (void)store_each_evidence(p->w->st, it->id, count_evidence, p->w, err, sizeof(err));
+        break;
+    default:
+        if (it->counters.posts > p->w->count)
+            p->w->count = it->counters.posts;
+        break;
+    }
+    return 0;
+}
+
+static struct walk walk_items(struct e2e *e, int mode, const char *needle)
+{
+    char err[APBOT_ERR_LEN];
+    struct walk w = {.needle = needle};
+    if (store_open(e->db, &w.st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    struct per_item p = {.w = &w, .mode = mode};
+    (void)store_each(w.st, MACHINE_STATE_INVALID, each_item, &p, err, sizeof(err));
+    store_close(w.st);
+    w.st = NULL;
+    return w;
+}
+
+int e2e_count_events(struct e2e *e, const char *event)
+{
+    return walk_items(e, 0, event).count;
+}
+
+int e2e_count_evidence(struct e2e *e)
+{
+    return walk_items(e, 1, NULL).count;
+}
+
+bool e2e_evidence_contains(struct e2e *e, const char *needle)
+{
+    return walk_items(e, 1, needle).found;
+}
+
+int e2e_max_posts(struct e2e *e)
+{
+    return walk_items(e, 2, NULL).count;
+}
+
+void e2e_flow_copy(struct e2e *e, const char *from, const char *to)
+{
+    char src[320];
+    e2e_src_path(src, sizeof(src), "flows/acme.xml");
+    FILE *in = fopen(src, "rb");
+    if (!in)
+        e2e_die("open", src);
+    char *buf = malloc(1 << 20);
+    if (!buf)
+        abort();
+    size_t n = fread(buf, 1, (1 << 20) - 1, in);
+    fclose(in);
+    buf[n] = '\0';
+    snprintf(e->flow, sizeof(e->flow), "%s/flow.xml", e->dir);
+    FILE *out = fopen(e->flow, "wb");
+    if (!out)
+        e2e_die("create", e->flow);
+    size_t flen = strlen(from);
+    const char *p = buf;
+    for (const char *hit; flen && (hit = strstr(p, from)) != NULL; p = hit + flen) {
+        fwrite(p, 1, (size_t)(hit - p), out);
+        fputs(to, out);
+    }
+    fputs(p, out);
+    fclose(out);
+    free(buf);
+    e->opt.flow_path = e->flow;
+}

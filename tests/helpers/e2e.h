@@ -1,0 +1,80 @@
+/*
+ * e2e.h - the harness of the end-to-end tests: a temp directory with a fresh queue database,
+ * the simulated ERP started in-process on an ephemeral loopback port, invoices enqueued
+ * straight through the store, and runner options with short policy numbers so that a test
+ * runs in seconds. Setup failures abort with a message (they are not what a test checks).
+ */
+#ifndef APBOT_TESTS_E2E_H
+#define APBOT_TESTS_E2E_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apbot/runner.h"
+
+struct sim;
+
+struct e2e {
+    char dir[256];  /* mktemp -d */
+    char db[320];   /* dir/queue.db */
+    char flow[320]; /* flows/acme.xml, or a copy written by e2e_flow_copy */
+    char url[64];   /* http://127.0.0.1:PORT */
+    struct sim *sim;
+    unsigned short port;
+    struct runner_options opt; /* short numbers; tests may change any field */
+    struct runner_stats stats; /* of the last e2e_run */
+    int n_items;               /* enqueued by e2e_add / e2e_add_many */
+};
+
+/*
+ * Starts a test: temp dir, empty queue, simulator with fixtures/scenarios/<scenario>.scn
+ * (NULL: built-in defaults) plus scenario_text (may be NULL), admin on, the given seed.
+ * Sets APBOT_ERP_USER/APBOT_ERP_PASSWORD to the simulator's clerk. Test timings: settle
+ * 2500 ms, timeout 1500 ms, backoff 50..400 ms, poll 50 ms, 2 sessions, max 90 s.
+ */
+void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed);
+/* Stops the simulator, removes the temp dir. */
+void e2e_stop(struct e2e *e);
+
+/* An invoice to enqueue; amount in minor units of currency. */
+struct e2e_invoice {
+    const char *vendor;   /* "100001" */
+    const char *number;   /* vendor invoice number */
+    const char *date;     /* "2026-11-03" */
+    const char *currency; /* "EUR" */
+    int64_t amount;       /* payable = net, no tax */
+    const char *gl;       /* "6000" */
+    bool credit_note;
+};
+/* Enqueues one invoice; writes its key into ret_key (25 bytes, may be NULL). */
+void e2e_add(struct e2e *e, const struct e2e_invoice *inv, char *ret_key);
+/* Enqueues n valid invoices "<prefix>-<i>" over vendors 100001..100040, EUR and a few other
+ * currencies, dates in November 2026. */
+void e2e_add_many(struct e2e *e, const char *prefix, int n);
+
+/* Runs the runner once with e->opt (until empty unless the test changed it). Returns its
+ * result; e->stats holds the stats. */
+int e2e_run(struct e2e *e);
+
+/* Number of items in state (MACHINE_STATE_INVALID = all). */
+int e2e_count(struct e2e *e, int state);
+/* Number of audit events named `event` (e.g. "unknown") over all items. */
+int e2e_count_events(struct e2e *e, const char *event);
+/* Largest `posts` counter over all items. */
+int e2e_max_posts(struct e2e *e);
+/* Number of evidence rows over all items. */
+int e2e_count_evidence(struct e2e *e);
+/* True when some evidence excerpt or URL contains needle. */
+bool e2e_evidence_contains(struct e2e *e, const char *needle);
+
+/*
+ * Writes a copy of flows/acme.xml into the temp dir with every occurrence of `from`
+ * replaced by `to`, and points e->flow at it.
+ */
+void e2e_flow_copy(struct e2e *e, const char *from, const char *to);
+
+/* Absolute path of a source file (APBOT_SRC/rel) into buf. */
+void e2e_src_path(char *buf, size_t len, const char *rel);
+
+#endif
