@@ -169,8 +169,8 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userp)
 static long http_parse_retry_after(const char *v, size_t len)
 {
     char buf[128];
-    while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' ||
-                       v[len - 1] == '\t'))
+    while (len > 0 &&
+           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
         len--;
     while (len > 0 && (*v == ' ' || *v == '\t')) {
         v++;
@@ -216,8 +216,7 @@ static size_t http_on_header(char *data, size_t size, size_t nmemb, void *userp)
     if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
         s->retry_after_s = -1; /* a new response starts */
     else if (n > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0)
-        s->retry_after_s =
-            http_parse_retry_after(data + sizeof(name) - 1, n - (sizeof(name) - 1));
+        s->retry_after_s = http_parse_retry_after(data + sizeof(name) - 1, n - (sizeof(name) - 1));
     return n;
 }
 
@@ -282,8 +281,9 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     s->easy = curl_easy_init();
     s->multi = curl_multi_init();
     if (!s->easy || !s->multi) {
-        rc = apbot_fail(err, errlen, APBOT_E_BUG, "http: libcurl init failed "
-                                                  "(http_global_init not called?)");
+        rc = apbot_fail(err, errlen, APBOT_E_BUG,
+                        "http: libcurl init failed "
+                        "(http_global_init not called?)");
         goto out;
     }
     s->post_headers = curl_slist_append(NULL, "Expect:");
@@ -412,8 +412,8 @@ static CURLcode exchange_run(struct http_session *s, bool *cancelled, bool *star
 }
 
 /* Fills r from the finished exchange: the classification described at the top. */
-static void exchange_classify(struct http_session *s, const char *url, CURLcode res,
-                              bool cancelled, bool started, int64_t t0, struct http_response *r)
+static void exchange_classify(struct http_session *s, const char *url, CURLcode res, bool cancelled,
+                              bool started, int64_t t0, struct http_response *r)
 {
     long request_size = 0, redirects = 0, status = 0;
     char *eff = NULL;
@@ -457,13 +457,13 @@ static void exchange_classify(struct http_session *s, const char *url, CURLcode 
                  "response body exceeds %zu bytes (HTTP %ld): cut, outcome unknown", s->max_body,
                  status);
     else if (cancelled)
-        snprintf(r->detail, sizeof(r->detail), "cancelled %s", sent ? "after sending" :
-                                                               "before sending");
+        snprintf(r->detail, sizeof(r->detail), "cancelled %s",
+                 sent ? "after sending" : "before sending");
     else if (res == CURLE_OK)
         snprintf(r->detail, sizeof(r->detail), "no HTTP status received");
     else
-        snprintf(r->detail, sizeof(r->detail), "%s", s->errbuf[0] ? s->errbuf :
-                                                     curl_easy_strerror(res));
+        snprintf(r->detail, sizeof(r->detail), "%s",
+                 s->errbuf[0] ? s->errbuf : curl_easy_strerror(res));
     free(s->body);
     s->body = NULL;
 }

@@ -35,8 +35,8 @@
 
 struct page {
     htmlDocPtr doc;
-    char *url;     /* NULL when parsed without one */
-    char *raw;     /* the first PAGE_RAW_KEEP bytes of the body, as received */
+    char *url; /* NULL when parsed without one */
+    char *raw; /* the first PAGE_RAW_KEEP bytes of the body, as received */
     size_t raw_len;
 };
 
@@ -245,8 +245,7 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     if (!ret || (!body && len > 0))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "page: no body");
     if (len > INT_MAX)
-        return apbot_fail(err, errlen, APBOT_E_LIMIT, "page: body of %zu bytes is too large",
-                          len);
+        return apbot_fail(err, errlen, APBOT_E_LIMIT, "page: body of %zu bytes is too large", len);
 
     page_quiet_begin(&q);
     if (len > 0)
@@ -441,8 +440,7 @@ char *page_string(const struct page *p, const char *xpath)
 }
 
 int page_rows(const struct page *p, const char *rows_xpath, const char *const *col_xpaths,
-              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err,
-              size_t errlen)
+              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err, size_t errlen)
 {
     struct page_quiet q;
     struct page_xerr e;
@@ -602,8 +600,8 @@ static void form_select(struct page_form *f, xmlNodePtr sel, const char *name)
     for (xmlNodePtr n = sel->children; n; n = page_walk_next(n, sel, true)) {
         if (!page_is_elem(n, "option"))
             continue;
-        bool disabled = page_has_prop(n, "disabled") ||
-                        (page_is_elem(n->parent, "optgroup") && page_has_prop(n->parent, "disabled"));
+        bool disabled = page_has_prop(n, "disabled") || (page_is_elem(n->parent, "optgroup") &&
+                                                         page_has_prop(n->parent, "disabled"));
         if (!first && !disabled)
             first = n;
         if (!page_has_prop(n, "selected"))
@@ -731,8 +729,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
             if (page_is_elem(obj->nodesetval->nodeTab[i], "form"))
                 form = obj->nodesetval->nodeTab[i];
     if (!form) {
-        rc = apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no <form> on the page matches %s",
-                        xpath);
+        rc = apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no <form> on the page matches %s", xpath);
         goto out;
     }
 
@@ -762,8 +759,8 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     for (xmlNodePtr n = root; n; n = page_walk_next(n, root, true)) {
         if (n->type != XML_ELEMENT_NODE)
             continue;
-        if (page_is_elem(n, "input") || page_is_elem(n, "select") ||
-            page_is_elem(n, "textarea") || page_is_elem(n, "button")) {
+        if (page_is_elem(n, "input") || page_is_elem(n, "select") || page_is_elem(n, "textarea") ||
+            page_is_elem(n, "button")) {
             if (form_owns(form, form_id, n))
                 form_control(&f, n);
         }
@@ -877,11 +874,10 @@ static bool page_skip_text_of(xmlNodePtr n)
 
 static bool page_is_inline(xmlNodePtr n)
 {
-    static const char *const inl[] = {"a",    "abbr", "b",     "bdi",    "bdo",  "cite",
-                                      "code", "em",   "font",  "i",      "kbd",  "label",
-                                      "mark", "q",    "s",     "samp",   "small", "span",
-                                      "strong", "sub", "sup",  "tt",     "u",    "var",
-                                      "nobr"};
+    static const char *const inl[] = {"a",  "abbr", "b",     "bdi",  "bdo",    "cite", "code",
+                                      "em", "font", "i",     "kbd",  "label",  "mark", "q",
+                                      "s",  "samp", "small", "span", "strong", "sub",  "sup",
+                                      "tt", "u",    "var",   "nobr"};
     for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
         if (page_is_elem(n, inl[i]))
             return true;
@@ -974,8 +970,7 @@ char *page_excerpt(const struct page *p, size_t max)
                 if (!page_is_inline(n) && t.len > 0)
                     t.pending_space = true;
             }
-        } else if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) &&
-                   n->content) {
+        } else if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) && n->content) {
             page_text_add(&t, (const char *)n->content);
         }
         /* a block element's end separates words too */

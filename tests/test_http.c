@@ -112,8 +112,7 @@ static bool wait_readable(struct srv *s, int fd)
 }
 
 /* Reads one request (head and Content-Length body). Returns false at EOF or stop. */
-static bool read_request(struct srv *s, int fd, char *head, char *body, char *method,
-                         char *path)
+static bool read_request(struct srv *s, int fd, char *head, char *body, char *method, char *path)
 {
     size_t len = 0;
     char *end = NULL;
@@ -211,13 +210,12 @@ static void *conn_main(void *arg)
         } else if (strcmp(path, "/error500") == 0) {
             respond(fd, 500, "Internal Server Error", NULL, "E104: closed", 12, false);
         } else if (strcmp(path, "/set-cookie") == 0) {
-            respond(fd, 200, "OK", "Set-Cookie: JSESSIONID=abc123; Path=/; HttpOnly\r\n", "ok",
-                    2, true);
+            respond(fd, 200, "OK", "Set-Cookie: JSESSIONID=abc123; Path=/; HttpOnly\r\n", "ok", 2,
+                    true);
             continue;
         } else if (strcmp(path, "/login") == 0) {
             respond(fd, 303, "See Other",
-                    "Location: /welcome\r\nSet-Cookie: JSESSIONID=s1; Path=/\r\n", "", 0,
-                    true);
+                    "Location: /welcome\r\nSet-Cookie: JSESSIONID=s1; Path=/\r\n", "", 0, true);
             continue;
         } else if (strcmp(path, "/welcome") == 0) {
             respond(fd, 200, "OK", NULL, "<h1>Welcome, clerk</h1>", 23, true);
@@ -507,8 +505,9 @@ static void test_http_post_redirect_get_secret_free(void **state)
     assert_int_equal(r.status, 200);
     assert_null(strstr(r.body, "S3cr3t")); /* the server echoes headers only */
     pthread_mutex_lock(&f->srv->lock);
-    assert_string_equal(f->srv->last_body, "j_username=clerk&j_password=S3cr3t-P%40ss%20word%26x%3D1"
-                                           "&_csrf=t%2Fk%2Bn%3D&empty=");
+    assert_string_equal(f->srv->last_body,
+                        "j_username=clerk&j_password=S3cr3t-P%40ss%20word%26x%3D1"
+                        "&_csrf=t%2Fk%2Bn%3D&empty=");
     assert_non_null(strstr(f->srv->last_head, "Content-Type: application/x-www-form-urlencoded"));
     assert_null(strstr(f->srv->last_head, "Expect:"));
     pthread_mutex_unlock(&f->srv->lock);
@@ -851,8 +850,8 @@ static void test_http_resolve_and_escape(void **state)
 int main(void)
 {
     /* the test talks to 127.0.0.1 only: no proxy from the environment in between */
-    static const char *const proxies[] = {"http_proxy", "https_proxy", "HTTP_PROXY",
-                                          "HTTPS_PROXY", "ALL_PROXY",  "all_proxy"};
+    static const char *const proxies[] = {"http_proxy",  "https_proxy", "HTTP_PROXY",
+                                          "HTTPS_PROXY", "ALL_PROXY",   "all_proxy"};
     for (size_t i = 0; i < sizeof(proxies) / sizeof(proxies[0]); i++)
         unsetenv(proxies[i]);
     signal(SIGPIPE, SIG_IGN);
@@ -870,10 +869,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_refused_is_not_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_tls_handshake_failure_is_not_sent, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_http_closed_without_reply_is_unknown, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_http_post_never_reuses_a_connection, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_http_closed_without_reply_is_unknown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_post_never_reuses_a_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_stall_times_out_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_short_body_is_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_body_over_max_is_truncated_unknown, setup,

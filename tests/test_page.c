@@ -114,8 +114,7 @@ static void test_page_login_form(void **state)
     char err[APBOT_ERR_LEN] = "";
 
     assert_true(page_has(p, "//div[@id='msgArea']/span[contains(., 'I003: ')]"));
-    assert_int_equal(page_find_form(p, "//form[@id='loginForm']", &f, err, sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(page_find_form(p, "//form[@id='loginForm']", &f, err, sizeof(err)), APBOT_OK);
     /* the action resolves against the page's own URL (here: where the redirect landed) */
     assert_string_equal(f.action, BASE "/erp/login");
     assert_string_equal(f.method, "POST");
@@ -168,13 +167,13 @@ static void test_page_entry_form_defaults(void **state)
     assert_int_equal(page_find_form(p, "//form[@id='apEntry']", &f, NULL, 0), APBOT_OK);
     assert_string_equal(f.action, BASE "/erp/ap/invoice/check");
     assert_string_equal(f.method, "POST");
-    static const char *const order[] = {"docType", "vendorNo", "vendorInvNo", "invDate",
-                                        "dueDate", "currency", "amount",      "glAccount",
-                                        "reference", "memo",   "formToken"};
+    static const char *const order[] = {"docType",   "vendorNo", "vendorInvNo", "invDate",
+                                        "dueDate",   "currency", "amount",      "glAccount",
+                                        "reference", "memo",     "formToken"};
     assert_int_equal(f.n, sizeof(order) / sizeof(order[0]));
     for (size_t i = 0; i < f.n; i++)
         assert_string_equal(f.names[i], order[i]);
-    assert_string_equal(field(&f, "docType"), "KR");  /* nothing selected: the first option */
+    assert_string_equal(field(&f, "docType"), "KR");   /* nothing selected: the first option */
     assert_string_equal(field(&f, "currency"), "EUR"); /* the selected option */
     assert_string_equal(field(&f, "memo"), "");
     assert_string_equal(field(&f, "formToken"), "tok-7f3a9c01");
@@ -204,8 +203,7 @@ static void test_page_entry_form_defaults(void **state)
     assert_int_equal(page_find_form(p, "//form[@id='apConfirm']", &g, err, sizeof(err)),
                      APBOT_E_NOTFOUND);
     assert_true(strlen(err) > 0);
-    assert_int_equal(page_find_form(p, "//input[@name='amount']", &g, NULL, 0),
-                     APBOT_E_NOTFOUND);
+    assert_int_equal(page_find_form(p, "//input[@name='amount']", &g, NULL, 0), APBOT_E_NOTFOUND);
     err[0] = '\0';
     assert_int_equal(page_find_form(p, "//form[@id=", &g, err, sizeof(err)), APBOT_E_INVAL);
     assert_true(strlen(err) > 0);
@@ -306,10 +304,10 @@ static int collect_row(void *ctx, const char *const *cells, size_t n_cells)
     return 0;
 }
 
-static const char *const search_cols[] = {
-    "td[@class='docNo']",  "td[@class='vendorNo']", "td[@class='vendorInvNo']",
-    "td[@class='invDate']", "td[@class='amount']",  "td[@class='currency']",
-    "td[@class='reference']", "td[@class='bookedOn']"};
+static const char *const search_cols[] = {"td[@class='docNo']",       "td[@class='vendorNo']",
+                                          "td[@class='vendorInvNo']", "td[@class='invDate']",
+                                          "td[@class='amount']",      "td[@class='currency']",
+                                          "td[@class='reference']",   "td[@class='bookedOn']"};
 #define ROWS "//table[@id='resultTable']//tr[@class='row']"
 
 static void test_page_search_rows(void **state)
@@ -321,8 +319,7 @@ static void test_page_search_rows(void **state)
     char err[APBOT_ERR_LEN] = "";
 
     memset(&s, 0, sizeof(s));
-    assert_int_equal(page_rows(p, ROWS, search_cols, 8, collect_row, &s, &n_rows, err,
-                               sizeof(err)),
+    assert_int_equal(page_rows(p, ROWS, search_cols, 8, collect_row, &s, &n_rows, err, sizeof(err)),
                      APBOT_OK);
     assert_int_equal(n_rows, 3);
     assert_int_equal(s.n, 3);
@@ -477,8 +474,8 @@ static void test_page_broken_markup(void **state)
     char *e = page_excerpt(p, 4096);
     assert_non_null(strstr(e, "I020: Document AP-2026-000777 was posted."));
     assert_non_null(strstr(e, "Ende & aus Schluss")); /* &nbsp; runs collapse */
-    assert_null(strstr(e, "document.write"));          /* script is not visible text */
-    assert_null(strstr(e, "color"));                   /* nor is style */
+    assert_null(strstr(e, "document.write"));         /* script is not visible text */
+    assert_null(strstr(e, "color"));                  /* nor is style */
     assert_null(strstr(e, "  "));
     free(e);
     page_free(p);
@@ -621,8 +618,8 @@ static void test_page_xpath_valid(void **state)
     assert_true(page_xpath_valid("(//a[@id='nextPage'])[1]/@href", NULL, 0));
     assert_true(page_xpath_valid("boolean(//span[starts-with(., 'I020')])", NULL, 0));
 
-    static const char *const bad[] = {"//form[@id='x'", "//", "count(", "nosuchfunction(1)",
-                                      "//tr[[1]]",      ""};
+    static const char *const bad[] = {"//form[@id='x'",    "//",        "count(",
+                                      "nosuchfunction(1)", "//tr[[1]]", ""};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
         assert_false(page_xpath_valid(bad[i], err, sizeof(err)));
