@@ -1,0 +1,651 @@
+/*
+ * test_sim_admin.c - the simulated ERP as a whole: the built-in master data equals
+ * fixtures/erp-sim/master.ini, the shipped scenarios load, the admin endpoints (ledger CSV,
+ * stats, drift book/delete, admin off, bad input), a file ledger survives a restart, the
+ * capacity model queues beyond its slots, the same seed and request sequence give the same
+ * ledger and faults, a bounded fuzz run of random requests leaves the server answering, and
+ * the erp-sim program prints its address and stops on SIGTERM.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers/sim_client.h"
+#include "sim.h"
+
+static const char fast[] = "slots = 4\n"
+                           "service_ms.login = 0\n"
+                           "service_ms.form = 0\n"
+                           "service_ms.check = 0\n"
+                           "service_ms.post = 0\n"
+                           "service_ms.search = 0\n"
+                           "service_ms.journal = 0\n"
+                           "index_lag_ms = 0\n";
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static struct sim *start(const char *scenario, uint64_t seed, bool admin)
+{
+    struct sim_options opt = {.port = 0, .scenario_text = scenario, .seed = seed, .admin = admin};
+    struct sim *s = NULL;
+    char err[256];
+    if (sim_start(&opt, &s, err, sizeof err))
+        fail_msg("sim_start: %s", err);
+    return s;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+static void fixture_path(char *dst, size_t len, const char *rel)
+{
+    const char *dir = getenv("APBOT_FIXTURES");
+    snprintf(dst, len, "%s/%s", dir ? dir : "fixtures", rel);
+}
+
+/* ---- master data and scenarios ----------------------------------------------------------- */
+
+static void test_sim_master_builtin_matches_file(void **state)
+{
+    (void)state;
+    char path[1024];
+    fixture_path(path, sizeof path, "erp-sim/master.ini");
+    char *text = slurp(path);
+    assert_non_null(text);
+    assert_string_equal(sim_master_default_text(), text);
+    free(text);
+    struct sim_options opt = {.port = 0, .master_path = path};
+    struct sim *s = NULL;
+    char err[256];
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
+    sim_stop(s);
+    opt.master_path = "/nonexistent/master.ini";
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), -1);
+}
+
+static void test_sim_scenarios_load(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        long long slots;
+    } scn[] = {{"scenarios/calm.scn", 8}, {"scenarios/month-end.scn", 4},
+               {"scenarios/chaos.scn", 3}};
+    for (size_t i = 0; i < sizeof scn / sizeof scn[0]; i++) {
+        char path[1024];
+        fixture_path(path, sizeof path, scn[i].file);
+        struct sim_options opt = {.port = 0, .scenario_path = path, .admin = true};
+        struct sim *s = NULL;
+        char err[256];
+        assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
+        assert_int_equal(simc_stat(sim_port(s), "capacity"), scn[i].slots);
+        sim_stop(s);
+    }
+    /* a bad line names itself */
+    struct sim_options opt = {.port = 0, .scenario_text = "slots = 2\nfault.bogus = 0.1\n"};
+    struct sim *s = NULL;
+    char err[256] = "";
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":2:"));
+    assert_non_null(strstr(err, "fault.bogus"));
+    opt.scenario_text = "service_ms.post = 9..3\n";
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), -1);
+    opt.scenario_text = "slots\n";
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), -1);
+}
+
+/* ---- admin ------------------------------------------------------------------------------- */
+
+static void test_sim_admin_endpoints(void **state)
+{
+    (void)state;
+    struct sim *s = start(fast, 1, true);
+    unsigned short port = sim_port(s);
+    char doc[64], doc2[64];
+    long status = 0;
+    assert_int_equal(simc_count_rows(port), 0);
+    assert_int_equal(simc_book(port, "100005", "A-1", "2026-11-02", "EUR", "99.5",
+                               "AP1-has,comma \"q\"", doc, sizeof doc),
+                     0);
+    assert_true(strncmp(doc, "AP-", 3) == 0);
+    assert_int_equal(simc_book(port, "V-000006", "A-2", "03.11.2026", "KWD", "-1.250", "x",
+                               doc2, sizeof doc2),
+                     0);
+    assert_int_equal(simc_count_reference(port, "AP1-has,comma \"q\""), 1);
+    char *csv = NULL;
+    assert_int_equal(simc_ledger(port, &csv), 0);
+    assert_non_null(strstr(csv, ",100005,A-1,2026-11-02,EUR,99.50,\"AP1-has,comma \"\"q\"\"\","));
+    assert_non_null(strstr(csv, ",100006,A-2,2026-11-03,KWD,-1.250,x,"));
+    free(csv);
+    /* bad input */
+    assert_int_equal(simc_book(port, "999999", "A-3", "2026-11-02", "EUR", "1.00", "", NULL, 0),
+                     -1);
+    assert_int_equal(simc_book(port, "100005", "A-3", "2026-11-02", "EUR", "1,00", "", NULL, 0),
+                     -1);
+    assert_int_equal(simc_book(port, "100005", "A-3", "2026-11-31", "EUR", "1.00", "", NULL, 0),
+                     -1);
+    assert_int_equal(simc_book(port, "100005", "A-3", "2026-11-02", "EUR", "1.001", "", NULL, 0),
+                     -1);
+    assert_int_equal(simc_set(port, "no_such_key", "1"), -1);
+    assert_int_equal(simc_set(port, "slots", "0"), -1);
+    /* delete */
+    assert_int_equal(simc_delete(port, doc), 0);
+    assert_int_equal(simc_delete(port, doc), -1);
+    assert_int_equal(simc_count_rows(port), 1);
+    /* stats */
+    char *json = NULL;
+    assert_int_equal(simc_stats(port, &json), 0);
+    static const char *const keys[] = {"\"uptime_s\":", "\"capacity\":4", "\"busy_slot_seconds\":",
+                                       "\"requests\":{", "\"faults\":{", "\"timeout_after_commit\":0",
+                                       "\"bookings\":2", "\"ledger_rows\":1"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        assert_non_null(strstr(json, keys[i]));
+    free(json);
+    assert_int_equal(simc_request(port, "GET", "/_sim/nothing", NULL, 5000, &status, NULL), 0);
+    assert_int_equal(status, 404);
+    sim_stop(s);
+
+    /* without admin the endpoints do not exist */
+    s = start(fast, 1, false);
+    port = sim_port(s);
+    assert_int_equal(simc_request(port, "GET", "/_sim/ledger.csv", NULL, 5000, &status, NULL), 0);
+    assert_int_equal(status, 404);
+    assert_int_equal(simc_fault(port, "overload503", 1), -1);
+    sim_stop(s);
+}
+
+static void test_sim_db_file_survives_restart(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/apbot-simdb-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], doc[64], doc2[64];
+    snprintf(path, sizeof path, "%s/ledger.db", dir);
+    struct sim_options opt = {.port = 0, .scenario_text = fast, .db_path = path, .admin = true};
+    struct sim *s = NULL;
+    char err[256];
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
+    assert_int_equal(
+        simc_book(sim_port(s), "100001", "P-1", "2026-11-02", "EUR", "1.00", "p1", doc, sizeof doc),
+        0);
+    sim_stop(s);
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
+    assert_int_equal(simc_count_reference(sim_port(s), "p1"), 1);
+    assert_int_equal(simc_book(sim_port(s), "100001", "P-2", "2026-11-02", "EUR", "1.00", "p2",
+                               doc2, sizeof doc2),
+                     0);
+    assert_true(strcmp(doc2, doc) > 0);
+    sim_stop(s);
+    char side[300];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    rmdir(dir);
+}
+
+/* ---- capacity ---------------------------------------------------------------------------- */
+
+struct bg {
+    unsigned short port;
+    int rc;
+};
+
+static void *bg_search(void *arg)
+{
+    struct bg *b = arg;
+    long status = 0;
+    b->rc = simc_request(b->port, "GET", "/erp/ap/invoice/search?reference=x", NULL, 10000,
+                         &status, NULL);
+    return NULL;
+}
+
+static long long parallel_searches(unsigned short port, int n)
+{
+    pthread_t t[8];
+    struct bg b[8];
+    long long t0 = now_ms();
+    for (int i = 0; i < n; i++) {
+        b[i].port = port;
+        b[i].rc = -1;
+        assert_int_equal(pthread_create(&t[i], NULL, bg_search, &b[i]), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(b[i].rc, 0);
+    }
+    return now_ms() - t0;
+}
+
+static void test_sim_capacity_queues(void **state)
+{
+    (void)state;
+    struct sim *s = start("slots = 1\nservice_ms.search = 150\n", 1, true);
+    unsigned short port = sim_port(s);
+    long long took = parallel_searches(port, 4);
+    assert_true(took >= 590);
+    char *json = NULL;
+    assert_int_equal(simc_stats(port, &json), 0);
+    const char *p = strstr(json, "\"busy_slot_seconds\":");
+    assert_non_null(p);
+    assert_true(strtod(p + strlen("\"busy_slot_seconds\":"), NULL) >= 0.59);
+    free(json);
+    assert_int_equal(simc_set(port, "slots", "4"), 0);
+    took = parallel_searches(port, 4);
+    assert_true(took < 550);
+    assert_int_equal(simc_stat(port, "search"), 8);
+    sim_stop(s);
+}
+
+/* ---- determinism ------------------------------------------------------------------------- */
+
+static const char noisy[] = "slots = 2\n"
+                            "service_ms.login = 0\n"
+                            "service_ms.form = 0\n"
+                            "service_ms.check = 0..2\n"
+                            "service_ms.post = 0..2\n"
+                            "service_ms.search = 0\n"
+                            "index_lag_ms = 0\n"
+                            "stall_ms = 50\n"
+                            "late_commit_ms = 20\n"
+                            "fault.timeout_after_commit = 0.08\n"
+                            "fault.late_commit = 0.08\n"
+                            "fault.error500_before_commit = 0.05\n"
+                            "fault.error500_after_commit = 0.05\n"
+                            "fault.overload503 = 0.04\n"
+                            "fault.overload429 = 0.04\n"
+                            "fault.drop_before_commit = 0.03\n"
+                            "fault.drop_after_commit = 0.05\n"
+                            "fault.session_expiry = 0.03\n"
+                            "fault.garbled_after_commit = 0.05\n";
+
+struct run {
+    char outcomes[8192];
+    char *ledger; /* without booked_at */
+    char faults[1024];
+};
+
+static void append(char *dst, size_t len, const char *s)
+{
+    size_t n = strlen(dst);
+    snprintf(dst + n, len - n, "%s", s);
+}
+
+static void run_sequence(uint64_t seed, struct run *r)
+{
+    struct sim *s = start(noisy, seed, true);
+    unsigned short port = sim_port(s);
+    struct simc_session *ss = simc_session_new(port, 5000);
+    bool logged_in = false;
+    r->outcomes[0] = '\0';
+    for (int i = 0; i < 30; i++) {
+        char fields[512], ref[32], inv[32], doc[64], msg[256], step[128];
+        snprintf(ref, sizeof ref, "AP1-det-%02d", i);
+        snprintf(inv, sizeof inv, "D-%02d", i);
+        simc_fields(fields, sizeof fields, inv, ref);
+        for (int attempt = 0; attempt < 4; attempt++) {
+            for (int k = 0; k < 5 && !logged_in; k++)
+                logged_in = simc_login(ss, "clerk", "acme-demo") == 0;
+            int rc = simc_post_invoice(ss, fields, doc, sizeof doc);
+            msg[0] = '\0';
+            if (rc == 1)
+                (void)simc_message(simc_body(ss), msg, sizeof msg);
+            snprintf(step, sizeof step, "%d:%d:%.4s:%s ", i, rc, msg, rc == 0 ? doc : "");
+            append(r->outcomes, sizeof r->outcomes, step);
+            if (rc == -1)
+                sleep_ms(60); /* let a late commit land before the next booking */
+            if (rc == 1 && strncmp(msg, "I003", 4) == 0) {
+                logged_in = false;
+                continue;
+            }
+            if (rc != -1)
+                break;
+        }
+    }
+    sleep_ms(100);
+    char *csv = NULL;
+    assert_int_equal(simc_ledger(port, &csv), 0);
+    /* drop the booked_at column (the last one) of every line */
+    r->ledger = calloc(1, strlen(csv) + 1);
+    assert_non_null(r->ledger);
+    for (char *line = csv, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *comma = strrchr(line, ',');
+        if (comma)
+            *comma = '\0';
+        append(r->ledger, strlen(csv) + 1, line);
+        append(r->ledger, strlen(csv) + 1, "\n");
+    }
+    free(csv);
+    char *json = NULL;
+    assert_int_equal(simc_stats(port, &json), 0);
+    const char *a = strstr(json, "\"faults\":{");
+    const char *b = a ? strchr(a, '}') : NULL;
+    assert_non_null(b);
+    snprintf(r->faults, sizeof r->faults, "%.*s", (int)(b - a + 1), a);
+    free(json);
+    simc_session_free(ss);
+    sim_stop(s);
+}
+
+static void test_sim_determinism(void **state)
+{
+    (void)state;
+    struct run a, b, c;
+    run_sequence(42, &a);
+    run_sequence(42, &b);
+    run_sequence(43, &c);
+    if (getenv("SIM_DEBUG"))
+        fprintf(stderr, "%s\n%s\n", a.outcomes, a.faults);
+    assert_string_equal(a.outcomes, b.outcomes);
+    assert_string_equal(a.ledger, b.ledger);
+    assert_string_equal(a.faults, b.faults);
+    /* the faults actually happened, and another seed gives another run */
+    assert_string_not_equal(a.faults, "\"faults\":{\"timeout_after_commit\":0,\"late_commit\":0,"
+                                      "\"error500_before_commit\":0,\"error500_after_commit\":0,"
+                                      "\"overload503\":0,\"overload429\":0,"
+                                      "\"drop_before_commit\":0,\"drop_after_commit\":0,"
+                                      "\"session_expiry\":0,\"garbled_after_commit\":0}");
+    assert_string_not_equal(a.outcomes, c.outcomes);
+    free(a.ledger);
+    free(b.ledger);
+    free(c.ledger);
+}
+
+/* ---- fuzz -------------------------------------------------------------------------------- */
+
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t rnd(void)
+{
+    rnd_state = rnd_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rnd_state >> 33);
+}
+
+static size_t curl_sink(char *p, size_t size, size_t n, void *arg)
+{
+    (void)p;
+    (void)arg;
+    return size * n;
+}
+
+/* One raw request with a binary body; returns the status, or -curl code. */
+static long raw_request(unsigned short port, const char *method, const char *path,
+                        const char *body, size_t len, const char *content_type,
+                        const char *cookie)
+{
+    CURL *h = curl_easy_init();
+    assert_non_null(h);
+    char url[4096];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", (unsigned)port, path);
+    struct curl_slist *hdr = NULL;
+    if (content_type) {
+        char line[256];
+        snprintf(line, sizeof line, "Content-Type: %s", content_type);
+        hdr = curl_slist_append(hdr, line);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, curl_sink);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    if (hdr)
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    if (cookie)
+        curl_easy_setopt(h, CURLOPT_COOKIE, cookie);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET") != 0)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)len);
+    }
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(h);
+    return rc == CURLE_OK ? status : -(long)rc;
+}
+
+static void random_text(char *dst, size_t len, bool binary)
+{
+    static const char special[] = "%&=+;,.-_*?[]<>\"'\\/ 0123456789AP1-KRGEUR";
+    for (size_t i = 0; i + 1 < len; i++) {
+        uint32_t r = rnd();
+        if (binary)
+            dst[i] = (char)(r & 0xff);
+        else if (r % 4 == 0)
+            dst[i] = special[(r >> 8) % (sizeof special - 1)];
+        else
+            dst[i] = (char)(0x20 + (r >> 8) % 0x5f);
+    }
+    dst[len ? len - 1 : 0] = '\0';
+}
+
+static void test_sim_fuzz(void **state)
+{
+    (void)state;
+    static const char *const paths[] = {
+        "/erp/login",           "/erp/home",           "/erp/logout",
+        "/erp/ap/invoice/new",  "/erp/ap/invoice/check", "/erp/ap/invoice/post",
+        "/erp/ap/invoice/search", "/erp/ap/journal",     "/",
+        "/erp/../etc/passwd",   "/_sim/book",          "/_sim/set",
+        "/_sim/fault",          "/_sim/delete",        "/erp/ap/invoice/search?reference=%ff%00",
+    };
+    static const char *const fields[] = {"docType",  "vendorNo",  "vendorInvNo", "invDate",
+                                         "dueDate",  "currency",  "amount",      "glAccount",
+                                         "reference", "memo",     "formToken",   "vendorId",
+                                         "j_username", "_csrf",   "name",        "count",
+                                         "slots",    "vendor_id", "amount",      "doc"};
+    static const char *const methods[] = {"GET", "POST", "POST", "PUT", "DELETE", "HEAD"};
+    static const char *const types[] = {NULL, "application/x-www-form-urlencoded",
+                                        "multipart/form-data; boundary=x", "text/plain"};
+    struct sim *s = start(fast, 5, true);
+    unsigned short port = sim_port(s);
+    struct simc_session *ss = simc_session_new(port, 10000);
+    assert_int_equal(simc_login(ss, "clerk", "acme-demo"), 0);
+    char token[64] = "";
+    for (int i = 0; i < 400; i++) {
+        const char *path = paths[rnd() % (sizeof paths / sizeof paths[0])];
+        const char *method = methods[rnd() % (sizeof methods / sizeof methods[0])];
+        char body[2048] = "";
+        size_t len = 0;
+        if (i % 4 == 0) {
+            /* a form of known fields with hostile values, inside the live session */
+            long status = 0;
+            if (i % 8 == 0 && simc_get(ss, "/erp/ap/invoice/new", &status) == 0)
+                (void)simc_field(simc_body(ss), "formToken", token, sizeof token);
+            int n = (int)(rnd() % 12);
+            for (int k = 0; k < n; k++) {
+                char value[64], *esc;
+                random_text(value, 1 + rnd() % sizeof value, false);
+                esc = rnd() % 3 ? simc_escape(value) : strdup(value);
+                size_t used = strlen(body);
+                snprintf(body + used, sizeof body - used, "%s%s=%s", used ? "&" : "",
+                         fields[rnd() % (sizeof fields / sizeof fields[0])], esc ? esc : "");
+                free(esc);
+            }
+            size_t used = strlen(body);
+            if (token[0] && rnd() % 2)
+                snprintf(body + used, sizeof body - used, "&formToken=%s", token);
+            const char *target = rnd() % 2 ? "/erp/ap/invoice/check" : "/erp/ap/invoice/post";
+            assert_int_equal(simc_post(ss, target, body, &status), 0);
+            assert_true(status >= 200 && status < 600);
+            continue;
+        }
+        if (strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0) {
+            len = rnd() % sizeof body;
+            random_text(body, len + 1, rnd() % 2);
+        }
+        char cookie[128];
+        snprintf(cookie, sizeof cookie, "JSESSIONID=%08x%08x", rnd(), rnd());
+        long status = raw_request(port, method, path, len ? body : NULL, len,
+                                  types[rnd() % (sizeof types / sizeof types[0])],
+                                  rnd() % 2 ? cookie : NULL);
+        if (status < 200 || status >= 600)
+            fail_msg("request %d %s %s answered %ld", i, method, path, status);
+    }
+    simc_session_free(ss);
+
+    /* too big a body: 413 */
+    size_t big = 100 * 1024;
+    char *huge = malloc(big);
+    assert_non_null(huge);
+    memset(huge, 'a', big);
+    assert_int_equal(raw_request(port, "POST", "/erp/login", huge, big, NULL, NULL), 413);
+    free(huge);
+
+    /* not HTTP at all */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    static const char junk[] = "\x16\x03\x01 GARBAGE / HTTP/1.1\r\nHost\r\n\r\n";
+    assert_true(write(fd, junk, sizeof junk - 1) > 0);
+    char reply[256];
+    ssize_t got = read(fd, reply, sizeof reply - 1);
+    close(fd);
+    if (got > 0) {
+        reply[got] = '\0';
+        if (strncmp(reply, "HTTP/1.", 7) != 0 || reply[9] != '4')
+            fail_msg("junk answered: %.40s", reply);
+    }
+
+    /* still serving, ledger consistent */
+    ss = simc_session_new(port, 10000);
+    assert_int_equal(simc_login(ss, "clerk", "acme-demo"), 0);
+    char fieldsv[512], doc[64];
+    simc_fields(fieldsv, sizeof fieldsv, "AFTER-FUZZ", "AP1-after-fuzz");
+    assert_int_equal(simc_post_invoice(ss, fieldsv, doc, sizeof doc), 0);
+    assert_int_equal(simc_count_reference(port, "AP1-after-fuzz"), 1);
+    simc_session_free(ss);
+    sim_stop(s);
+}
+
+/* ---- the program ------------------------------------------------------------------------- */
+
+static void test_sim_program(void **state)
+{
+    (void)state;
+    const char *bin = getenv("ERPSIM_BIN");
+    if (!bin || access(bin, X_OK) != 0)
+        skip();
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl(bin, bin, "--port", "0", "--admin", "--seed", "3", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *out = fdopen(fds[0], "r");
+    assert_non_null(out);
+    char line[256] = "";
+    assert_non_null(fgets(line, sizeof line, out));
+    unsigned port = 0;
+    assert_int_equal(sscanf(line, "listening on http://127.0.0.1:%u", &port), 1);
+    assert_true(port > 0 && port < 65536);
+    long status = 0;
+    assert_int_equal(
+        simc_request((unsigned short)port, "GET", "/erp/login", NULL, 5000, &status, NULL), 0);
+    assert_int_equal(status, 200);
+    assert_int_equal(simc_count_rows((unsigned short)port), 0);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    int wstatus = 0;
+    pid_t done = 0;
+    for (int i = 0; i < 500 && done == 0; i++) {
+        done = waitpid(pid, &wstatus, WNOHANG);
+        if (done == 0)
+            sleep_ms(10);
+    }
+    if (done == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &wstatus, 0);
+        fail_msg("erp-sim did not stop on SIGTERM");
+    }
+    fclose(out);
+    assert_true(WIFEXITED(wstatus));
+    assert_int_equal(WEXITSTATUS(wstatus), 0);
+
+    /* usage errors exit 2 */
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        execl(bin, bin, "--scenario", (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus));
+    assert_int_equal(WEXITSTATUS(wstatus), 2);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim_master_builtin_matches_file),
+        cmocka_unit_test(test_sim_scenarios_load),
+        cmocka_unit_test(test_sim_admin_endpoints),
+        cmocka_unit_test(test_sim_db_file_survives_restart),
+        cmocka_unit_test(test_sim_capacity_queues),
+        cmocka_unit_test(test_sim_determinism),
+        cmocka_unit_test(test_sim_fuzz),
+        cmocka_unit_test(test_sim_program),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}
