@@ -27,6 +27,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -260,6 +261,9 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
         return apbot_fail(err, errlen, APBOT_E_INVAL, "http: max_body must be 1 B .. 1 GiB");
     if (opt->basic_user && !opt->basic_password)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "http: basic_user without password");
+    /* A missing CA file would make every exchange fail as "not sent", forever. */
+    if (opt->ca_file && access(opt->ca_file, R_OK) != 0)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "http: cannot read CA file %s", opt->ca_file);
 
     s = calloc(1, sizeof(*s));
     if (!s)
@@ -497,6 +501,21 @@ static char *http_form_encode(const struct http_field *fields, size_t n, size_t 
     return out;
 }
 
+/* True for an absolute http or https URL that libcurl can parse. */
+static bool http_url_ok(const char *url)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL;
+    if (!u)
+        abort();
+    bool ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0);
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    return ok;
+}
+
 static int http_exchange(struct http_session *s, const char *url, const struct http_field *fields,
                          size_t n_fields, bool post, struct http_response *ret)
 {
@@ -539,7 +558,7 @@ static int http_exchange(struct http_session *s, const char *url, const struct h
 
 int http_get(struct http_session *s, const char *url, struct http_response *ret)
 {
-    if (!s || !url || !ret)
+    if (!s || !url || !ret || !http_url_ok(url))
         return APBOT_E_INVAL;
     return http_exchange(s, url, NULL, 0, false, ret);
 }
@@ -547,7 +566,7 @@ int http_get(struct http_session *s, const char *url, struct http_response *ret)
 int http_post_form(struct http_session *s, const char *url, const struct http_field *fields,
                    size_t n_fields, struct http_response *ret)
 {
-    if (!s || !url || !ret || (n_fields > 0 && !fields))
+    if (!s || !url || !ret || (n_fields > 0 && !fields) || !http_url_ok(url))
         return APBOT_E_INVAL;
     for (size_t i = 0; i < n_fields; i++)
         if (!fields[i].name)

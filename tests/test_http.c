@@ -544,11 +544,12 @@ static void test_http_refused_is_not_sent(void **state)
     http_response_done(&r);
     close(fd);
 
-    /* nor is anything but http(s) */
-    assert_int_equal(http_get(f->http, "file:///etc/passwd", &r), APBOT_OK);
-    assert_int_equal(r.transport, HTTP_NOT_SENT);
-    assert_null(r.body);
-    http_response_done(&r);
+    /* anything but an absolute http(s) URL is a bad argument: nothing happens */
+    memset(&r, 0x5a, sizeof(r));
+    assert_int_equal(http_get(f->http, "file:///etc/passwd", &r), APBOT_E_INVAL);
+    assert_int_equal(http_get(f->http, "/erp/relative", &r), APBOT_E_INVAL);
+    assert_int_equal(http_post_form(f->http, "ftp://127.0.0.1/", fields, 1, &r), APBOT_E_INVAL);
+    assert_int_equal(r.status, 0x5a5a5a5a5a5a5a5aLL); /* untouched */
 }
 
 static void test_http_tls_handshake_failure_is_not_sent(void **state)
@@ -795,6 +796,10 @@ static void test_http_bad_arguments(void **state)
     o = default_options();
     o.basic_user = "u";
     assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_E_INVAL);
+    o = default_options();
+    o.ca_file = "/nonexistent/apbot-ca.pem";
+    assert_int_equal(http_session_new(&o, &s, err, sizeof(err)), APBOT_E_INVAL);
+    assert_non_null(strstr(err, "CA file"));
     assert_ptr_equal(s, (struct http_session *)0x1); /* untouched on failure */
     assert_int_equal(http_session_new(NULL, &s, NULL, 0), APBOT_E_INVAL);
 

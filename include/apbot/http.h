@@ -82,6 +82,9 @@ void http_session_clear_cookies(struct http_session *s);
  * GET url, or POST fields as application/x-www-form-urlencoded. Fills *ret (free with
  * http_response_done). Returns APBOT_OK whenever the exchange was classified (even not
  * sent or unknown: read ret->transport); an error only for bad arguments or out of memory.
+ * A url that is not an absolute http:// or https:// URL is a bad argument (APBOT_E_INVAL,
+ * *ret untouched). POSTs always use a fresh connection that is closed afterwards, so libcurl
+ * can never re-send one on its own after a keep-alive connection died.
  */
 int http_get(struct http_session *s, const char *url, struct http_response *ret) APBOT_MUST_USE;
 int http_post_form(struct http_session *s, const char *url, const struct http_field *fields,
