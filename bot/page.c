@@ -547,6 +547,15 @@ bool page_xpath_valid(const char *xpath, char *err, size_t errlen)
 
 /* ---- forms ---- */
 
+/* Field values may be secrets set by the caller (a password): wiped before they are freed. */
+static void page_wipe_free(char *v)
+{
+    if (!v)
+        return;
+    explicit_bzero(v, strlen(v));
+    free(v);
+}
+
 static void form_grow(char ***arr, size_t n)
 {
     /* arrays grow one by one; forms have tens of fields */
@@ -567,7 +576,7 @@ static void form_add(struct page_form *f, const char *name, const char *value, b
 static void form_remove(struct page_form *f, size_t i)
 {
     free(f->names[i]);
-    free(f->values[i]);
+    page_wipe_free(f->values[i]);
     memmove(f->names + i, f->names + i + 1, (f->n - i - 1) * sizeof(*f->names));
     memmove(f->values + i, f->values + i + 1, (f->n - i - 1) * sizeof(*f->values));
     memmove(f->hidden + i, f->hidden + i + 1, (f->n - i - 1) * sizeof(*f->hidden));
@@ -789,7 +798,7 @@ void page_form_done(struct page_form *f)
         return;
     for (size_t i = 0; i < f->n; i++) {
         free(f->names[i]);
-        free(f->values[i]);
+        page_wipe_free(f->values[i]);
     }
     for (size_t i = 0; i < f->n_buttons; i++) {
         free(f->buttons[i]);
@@ -828,7 +837,7 @@ int page_form_set(struct page_form *f, const char *name, const char *value)
         form_add(f, name, value, false);
         return APBOT_OK;
     }
-    free(f->values[first]);
+    page_wipe_free(f->values[first]);
     f->values[first] = page_xstrdup(value);
     /* One value per name after a set: drop later duplicates (a multi-select's others). */
     for (size_t i = f->n; i-- > first + 1;)

@@ -30,6 +30,7 @@ struct page_form {
     char **controls;
     size_t n_controls;
 };
+/* Frees everything and zeroes *f; values are wiped first (a set value may be a password). */
 void page_form_done(struct page_form *f);
 
 /* Parses body (not necessarily NUL-terminated) fetched from url (for resolving actions). */
