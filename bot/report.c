@@ -223,7 +223,7 @@ struct build {
     size_t n_rows, cap_rows;
     struct rgroup *groups;
     size_t n_groups;
-    size_t *by_cut; /* item indexes sorted by cut key */
+    struct ritem **by_cut; /* the items sorted by cut key (built after collecting) */
 };
 
 /* The fields of a finding before they are copied into the report. */
@@ -390,12 +390,10 @@ static int cmp_row(const void *a, const void *b)
     return c ? c : strcmp(nz(x->doc), nz(y->doc));
 }
 
-static const struct ritem *g_sort_items; /* qsort has no context argument in C11 */
-
 static int cmp_cut(const void *a, const void *b)
 {
-    const struct ritem *x = &g_sort_items[*(const size_t *)a];
-    const struct ritem *y = &g_sort_items[*(const size_t *)b];
+    const struct ritem *x = *(const struct ritem *const *)a;
+    const struct ritem *y = *(const struct ritem *const *)b;
     return strcmp(x->cut, y->cut);
 }
 
@@ -405,7 +403,7 @@ static struct ritem *find_item(struct build *b, const char *cut)
     size_t lo = 0, hi = b->n_items;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        struct ritem *it = &b->items[b->by_cut[mid]];
+        struct ritem *it = b->by_cut[mid];
         int c = strcmp(cut, it->cut);
         if (c == 0)
             return it;
@@ -419,15 +417,13 @@ static struct ritem *find_item(struct build *b, const char *cut)
 
 /* The amount of an ERP row in minor units, parsing with the item's currency when the row
  * shows none. False when it cannot be read. */
-static bool row_amount(const struct build *b, const struct flow_table *t, const struct ritem *it,
-                       const char *currency, const char *amount_text, bool has_amount,
-                       int64_t amount, int64_t *ret)
+static bool row_amount(const struct flow_table *t, const struct ritem *it, const char *currency,
+                       const char *amount_text, bool has_amount, int64_t amount, int64_t *ret)
 {
     if (has_amount) {
         *ret = amount;
         return true;
     }
-    (void)b;
     if (!amount_text)
         return false;
     return erp_parse_amount(t, amount_text, currency ? currency : it->currency, ret, NULL, 0) ==
@@ -492,7 +488,7 @@ static void check_completed_row(struct build *b, const struct flow_table *t, str
 {
     char a1[48], a2[48];
     int64_t erp_amount = 0;
-    bool amount_ok = row_amount(b, t, it, currency, amount_text, has_amount, amount, &erp_amount);
+    bool amount_ok = row_amount(t, it, currency, amount_text, has_amount, amount, &erp_amount);
     bool doc_ok = doc && it->erp_doc && strcmp(doc, it->erp_doc) == 0;
     bool money_ok = amount_ok && same_money(it, currency, erp_amount);
     struct fnew n;
@@ -728,7 +724,7 @@ static void review_hint(struct build *b, struct ritem *it)
         struct rgroup *g = &b->groups[it->group];
         struct rrow *row = &b->rows[g->first];
         int64_t amount = 0;
-        bool ok = row_amount(b, &b->flow->list.table, it, row->currency, row->amount_text,
+        bool ok = row_amount(&b->flow->list.table, it, row->currency, row->amount_text,
                              row->has_amount, row->amount, &amount);
         n.erp_docs = row->doc;
         n.has_erp_amount = ok;
@@ -786,7 +782,7 @@ static void review_hint(struct build *b, struct ritem *it)
         } else {
             struct erp_row *h = &res.hits.rows[0];
             int64_t amount = 0;
-            bool ok = row_amount(b, &b->flow->lookup.table, it, h->currency, h->amount_text,
+            bool ok = row_amount(&b->flow->lookup.table, it, h->currency, h->amount_text,
                                  h->has_amount, h->amount, &amount);
             n.erp_docs = h->doc;
             n.has_erp_amount = ok;
@@ -942,17 +938,17 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
     if (!b.by_cut)
         abort();
     for (size_t i = 0; i < b.n_items; i++)
-        b.by_cut[i] = i;
-    g_sort_items = b.items;
-    qsort(b.by_cut, b.n_items, sizeof(*b.by_cut), cmp_cut);
-    g_sort_items = NULL;
+        b.by_cut[i] = &b.items[i];
+    if (b.n_items > 1)
+        qsort(b.by_cut, b.n_items, sizeof(*b.by_cut), cmp_cut);
 
     rc = erp_list_day(erp, opt->date, collect_row, &b, &pages, err, errlen);
     if (rc != APBOT_OK)
         goto out;
     r->sum.erp_pages = pages;
     r->sum.erp_rows = (int64_t)b.n_rows;
-    qsort(b.rows, b.n_rows, sizeof(*b.rows), cmp_row);
+    if (b.n_rows > 1)
+        qsort(b.rows, b.n_rows, sizeof(*b.rows), cmp_row);
     b.groups = calloc(b.n_rows ? b.n_rows : 1, sizeof(*b.groups));
     if (!b.groups)
         abort();
