@@ -168,8 +168,7 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
     opt.max_lookups = max_lookups;
     rc = report_build(st, erp, f, &opt, &r, err, CLI_REPORT_ERR_LEN);
     if (rc != APBOT_OK) {
-        fprintf(stderr, "apbot report: the ERP could not be read completely, no report: %s\n",
-                err);
+        fprintf(stderr, "apbot report: the ERP could not be read completely, no report: %s\n", err);
         goto out;
     }
     out = open_out(out_path, tmp, sizeof(tmp));

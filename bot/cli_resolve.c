@@ -33,16 +33,15 @@
 
 static void resolve_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: apbot resolve ID --posted DOC --flow FILE [--force REASON]\n"
-            "       apbot resolve ID --requeue\n"
-            "       apbot resolve ID --reject REASON\n"
-            "  options: --by NAME (default: the login name), --note TEXT\n"
-            "\n"
-            "--posted verifies in the ERP that the key is booked as DOC with the same amount\n"
-            "(--force REASON records it although the ERP does not show it); --requeue looks\n"
-            "the item up again from the start; --reject makes it a business exception.\n"
-            "exit codes: 0 done, 3 refused, 1 error (database, ERP unreadable), 2 usage\n");
+    fprintf(out, "usage: apbot resolve ID --posted DOC --flow FILE [--force REASON]\n"
+                 "       apbot resolve ID --requeue\n"
+                 "       apbot resolve ID --reject REASON\n"
+                 "  options: --by NAME (default: the login name), --note TEXT\n"
+                 "\n"
+                 "--posted verifies in the ERP that the key is booked as DOC with the same amount\n"
+                 "(--force REASON records it although the ERP does not show it); --requeue looks\n"
+                 "the item up again from the start; --reject makes it a business exception.\n"
+                 "exit codes: 0 done, 3 refused, 1 error (database, ERP unreadable), 2 usage\n");
 }
 
 /* Operator names end up in the audit trail: printable, no spaces, bounded. */
@@ -113,8 +112,8 @@ enum verify_result {
  * audit trail.
  */
 static enum verify_result verify_posted(const struct flow *f, const char *erp_url,
-                                        const struct store_item *it, const char *doc,
-                                        char *what, size_t len)
+                                        const struct store_item *it, const char *doc, char *what,
+                                        size_t len)
 {
     struct erp_session *erp = NULL;
     struct erp_lookup_result res;
@@ -178,8 +177,8 @@ static enum verify_result verify_posted(const struct flow *f, const char *erp_ur
                      res.hits.rows[0].doc ? res.hits.rows[0].doc : "?", doc);
             v = VERIFY_CONFLICT;
         } else {
-            snprintf(what, len, "verified in the ERP: key %s is document %s with %s %s",
-                     it->key, doc, a2, it->currency);
+            snprintf(what, len, "verified in the ERP: key %s is document %s with %s %s", it->key,
+                     doc, a2, it->currency);
             v = VERIFY_OK;
         }
         break;
@@ -339,8 +338,7 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
         break;
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
-        fprintf(stderr, "apbot resolve: refused: item #%lld has an unknown state\n",
-                (long long)id);
+        fprintf(stderr, "apbot resolve: refused: item #%lld has an unknown state\n", (long long)id);
         status = CLI_EXIT_REFUSED;
         goto out;
     }
@@ -351,7 +349,9 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     rc = machine_next(it.state, event, &it.counters, &policy, &step);
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot resolve: refused: cannot %s an item that is %s\n",
-                posted ? "mark as posted" : requeue ? "requeue" : "reject",
+                posted    ? "mark as posted"
+                : requeue ? "requeue"
+                          : "reject",
                 machine_state_name(it.state));
         status = CLI_EXIT_REFUSED;
         goto out;
@@ -420,8 +420,9 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     ch.keep_lease = false;
     rc = store_apply(st, id, NULL, &ch, now, err, sizeof(err));
     if (rc == APBOT_E_STATE) {
-        fprintf(stderr, "apbot resolve: refused: item #%lld changed meanwhile or is held by a "
-                        "runner: %s\n",
+        fprintf(stderr,
+                "apbot resolve: refused: item #%lld changed meanwhile or is held by a "
+                "runner: %s\n",
                 (long long)id, err);
         status = CLI_EXIT_REFUSED;
         goto out;

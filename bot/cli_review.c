@@ -229,7 +229,8 @@ static int review_list(struct store *st, bool all, bool as_json)
             json_object_set_new(o, "state", json_string(machine_state_name(x->state)));
             json_object_set_new(o, "key", json_string(x->key));
             json_object_set_new(o, "created_at_ms", json_integer((json_int_t)x->created_at));
-            json_object_set_new(o, "age_s", json_integer((json_int_t)((now - x->created_at) / 1000)));
+            json_object_set_new(o, "age_s",
+                                json_integer((json_int_t)((now - x->created_at) / 1000)));
             json_object_set_new(o, "vendor_id", jstr(x->vendor_id));
             json_object_set_new(o, "vendor_name", jstr(x->vendor_name));
             json_object_set_new(o, "invoice_number", jstr(x->invoice_number));
@@ -266,8 +267,8 @@ static int review_list(struct store *st, bool all, bool as_json)
             char age[32], amount[48], when[32];
             fmt_age(now - x->created_at, age, sizeof(age));
             fmt_money(x->total, x->exponent, amount, sizeof(amount));
-            printf("\n#%lld  %s  age %s  %s\n", (long long)x->id, machine_state_name(x->state),
-                   age, x->key);
+            printf("\n#%lld  %s  age %s  %s\n", (long long)x->id, machine_state_name(x->state), age,
+                   x->key);
             printf("    vendor %s%s%s%s  invoice %s  %s %s\n", nz(x->vendor_id),
                    x->vendor_name ? " (" : "", nz(x->vendor_name), x->vendor_name ? ")" : "",
                    nz(x->invoice_number), amount, x->currency);

@@ -45,14 +45,10 @@ enum erp_col {
     ERP_COL__COUNT
 };
 static const char *const erp_col_names[] = {
-    [ERP_COL_DOC] = "doc",
-    [ERP_COL_REFERENCE] = "reference",
-    [ERP_COL_VENDOR] = "vendor",
-    [ERP_COL_INVOICE_NUMBER] = "invoice_number",
-    [ERP_COL_CURRENCY] = "currency",
-    [ERP_COL_DATE] = "date",
-    [ERP_COL_DOC_TYPE] = "doc_type",
-    [ERP_COL_BOOKED] = "booked",
+    [ERP_COL_DOC] = "doc",           [ERP_COL_REFERENCE] = "reference",
+    [ERP_COL_VENDOR] = "vendor",     [ERP_COL_INVOICE_NUMBER] = "invoice_number",
+    [ERP_COL_CURRENCY] = "currency", [ERP_COL_DATE] = "date",
+    [ERP_COL_DOC_TYPE] = "doc_type", [ERP_COL_BOOKED] = "booked",
     [ERP_COL_AMOUNT] = "amount",
 };
 _Static_assert(sizeof(erp_col_names) / sizeof(erp_col_names[0]) == ERP_COL__COUNT,
@@ -293,8 +289,7 @@ int erp_login(struct erp_session *s, char *err, size_t errlen)
         goto out;
     emit(s, "login", "GET", url, &r1, p, "answered");
     if (page_find_form(p, l->form.xpath, &form, NULL, 0) != APBOT_OK) {
-        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form not found (%s)",
-                        l->form.xpath);
+        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form not found (%s)", l->form.xpath);
         goto out;
     }
     for (size_t i = 0; i < l->form.n_fields; i++) {
@@ -575,8 +570,8 @@ static int fetch(struct erp_session *s, const char *step, const char *url,
             emit(s, step, "GET", url, ret, NULL, "failed");
             return apbot_fail(err, errlen, APBOT_E_NET, "%s: page larger than max_body", step);
         }
-        rc = page_parse(ret->body, ret->body_len, ret->effective_url ? ret->effective_url : url,
-                        &p, err, errlen);
+        rc = page_parse(ret->body, ret->body_len, ret->effective_url ? ret->effective_url : url, &p,
+                        err, errlen);
         if (rc != APBOT_OK) {
             emit(s, step, "GET", url, ret, NULL, "failed");
             return apbot_fail(err, errlen, APBOT_E_NET, "%s: unreadable page", step);
@@ -754,8 +749,8 @@ static char *next_href(const struct page *p, const char *xpath)
     return href;
 }
 
-int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx,
-                 int *ret_pages, char *err, size_t errlen)
+int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
+                 char *err, size_t errlen)
 {
     const struct flow *f = s->flow;
     const struct flow_list *ls = &f->list;
@@ -838,8 +833,7 @@ int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *c
         free(url);
         url = NULL;
         if (more && !by_template) {
-            url = http_resolve_url(resp.effective_url ? resp.effective_url : erp_base_url(s),
-                                   next);
+            url = http_resolve_url(resp.effective_url ? resp.effective_url : erp_base_url(s), next);
             if (!url) {
                 free(next);
                 page_free(p);

@@ -195,7 +195,7 @@ struct ritem {
     char doc_type[16], currency[4];
     int exponent;
     int64_t total;
-    ssize_t group;  /* index of its group in the day's listing, -1 if absent */
+    ssize_t group; /* index of its group in the day's listing, -1 if absent */
 };
 
 /* A copy of one row of the day's listing. */
@@ -504,14 +504,12 @@ static void check_completed_row(struct build *b, const struct flow_table *t, str
             n.detail = xprintf("ERP document %s shows %s %s; the invoice is %s %s.", nz(doc),
                                fmt_amount(erp_amount, it->exponent, a1, sizeof(a1)),
                                currency ? currency : it->currency,
-                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)),
-                               it->currency);
+                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)), it->currency);
         else
             n.detail = xprintf("ERP document %s shows an amount that cannot be read ('%s'); "
                                "the invoice is %s %s.",
                                nz(doc), nz(amount_text),
-                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)),
-                               it->currency);
+                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)), it->currency);
         add_finding(b, &n);
     }
     if (!doc_ok) {
@@ -642,8 +640,8 @@ static void join_listing(struct build *b)
 }
 
 /* Looks a key up; counts it. */
-static int lookup(struct build *b, const struct ritem *it, struct erp_lookup_result *res,
-                  char *err, size_t errlen)
+static int lookup(struct build *b, const struct ritem *it, struct erp_lookup_result *res, char *err,
+                  size_t errlen)
 {
     b->r->sum.lookups++;
     return erp_lookup(b->erp, it->key, it->currency, res, err, errlen);
@@ -690,8 +688,8 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
             free(docs);
         } else if (h->doc && it->erp_doc && strcmp(h->doc, it->erp_doc) == 0) {
             bool matched = false;
-            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency,
-                                h->amount_text, h->has_amount, h->amount, &matched);
+            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency, h->amount_text,
+                                h->has_amount, h->amount, &matched);
             if (matched) {
                 n.kind = REPORT_OTHER_DAY;
                 n.erp_docs = h->doc;
@@ -701,8 +699,8 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
             }
         } else {
             bool matched = false;
-            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency,
-                                h->amount_text, h->has_amount, h->amount, &matched);
+            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency, h->amount_text,
+                                h->has_amount, h->amount, &matched);
         }
         break;
     }
@@ -794,10 +792,10 @@ static void review_hint(struct build *b, struct ritem *it)
                                        "(booked %s).",
                                        h->doc, h->booked);
                 else
-                    n.detail = xprintf("The ERP holds it as document %s with the same amount.",
-                                       h->doc);
-                n.command = xprintf("apbot resolve %lld --posted %s --flow %s",
-                                    (long long)it->id, h->doc, nz(b->flow->path));
+                    n.detail =
+                        xprintf("The ERP holds it as document %s with the same amount.", h->doc);
+                n.command = xprintf("apbot resolve %lld --posted %s --flow %s", (long long)it->id,
+                                    h->doc, nz(b->flow->path));
             } else {
                 n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
                                    "invoice's amount: check the booking before resolving.",
@@ -954,8 +952,8 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
         abort();
     for (size_t i = 0; i < b.n_rows; i++) {
         if (b.n_groups > 0 &&
-            strcmp(nz(b.rows[b.groups[b.n_groups - 1].first].reference),
-                   nz(b.rows[i].reference)) == 0 &&
+            strcmp(nz(b.rows[b.groups[b.n_groups - 1].first].reference), nz(b.rows[i].reference)) ==
+                0 &&
             b.rows[i].reference) {
             b.groups[b.n_groups - 1].n++;
             continue;
@@ -1008,8 +1006,8 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
             memset(&n, 0, sizeof(n));
             n.kind = REPORT_EXCEPTION;
             n.item = it;
-            n.detail = xprintf("Rejected by the ERP: %s",
-                               it->reason ? it->reason : "no reason recorded");
+            n.detail =
+                xprintf("Rejected by the ERP: %s", it->reason ? it->reason : "no reason recorded");
             add_finding(&b, &n);
             break;
         }
@@ -1027,8 +1025,7 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
                 n.erp_docs = b.rows[g->first].doc;
                 n.detail = xprintf("%s for %s; the ERP already holds document %s (the bot "
                                    "adopts it on its next lookup).",
-                                   machine_state_name(it->state), age,
-                                   nz(b.rows[g->first].doc));
+                                   machine_state_name(it->state), age, nz(b.rows[g->first].doc));
             } else {
                 n.detail = xprintf("%s for %s.", machine_state_name(it->state), age);
             }

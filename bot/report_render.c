@@ -167,9 +167,10 @@ static int write_text(const struct report *r, FILE *out)
     fprintf(out, "apbot reconciliation report for %s (flow %s, generated %s)\n\n", s->date,
             nz(s->flow_name), when);
     if (report_status(r) == REPORT_UNBALANCED)
-        fprintf(out, "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
-                     "!!! %s\n"
-                     "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n",
+        fprintf(out,
+                "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
+                "!!! %s\n"
+                "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n",
                 status_line(r));
     else
         fprintf(out, "STATUS: %s\n\n", status_line(r));
@@ -211,7 +212,8 @@ static int write_text(const struct report *r, FILE *out)
                 if (f[i].kind != REPORT_EXCEPTION || done[i])
                     continue;
                 for (size_t j = i; j < n; j++)
-                    if (f[j].kind == REPORT_EXCEPTION && strcmp(nz(f[j].reason), nz(f[i].reason)) == 0)
+                    if (f[j].kind == REPORT_EXCEPTION &&
+                        strcmp(nz(f[j].reason), nz(f[i].reason)) == 0)
                         count++;
                 fprintf(out, "  %s: %zu item(s):", f[i].reason ? f[i].reason : "(no reason)",
                         count);
@@ -262,9 +264,9 @@ static void csv_field(FILE *out, const char *s, bool text, bool last)
 static int write_csv(const struct report *r, FILE *out)
 {
     static const char *const head[] = {
-        "date",   "section", "kind",       "item_id", "state",   "key",      "vendor_id",
-        "vendor_name", "invoice_number", "currency", "amount", "erp_amount", "doc",
-        "erp_docs", "age_minutes", "reason", "detail", "command"};
+        "date",      "section",     "kind",           "item_id",  "state",  "key",
+        "vendor_id", "vendor_name", "invoice_number", "currency", "amount", "erp_amount",
+        "doc",       "erp_docs",    "age_minutes",    "reason",   "detail", "command"};
     const size_t nh = sizeof(head) / sizeof(head[0]);
     const struct report_summary *s = report_summary(r);
     size_t n;
@@ -275,7 +277,7 @@ static int write_csv(const struct report *r, FILE *out)
     for (size_t i = 0; i < n; i++) {
         const struct report_finding *x = &f[i];
         char id[24], amount[48], erp_amount[48], age[24];
-        const char *section = report_kind_is_drift(x->kind)         ? "drift"
+        const char *section = report_kind_is_drift(x->kind)   ? "drift"
                               : x->kind == REPORT_UNACCOUNTED ? "balance"
                                                               : "hint";
 
@@ -360,8 +362,8 @@ static int write_json(const struct report *r, FILE *out)
         json_t *o = json_object();
         json_object_set_new(o, "kind", json_string(report_kind_name(x->kind)));
         json_object_set_new(o, "drift", json_boolean(report_kind_is_drift(x->kind)));
-        json_object_set_new(o, "item_id", x->item_id ? json_integer((json_int_t)x->item_id)
-                                                     : json_null());
+        json_object_set_new(o, "item_id",
+                            x->item_id ? json_integer((json_int_t)x->item_id) : json_null());
         json_object_set_new(o, "state", jstr(x->state));
         json_object_set_new(o, "key", jstr(x->key));
         json_object_set_new(o, "vendor_id", jstr(x->vendor_id));
@@ -470,9 +472,9 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
     table = el(sec, "table", "findings");
     tr = el(table, "tr", NULL);
     {
-        static const char *const cols[] = {"Item", "Key", "Vendor", "Invoice", "Amount",
-                                           "ERP amount", "Doc (queue)", "Doc (ERP)", "Age",
-                                           "What it means"};
+        static const char *const cols[] = {"Item",   "Key",          "Vendor",      "Invoice",
+                                           "Amount", "ERP amount",   "Doc (queue)", "Doc (ERP)",
+                                           "Age",    "What it means"};
         for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
             el_text(tr, "th", NULL, cols[i]);
     }

@@ -102,8 +102,8 @@ enum target { T_PENDING, T_COMPLETED, T_REVIEW, T_EXCEPTION };
 
 /* Enqueues invoice "<number>" of vendor 100001 for amount (cents, EUR), drives it to target
  * (completed with doc), returns its id and key. */
-static int64_t add(struct fx *x, const char *number, int64_t amount, enum target t,
-                   const char *doc, char key[INVOICE_KEY_LEN + 1])
+static int64_t add(struct fx *x, const char *number, int64_t amount, enum target t, const char *doc,
+                   char key[INVOICE_KEY_LEN + 1])
 {
     struct e2e_invoice in = {.vendor = "100001",
                              .number = number,
@@ -461,7 +461,7 @@ static void test_report_formats(void **state)
 
     fx_start(&x, NULL, fast);
     add_completed_booked(&x, "INV-F1", 1000, "10.00", NULL, key, d1);
-    book(&x, key, "10.00", d2);                          /* duplicate */
+    book(&x, key, "10.00", d2); /* duplicate */
     book(&x, "AP1-ORPHANFORMATS000000", "1.00", d2);
     r = build(&x);
     (void)report_findings(r, &n);
@@ -480,9 +480,8 @@ static void test_report_formats(void **state)
     root = json_loads(js, 0, &jerr);
     assert_non_null(root);
     assert_string_equal(json_string_value(json_object_get(root, "status")), "drift");
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(root, "counts"),
-                                                        "duplicate")),
-                     1);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(root, "counts"), "duplicate")), 1);
     assert_int_equal(json_array_size(json_object_get(root, "findings")), n);
     json_decref(root);
 
@@ -511,9 +510,9 @@ static void test_report_chaos_balance(void **state)
     struct report *r;
     const struct report_summary *s;
     static const char *const faults[] = {
-        "fault.timeout_after_commit", "fault.late_commit",     "fault.error500_before_commit",
-        "fault.error500_after_commit", "fault.overload503",    "fault.overload429",
-        "fault.drop_before_commit",   "fault.drop_after_commit", "fault.session_expiry",
+        "fault.timeout_after_commit",  "fault.late_commit",       "fault.error500_before_commit",
+        "fault.error500_after_commit", "fault.overload503",       "fault.overload429",
+        "fault.drop_before_commit",    "fault.drop_after_commit", "fault.session_expiry",
         "fault.garbled_after_commit"};
     (void)state;
 
@@ -529,8 +528,7 @@ static void test_report_chaos_balance(void **state)
     assert_true(s->balanced);
     assert_int_equal(s->total.received, 12);
     assert_int_equal(s->day.received, 12);
-    assert_int_equal(s->total.completed + s->total.exceptions + s->total.review +
-                         s->total.pending,
+    assert_int_equal(s->total.completed + s->total.exceptions + s->total.review + s->total.pending,
                      12);
     /* the two promises: nothing booked twice, nothing completed that the ERP lacks */
     assert_int_equal(s->counts[REPORT_DUPLICATE], 0);

@@ -117,19 +117,19 @@ void erp_hits_done(struct erp_hits *h);
 
 /* What a lookup concluded. */
 enum erp_answer {
-    ERP_FOUND = 0,  /* the ERP answered and holds the key: rows has >= 1 exact hit */
-    ERP_NOT_FOUND,  /* the ERP answered a clean "no results" (the flow's empty marker, or a
-                     * result table none of whose rows carries exactly the key) */
-    ERP_FAILED,     /* no usable answer: transport failure, 5xx/429/503, unrecognised page,
-                     * still the login page after ERP_RELOGIN_MAX fresh logins */
+    ERP_FOUND = 0, /* the ERP answered and holds the key: rows has >= 1 exact hit */
+    ERP_NOT_FOUND, /* the ERP answered a clean "no results" (the flow's empty marker, or a
+                    * result table none of whose rows carries exactly the key) */
+    ERP_FAILED,    /* no usable answer: transport failure, 5xx/429/503, unrecognised page,
+                    * still the login page after ERP_RELOGIN_MAX fresh logins */
 };
 
 struct erp_lookup_result {
     enum erp_answer answer;
-    struct erp_hits hits;   /* exact-key hits (reference == cut key), ERP_FOUND only */
-    long http_status;       /* of the last exchange, 0 if none answered */
-    long retry_after_s;     /* Retry-After of the last answer, -1 if none */
-    char detail[256];       /* why ERP_FAILED (secret-free), else "" */
+    struct erp_hits hits; /* exact-key hits (reference == cut key), ERP_FOUND only */
+    long http_status;     /* of the last exchange, 0 if none answered */
+    long retry_after_s;   /* Retry-After of the last answer, -1 if none */
+    char detail[256];     /* why ERP_FAILED (secret-free), else "" */
 };
 /* Frees the hits. NULL is fine. */
 void erp_lookup_result_done(struct erp_lookup_result *r);
@@ -159,8 +159,8 @@ int erp_lookup(struct erp_session *s, const char *key, const char *currency,
  * without a list operation or a bad date.
  */
 typedef int (*erp_row_fn)(void *ctx, const struct erp_row *row);
-int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx,
-                 int *ret_pages, char *err, size_t errlen) APBOT_MUST_USE;
+int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
+                 char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
  * Parses an amount as a result table shows it (the table's decimal and grouping

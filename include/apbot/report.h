@@ -36,13 +36,13 @@ enum report_kind {
     REPORT_DOC_MISMATCH,     /* completed here, the ERP's record has another document number */
     REPORT_BOOKED_EXCEPTION, /* the ERP holds an item the queue calls a business exception */
     /* balance: an item in no bucket */
-    REPORT_UNACCOUNTED,      /* invalid state, or completed without a document number */
+    REPORT_UNACCOUNTED, /* invalid state, or completed without a document number */
     /* hints: what a human should look at; not drift */
-    REPORT_REVIEW_HELD,      /* manual review, and the ERP holds it with the same amount */
-    REPORT_REVIEW_OPEN,      /* manual review, the ERP does not hold it (or differently) */
-    REPORT_EXCEPTION,        /* business exception (rendered grouped by reason) */
-    REPORT_PENDING,          /* not yet terminal, with its age */
-    REPORT_OTHER_DAY,        /* completed on the day, booked in the ERP on another day */
+    REPORT_REVIEW_HELD, /* manual review, and the ERP holds it with the same amount */
+    REPORT_REVIEW_OPEN, /* manual review, the ERP does not hold it (or differently) */
+    REPORT_EXCEPTION,   /* business exception (rendered grouped by reason) */
+    REPORT_PENDING,     /* not yet terminal, with its age */
+    REPORT_OTHER_DAY,   /* completed on the day, booked in the ERP on another day */
     REPORT_KIND__COUNT
 };
 
@@ -55,23 +55,23 @@ bool report_kind_is_drift(enum report_kind k);
 /* One finding. Strings are owned by the report; any may be NULL. */
 struct report_finding {
     enum report_kind kind;
-    int64_t item_id;          /* 0 when the queue has no item (orphans) */
-    const char *key;          /* the item's key, or the ERP's reference */
-    const char *state;        /* the item's state name, NULL for orphans */
+    int64_t item_id;   /* 0 when the queue has no item (orphans) */
+    const char *key;   /* the item's key, or the ERP's reference */
+    const char *state; /* the item's state name, NULL for orphans */
     const char *vendor_id, *vendor_name, *invoice_number;
-    const char *currency;     /* the item's (or the ERP row's) currency */
+    const char *currency; /* the item's (or the ERP row's) currency */
     int exponent;
-    int64_t amount;           /* the item's amount, minor units (valid when has_amount) */
+    int64_t amount; /* the item's amount, minor units (valid when has_amount) */
     bool has_amount;
-    int64_t erp_amount;       /* the ERP's amount, minor units (valid when has_erp_amount) */
+    int64_t erp_amount; /* the ERP's amount, minor units (valid when has_erp_amount) */
     bool has_erp_amount;
-    const char *doc;          /* the queue's document number */
-    const char *erp_docs;     /* the ERP's document number(s), comma-separated */
-    int64_t created_at;       /* item's, ms; 0 for orphans */
-    int64_t age_ms;           /* now - created_at */
-    const char *reason;       /* the item's reason (exceptions, review) */
-    const char *detail;       /* one sentence for a finance user */
-    const char *command;      /* the command that resolves it, or NULL */
+    const char *doc;      /* the queue's document number */
+    const char *erp_docs; /* the ERP's document number(s), comma-separated */
+    int64_t created_at;   /* item's, ms; 0 for orphans */
+    int64_t age_ms;       /* now - created_at */
+    const char *reason;   /* the item's reason (exceptions, review) */
+    const char *detail;   /* one sentence for a finance user */
+    const char *command;  /* the command that resolves it, or NULL */
 };
 
 /* Items received and where they are. balanced: received == sum of the four buckets. */
@@ -82,19 +82,19 @@ struct report_balance {
 };
 
 struct report_summary {
-    char date[11];            /* the booking day, YYYY-MM-DD */
-    int64_t generated_at;     /* ms */
+    char date[11];        /* the booking day, YYYY-MM-DD */
+    int64_t generated_at; /* ms */
     const char *flow_name;
     struct report_balance day;   /* items created on the day */
     struct report_balance total; /* every item in the queue */
     bool balanced;
-    int64_t erp_rows;         /* rows in the day's listing */
-    int64_t erp_apbot_rows;   /* of which carry an apbot key (known or not) */
+    int64_t erp_rows;       /* rows in the day's listing */
+    int64_t erp_apbot_rows; /* of which carry an apbot key (known or not) */
     int erp_pages;
-    int64_t matched;          /* completed items with exactly one ERP record, same doc+amount */
-    int64_t lookups;          /* per-key ERP lookups made (missing checks, review hints) */
+    int64_t matched; /* completed items with exactly one ERP record, same doc+amount */
+    int64_t lookups; /* per-key ERP lookups made (missing checks, review hints) */
     int64_t counts[REPORT_KIND__COUNT];
-    int64_t drift;            /* sum of the drift counts */
+    int64_t drift; /* sum of the drift counts */
 };
 
 enum report_status {
@@ -104,9 +104,9 @@ enum report_status {
 };
 
 struct report_options {
-    const char *date;  /* booking day YYYY-MM-DD (required) */
-    int64_t now;       /* ms, for ages; 0 = store_now_ms() */
-    int max_lookups;   /* bound on per-key lookups for review hints; 0 = 200 */
+    const char *date; /* booking day YYYY-MM-DD (required) */
+    int64_t now;      /* ms, for ages; 0 = store_now_ms() */
+    int max_lookups;  /* bound on per-key lookups for review hints; 0 = 200 */
 };
 
 /*
