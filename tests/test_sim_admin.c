@@ -106,8 +106,8 @@ static void test_sim_scenarios_load(void **state)
     static const struct {
         const char *file;
         long long slots;
-    } scn[] = {{"scenarios/calm.scn", 8}, {"scenarios/month-end.scn", 4},
-               {"scenarios/chaos.scn", 3}};
+    } scn[] = {
+        {"scenarios/calm.scn", 8}, {"scenarios/month-end.scn", 4}, {"scenarios/chaos.scn", 3}};
     for (size_t i = 0; i < sizeof scn / sizeof scn[0]; i++) {
         char path[1024];
         fixture_path(path, sizeof path, scn[i].file);
@@ -145,9 +145,9 @@ static void test_sim_admin_endpoints(void **state)
                                "AP1-has,comma \"q\"", doc, sizeof doc),
                      0);
     assert_true(strncmp(doc, "AP-", 3) == 0);
-    assert_int_equal(simc_book(port, "V-000006", "A-2", "03.11.2026", "KWD", "-1.250", "x",
-                               doc2, sizeof doc2),
-                     0);
+    assert_int_equal(
+        simc_book(port, "V-000006", "A-2", "03.11.2026", "KWD", "-1.250", "x", doc2, sizeof doc2),
+        0);
     assert_int_equal(simc_count_reference(port, "AP1-has,comma \"q\""), 1);
     char *csv = NULL;
     assert_int_equal(simc_ledger(port, &csv), 0);
@@ -172,9 +172,10 @@ static void test_sim_admin_endpoints(void **state)
     /* stats */
     char *json = NULL;
     assert_int_equal(simc_stats(port, &json), 0);
-    static const char *const keys[] = {"\"uptime_s\":", "\"capacity\":4", "\"busy_slot_seconds\":",
-                                       "\"requests\":{", "\"faults\":{", "\"timeout_after_commit\":0",
-                                       "\"bookings\":2", "\"ledger_rows\":1"};
+    static const char *const keys[] = {"\"uptime_s\":",          "\"capacity\":4",
+                                       "\"busy_slot_seconds\":", "\"requests\":{",
+                                       "\"faults\":{",           "\"timeout_after_commit\":0",
+                                       "\"bookings\":2",         "\"ledger_rows\":1"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         assert_non_null(strstr(json, keys[i]));
     free(json);
@@ -233,8 +234,8 @@ static void *bg_search(void *arg)
 {
     struct bg *b = arg;
     long status = 0;
-    b->rc = simc_request(b->port, "GET", "/erp/ap/invoice/search?reference=x", NULL, 10000,
-                         &status, NULL);
+    b->rc = simc_request(b->port, "GET", "/erp/ap/invoice/search?reference=x", NULL, 10000, &status,
+                         NULL);
     return NULL;
 }
 
@@ -410,9 +411,8 @@ static size_t curl_sink(char *p, size_t size, size_t n, void *arg)
 }
 
 /* One raw request with a binary body; returns the status, or -curl code. */
-static long raw_request(unsigned short port, const char *method, const char *path,
-                        const char *body, size_t len, const char *content_type,
-                        const char *cookie)
+static long raw_request(unsigned short port, const char *method, const char *path, const char *body,
+                        size_t len, const char *content_type, const char *cookie)
 {
     CURL *h = curl_easy_init();
     assert_non_null(h);
@@ -471,17 +471,26 @@ static void test_sim_fuzz(void **state)
 {
     (void)state;
     static const char *const paths[] = {
-        "/erp/login",           "/erp/home",           "/erp/logout",
-        "/erp/ap/invoice/new",  "/erp/ap/invoice/check", "/erp/ap/invoice/post",
-        "/erp/ap/invoice/search", "/erp/ap/journal",     "/",
-        "/erp/../etc/passwd",   "/_sim/book",          "/_sim/set",
-        "/_sim/fault",          "/_sim/delete",        "/erp/ap/invoice/search?reference=%ff%00",
+        "/erp/login",
+        "/erp/home",
+        "/erp/logout",
+        "/erp/ap/invoice/new",
+        "/erp/ap/invoice/check",
+        "/erp/ap/invoice/post",
+        "/erp/ap/invoice/search",
+        "/erp/ap/journal",
+        "/",
+        "/erp/../etc/passwd",
+        "/_sim/book",
+        "/_sim/set",
+        "/_sim/fault",
+        "/_sim/delete",
+        "/erp/ap/invoice/search?reference=%ff%00",
     };
-    static const char *const fields[] = {"docType",  "vendorNo",  "vendorInvNo", "invDate",
-                                         "dueDate",  "currency",  "amount",      "glAccount",
-                                         "reference", "memo",     "formToken",   "vendorId",
-                                         "j_username", "_csrf",   "name",        "count",
-                                         "slots",    "vendor_id", "amount",      "doc"};
+    static const char *const fields[] = {
+        "docType",   "vendorNo",  "vendorInvNo", "invDate",   "dueDate",  "currency",   "amount",
+        "glAccount", "reference", "memo",        "formToken", "vendorId", "j_username", "_csrf",
+        "name",      "count",     "slots",       "vendor_id", "amount",   "doc"};
     static const char *const methods[] = {"GET", "POST", "POST", "PUT", "DELETE", "HEAD"};
     static const char *const types[] = {NULL, "application/x-www-form-urlencoded",
                                         "multipart/form-data; boundary=x", "text/plain"};
@@ -524,9 +533,9 @@ static void test_sim_fuzz(void **state)
         }
         char cookie[128];
         snprintf(cookie, sizeof cookie, "JSESSIONID=%08x%08x", rnd(), rnd());
-        long status = raw_request(port, method, path, len ? body : NULL, len,
-                                  types[rnd() % (sizeof types / sizeof types[0])],
-                                  rnd() % 2 ? cookie : NULL);
+        long status =
+            raw_request(port, method, path, len ? body : NULL, len,
+                        types[rnd() % (sizeof types / sizeof types[0])], rnd() % 2 ? cookie : NULL);
         if (status < 200 || status >= 600)
             fail_msg("request %d %s %s answered %ld", i, method, path, status);
     }

@@ -366,15 +366,13 @@ static void test_sim_fault_probability(void **state)
     long status = 0;
     assert_int_equal(simc_set(f->port, "fault.overload429", "1"), 0);
     for (int i = 0; i < 5; i++) {
-        assert_int_equal(simc_request(f->port, "GET", "/erp/login", NULL, 5000, &status, NULL),
-                         0);
+        assert_int_equal(simc_request(f->port, "GET", "/erp/login", NULL, 5000, &status, NULL), 0);
         assert_int_equal(status, 429);
     }
     assert_int_equal(simc_set(f->port, "fault.overload429", "0.5"), 0);
     int hits = 0;
     for (int i = 0; i < 40; i++) {
-        assert_int_equal(simc_request(f->port, "GET", "/erp/login", NULL, 5000, &status, NULL),
-                         0);
+        assert_int_equal(simc_request(f->port, "GET", "/erp/login", NULL, 5000, &status, NULL), 0);
         hits += status == 429;
     }
     assert_true(hits > 5 && hits < 35);

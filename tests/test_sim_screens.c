@@ -143,15 +143,14 @@ static void test_sim_login_bad_csrf(void **state)
     long status = 0;
     char csrf[64], form[256];
     const char *e002 = "E002: Your login form has expired. Please try again.";
-    assert_int_equal(simc_post(f->ss, "/erp/login", "j_username=clerk&j_password=acme-demo",
-                               &status),
-                     0);
+    assert_int_equal(
+        simc_post(f->ss, "/erp/login", "j_username=clerk&j_password=acme-demo", &status), 0);
     assert_int_equal(status, 200);
     assert_message(simc_body(f->ss), e002);
-    assert_int_equal(simc_post(f->ss, "/erp/login",
-                               "j_username=clerk&j_password=acme-demo&_csrf=000000000000000000000000",
-                               &status),
-                     0);
+    assert_int_equal(
+        simc_post(f->ss, "/erp/login",
+                  "j_username=clerk&j_password=acme-demo&_csrf=000000000000000000000000", &status),
+        0);
     assert_message(simc_body(f->ss), e002);
     /* a CSRF token is good for one login only */
     assert_int_equal(simc_get(f->ss, "/erp/login", &status), 0);
@@ -392,7 +391,7 @@ static void test_sim_validation_messages(void **state)
         assert_int_equal(simc_check(f->ss, cases[i].fields, &status), 0);
         assert_int_equal(status, 200);
         const char *html = simc_body(f->ss);
-        assert_non_null(strstr(html, "id=\"apEntry\""));     /* the entry form again, */
+        assert_non_null(strstr(html, "id=\"apEntry\""));          /* the entry form again, */
         assert_non_null(strstr(html, "class=\"msg msg-error\"")); /* with the message */
         assert_message(html, cases[i].message);
     }
@@ -472,8 +471,9 @@ static void test_sim_reference_guard(void **state)
     /* a different invoice with the same AP1- reference: refused at the post step */
     simc_fields(fields, sizeof fields, "G-2", "AP1-guard");
     assert_int_equal(simc_post_invoice(f->ss, fields, NULL, 0), 1);
-    snprintf(msg, sizeof msg, "E111: A document with reference AP1-guard already exists "
-                              "(document %s).",
+    snprintf(msg, sizeof msg,
+             "E111: A document with reference AP1-guard already exists "
+             "(document %s).",
              doc);
     assert_message(simc_body(f->ss), msg);
     assert_int_equal(simc_count_reference(f->port, "AP1-guard"), 1);
@@ -511,14 +511,12 @@ static void test_sim_search_reference_lag(void **state)
     simc_fields(fields, sizeof fields, "S-3", "AP1-other");
     assert_int_equal(simc_post_invoice(f->ss, fields, NULL, 0), 0);
     /* index lag: not found right after booking (the journal already shows it) */
-    assert_int_equal(simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1-lag-0001", &status),
-                     0);
+    assert_int_equal(simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1-lag-0001", &status), 0);
     assert_int_equal(status, 200);
     assert_non_null(strstr(simc_body(f->ss), "<p id=\"noResults\">No documents found.</p>"));
     assert_null(strstr(simc_body(f->ss), "resultTable"));
     sleep_ms(400);
-    assert_int_equal(simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1-lag-0001", &status),
-                     0);
+    assert_int_equal(simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1-lag-0001", &status), 0);
     const char *html = simc_body(f->ss);
     assert_non_null(strstr(html, "<table id=\"resultTable\" class=\"grid\""));
     assert_int_equal(count_rows_html(html), 1);
@@ -550,15 +548,12 @@ static void test_sim_search_natural_key(void **state)
     struct fx *f = *state;
     long status = 0;
     login(f);
-    assert_int_equal(simc_book(f->port, "100001", "NK-100", "2026-11-03", "EUR", "10.00",
-                               "r1", NULL, 0),
-                     0);
-    assert_int_equal(simc_book(f->port, "100001", "NK-1000", "2026-11-03", "EUR", "20.00",
-                               "r2", NULL, 0),
-                     0);
-    assert_int_equal(simc_book(f->port, "100002", "NK-100", "2026-11-03", "EUR", "30.00",
-                               "r3", NULL, 0),
-                     0);
+    assert_int_equal(
+        simc_book(f->port, "100001", "NK-100", "2026-11-03", "EUR", "10.00", "r1", NULL, 0), 0);
+    assert_int_equal(
+        simc_book(f->port, "100001", "NK-1000", "2026-11-03", "EUR", "20.00", "r2", NULL, 0), 0);
+    assert_int_equal(
+        simc_book(f->port, "100002", "NK-100", "2026-11-03", "EUR", "30.00", "r3", NULL, 0), 0);
     sleep_ms(400);
     assert_int_equal(
         simc_get(f->ss, "/erp/ap/invoice/search?vendorNo=100001&vendorInvNo=NK-100", &status), 0);
@@ -587,8 +582,7 @@ static void test_sim_journal_pagination(void **state)
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);
-    snprintf(today, sizeof today, "%02d.%02d.%04d", tm.tm_mday, tm.tm_mon + 1,
-             tm.tm_year + 1900);
+    snprintf(today, sizeof today, "%02d.%02d.%04d", tm.tm_mday, tm.tm_mon + 1, tm.tm_year + 1900);
     login(f);
     snprintf(path, sizeof path, "/erp/ap/journal?date=%s&page=1", today);
     assert_int_equal(simc_get(f->ss, path, &status), 0);
@@ -600,8 +594,7 @@ static void test_sim_journal_pagination(void **state)
     assert_string_equal(v, "Page 1 of 3");
     char next[160];
     snprintf(next, sizeof next,
-             "<a id=\"nextPage\" href=\"/erp/ap/journal?date=%s&amp;page=2\">Next &gt;</a>",
-             today);
+             "<a id=\"nextPage\" href=\"/erp/ap/journal?date=%s&amp;page=2\">Next &gt;</a>", today);
     assert_non_null(strstr(html, next));
     /* ordered by document number: first page starts with the first booking */
     assert_non_null(strstr(html, "<td class=\"vendorInvNo\">J-000</td>"));

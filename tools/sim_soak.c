@@ -179,8 +179,8 @@ static void *worker_main(void *arg)
         if (login_page(&b))
             in = false;
         if (i % 10 == 0) {
-            snprintf(path, sizeof path, "/erp/ap/invoice/search?reference=AP1-soak-%d-%ld",
-                     w->id, i);
+            snprintf(path, sizeof path, "/erp/ap/invoice/search?reference=AP1-soak-%d-%ld", w->id,
+                     i);
             request(sk, h, path, NULL, &b);
         }
         if (i % 50 == 0)
@@ -328,8 +328,8 @@ int main(int argc, char **argv)
     printf("requests %ld answered %ld unanswered %ld posted %ld in %.1f s (%.0f req/s)\n",
            atomic_load(&sk.requests), atomic_load(&sk.answered), atomic_load(&sk.failed),
            atomic_load(&sk.posted), secs, secs > 0 ? (double)atomic_load(&sk.requests) / secs : 0);
-    printf("ledger rows %ld, duplicate references %ld, rss %ld KiB -> %ld KiB\n", rows, dups,
-           rss0, rss_kib());
+    printf("ledger rows %ld, duplicate references %ld, rss %ld KiB -> %ld KiB\n", rows, dups, rss0,
+           rss_kib());
     bool ok = rows >= atomic_load(&sk.posted) && dups == 0;
     sim_stop(s);
     curl_global_cleanup();

@@ -119,13 +119,12 @@ int simc_request_headers(unsigned short port, const char *method, const char *pa
 int simc_request(unsigned short port, const char *method, const char *path, const char *body,
                  long timeout_ms, long *ret_status, char **ret_body)
 {
-    return simc_request_headers(port, method, path, body, timeout_ms, ret_status, ret_body,
-                                NULL);
+    return simc_request_headers(port, method, path, body, timeout_ms, ret_status, ret_body, NULL);
 }
 
 /* An admin call that must answer 200. Body in *ret (may be NULL). */
-static int admin_call(unsigned short port, const char *method, const char *path,
-                      const char *body, char **ret)
+static int admin_call(unsigned short port, const char *method, const char *path, const char *body,
+                      char **ret)
 {
     long status = 0;
     char *out = NULL;
@@ -356,8 +355,7 @@ static int session_do(struct simc_session *s, const char *method, const char *pa
 {
     free(s->last.data);
     memset(&s->last, 0, sizeof s->last);
-    return perform(s->h, s->port, method, path, body, s->timeout_ms, ret_status, &s->last,
-                   NULL);
+    return perform(s->h, s->port, method, path, body, s->timeout_ms, ret_status, &s->last, NULL);
 }
 
 int simc_get(struct simc_session *s, const char *path, long *ret_status)
