@@ -312,7 +312,7 @@ int e2e_max_posts(struct e2e *e)
 void e2e_flow_copy(struct e2e *e, const char *from, const char *to)
 {
     char src[320];
-    e2e_src_path(src, sizeof(src), "flows/acme.xml");
+    snprintf(src, sizeof(src), "%s", e->flow); /* acme.xml, or the copy made before */
     FILE *in = fopen(src, "rb");
     if (!in)
         e2e_die("open", src);

@@ -69,8 +69,8 @@ int e2e_count_evidence(struct e2e *e);
 bool e2e_evidence_contains(struct e2e *e, const char *needle);
 
 /*
- * Writes a copy of flows/acme.xml into the temp dir with every occurrence of `from`
- * replaced by `to`, and points e->flow at it.
+ * Writes a copy of the current flow (flows/acme.xml at first) into the temp dir with every
+ * occurrence of `from` replaced by `to`, and points e->flow at it. Calls chain.
  */
 void e2e_flow_copy(struct e2e *e, const char *from, const char *to);
 
