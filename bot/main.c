@@ -13,18 +13,20 @@ static const struct {
     int (*fn)(const struct cli_ctx *, int, char **);
     const char *summary;
 } commands[] = {
-    {"enqueue", cli_enqueue, "enqueue [--vendors MAP.csv] FILE...   queue CSV / UBL invoices"},
+    {"enqueue", cli_enqueue,
+     "enqueue [--vendors MAP.csv] [--batch N] FILE...   queue CSV / UBL invoices"},
     {"run", cli_run,
      "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]"},
     {"status", cli_status, "status [--json]                      counts per state"},
-    {"list", cli_list, "list --state STATE [--json]          items in one state"},
-    {"review", cli_review, "review [ID] [--all]                  the manual-review queue"},
+    {"list", cli_list, "list --state STATE|all [--json] [--limit N]   items in one state"},
+    {"review", cli_review, "review [ID] [--all] [--json]         the manual-review queue"},
     {"resolve", cli_resolve,
-     "resolve ID --posted DOC | --requeue | --reject REASON [--by NAME]"},
+     "resolve ID --posted DOC --flow FILE [--force REASON] | --requeue | --reject REASON\n"
+     "              [--by NAME] [--note TEXT]"},
     {"report", cli_report,
      "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
      "[--out FILE]"},
-    {"flow", cli_flow, "flow check FILE                      validate a flow"},
+    {"flow", cli_flow, "flow check FILE...                   validate flows"},
 };
 
 static void usage(FILE *out)
