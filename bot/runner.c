@@ -46,21 +46,21 @@
 #include "apbot/page.h"
 #include "apbot/store.h"
 
-#define RUNNER_EXCERPT_MAX 1024    /* bytes of page text kept per exchange */
-#define RUNNER_EXCERPT_READ 4096   /* read this much, mask secrets, then cut */
-#define RUNNER_POST_RESTARTS 2     /* post restarts after a session expired before commit */
-#define RUNNER_SUSPECT_FAILURES 3  /* unanswered in a row: stop claiming, probe instead */
-#define RUNNER_PROBE_CAP_MS 1000   /* longest pause between probes of a silent ERP */
-#define RUNNER_LOGIN_FAILS_MAX 30  /* transient login failures in a row before giving up */
-#define RUNNER_LOGIN_CONFIRM 3     /* systemic-looking login failures in a row that trip */
+#define RUNNER_EXCERPT_MAX 1024   /* bytes of page text kept per exchange */
+#define RUNNER_EXCERPT_READ 4096  /* read this much, mask secrets, then cut */
+#define RUNNER_POST_RESTARTS 2    /* post restarts after a session expired before commit */
+#define RUNNER_SUSPECT_FAILURES 3 /* unanswered in a row: stop claiming, probe instead */
+#define RUNNER_PROBE_CAP_MS 1000  /* longest pause between probes of a silent ERP */
+#define RUNNER_LOGIN_FAILS_MAX 30 /* transient login failures in a row before giving up */
+#define RUNNER_LOGIN_CONFIRM 3    /* systemic-looking login failures in a row that trip */
 #define RUNNER_RECOVER_EVERY_MS 1000
 #define RUNNER_TICK_MS 100
 #define RUNNER_PROGRESS_EVERY_MS 500
 #define RUNNER_LEASE_MARGIN_MS 2000
 
 static const char *const stop_names[] = {
-    [RUNNER_STOP_EMPTY] = "empty",       [RUNNER_STOP_TIME] = "time",
-    [RUNNER_STOP_CANCEL] = "cancel",     [RUNNER_STOP_SYSTEMIC] = "systemic",
+    [RUNNER_STOP_EMPTY] = "empty",   [RUNNER_STOP_TIME] = "time",
+    [RUNNER_STOP_CANCEL] = "cancel", [RUNNER_STOP_SYSTEMIC] = "systemic",
     [RUNNER_STOP_ERROR] = "error",
 };
 _Static_assert(sizeof(stop_names) / sizeof(stop_names[0]) == RUNNER_STOP__COUNT,
@@ -85,9 +85,9 @@ struct runner_policy {
 /* What the workers share. Fields above `mu` are written before the threads start. */
 struct runner {
     const struct runner_options *opt;
-    struct flow *flow;       /* as loaded */
-    struct flow run_flow;    /* shallow copy with the policy overrides, for erp_open */
-    const char *base_url;    /* the effective ERP URL (flow's or the override) */
+    struct flow *flow;           /* as loaded */
+    struct flow run_flow;        /* shallow copy with the policy overrides, for erp_open */
+    const char *base_url;        /* the effective ERP URL (flow's or the override) */
     const char *user, *password; /* for masking in evidence only (erp reads the env) */
     struct runner_policy pol;
     char owner[128];
@@ -202,8 +202,7 @@ static uint64_t seed_random(void)
     return v;
 }
 
-int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms,
-                          uint64_t rnd)
+int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd)
 {
     int64_t ceiling = base_ms > 0 ? base_ms : 0;
     int64_t cap = cap_ms > 0 ? cap_ms : 0;
@@ -373,8 +372,7 @@ static void breaker_unanswered(struct runner *r, const char *what)
         now - r->first_unanswered_mono >= r->pol.breaker_window_ms) {
         trip = true;
         snprintf(msg, sizeof(msg),
-                 "ERP unreachable: %d exchanges in a row unanswered over %" PRId64
-                 " s (last: %s)",
+                 "ERP unreachable: %d exchanges in a row unanswered over %" PRId64 " s (last: %s)",
                  r->unanswered, (now - r->first_unanswered_mono) / 1000, r->last_unanswered);
     }
     pthread_mutex_unlock(&r->mu);
@@ -445,8 +443,8 @@ static void on_erp_evidence(void *ctx, const struct store_evidence *ev)
 
 /* Evidence of one of the runner's own post exchanges. */
 static void post_evidence(struct job *j, const char *step, const char *method, const char *url,
-                          const struct http_response *resp, const struct page *p,
-                          const char *rule, const char *outcome)
+                          const struct http_response *resp, const struct page *p, const char *rule,
+                          const char *outcome)
 {
     char transport[320];
     char *excerpt = NULL;
@@ -622,14 +620,14 @@ static enum machine_event job_lookup(struct job *j)
                      row->doc, row->vendor, j->inv.vendor_id);
             ev = MACHINE_EV_FOUND_CONFLICT;
         } else if (row->currency && strcmp(row->currency, j->inv.currency) != 0) {
-            snprintf(j->detail, sizeof(j->detail), "ERP document %s is in %s, not %s",
-                     row->doc, row->currency, j->inv.currency);
+            snprintf(j->detail, sizeof(j->detail), "ERP document %s is in %s, not %s", row->doc,
+                     row->currency, j->inv.currency);
             ev = MACHINE_EV_FOUND_CONFLICT;
         } else if (row->amount_text && (!row->has_amount || row->exponent != j->inv.exponent ||
                                         abs64(row->amount) != abs64(j->inv.payable))) {
             snprintf(j->detail, sizeof(j->detail),
-                     "ERP document %s has amount %s, the invoice %" PRId64 " minor units",
-                     row->doc, row->amount_text, j->inv.payable);
+                     "ERP document %s has amount %s, the invoice %" PRId64 " minor units", row->doc,
+                     row->amount_text, j->inv.payable);
             ev = MACHINE_EV_FOUND_CONFLICT;
         } else {
             snprintf(j->doc, sizeof(j->doc), "%s", row->doc);
@@ -839,9 +837,8 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             page_free(cur);
             cur = NULL;
             if (resp.transport == HTTP_ANSWERED && resp.body &&
-                page_parse(resp.body, resp.body_len,
-                           resp.effective_url ? resp.effective_url : url, &cur, NULL,
-                           0) != APBOT_OK)
+                page_parse(resp.body, resp.body_len, resp.effective_url ? resp.effective_url : url,
+                           &cur, NULL, 0) != APBOT_OK)
                 cur = NULL;
             if (resp.transport != HTTP_ANSWERED) {
                 post_evidence(j, st->name, "GET", url, &resp, NULL, NULL, "failed");
@@ -902,8 +899,8 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
                 explicit_bzero(value, strlen(value));
             free(value);
             if (rc != APBOT_OK) {
-                snprintf(msg, sizeof(msg), "form %s of step %s has no field '%s'",
-                         st->form.xpath, st->name, st->form.fields[k].name);
+                snprintf(msg, sizeof(msg), "form %s of step %s has no field '%s'", st->form.xpath,
+                         st->name, st->form.fields[k].name);
                 ev = step_systemic(j, msg);
                 goto out;
             }
@@ -1102,11 +1099,9 @@ static int64_t due_at(struct job *j, enum machine_state from, const struct machi
     case MACHINE_DELAY_NONE:
         return now;
     case MACHINE_DELAY_BACKOFF: {
-        int n = step->next == MACHINE_RECONCILING ? step->counters.cycles
-                                                  : step->counters.attempts;
-        return now + runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms,
-                                       n > 0 ? n - 1 : 0, j->retry_after_ms,
-                                       rng_next(&w->rng));
+        int n = step->next == MACHINE_RECONCILING ? step->counters.cycles : step->counters.attempts;
+        return now + runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
+                                       j->retry_after_ms, rng_next(&w->rng));
     }
     case MACHINE_DELAY_SETTLE:
         /* From posting the ambiguity is recorded now; a reconciliation keeps its start. */
@@ -1134,9 +1129,8 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     int rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
     if (rc != APBOT_OK) {
         char msg[APBOT_ERR_LEN];
-        snprintf(msg, sizeof(msg), "item %" PRId64 ": no transition for %s in %s (%s)",
-                 j->item.id, machine_event_name(ev), machine_state_name(*state),
-                 apbot_strerror(rc));
+        snprintf(msg, sizeof(msg), "item %" PRId64 ": no transition for %s in %s (%s)", j->item.id,
+                 machine_event_name(ev), machine_state_name(*state), apbot_strerror(rc));
         log_msg(r, "error", "bug", msg);
         return false;
     }
@@ -1243,8 +1237,7 @@ static void job_run(struct worker *w, struct store_item *it)
     w->stats.claims++;
     if (state == MACHINE_CHECKING) {
         w->stats.transitions++; /* store_claim moved it from new */
-        log_transition(w, it, MACHINE_NEW, MACHINE_CHECKING, MACHINE_EV_CLAIMED, NULL, NULL,
-                       NULL);
+        log_transition(w, it, MACHINE_NEW, MACHINE_CHECKING, MACHINE_EV_CLAIMED, NULL, NULL, NULL);
     }
 
     /* checking/reconciling -> (posting ->) out of our hands: at most two events. */
@@ -1299,8 +1292,7 @@ static void worker_probe(struct worker *w, int *probes)
     }
     http_response_done(&resp);
     free(url);
-    int64_t pause = runner_backoff_ms(100, RUNNER_PROBE_CAP_MS, (*probes)++, 0,
-                                      rng_next(&w->rng));
+    int64_t pause = runner_backoff_ms(100, RUNNER_PROBE_CAP_MS, (*probes)++, 0, rng_next(&w->rng));
     worker_sleep(w, pause < 50 ? 50 : pause);
 }
 
@@ -1315,8 +1307,7 @@ static void *worker_main(void *arg)
         run_fail(r, err);
         goto out;
     }
-    if (erp_open(&r->run_flow, r->base_url, &r->abort_io, &w->erp, err, sizeof(err)) !=
-        APBOT_OK) {
+    if (erp_open(&r->run_flow, r->base_url, &r->abort_io, &w->erp, err, sizeof(err)) != APBOT_OK) {
         run_fail(r, err);
         goto out;
     }
@@ -1339,13 +1330,12 @@ static void *worker_main(void *arg)
             }
         }
         struct store_item it;
-        int rc = store_claim(w->st, w->owner, store_now_ms(), r->pol.lease_ms, &r->pol.machine,
-                             &it, err, sizeof(err));
+        int rc = store_claim(w->st, w->owner, store_now_ms(), r->pol.lease_ms, &r->pol.machine, &it,
+                             err, sizeof(err));
         if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
             int64_t due = 0, now = store_now_ms();
             int64_t pause = r->pol.poll_ms;
-            if (store_next_due(w->st, &due, NULL, 0) == APBOT_OK && due > now &&
-                due - now < pause)
+            if (store_next_due(w->st, &due, NULL, 0) == APBOT_OK && due > now && due - now < pause)
                 pause = due - now;
             worker_sleep(w, pause < 5 ? 5 : pause);
             continue;
@@ -1433,8 +1423,7 @@ static void make_owner(struct runner *r)
              (uint32_t)seed_random());
 }
 
-static void progress_draw(const struct store_counts *c, int64_t elapsed_ms,
-                          bool final)
+static void progress_draw(const struct store_counts *c, int64_t elapsed_ms, bool final)
 {
     int64_t done = c->by_state[MACHINE_COMPLETED] + c->by_state[MACHINE_BUSINESS_EXCEPTION] +
                    c->by_state[MACHINE_MANUAL_REVIEW];
@@ -1444,17 +1433,16 @@ static void progress_draw(const struct store_counts *c, int64_t elapsed_ms,
             "\r\033[Kapbot run %" PRId64 "/%" PRId64 " settled | completed %" PRId64
             " | exception %" PRId64 " | review %" PRId64 " | pending %" PRId64
             " (reconciling %" PRId64 ") | %d:%02d%s",
-            done, c->total, c->by_state[MACHINE_COMPLETED],
-            c->by_state[MACHINE_BUSINESS_EXCEPTION], c->by_state[MACHINE_MANUAL_REVIEW], pending,
-            c->by_state[MACHINE_RECONCILING], (int)(secs / 60), (int)(secs % 60),
-            final ? "\n" : "");
+            done, c->total, c->by_state[MACHINE_COMPLETED], c->by_state[MACHINE_BUSINESS_EXCEPTION],
+            c->by_state[MACHINE_MANUAL_REVIEW], pending, c->by_state[MACHINE_RECONCILING],
+            (int)(secs / 60), (int)(secs % 60), final ? "\n" : "");
     fflush(stderr);
 }
 
 static int64_t pending_of(const struct store_counts *c)
 {
-    return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] +
-           c->by_state[MACHINE_POSTING] + c->by_state[MACHINE_RECONCILING];
+    return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] + c->by_state[MACHINE_POSTING] +
+           c->by_state[MACHINE_RECONCILING];
 }
 
 int runner_run(const struct runner_options *opt, struct runner_stats *ret)
@@ -1471,8 +1459,7 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         ret = &dummy;
     memset(ret, 0, sizeof(*ret));
     ret->stop = RUNNER_STOP_ERROR;
-    if (!opt || !opt->flow_path || !opt->db_path || opt->concurrency < 0 ||
-        opt->max_seconds < 0) {
+    if (!opt || !opt->flow_path || !opt->db_path || opt->concurrency < 0 || opt->max_seconds < 0) {
         snprintf(ret->message, sizeof(ret->message), "run: flow and database are required");
         return APBOT_E_INVAL;
     }
@@ -1515,8 +1502,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         n = max_sessions;
     char line[512];
     snprintf(line, sizeof(line),
-             "owner=%s sessions=%d erp=%s recovered=%d settle_ms=%ld timeout_ms=%ld", r->owner,
-             n, r->base_url ? r->base_url : "-", recovered, r->pol.settle_ms, r->pol.timeout_ms);
+             "owner=%s sessions=%d erp=%s recovered=%d settle_ms=%ld timeout_ms=%ld", r->owner, n,
+             r->base_url ? r->base_url : "-", recovered, r->pol.settle_ms, r->pol.timeout_ms);
     log_msg(r, "info", "run started", line);
 
     workers = calloc((size_t)n, sizeof(*workers));
@@ -1582,8 +1569,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         if (now - last_recover >= RUNNER_RECOVER_EVERY_MS) {
             last_recover = now;
             int nrec = 0;
-            if (store_recover_settle(st, store_now_ms(), r->pol.settle_ms, &r->pol.machine,
-                                     &nrec, err, sizeof(err)) != APBOT_OK)
+            if (store_recover_settle(st, store_now_ms(), r->pol.settle_ms, &r->pol.machine, &nrec,
+                                     err, sizeof(err)) != APBOT_OK)
                 log_msg(r, "warn", "recovery", err);
             else if (nrec > 0)
                 log_msg(r, "info", "recovered expired leases", NULL);
@@ -1632,8 +1619,9 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     rc = why == RUNNER_STOP_SYSTEMIC ? APBOT_E_SYSTEMIC
          : why == RUNNER_STOP_ERROR  ? APBOT_E_DB
                                      : APBOT_OK;
-    snprintf(line, sizeof(line), "stop=%s completed=%" PRId64 " business_exception=%" PRId64
-             " manual_review=%" PRId64 " pending=%" PRId64 " elapsed_ms=%" PRId64,
+    snprintf(line, sizeof(line),
+             "stop=%s completed=%" PRId64 " business_exception=%" PRId64 " manual_review=%" PRId64
+             " pending=%" PRId64 " elapsed_ms=%" PRId64,
              runner_stop_name(why), ret->completed, ret->business_exception, ret->manual_review,
              ret->pending, ret->elapsed_ms);
     log_msg(r, why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR ? "error" : "info",

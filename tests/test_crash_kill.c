@@ -71,8 +71,8 @@ static pid_t spawn_run(struct e2e *e, int n, int max_seconds)
             dup2(fd, 2);
             close(fd);
         }
-        execl(bin, bin, "--db", e->db, "run", "--flow", e->flow, "--erp", e->url,
-              "--until-empty", "--max-seconds", secs, (char *)NULL);
+        execl(bin, bin, "--db", e->db, "run", "--flow", e->flow, "--erp", e->url, "--until-empty",
+              "--max-seconds", secs, (char *)NULL);
         _exit(127);
     }
     return pid;

@@ -122,9 +122,9 @@ static void test_e2e_lookup_adopts_existing(void **state)
     e2e_start(&e, "calm", SCENARIO, 5);
     struct e2e_invoice inv = {"100005", "PRE-1", "2026-11-05", "EUR", 123456, "6000", false};
     e2e_add(&e, &inv, key);
-    assert_int_equal(simc_book(e.port, "100005", "PRE-1", "2026-11-05", "EUR", "1234.56", key,
-                               doc, sizeof(doc)),
-                     0);
+    assert_int_equal(
+        simc_book(e.port, "100005", "PRE-1", "2026-11-05", "EUR", "1234.56", key, doc, sizeof(doc)),
+        0);
     nap_ms(400); /* past the search index lag (200 ms) */
     run_ok(&e);
     assert_invariants(&e);
@@ -147,9 +147,9 @@ static void test_e2e_lookup_conflict(void **state)
     e2e_start(&e, "calm", SCENARIO, 6);
     struct e2e_invoice inv = {"100006", "CONF-1", "2026-11-05", "EUR", 50000, "6000", false};
     e2e_add(&e, &inv, key);
-    assert_int_equal(simc_book(e.port, "100006", "CONF-1", "2026-11-05", "EUR", "499.99", key,
-                               doc, sizeof(doc)),
-                     0);
+    assert_int_equal(
+        simc_book(e.port, "100006", "CONF-1", "2026-11-05", "EUR", "499.99", key, doc, sizeof(doc)),
+        0);
     nap_ms(400);
     run_ok(&e);
     assert_invariants(&e);

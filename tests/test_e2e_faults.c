@@ -22,8 +22,7 @@
 
 /* calm, with a short stall and late commit so the client's 1.5 s timeout and 2.5 s settle
  * delay are meaningful. */
-#define FAULT_SCENARIO                                                                         \
-    "stall_ms = 3000\nlate_commit_ms = 1000\nindex_lag_ms = 200\n"
+#define FAULT_SCENARIO "stall_ms = 3000\nlate_commit_ms = 1000\nindex_lag_ms = 200\n"
 
 static void assert_invariants(struct e2e *e, bool allow_pending)
 {

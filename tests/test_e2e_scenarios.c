@@ -41,8 +41,8 @@ static void run_scenario(const char *scenario, const char *prefix, int n, long s
     /* Nothing in these scenarios is a validation error: most items complete. */
     assert_int_equal(r.business_exception, 0);
     assert_true(r.completed >= n * 9 / 10);
-    fprintf(stderr, "%s: %d invoices, %lld ERP requests, %lld posts sent, %lld s\n", scenario,
-            n, simc_stat(e.port, "total"), (long long)e.stats.posts_sent,
+    fprintf(stderr, "%s: %d invoices, %lld ERP requests, %lld posts sent, %lld s\n", scenario, n,
+            simc_stat(e.port, "total"), (long long)e.stats.posts_sent,
             (long long)(e.stats.elapsed_ms / 1000));
     e2e_stop(&e);
 }

@@ -37,26 +37,26 @@ const char *runner_stop_name(enum runner_stop s); /* "empty", "time", ... */
  * flow_path and db_path is a valid run); negative numbers are refused.
  */
 struct runner_options {
-    const char *flow_path; /* flow XML, required */
-    const char *erp_url;   /* overrides the flow's base URL, or NULL */
-    const char *db_path;   /* queue database, required */
-    int concurrency;       /* workers (= ERP sessions); 0 = auto: the flow's max_sessions.
-                            * Never more than the flow's max_sessions. */
-    bool until_empty;      /* stop once no item is new/checking/posting/reconciling */
-    long max_seconds;      /* stop after this long (0 = no limit) */
-    const char *owner;     /* lease owner id; NULL = "host:pid:random" */
-    const char *user;      /* ERP user; NULL = $APBOT_ERP_USER */
-    const char *password;  /* ERP password; NULL = $APBOT_ERP_PASSWORD */
+    const char *flow_path;         /* flow XML, required */
+    const char *erp_url;           /* overrides the flow's base URL, or NULL */
+    const char *db_path;           /* queue database, required */
+    int concurrency;               /* workers (= ERP sessions); 0 = auto: the flow's max_sessions.
+                                    * Never more than the flow's max_sessions. */
+    bool until_empty;              /* stop once no item is new/checking/posting/reconciling */
+    long max_seconds;              /* stop after this long (0 = no limit) */
+    const char *owner;             /* lease owner id; NULL = "host:pid:random" */
+    const char *user;              /* ERP user; NULL = $APBOT_ERP_USER */
+    const char *password;          /* ERP password; NULL = $APBOT_ERP_PASSWORD */
     volatile sig_atomic_t *cancel; /* non-NULL: a non-zero value stops the run */
-    FILE *log;             /* one key=value line per transition and run event, or NULL */
-    bool progress;         /* redraw a progress line on stderr */
+    FILE *log;                     /* one key=value line per transition and run event, or NULL */
+    bool progress;                 /* redraw a progress line on stderr */
 
     /* Policy overrides, mostly for tests (0 = the flow's value). */
     long settle_ms, lease_ms, timeout_ms, connect_timeout_ms;
     long backoff_base_ms, backoff_cap_ms;
     int max_posts, max_cycles, max_attempts;
-    uint64_t seed;         /* jitter PRNG seed (0 = /dev/urandom) */
-    long poll_ms;          /* idle poll of the queue (0 = 200 ms) */
+    uint64_t seed; /* jitter PRNG seed (0 = /dev/urandom) */
+    long poll_ms;  /* idle poll of the queue (0 = 200 ms) */
     /* Circuit breaker on an unreachable ERP: trips after breaker_failures consecutive
      * unanswered exchanges (across workers) spanning at least breaker_window_ms
      * (0 = 10 and 30000). */
@@ -67,17 +67,17 @@ struct runner_options {
 /* What a run did. Filled even when runner_run fails (as far as it got). */
 struct runner_stats {
     enum runner_stop stop;
-    int workers;            /* ERP sessions used */
-    int64_t claims;         /* items claimed */
-    int64_t transitions;    /* state changes applied by this run (claims included) */
-    int64_t lookups;        /* lookups answered or failed */
-    int64_t posts_sent;     /* committing steps put on the wire */
-    int64_t exchanges;      /* HTTP exchanges with the ERP */
-    int64_t logins;         /* successful logins */
+    int workers;         /* ERP sessions used */
+    int64_t claims;      /* items claimed */
+    int64_t transitions; /* state changes applied by this run (claims included) */
+    int64_t lookups;     /* lookups answered or failed */
+    int64_t posts_sent;  /* committing steps put on the wire */
+    int64_t exchanges;   /* HTTP exchanges with the ERP */
+    int64_t logins;      /* successful logins */
     int64_t completed, business_exception, manual_review; /* entered by this run */
-    int64_t pending;        /* new/checking/posting/reconciling at the end */
+    int64_t pending; /* new/checking/posting/reconciling at the end */
     int64_t elapsed_ms;
-    char message[512];      /* why it stopped, for the operator (breaker reason, error) */
+    char message[512]; /* why it stopped, for the operator (breaker reason, error) */
 };
 
 /*
@@ -93,7 +93,6 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT
  * Full-jitter backoff: a uniform draw in [0, min(cap, base * 2^n)] milliseconds, raised to
  * retry_after_ms when that is larger. rnd is a uniform 64-bit random value. Pure.
  */
-int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms,
-                          uint64_t rnd);
+int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd);
 
 #endif

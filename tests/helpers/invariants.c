@@ -18,7 +18,8 @@
 #include "apbot/store.h"
 #include "sim_client.h"
 
-#define INV_FIELDS 8 /* doc,vendor_id,invoice_number,invoice_date,currency,amount,reference,booked_at */
+#define INV_FIELDS                                                                                 \
+    8 /* doc,vendor_id,invoice_number,invoice_date,currency,amount,reference,booked_at */
 
 struct ledger_row {
     char *f[INV_FIELDS];
@@ -159,12 +160,13 @@ static int check_item(void *ctx, const struct store_item *it)
             problem(r, "item %" PRId64 " (%s) is completed but not booked", it->id, it->key);
         } else if (booked == 1) {
             int64_t amount = 0;
-            bool amount_ok = money_parse(fld(hit, 5), it->currency, MONEY_PLAIN,
-                                         MONEY_ROUND_REFUSE, &amount, NULL, 0) == APBOT_OK &&
+            bool amount_ok = money_parse(fld(hit, 5), it->currency, MONEY_PLAIN, MONEY_ROUND_REFUSE,
+                                         &amount, NULL, 0) == APBOT_OK &&
                              abs64(amount) == abs64(it->total);
             if (!it->erp_doc || strcmp(it->erp_doc, fld(hit, 0)) != 0 || !amount_ok) {
                 r->completed_mismatch++;
-                problem(r, "item %" PRId64 " (%s): queue says doc %s amount %" PRId64
+                problem(r,
+                        "item %" PRId64 " (%s): queue says doc %s amount %" PRId64
                         ", ledger says %s %s",
                         it->id, it->key, it->erp_doc ? it->erp_doc : "(none)", it->total,
                         fld(hit, 0), fld(hit, 5));
@@ -175,8 +177,8 @@ static int check_item(void *ctx, const struct store_item *it)
         r->business_exception++;
         if (booked > 0) {
             r->exception_booked++;
-            problem(r, "item %" PRId64 " (%s) is a business exception but booked as %s",
-                    it->id, it->key, fld(hit, 0));
+            problem(r, "item %" PRId64 " (%s) is a business exception but booked as %s", it->id,
+                    it->key, fld(hit, 0));
         }
         break;
     case MACHINE_MANUAL_REVIEW:
@@ -202,8 +204,8 @@ static int check_item(void *ctx, const struct store_item *it)
     return 0;
 }
 
-int invariants_check(const char *db_path, unsigned short port, int key_length,
-                     bool allow_pending, struct inv_report *ret)
+int invariants_check(const char *db_path, unsigned short port, int key_length, bool allow_pending,
+                     struct inv_report *ret)
 {
     struct inv_report local;
     struct inv_report *r = ret ? ret : &local;

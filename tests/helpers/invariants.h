@@ -25,8 +25,8 @@ struct inv_report {
  * written into the reference field is the first key_length characters of the item's key.
  * Returns 0 when all hold, -1 otherwise (ret->first_problem says which); ret may be NULL.
  */
-int invariants_check(const char *db_path, unsigned short port, int key_length,
-                     bool allow_pending, struct inv_report *ret);
+int invariants_check(const char *db_path, unsigned short port, int key_length, bool allow_pending,
+                     struct inv_report *ret);
 
 /* Prints a one-paragraph summary of r to stderr (for failing tests). */
 void invariants_print(const struct inv_report *r);
