@@ -588,7 +588,6 @@ static enum machine_event job_lookup(struct job *j)
         snprintf(j->detail, sizeof(j->detail), "lookup: %.400s", err);
         return stopping(w->r) ? MACHINE_EV_RELEASED : MACHINE_EV_LOOKUP_FAILED;
     }
-    w->logged_in = true; /* erp_lookup logs in again by itself when it must */
     enum machine_event ev = MACHINE_EV_LOOKUP_FAILED;
     switch (res.answer) {
     case ERP_FAILED:
@@ -602,11 +601,13 @@ static enum machine_event job_lookup(struct job *j)
         ev = MACHINE_EV_LOOKUP_FAILED;
         break;
     case ERP_NOT_FOUND:
+        w->logged_in = true; /* answered: erp_lookup logged in again if it had to */
         snprintf(j->detail, sizeof(j->detail), "not in the ERP");
         ev = MACHINE_EV_NOT_FOUND;
         break;
     case ERP_FOUND: {
         const struct erp_row *row = &res.hits.rows[0];
+        w->logged_in = true;
         if (res.hits.n > 1) {
             snprintf(j->detail, sizeof(j->detail), "%zu ERP documents carry this key (%s, %s)",
                      res.hits.n, row->doc ? row->doc : "?",
