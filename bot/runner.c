@@ -345,7 +345,7 @@ static void breaker_trip(struct runner *r, const char *msg)
     pthread_mutex_lock(&r->mu);
     if (!r->tripped) {
         r->tripped = true;
-        snprintf(r->trip_msg, sizeof(r->trip_msg), "%s", msg);
+        snprintf(r->trip_msg, sizeof(r->trip_msg), "%.500s", msg);
     }
     pthread_mutex_unlock(&r->mu);
     atomic_store(&r->stop, true);
@@ -683,7 +683,7 @@ static enum machine_event step_failed(struct job *j, const char *fmt, const char
 /* Trips the breaker for a changed screen and hands the item back untouched. */
 static enum machine_event step_systemic(struct job *j, const char *msg)
 {
-    snprintf(j->detail, sizeof(j->detail), "%s", msg);
+    snprintf(j->detail, sizeof(j->detail), "%.480s", msg);
     if (j->commit_sent)
         return MACHINE_EV_UNKNOWN; /* a screen after the commit: reconcile, no breaker */
     breaker_trip(j->w->r, msg);
@@ -866,7 +866,7 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
                 if (resp.retry_after_s > 0)
                     j->retry_after_ms = resp.retry_after_s * 1000;
                 snprintf(msg, sizeof(msg), "%s page answered HTTP %ld", st->name, resp.status);
-                ev = step_failed(j, "%s", msg);
+                ev = step_failed(j, "%.400s", msg);
                 goto out;
             }
             post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "answered");
@@ -1013,7 +1013,7 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             if (resp.retry_after_s > 0)
                 j->retry_after_ms = resp.retry_after_s * 1000;
             snprintf(msg, sizeof(msg), "%s answered HTTP %ld", st->name, resp.status);
-            ev = step_failed(j, "%s", msg);
+            ev = step_failed(j, "%.400s", msg);
             goto out;
         }
         post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "next-step");
@@ -1243,7 +1243,7 @@ static void job_run(struct worker *w, struct store_item *it)
 
     /* checking/reconciling -> (posting ->) out of our hands: at most two events. */
     for (int round = 0; round < 3 && !j.lost; round++) {
-        enum machine_event ev;
+        enum machine_event ev = MACHINE_EV_RELEASED;
         switch (state) {
         case MACHINE_CHECKING:
         case MACHINE_RECONCILING:
