@@ -80,7 +80,7 @@ static bool status_ok(long status)
 
 /* ---- session ------------------------------------------------------------------------- */
 
-int erp_open(const struct flow *f, const char *base_url, volatile sig_atomic_t *cancel,
+int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
              struct erp_session **ret, char *err, size_t errlen)
 {
     struct erp_session *s;
@@ -233,7 +233,13 @@ static const struct flow_rule *login_rule(const struct flow_login *l, const stru
     return NULL;
 }
 
-int erp_login(struct erp_session *s, char *err, size_t errlen)
+/*
+ * One login attempt. Returns APBOT_E_BUSY (detail in err) when the answer to the submitted
+ * login form is the flow's session-expired page: either the ERP ended the fresh session at
+ * once (a transient fault) or it silently refused the credentials; erp_login tells the two
+ * apart by trying once more.
+ */
+static int login_once(struct erp_session *s, char *err, size_t errlen)
 {
     const struct flow *f = s->flow;
     const struct flow_login *l = &f->login;
@@ -356,7 +362,11 @@ int erp_login(struct erp_session *s, char *err, size_t errlen)
     }
     if (!rule && !(l->success && r2.body && match_exec(l->success, r2.body, r2.body_len, NULL))) {
         emit(s, "login", "POST", form.action, &r2, p, "failed");
-        if (r2.status == 429 || r2.status >= 500)
+        if (r2.body && erp_is_session_expired(s, r2.body, r2.body_len))
+            rc = apbot_fail(err, errlen, APBOT_E_BUSY,
+                            "the ERP answered the login with its login page (HTTP %ld)",
+                            r2.status);
+        else if (r2.status == 429 || r2.status >= 500)
             rc = apbot_fail(err, errlen, APBOT_E_NET, "login answered HTTP %ld", r2.status);
         else
             rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
@@ -376,6 +386,24 @@ out:
     http_response_done(&r2);
     free(tmpl_url);
     free(url);
+    return rc;
+}
+
+/*
+ * Logs in through the flow's login form. A login answered by the login page again is tried
+ * once more: a session the ERP ended at once is transient (APBOT_E_NET), the same answer twice
+ * is a refusal the flow has no rule for (APBOT_E_SYSTEMIC).
+ */
+int erp_login(struct erp_session *s, char *err, size_t errlen)
+{
+    int rc = login_once(s, err, errlen);
+    if (rc != APBOT_E_BUSY)
+        return rc;
+    rc = login_once(s, err, errlen);
+    if (rc == APBOT_E_BUSY)
+        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
+                        "login refused: the ERP answered the login form with its login page "
+                        "twice");
     return rc;
 }
 

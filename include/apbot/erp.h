@@ -19,7 +19,7 @@
 #ifndef APBOT_ERP_H
 #define APBOT_ERP_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,7 +55,7 @@ typedef void (*erp_evidence_fn)(void *ctx, const struct store_evidence *ev);
  * log in yet: the first lookup/list does that, or call erp_login. Needs http_global_init().
  * Returns APBOT_OK and *ret (free with erp_close), or an error with detail in err.
  */
-int erp_open(const struct flow *f, const char *base_url, volatile sig_atomic_t *cancel,
+int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
              struct erp_session **ret, char *err, size_t errlen) APBOT_MUST_USE;
 /* Closes the session; NULL is fine. Credentials held in memory are wiped. */
 void erp_close(struct erp_session *s);
@@ -85,7 +85,9 @@ bool erp_is_session_expired(const struct erp_session *s, const char *body, size_
  * succeeds at once (HTTP Basic, if any, rides on every request).
  * Returns APBOT_OK; APBOT_E_NET when the ERP could not be reached or answered a transient
  * error (timeout, 5xx, 429/503) - retry later; APBOT_E_SYSTEMIC when the login was refused,
- * the login form is missing or the page after login lacks the success marker.
+ * the login form is missing or the page after login lacks the success marker. An answer that
+ * is the login page itself is tried once more before it counts as a refusal (the ERP may
+ * have ended the fresh session at once).
  */
 int erp_login(struct erp_session *s, char *err, size_t errlen) APBOT_MUST_USE;
 
