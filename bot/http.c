@@ -49,7 +49,7 @@ struct http_session {
     char *basic_user;
     char *basic_password;
     char *user_agent;
-    volatile sig_atomic_t *cancel;
+    atomic_int *cancel;
     struct curl_slist *post_headers; /* "Expect:" off for POST bodies */
     char errbuf[CURL_ERROR_SIZE];
 

@@ -93,7 +93,7 @@ struct runner {
     char owner[128];
     int64_t started_mono;
 
-    volatile sig_atomic_t abort_io; /* written by the calling thread only; http polls it */
+    atomic_int abort_io; /* written by the calling thread only; workers' http polls it */
     atomic_bool stop;               /* workers: finish the current item and leave */
     atomic_int running;             /* workers still in their loop */
 

@@ -344,7 +344,7 @@ struct fx {
     struct srv *srv;
     struct http_session *http;
     struct http_options opt;
-    volatile sig_atomic_t cancel;
+    atomic_int cancel;
     char url[256];
 };
 
@@ -698,7 +698,7 @@ static void test_http_redirects_bounded(void **state)
 }
 
 struct canceller {
-    volatile sig_atomic_t *flag;
+    atomic_int *flag;
     int after_ms;
 };
 
@@ -716,7 +716,7 @@ static void test_http_cancel_interrupts(void **state)
     struct http_options o = default_options();
     struct http_session *slow = NULL;
     struct http_response r;
-    volatile sig_atomic_t flag = 0;
+    atomic_int flag = 0;
 
     o.timeout_ms = 10000; /* only the cancel can end this */
     o.cancel = &flag;

@@ -15,7 +15,7 @@
 #ifndef APBOT_HTTP_H
 #define APBOT_HTTP_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,7 +34,7 @@ struct http_options {
     const char *basic_user;  /* non-NULL: HTTP Basic on every request */
     const char *basic_password;
     const char *user_agent;  /* NULL = "apbot/<version>" */
-    volatile sig_atomic_t *cancel; /* non-NULL: a non-zero value aborts the exchange (UNKNOWN,
+    atomic_int *cancel; /* non-NULL: a non-zero value aborts the exchange (UNKNOWN,
                                     * or NOT_SENT if nothing was sent yet) */
 };
 
