@@ -2,14 +2,15 @@
 # bench.sh - the performance figures (`make bench`): `apbot run` pushing N invoices through
 # the simulated ERP's calm and month-end scenarios (bench-run: invoices/s, ERP requests per
 # invoice, CPU ms per invoice and peak RSS of the apbot process, bookings and duplicates),
-# then the enqueue benchmark when scripts/bench-enqueue.sh exists.
+# then the enqueue benchmark (bench-enqueue: 100,000 generated invoices through `apbot enqueue`,
+# invoices/s, peak RSS, `apbot status` latency).
 # Usage: scripts/bench.sh BUILD_DIR   (BENCH_N=500 by default)
 set -euo pipefail
 
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
 N=${BENCH_N:-500}
-for f in "$BUILD/apbot" "$BUILD/bench-run"; do
+for f in "$BUILD/apbot" "$BUILD/bench-run" "$BUILD/bench-enqueue"; do
   [ -x "$f" ] || { echo "bench: $f is missing; run 'make' first" >&2; exit 1; }
 done
 export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
@@ -18,7 +19,6 @@ unset APBOT_DB APBOT_ERP_URL
 echo "== apbot run: $N invoices per scenario, flows/acme.xml policy, sessions = max-sessions"
 "$BUILD/bench-run" --apbot "$BUILD/apbot" --src . --n "$N" calm month-end
 
-if [ -x scripts/bench-enqueue.sh ]; then
-  echo
-  scripts/bench-enqueue.sh "$BUILD"
-fi
+echo
+echo "== apbot enqueue: ${BENCH_ENQUEUE_N:-100000} generated invoices"
+"$BUILD/bench-enqueue" --apbot "$BUILD/apbot" --count "${BENCH_ENQUEUE_N:-100000}"
