@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "apbot/error.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
+#include "apbot/report.h"
 #include "apbot/store.h"
 
 #define REVIEW_EXCERPT_SHORT 160 /* bytes of the last excerpt shown in the list */
@@ -47,29 +47,13 @@ static const char *nz(const char *s)
     return s ? s : "";
 }
 
+/* A local time for the listing, "-" when there is none (0) or it cannot be shown. */
 static void fmt_time(int64_t ms, char *buf, size_t len)
 {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (ms <= 0 || !localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+    if (ms <= 0)
         snprintf(buf, len, "-");
-}
-
-static void fmt_age(int64_t ms, char *buf, size_t len)
-{
-    int64_t m = ms > 0 ? ms / 60000 : 0;
-    if (m >= 24 * 60)
-        snprintf(buf, len, "%lldd %lldh", (long long)(m / 1440), (long long)(m % 1440 / 60));
-    else if (m >= 60)
-        snprintf(buf, len, "%lldh %02lldm", (long long)(m / 60), (long long)(m % 60));
     else
-        snprintf(buf, len, "%lldm", (long long)m);
-}
-
-static void fmt_money(int64_t minor, int exponent, char *buf, size_t len)
-{
-    if (money_format(minor, exponent, '.', ',', buf, len) != APBOT_OK)
-        snprintf(buf, len, "?");
+        report_local_time(ms, "-", buf, len);
 }
 
 /* Copies at most max bytes of s, cut at a UTF-8 boundary, "..." appended when cut. Heap. */
@@ -265,8 +249,8 @@ static int review_list(struct store *st, bool all, bool as_json)
         for (size_t i = 0; i < l.n; i++) {
             struct rv_item *x = &l.v[i];
             char age[32], amount[48], when[32];
-            fmt_age(now - x->created_at, age, sizeof(age));
-            fmt_money(x->total, x->exponent, amount, sizeof(amount));
+            report_format_age(now - x->created_at, age, sizeof(age));
+            money_text(x->total, x->exponent, amount, sizeof(amount));
             printf("\n#%lld  %s  age %s  %s\n", (long long)x->id, machine_state_name(x->state), age,
                    x->key);
             printf("    vendor %s%s%s%s  invoice %s  %s %s\n", nz(x->vendor_id),
@@ -369,7 +353,7 @@ static int review_one(struct store *st, int64_t id, bool as_json)
         fprintf(stderr, "apbot review: %s\n", err);
         return CLI_EXIT_ERROR;
     }
-    fmt_money(it.total, it.exponent, amount, sizeof(amount));
+    money_text(it.total, it.exponent, amount, sizeof(amount));
     if (as_json) {
         json_t *o = json_object();
         char plain[48];
@@ -408,7 +392,7 @@ static int review_one(struct store *st, int64_t id, bool as_json)
         char age[32];
         fmt_time(it.created_at, created, sizeof(created));
         fmt_time(it.updated_at, updated, sizeof(updated));
-        fmt_age(now - it.created_at, age, sizeof(age));
+        report_format_age(now - it.created_at, age, sizeof(age));
         printf("item #%lld  %s\n", (long long)it.id, machine_state_name(it.state));
         printf("  key        %s\n", it.key);
         printf("  vendor     %s%s%s%s\n", nz(it.vendor_id), it.vendor_name ? " (" : "",

@@ -11,6 +11,7 @@
 #include "apbot/money.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 struct money_ccy {
@@ -236,6 +237,13 @@ int money_format(int64_t minor, int exponent, char dec, char group, char *buf, s
 int money_format_plain(int64_t minor, int exponent, char *buf, size_t len)
 {
     return money_format(minor, exponent, '.', '\0', buf, len);
+}
+
+const char *money_text(int64_t minor, int exponent, char *buf, size_t len)
+{
+    if (money_format(minor, exponent, '.', ',', buf, len) != APBOT_OK)
+        snprintf(buf, len, "?");
+    return buf;
 }
 
 int money_add(int64_t *acc, int64_t b)

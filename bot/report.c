@@ -78,6 +78,28 @@ void report_local_date(int64_t ms, char buf[11])
         memcpy(buf, "0000-00-00", 11);
 }
 
+const char *report_local_time(int64_t ms, const char *fallback, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+
+    if (!localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+        snprintf(buf, len, "%s", fallback);
+    return buf;
+}
+
+const char *report_format_age(int64_t ms, char *buf, size_t len)
+{
+    int64_t m = ms > 0 ? ms / 60000 : 0;
+    if (m >= 24 * 60)
+        snprintf(buf, len, "%lldd %lldh", (long long)(m / 1440), (long long)(m % 1440 / 60));
+    else if (m >= 60)
+        snprintf(buf, len, "%lldh %02lldm", (long long)(m / 60), (long long)(m % 60));
+    else
+        snprintf(buf, len, "%lldm", (long long)m);
+    return buf;
+}
+
 /* ---- the report object ---------------------------------------------------------------- */
 
 struct report {
@@ -293,26 +315,6 @@ static void add_finding(struct build *b, const struct fnew *n)
         r->sum.drift++;
 }
 
-/* "1,234.56" into buf. */
-static const char *fmt_amount(int64_t minor, int exponent, char *buf, size_t len)
-{
-    if (money_format(minor, exponent, '.', ',', buf, len) != APBOT_OK)
-        snprintf(buf, len, "?");
-    return buf;
-}
-
-/* "2d 3h", "4h 05m", "12m" */
-static void fmt_age(int64_t ms, char *buf, size_t len)
-{
-    int64_t m = ms > 0 ? ms / 60000 : 0;
-    if (m >= 24 * 60)
-        snprintf(buf, len, "%lldd %lldh", (long long)(m / 1440), (long long)(m % 1440 / 60));
-    else if (m >= 60)
-        snprintf(buf, len, "%lldh %02lldm", (long long)(m / 60), (long long)(m % 60));
-    else
-        snprintf(buf, len, "%lldm", (long long)m);
-}
-
 /* ---- collecting the queue ------------------------------------------------------------- */
 
 static int collect_item(void *ctx, const struct store_item *si)
@@ -502,14 +504,14 @@ static void check_completed_row(struct build *b, const struct flow_table *t, str
         n.erp_amount = erp_amount;
         if (amount_ok)
             n.detail = xprintf("ERP document %s shows %s %s; the invoice is %s %s.", nz(doc),
-                               fmt_amount(erp_amount, it->exponent, a1, sizeof(a1)),
+                               money_text(erp_amount, it->exponent, a1, sizeof(a1)),
                                currency ? currency : it->currency,
-                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)), it->currency);
+                               money_text(it->total, it->exponent, a2, sizeof(a2)), it->currency);
         else
             n.detail = xprintf("ERP document %s shows an amount that cannot be read ('%s'); "
                                "the invoice is %s %s.",
                                nz(doc), nz(amount_text),
-                               fmt_amount(it->total, it->exponent, a2, sizeof(a2)), it->currency);
+                               money_text(it->total, it->exponent, a2, sizeof(a2)), it->currency);
         add_finding(b, &n);
     }
     if (!doc_ok) {
@@ -576,7 +578,7 @@ static void join_listing(struct build *b)
                                    "%s, which is not in this queue: booked by hand or from "
                                    "another queue.",
                                    nz(row->doc), nz(row->vendor),
-                                   row->has_amount ? fmt_amount(row->amount, exp, a1, sizeof(a1))
+                                   row->has_amount ? money_text(row->amount, exp, a1, sizeof(a1))
                                                    : nz(row->amount_text),
                                    nz(row->currency), row->reference);
                 add_finding(b, &n);
@@ -742,7 +744,7 @@ static void review_hint(struct build *b, struct ritem *it)
             n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
                                "invoice's amount: check the booking before resolving.",
                                nz(row->doc),
-                               ok ? fmt_amount(amount, it->exponent, a1, sizeof(a1))
+                               ok ? money_text(amount, it->exponent, a1, sizeof(a1))
                                   : nz(row->amount_text),
                                row->currency ? row->currency : it->currency);
         }
@@ -800,7 +802,7 @@ static void review_hint(struct build *b, struct ritem *it)
                 n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
                                    "invoice's amount: check the booking before resolving.",
                                    nz(h->doc),
-                                   ok ? fmt_amount(amount, it->exponent, a1, sizeof(a1))
+                                   ok ? money_text(amount, it->exponent, a1, sizeof(a1))
                                       : nz(h->amount_text),
                                    h->currency ? h->currency : it->currency);
             }
@@ -1019,7 +1021,7 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
             memset(&n, 0, sizeof(n));
             n.kind = REPORT_PENDING;
             n.item = it;
-            fmt_age(b.now - it->created_at, age, sizeof(age));
+            report_format_age(b.now - it->created_at, age, sizeof(age));
             if (it->group >= 0) {
                 struct rgroup *g = &b.groups[it->group];
                 n.erp_docs = b.rows[g->first].doc;

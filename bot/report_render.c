@@ -13,7 +13,6 @@
 #include <libxml/tree.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "apbot/money.h"
 
@@ -74,35 +73,10 @@ static const char *nz(const char *s)
     return s ? s : "";
 }
 
-static void amount_text(int64_t minor, int exponent, char *buf, size_t len)
-{
-    if (money_format(minor, exponent, '.', ',', buf, len) != APBOT_OK)
-        snprintf(buf, len, "?");
-}
-
 static void plain_amount(int64_t minor, int exponent, char *buf, size_t len)
 {
     if (money_format_plain(minor, exponent, buf, len) != APBOT_OK)
         snprintf(buf, len, "?");
-}
-
-static void time_text(int64_t ms, char *buf, size_t len)
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (!localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm) == 0)
-        snprintf(buf, len, "?");
-}
-
-static void age_text(int64_t ms, char *buf, size_t len)
-{
-    int64_t m = ms > 0 ? ms / 60000 : 0;
-    if (m >= 24 * 60)
-        snprintf(buf, len, "%lldd %lldh", (long long)(m / 1440), (long long)(m % 1440 / 60));
-    else if (m >= 60)
-        snprintf(buf, len, "%lldh %02lldm", (long long)(m / 60), (long long)(m % 60));
-    else
-        snprintf(buf, len, "%lldm", (long long)m);
 }
 
 /* The balance rows shown by every format. */
@@ -132,9 +106,9 @@ static void text_finding(FILE *out, const struct report_finding *x)
 
     amount[0] = erp_amount[0] = '\0';
     if (x->has_amount)
-        amount_text(x->amount, x->exponent, amount, sizeof(amount));
+        money_text(x->amount, x->exponent, amount, sizeof(amount));
     if (x->has_erp_amount)
-        amount_text(x->erp_amount, x->exponent, erp_amount, sizeof(erp_amount));
+        money_text(x->erp_amount, x->exponent, erp_amount, sizeof(erp_amount));
     if (x->item_id)
         fprintf(out, "  #%lld %s", (long long)x->item_id, nz(x->key));
     else
@@ -148,7 +122,7 @@ static void text_finding(FILE *out, const struct report_finding *x)
     if (x->has_amount)
         fprintf(out, "  %s %s", amount, nz(x->currency));
     if (x->kind == REPORT_PENDING) {
-        age_text(x->age_ms, age, sizeof(age));
+        report_format_age(x->age_ms, age, sizeof(age));
         fprintf(out, "  age %s", age);
     }
     fprintf(out, "\n      %s\n", nz(x->detail));
@@ -163,7 +137,7 @@ static int write_text(const struct report *r, FILE *out)
     const struct report_finding *f = report_findings(r, &n);
     char when[32];
 
-    time_text(s->generated_at, when, sizeof(when));
+    report_local_time(s->generated_at, "?", when, sizeof(when));
     fprintf(out, "apbot reconciliation report for %s (flow %s, generated %s)\n\n", s->date,
             nz(s->flow_name), when);
     if (report_status(r) == REPORT_UNBALANCED)
@@ -502,13 +476,13 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
         el_text(tr, "td", "invoice", x->invoice_number);
         amount[0] = '\0';
         if (x->has_amount) {
-            amount_text(x->amount, x->exponent, buf, sizeof(buf));
+            money_text(x->amount, x->exponent, buf, sizeof(buf));
             snprintf(amount, sizeof(amount), "%s %s", buf, nz(x->currency));
         }
         el_text(tr, "td", "amount", amount);
         amount[0] = '\0';
         if (x->has_erp_amount) {
-            amount_text(x->erp_amount, x->exponent, buf, sizeof(buf));
+            money_text(x->erp_amount, x->exponent, buf, sizeof(buf));
             snprintf(amount, sizeof(amount), "%s %s", buf, nz(x->currency));
         }
         el_text(tr, "td", "amount erp-amount", amount);
@@ -516,7 +490,7 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
         el_text(tr, "td", "erp-docs", x->erp_docs);
         buf[0] = '\0';
         if (x->item_id)
-            age_text(x->age_ms, buf, sizeof(buf));
+            report_format_age(x->age_ms, buf, sizeof(buf));
         el_text(tr, "td", "age", buf);
         td = el(tr, "td", "detail");
         if (x->kind == REPORT_EXCEPTION && x->reason)
@@ -606,7 +580,7 @@ static int write_html(const struct report *r, FILE *out)
     body = el(html, "body", NULL);
     snprintf(buf, sizeof(buf), "Reconciliation report for %s", s->date);
     el_text(body, "h1", NULL, buf);
-    time_text(s->generated_at, when, sizeof(when));
+    report_local_time(s->generated_at, "?", when, sizeof(when));
     snprintf(buf, sizeof(buf), "Flow %s, generated %s", nz(s->flow_name), when);
     el_text(body, "div", "meta", buf);
     {

@@ -56,6 +56,12 @@ int money_format(int64_t minor, int exponent, char dec, char group, char *buf,
 /* money_format with '.' and no grouping: "1234.50". Same returns. */
 int money_format_plain(int64_t minor, int exponent, char *buf, size_t len) APBOT_MUST_USE;
 
+/*
+ * money_format with '.' and ',' grouping, for people to read: "1,234.50". Writes "?" when buf
+ * is too small (or the amount cannot be written). Cannot fail; returns buf.
+ */
+const char *money_text(int64_t minor, int exponent, char *buf, size_t len);
+
 /* Adds b to *acc; APBOT_E_RANGE (acc untouched) past MONEY_MAX_MINOR. */
 int money_add(int64_t *acc, int64_t b) APBOT_MUST_USE;
 

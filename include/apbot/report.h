@@ -145,4 +145,12 @@ int report_write(const struct report *r, enum report_format fmt, FILE *out, char
 /* Local calendar date of a Unix-ms time, "YYYY-MM-DD" into buf (>= 11 bytes). */
 void report_local_date(int64_t ms, char buf[11]);
 
+/* Local date and time of a Unix-ms time, "YYYY-MM-DD HH:MM:SS", into buf; `fallback` instead
+ * when the time cannot be converted or does not fit. Cannot fail; returns buf. */
+const char *report_local_time(int64_t ms, const char *fallback, char *buf, size_t len);
+
+/* How long ms milliseconds is, to the minute, for people: "2d 3h", "4h 05m", "12m" (negative
+ * counts as 0). Cannot fail; returns buf. */
+const char *report_format_age(int64_t ms, char *buf, size_t len);
+
 #endif
