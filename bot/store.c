@@ -389,6 +389,19 @@ static void tx_rollback(struct store *st)
     }
 }
 
+/*
+ * Ends what tx_begin opened, given the operation's result r: commits when r is APBOT_OK, rolls
+ * back when it is not or when the commit fails. Returns r, or the commit's error.
+ */
+static int tx_end(struct store *st, int r, char *err, size_t errlen)
+{
+    if (r == APBOT_OK)
+        r = tx_commit(st, err, errlen);
+    if (r)
+        tx_rollback(st);
+    return r;
+}
+
 static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
 {
     char *msg = NULL;
@@ -623,12 +636,9 @@ int store_enqueue_raw(struct store *st, const struct store_new_item *ni, int64_t
     r = add_event(st, id, now, NULL, machine_state_name(MACHINE_NEW), "enqueued", source,
                   "enqueue", err, errlen);
 out:
-    if (r == APBOT_OK)
-        r = tx_commit(st, err, errlen);
-    if (r) {
-        tx_rollback(st);
+    r = tx_end(st, r, err, errlen);
+    if (r)
         return r;
-    }
     *ret_result = result;
     *ret_id = id;
     return APBOT_OK;
@@ -801,10 +811,8 @@ int store_claim(struct store *st, const char *owner, int64_t now, int64_t lease_
     if (r == APBOT_OK)
         have_item = true;
 out:
-    if (r == APBOT_OK)
-        r = tx_commit(st, err, errlen);
+    r = tx_end(st, r, err, errlen);
     if (r) {
-        tx_rollback(st);
         if (have_item)
             store_item_done(&it);
         return r;
@@ -918,11 +926,7 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
                   machine_event_name(ch->event), detail,
                   ch->actor ? ch->actor : (owner ? owner : "operator"), err, errlen);
 out:
-    if (r == APBOT_OK)
-        r = tx_commit(st, err, errlen);
-    if (r)
-        tx_rollback(st);
-    return r;
+    return tx_end(st, r, err, errlen);
 }
 
 int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
@@ -1028,12 +1032,9 @@ static int recover_one(struct store *st, int64_t id, int64_t now, int64_t settle
 out:
     if (have_item)
         store_item_done(&it);
-    if (r == APBOT_OK)
-        r = tx_commit(st, err, errlen);
-    if (r) {
-        tx_rollback(st);
+    r = tx_end(st, r, err, errlen);
+    if (r)
         return r;
-    }
     *ret_done = done;
     return APBOT_OK;
 }
