@@ -381,6 +381,22 @@ static char *flow_xstrdup(const char *s)
     return s ? flow_xstrndup(s, strlen(s)) : NULL;
 }
 
+/*
+ * Makes room for one more element in an array of n elements of `size` bytes with room for
+ * *cap: when full, doubles *cap (starting at `first`) and reallocates. Returns the array,
+ * moved or not (v itself is then no longer valid); aborts when memory runs out.
+ */
+static void *flow_grow(void *v, size_t n, size_t *cap, size_t first, size_t size)
+{
+    if (n < *cap)
+        return v;
+    *cap = *cap ? *cap * 2 : first;
+    v = realloc(v, *cap * size);
+    if (!v)
+        abort();
+    return v;
+}
+
 struct flow_buf {
     char *p;
     size_t len, cap, max;
@@ -1519,6 +1535,23 @@ static struct match_re *flow_pattern(struct flow_ctx *c, const char *pattern, lo
     return re;
 }
 
+/*
+ * Fills *ret from a <field name=...> or <expect column=...> element k: the control or column
+ * named by its `name_attr` attribute, its text as the value template (checked for the `where`
+ * context, problems labelled "<what> '<name>'") and its line. The strings are the flow's.
+ */
+static void flow_read_field(struct flow_ctx *c, xmlNode *k, const char *name_attr, unsigned where,
+                            const char *what, struct flow_field *ret)
+{
+    char msg[128];
+
+    ret->name = flow_prop(k, name_attr);
+    ret->value = flow_text(k);
+    ret->line = (int)flow_line(k);
+    snprintf(msg, sizeof(msg), "%s '%s'", what, ret->name ? ret->name : "");
+    flow_tpl_check(c, ret->value, where, ret->line, msg);
+}
+
 static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm, unsigned where,
                             const char *what)
 {
@@ -1533,18 +1566,9 @@ static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm
         struct flow_field *fd;
         if (!flow_is(k, "field"))
             continue;
-        if (fm->n_fields == cap) {
-            cap = cap ? cap * 2 : 8;
-            fm->fields = realloc(fm->fields, cap * sizeof(*fm->fields));
-            if (!fm->fields)
-                abort();
-        }
+        fm->fields = flow_grow(fm->fields, fm->n_fields, &cap, 8, sizeof(*fm->fields));
         fd = &fm->fields[fm->n_fields++];
-        fd->name = flow_prop(k, "name");
-        fd->value = flow_text(k);
-        fd->line = (int)flow_line(k);
-        snprintf(msg, sizeof(msg), "field '%s'", fd->name ? fd->name : "");
-        flow_tpl_check(c, fd->value, where, fd->line, msg);
+        flow_read_field(c, k, "name", where, "field", fd);
         for (size_t i = 0; i + 1 < fm->n_fields; i++)
             if (fd->name && fm->fields[i].name && strcmp(fm->fields[i].name, fd->name) == 0)
                 flow_problem(c, fd->line, "field '%s' is set twice in this form", fd->name);
@@ -1607,12 +1631,7 @@ static void flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow_rul
     for (xmlNode *k = first; k; k = flow_next(k)) {
         if (!flow_is(k, "rule"))
             continue;
-        if (*ret_n == cap) {
-            cap = cap ? cap * 2 : 8;
-            *ret = realloc(*ret, cap * sizeof(**ret));
-            if (!*ret)
-                abort();
-        }
+        *ret = flow_grow(*ret, *ret_n, &cap, 8, sizeof(**ret));
         memset(&(*ret)[*ret_n], 0, sizeof(**ret));
         flow_build_rule(c, k, &(*ret)[(*ret_n)++], where_ok, where_name);
     }
@@ -1670,12 +1689,7 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
 
         if (!flow_is(k, "column"))
             continue;
-        if (t->n_cols == cap) {
-            cap = cap ? cap * 2 : 8;
-            t->cols = realloc(t->cols, cap * sizeof(*t->cols));
-            if (!t->cols)
-                abort();
-        }
+        t->cols = flow_grow(t->cols, t->n_cols, &cap, 8, sizeof(*t->cols));
         col = &t->cols[t->n_cols];
         col->name = flow_prop(k, "name");
         col->xpath = flow_prop(k, "xpath");
@@ -1776,19 +1790,9 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
             flow_build_table(c, k, &lk->table, "lookup");
         } else if (flow_is(k, "expect")) {
             struct flow_field *e;
-            char msg[128];
-            if (lk->n_expect == cap) {
-                cap = cap ? cap * 2 : 4;
-                lk->expect = realloc(lk->expect, cap * sizeof(*lk->expect));
-                if (!lk->expect)
-                    abort();
-            }
+            lk->expect = flow_grow(lk->expect, lk->n_expect, &cap, 4, sizeof(*lk->expect));
             e = &lk->expect[lk->n_expect++];
-            e->name = flow_prop(k, "column");
-            e->value = flow_text(k);
-            e->line = (int)flow_line(k);
-            snprintf(msg, sizeof(msg), "expect '%s'", e->name ? e->name : "");
-            flow_tpl_check(c, e->value, FLOW_C_LOOKUP, e->line, msg);
+            flow_read_field(c, k, "column", FLOW_C_LOOKUP, "expect", e);
         }
     }
     if (lk->key_column && !flow_table_has(&lk->table, lk->key_column))
@@ -1817,12 +1821,7 @@ static void flow_build_post(struct flow_ctx *c, xmlNode *n)
             char msg[160];
             xmlNode *r;
 
-            if (f->n_steps == cap) {
-                cap = cap ? cap * 2 : 4;
-                f->steps = realloc(f->steps, cap * sizeof(*f->steps));
-                if (!f->steps)
-                    abort();
-            }
+            f->steps = flow_grow(f->steps, f->n_steps, &cap, 4, sizeof(*f->steps));
             s = &f->steps[f->n_steps++];
             memset(s, 0, sizeof(*s));
             s->name = flow_prop(k, "name");
