@@ -1,0 +1,68 @@
+/*
+ * reader_sink.c - the reader tests' collecting sink and the assertions on what it keeps (see
+ * reader_sink.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "reader_sink.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int got_accept(void *ctx, const struct invoice *inv, const char *where)
+{
+    struct got *g = ctx;
+    assert_true(g->n_inv < MAX_GOT);
+    struct got_inv *o = &g->inv[g->n_inv++];
+    snprintf(o->vendor, sizeof(o->vendor), "%s", inv->vendor_id);
+    snprintf(o->number, sizeof(o->number), "%s", inv->invoice_number);
+    snprintf(o->doc, sizeof(o->doc), "%s", invoice_doc_type_name(inv->doc_type));
+    memcpy(o->issue, inv->issue_date, 11);
+    memcpy(o->due, inv->due_date, 11);
+    memcpy(o->ccy, inv->currency, 4);
+    snprintf(o->where, sizeof(o->where), "%s", where);
+    o->payable = inv->payable;
+    o->net = inv->net_total;
+    o->tax = inv->tax_total;
+    o->lines = inv->n_lines;
+    assert_int_equal(invoice_identity_key(inv, o->key), APBOT_OK);
+    assert_int_equal(invoice_fingerprint(inv, o->fp), APBOT_OK);
+    return 0;
+}
+
+void got_refuse(void *ctx, const char *where, const char *reason)
+{
+    struct got *g = ctx;
+    assert_true(g->n_ref < MAX_GOT);
+    struct got_ref *r = &g->ref[g->n_ref++];
+    snprintf(r->where, sizeof(r->where), "%s", where);
+    snprintf(r->reason, sizeof(r->reason), "%s", reason);
+}
+
+/* Path of a file under $env/sub, or skips the test when the variable is unset. */
+void env_path(char *buf, size_t len, const char *env, const char *sub)
+{
+    const char *base = getenv(env);
+    if (!base)
+        skip();
+    snprintf(buf, len, "%s/%s", base, sub);
+}
+
+/* Ends with: where ends with `suffix` */
+void assert_where(const char *where, const char *suffix)
+{
+    size_t a = strlen(where), b = strlen(suffix);
+    if (a < b || strcmp(where + a - b, suffix) != 0)
+        fail_msg("where '%s' does not end with '%s'", where, suffix);
+}
+
+void assert_has(const char *text, const char *needle)
+{
+    if (!strstr(text, needle))
+        fail_msg("'%s' lacks '%s'", text, needle);
+}

@@ -1,0 +1,53 @@
+/*
+ * reader_sink.h - what the reader tests (test_csvin, test_ublin) share: a sink that keeps
+ * copies of the invoices a reader accepts and the refusals it reports, so a test can assert
+ * on them after the read, and small assertions on those copies. Uses cmocka: a full sink or
+ * a failed check fails the running test.
+ */
+#ifndef APBOT_TESTS_READER_SINK_H
+#define APBOT_TESTS_READER_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apbot/error.h"
+#include "apbot/invoice.h"
+
+#define MAX_GOT 64 /* invoices, and refusals, one sink keeps at the most */
+
+struct got_inv {
+    char vendor[64], number[128], doc[16], issue[11], due[11], ccy[4], where[512];
+    char key[INVOICE_KEY_LEN + 1], fp[INVOICE_FP_LEN + 1];
+    int64_t payable, net, tax;
+    size_t lines;
+};
+
+struct got_ref {
+    char where[512], reason[APBOT_ERR_LEN];
+};
+
+/* Zero it before use; it owns no heap memory. */
+struct got {
+    struct got_inv inv[MAX_GOT];
+    size_t n_inv;
+    struct got_ref ref[MAX_GOT];
+    size_t n_ref;
+};
+
+/* Reader accept callback (ctx is a struct got): copies inv and computes its key and
+ * fingerprint. Returns 0; fails the test when the sink is full. */
+int got_accept(void *ctx, const struct invoice *inv, const char *where);
+
+/* Reader refuse callback (ctx is a struct got): copies where and reason. */
+void got_refuse(void *ctx, const char *where, const char *reason);
+
+/* Path of a file under $env/sub into buf, or skips the test when the variable is unset. */
+void env_path(char *buf, size_t len, const char *env, const char *sub);
+
+/* Fails the test unless where ends with suffix. */
+void assert_where(const char *where, const char *suffix);
+
+/* Fails the test unless text contains needle. */
+void assert_has(const char *text, const char *needle);
+
+#endif
