@@ -21,42 +21,38 @@ struct simc_buf {
     bool overflow;
 };
 
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
+/* Appends k bytes at p to b, keeping it NUL-terminated, when b stays within max bytes.
+ * Returns 0 when kept, 1 when over max (b->overflow set, b unchanged), -1 when out of memory. */
+static int buf_append(struct simc_buf *b, const char *p, size_t k, size_t max)
 {
-    struct simc_buf *b = arg;
-    size_t k = size * n;
-    if (b->len + k + 1 > SIMC_MAX_BODY) {
+    if (b->len + k + 1 > max) {
         b->overflow = true;
-        return 0;
+        return 1;
     }
     char *q = realloc(b->data, b->len + k + 1);
     if (!q)
-        return 0;
+        return -1;
     b->data = q;
     memcpy(b->data + b->len, p, k);
     b->len += k;
     b->data[b->len] = '\0';
-    return k;
+    return 0;
 }
 
+/* Body bytes: past SIMC_MAX_BODY the transfer is aborted. */
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+    size_t k = size * n;
+    return buf_append(arg, p, k, SIMC_MAX_BODY) == 0 ? k : 0;
+}
+
+/* Header lines (arg may be NULL: not kept): past 64 KiB they are dropped, the transfer goes on. */
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
-    struct simc_buf *b = arg;
     size_t k = size * n;
-    if (!b)
+    if (!arg)
         return k;
-    if (b->len + k + 1 > 64 * 1024) {
-        b->overflow = true;
-        return k;
-    }
-    char *q = realloc(b->data, b->len + k + 1);
-    if (!q)
-        return 0;
-    b->data = q;
-    memcpy(b->data + b->len, p, k);
-    b->len += k;
-    b->data[b->len] = '\0';
-    return k;
+    return buf_append(arg, p, k, 64 * 1024) < 0 ? 0 : k;
 }
 
 static int perform(CURL *h, unsigned short port, const char *method, const char *path,
