@@ -601,6 +601,20 @@ static void form_add_button(struct page_form *f, const char *name, const char *v
     f->n_buttons++;
 }
 
+/* Adds the value a selected option submits: its value attribute, else its text with white
+ * space collapsed, as a browser does. */
+static void form_add_option(struct page_form *f, const char *name, xmlNodePtr opt)
+{
+    char *v = page_prop(opt, "value");
+    if (!v) {
+        char *t = page_content(opt);
+        v = page_collapse_dup(t);
+        free(t);
+    }
+    form_add(f, name, v, false);
+    free(v);
+}
+
 static void form_select(struct page_form *f, xmlNodePtr sel, const char *name)
 {
     bool multiple = page_has_prop(sel, "multiple");
@@ -616,16 +630,8 @@ static void form_select(struct page_form *f, xmlNodePtr sel, const char *name)
         if (!page_has_prop(n, "selected"))
             continue;
         if (multiple) {
-            if (!disabled) {
-                char *v = page_prop(n, "value");
-                if (!v) {
-                    char *t = page_content(n);
-                    v = page_collapse_dup(t);
-                    free(t);
-                }
-                form_add(f, name, v, false);
-                free(v);
-            }
+            if (!disabled)
+                form_add_option(f, name, n);
         } else {
             chosen = n; /* the last selected option wins, as in a browser */
         }
@@ -636,14 +642,7 @@ static void form_select(struct page_form *f, xmlNodePtr sel, const char *name)
         chosen = first;
     if (!chosen || page_has_prop(chosen, "disabled"))
         return;
-    char *v = page_prop(chosen, "value");
-    if (!v) {
-        char *t = page_content(chosen);
-        v = page_collapse_dup(t);
-        free(t);
-    }
-    form_add(f, name, v, false);
-    free(v);
+    form_add_option(f, name, chosen);
 }
 
 /* One control of the form (n is an input, select, textarea or button). */
