@@ -389,21 +389,24 @@ out:
     return rc;
 }
 
+/* Attempts when the ERP answers a submitted login with its login page again. */
+#define ERP_LOGIN_ATTEMPTS 3
+
 /*
- * Logs in through the flow's login form. A login answered by the login page again is tried
- * once more: a session the ERP ended at once is transient (APBOT_E_NET), the same answer twice
- * is a refusal the flow has no rule for (APBOT_E_SYSTEMIC).
+ * Logs in through the flow's login form. A login answered by the login page is tried again,
+ * up to ERP_LOGIN_ATTEMPTS times: a session the ERP ended at once is transient, the same
+ * answer every time is a refusal the flow has no rule for (APBOT_E_SYSTEMIC).
  */
 int erp_login(struct erp_session *s, char *err, size_t errlen)
 {
-    int rc = login_once(s, err, errlen);
-    if (rc != APBOT_E_BUSY)
-        return rc;
-    rc = login_once(s, err, errlen);
+    int rc = APBOT_E_BUSY;
+    for (int i = 0; i < ERP_LOGIN_ATTEMPTS && rc == APBOT_E_BUSY; i++)
+        rc = login_once(s, err, errlen);
     if (rc == APBOT_E_BUSY)
         rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
                         "login refused: the ERP answered the login form with its login page "
-                        "twice");
+                        "%d times",
+                        ERP_LOGIN_ATTEMPTS);
     return rc;
 }
 

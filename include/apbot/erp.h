@@ -86,7 +86,7 @@ bool erp_is_session_expired(const struct erp_session *s, const char *body, size_
  * Returns APBOT_OK; APBOT_E_NET when the ERP could not be reached or answered a transient
  * error (timeout, 5xx, 429/503) - retry later; APBOT_E_SYSTEMIC when the login was refused,
  * the login form is missing or the page after login lacks the success marker. An answer that
- * is the login page itself is tried once more before it counts as a refusal (the ERP may
+ * is the login page itself is tried up to three times before it counts as a refusal (the ERP may
  * have ended the fresh session at once).
  */
 int erp_login(struct erp_session *s, char *err, size_t errlen) APBOT_MUST_USE;
