@@ -170,15 +170,17 @@ static void test_crash_after_post_before_reply(void **state)
     (void)state;
     struct e2e e;
     crash_start(&e, SCENARIO, 32);
-    e2e_add_many(&e, "KA", 2);
+    /* One item: with a second one a slow machine may kill the run while that one is in
+     * posting, and a crash in posting rightly counts as a (possibly sent) post. */
+    e2e_add_many(&e, "KA", 1);
     assert_int_equal(simc_fault(e.port, "timeout_after_commit", 1), 0);
     pid_t pid = spawn_run(&e, 1, 60);
     assert_true(wait_for(&e, -1, 1, 10000));
     kill9(pid);
     assert_true(count_state(&e, MACHINE_POSTING) >= 1);
     restart_and_check(&e, 2);
-    assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 2);
-    assert_int_equal(simc_count_rows(e.port), 2);
+    assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 1);
+    assert_int_equal(simc_count_rows(e.port), 1);
     assert_int_equal(e2e_max_posts(&e), 1); /* the booked one was never posted again */
     e2e_stop(&e);
 }

@@ -41,6 +41,23 @@ static void assert_all_completed(struct e2e *e)
     assert_int_equal(simc_count_rows(e->port), e->n_items);
 }
 
+/*
+ * For faults drawn at random on every screen: one item's committing step can be hit twice,
+ * and two ambiguous posts each confirmed absent rightly end in manual review. So: every item
+ * terminal, completed or reviewed, never a business exception, and exactly the completed ones
+ * booked (a reviewed item here was never booked).
+ */
+static void assert_completed_or_reviewed(struct e2e *e)
+{
+    assert_invariants(e, false);
+    int done = e2e_count(e, MACHINE_COMPLETED);
+    int review = e2e_count(e, MACHINE_MANUAL_REVIEW);
+    assert_int_equal(done + review, e->n_items);
+    assert_int_equal(e2e_count(e, MACHINE_BUSINESS_EXCEPTION), 0);
+    assert_true(done > 0);
+    assert_int_equal(simc_count_rows(e->port), done);
+}
+
 /* Starts, queues n invoices, forces `count` of `fault` (0: none) and runs to empty. */
 static void run_with_fault(struct e2e *e, const char *prefix, int n, const char *fault, int count,
                            const char *extra)
@@ -150,7 +167,7 @@ static void test_e2e_drop_before_commit(void **state)
     (void)state;
     struct e2e e;
     run_with_fault(&e, "DBC", 8, NULL, 0, "fault.drop_before_commit = 0.12\n");
-    assert_all_completed(&e);
+    assert_completed_or_reviewed(&e);
     assert_true(simc_stat(e.port, "drop_before_commit") >= 1);
     e2e_stop(&e);
 }
