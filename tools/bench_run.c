@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "apbot/invoice.h"
+#include "apbot/machine.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
 #include "sim.h"
@@ -230,15 +231,29 @@ static int bench_one(const char *apbot, const char *src, const char *scenario, i
 
     int rows = 0;
     int dups = ledger_duplicates(ledger, &rows);
+    struct store_counts counts;
+    struct store *st = NULL;
+    memset(&counts, 0, sizeof(counts));
+    if (store_open(db, &st, err, sizeof(err)) != APBOT_OK ||
+        store_counts(st, &counts, err, sizeof(err)) != APBOT_OK)
+        fprintf(stderr, "bench-run: queue: %s\n", err);
+    store_close(st);
     long long requests = json_number(stats, "total");
     double cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
                     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
-    printf("%-10s %6d %8.1f %9.2f %10.1f %8.2f %9ld %9d %6d %5d\n", scenario, n, wall,
-           (double)n / wall, (double)requests / n, cpu_ms / n, ru.ru_maxrss / 1024, rows, dups,
-           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    printf("%-10s %6d %8.1f %9.2f %10.1f %8.2f %9ld %6" PRId64 " %6" PRId64 " %6" PRId64
+           " %9d %6d %5d\n",
+           scenario, n, wall, (double)n / wall, (double)requests / n, cpu_ms / n,
+           ru.ru_maxrss / 1024, counts.by_state[MACHINE_COMPLETED],
+           counts.by_state[MACHINE_BUSINESS_EXCEPTION], counts.by_state[MACHINE_MANUAL_REVIEW],
+           rows, dups, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     fflush(stdout);
     free(stats);
     free(ledger);
+    if (getenv("BENCH_KEEP")) {
+        fprintf(stderr, "bench-run: kept %s/queue.db\n", dir);
+        return dups == 0 ? 0 : 1;
+    }
     char f[160];
     snprintf(f, sizeof(f), "%s/queue.db", dir);
     unlink(f);
@@ -275,8 +290,9 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    printf("%-10s %6s %8s %9s %10s %8s %9s %9s %6s %5s\n", "scenario", "inv", "wall_s", "inv/s",
-           "req/inv", "cpu_ms", "rss_MiB", "bookings", "dups", "exit");
+    printf("%-10s %6s %8s %9s %10s %8s %9s %6s %6s %6s %9s %6s %5s\n", "scenario", "inv",
+           "wall_s", "inv/s", "req/inv", "cpu_ms", "rss_MiB", "done", "bizex", "review",
+           "bookings", "dups", "exit");
     int fail = 0;
     for (int i = first; i < argc; i++)
         if (bench_one(apbot, src, argv[i], n, concurrency) != 0)
