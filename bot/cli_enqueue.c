@@ -29,11 +29,11 @@
 
 struct enq {
     struct store *st;
-    long batch_max;     /* invoices per transaction */
-    long in_batch;      /* invoices in the open transaction */
-    bool open;          /* a transaction is open */
+    long batch_max; /* invoices per transaction */
+    long in_batch;  /* invoices in the open transaction */
+    bool open;      /* a transaction is open */
     int64_t queued, already, conflicting, refused;
-    int db_rc;          /* first database failure: stops everything */
+    int db_rc; /* first database failure: stops everything */
     char err[APBOT_ERR_LEN];
 };
 
@@ -138,8 +138,8 @@ int cli_enqueue(const struct cli_ctx *ctx, int argc, char **argv)
             errno = 0;
             batch = strtol(v, &end, 10);
             if (errno || end == v || *end || batch < 1 || batch > CLI_ENQ_BATCH_MAX) {
-                fprintf(stderr, "apbot enqueue: --batch wants 1..%d, not '%s'\n",
-                        CLI_ENQ_BATCH_MAX, v);
+                fprintf(stderr, "apbot enqueue: --batch wants 1..%d, not '%s'\n", CLI_ENQ_BATCH_MAX,
+                        v);
                 return CLI_EXIT_USAGE;
             }
         } else if (a[0] == '-' && a[1] != '\0') {

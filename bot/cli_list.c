@@ -57,16 +57,15 @@ static int list_json_item(struct list_ctx *lc, const struct store_item *it, cons
 {
     char created[32];
     format_time(it->created_at, created, sizeof(created));
-    json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
-                          "s:i, s:s}",
-                          "id", (json_int_t)it->id, "key", it->key, "state",
-                          machine_state_name(it->state), "vendor_id", str_or_null(it->vendor_id),
-                          "vendor_name", str_or_null(it->vendor_name), "invoice_number",
-                          str_or_null(it->invoice_number), "doc_type", it->doc_type, "issue_date",
-                          it->issue_date, "currency", it->currency, "total", total, "erp_doc",
-                          str_or_null(it->erp_doc), "reason", str_or_null(it->reason), "source",
-                          str_or_null(it->source), "posts", it->counters.posts, "created_at",
-                          created);
+    json_t *o = json_pack(
+        "{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
+        "s:i, s:s}",
+        "id", (json_int_t)it->id, "key", it->key, "state", machine_state_name(it->state),
+        "vendor_id", str_or_null(it->vendor_id), "vendor_name", str_or_null(it->vendor_name),
+        "invoice_number", str_or_null(it->invoice_number), "doc_type", it->doc_type, "issue_date",
+        it->issue_date, "currency", it->currency, "total", total, "erp_doc",
+        str_or_null(it->erp_doc), "reason", str_or_null(it->reason), "source",
+        str_or_null(it->source), "posts", it->counters.posts, "created_at", created);
     if (!o)
         return LIST_STOP;
     fputs(lc->n ? ",\n  " : "[\n  ", stdout);

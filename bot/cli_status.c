@@ -51,8 +51,7 @@ static int print_json(const struct store_counts *c, int64_t age_s)
     bad |= json_object_set_new(o, "total", json_integer(c->total));
     bad |= json_object_set_new(o, "oldest_pending_age_s",
                                age_s >= 0 ? json_integer(age_s) : json_null());
-    bad |= json_object_set_new(o, "review_depth",
-                               json_integer(c->by_state[MACHINE_MANUAL_REVIEW]));
+    bad |= json_object_set_new(o, "review_depth", json_integer(c->by_state[MACHINE_MANUAL_REVIEW]));
     if (!bad)
         bad = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!bad)
@@ -65,8 +64,7 @@ static void print_table(const struct store_counts *c, int64_t age_s)
 {
     printf("%-20s %10s\n", "state", "items");
     for (int s = 0; s < MACHINE_STATE__COUNT; s++)
-        printf("%-20s %10" PRId64 "\n", machine_state_name((enum machine_state)s),
-               c->by_state[s]);
+        printf("%-20s %10" PRId64 "\n", machine_state_name((enum machine_state)s), c->by_state[s]);
     printf("%-20s %10" PRId64 "\n", "total", c->total);
     if (age_s >= 0) {
         char age[32];

@@ -48,8 +48,8 @@ struct csvin_driver {
     char **fields; /* CSVIN_MAX_FIELDS reusable buffers */
     size_t *caps;
     size_t n;
-    bool too_many; /* this row had more than CSVIN_MAX_FIELDS fields */
-    bool nul_byte; /* a field held a NUL byte */
+    bool too_many;   /* this row had more than CSVIN_MAX_FIELDS fields */
+    bool nul_byte;   /* a field held a NUL byte */
     size_t line;     /* physical line being fed, 1-based */
     size_t row_line; /* line the current row started on */
     bool at_boundary;
@@ -104,9 +104,9 @@ static void csvin_cb_row(int c, void *data)
         d->row_line = d->line;
     if (!d->rc) {
         if (d->too_many)
-            d->rc = apbot_fail(d->err, d->errlen, APBOT_E_LIMIT,
-                               "%s:%zu: more than %d fields in a row", d->path, d->row_line,
-                               CSVIN_MAX_FIELDS);
+            d->rc =
+                apbot_fail(d->err, d->errlen, APBOT_E_LIMIT, "%s:%zu: more than %d fields in a row",
+                           d->path, d->row_line, CSVIN_MAX_FIELDS);
         else if (d->nul_byte)
             d->rc = apbot_fail(d->err, d->errlen, APBOT_E_PARSE, "%s:%zu: NUL byte in a field",
                                d->path, d->row_line);
@@ -169,8 +169,14 @@ static bool csvin_feed(struct csvin_driver *d, struct csv_parser *p, const char 
 int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
                    size_t errlen)
 {
-    struct csvin_driver d = {.fn = fn, .ctx = ctx, .line = 1, .row_line = 1,
-                             .at_boundary = true, .path = path, .err = err, .errlen = errlen};
+    struct csvin_driver d = {.fn = fn,
+                             .ctx = ctx,
+                             .line = 1,
+                             .row_line = 1,
+                             .at_boundary = true,
+                             .path = path,
+                             .err = err,
+                             .errlen = errlen};
     struct csv_parser p;
     bool parser_ok = false;
     int rc = APBOT_OK;
@@ -284,9 +290,9 @@ _Static_assert(sizeof(csvin_col_names) / sizeof(csvin_col_names[0]) == COL__COUN
 /* ---- the split-invoice table (pass 1) ---------------------------------------------------- */
 
 struct csvin_seen_slot {
-    uint64_t hash;   /* 0 = empty */
-    uint32_t first;  /* line the first run starts on */
-    uint32_t again;  /* line a later run starts on, 0 if contiguous */
+    uint64_t hash;  /* 0 = empty */
+    uint32_t first; /* line the first run starts on */
+    uint32_t again; /* line a later run starts on, 0 if contiguous */
 };
 
 struct csvin_seen {
@@ -399,8 +405,8 @@ static int csvin_header(struct csvin_ctx *c, char *const *f, size_t n, size_t li
                 continue;
             if (c->col[k] >= 0)
                 return apbot_fail(c->err, c->errlen, APBOT_E_PARSE,
-                                  "%s:%zu: column '%s' appears twice in the header", c->path,
-                                  line, csvin_col_names[k]);
+                                  "%s:%zu: column '%s' appears twice in the header", c->path, line,
+                                  csvin_col_names[k]);
             c->col[k] = (int)i;
         }
     }
@@ -497,8 +503,8 @@ static int csvin_finish_group(struct csvin_ctx *c)
                 money_format_plain(payable, c->inv.exponent, s, sizeof(s)))
                 t[0] = s[0] = '\0';
             csvin_group_fail(c, c->g_line,
-                             "total %s does not equal the sum of the lines' net + tax %s %s", t,
-                             s, c->inv.currency);
+                             "total %s does not equal the sum of the lines' net + tax %s %s", t, s,
+                             c->inv.currency);
         }
         if (!c->g_bad) {
             c->inv.net_total = net;
@@ -533,7 +539,8 @@ static void csvin_same(struct csvin_ctx *c, size_t line, const char *what, const
                        const char *now)
 {
     if (*now && strcmp(have ? have : "", now) != 0)
-        csvin_group_fail(c, line, "line %zu: %s '%.60s' differs from '%.60s' on the invoice's "
+        csvin_group_fail(c, line,
+                         "line %zu: %s '%.60s' differs from '%.60s' on the invoice's "
                          "first line %zu",
                          line, what, now, have ? have : "", c->g_line);
 }
@@ -709,9 +716,8 @@ static int csvin_row(void *vctx, char *const *f, size_t n, size_t line)
                  !*vendor ? "vendor_id" : "invoice_number");
         csvin_refuse_at(c, line, reason);
         if (c->g_active)
-            csvin_group_fail(c, line,
-                             "line %zu has no %s and may be one of this invoice's lines", line,
-                             !*vendor ? "vendor_id" : "invoice_number");
+            csvin_group_fail(c, line, "line %zu has no %s and may be one of this invoice's lines",
+                             line, !*vendor ? "vendor_id" : "invoice_number");
         return APBOT_OK;
     }
 
@@ -748,8 +754,8 @@ static int csvin_row(void *vctx, char *const *f, size_t n, size_t line)
 int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
                char *err, size_t errlen)
 {
-    struct csvin_ctx c = {.path = path, .vendors = vendors, .sink = sink, .err = err,
-                          .errlen = errlen, .pass = 1};
+    struct csvin_ctx c = {
+        .path = path, .vendors = vendors, .sink = sink, .err = err, .errlen = errlen, .pass = 1};
     invoice_init(&c.inv);
     int rc = csvin_each_row(path, 0, csvin_row, &c, err, errlen);
     if (rc)

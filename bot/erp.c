@@ -364,8 +364,7 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
         emit(s, "login", "POST", form.action, &r2, p, "failed");
         if (r2.body && erp_is_session_expired(s, r2.body, r2.body_len))
             rc = apbot_fail(err, errlen, APBOT_E_BUSY,
-                            "the ERP answered the login with its login page (HTTP %ld)",
-                            r2.status);
+                            "the ERP answered the login with its login page (HTTP %ld)", r2.status);
         else if (r2.status == 429 || r2.status >= 500)
             rc = apbot_fail(err, errlen, APBOT_E_NET, "login answered HTTP %ld", r2.status);
         else

@@ -244,7 +244,8 @@ static int invoice_check_text(const char *what, const char *s, bool required, si
     if (!invoice_utf8_valid(s))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "%s is not valid UTF-8", what);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == 0x7f || (*p < 0x20 && *p != '\t' && !(allow_newline && (*p == '\n' || *p == '\r'))))
+        if (*p == 0x7f ||
+            (*p < 0x20 && *p != '\t' && !(allow_newline && (*p == '\n' || *p == '\r'))))
             return apbot_fail(err, errlen, APBOT_E_INVAL, "%s contains control character 0x%02x",
                               what, *p);
     }
@@ -271,8 +272,8 @@ int invoice_validate(const struct invoice *inv, char *err, size_t errlen)
     if ((rc = invoice_check_text("vendor id", inv->vendor_id, true, INVOICE_ID_MAX, false, err,
                                  errlen)))
         return rc;
-    if ((rc = invoice_check_text("invoice number", inv->invoice_number, true, INVOICE_ID_MAX,
-                                 false, err, errlen)))
+    if ((rc = invoice_check_text("invoice number", inv->invoice_number, true, INVOICE_ID_MAX, false,
+                                 err, errlen)))
         return rc;
     if ((rc = invoice_check_text("vendor name", inv->vendor_name, false, INVOICE_TEXT_MAX, false,
                                  err, errlen)))
@@ -281,11 +282,11 @@ int invoice_validate(const struct invoice *inv, char *err, size_t errlen)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "invalid document type %d",
                           (int)inv->doc_type);
     if (!invoice_date_valid(inv->issue_date))
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "issue date '%.10s' is not a valid YYYY-MM-DD date",
-                          inv->issue_date);
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "issue date '%.10s' is not a valid YYYY-MM-DD date", inv->issue_date);
     if (inv->due_date[0] && !invoice_date_valid(inv->due_date))
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "due date '%.10s' is not a valid YYYY-MM-DD date",
-                          inv->due_date);
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "due date '%.10s' is not a valid YYYY-MM-DD date", inv->due_date);
     int exp = money_exponent(inv->currency);
     if (exp < 0)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "unknown currency '%.3s'", inv->currency);
@@ -452,8 +453,8 @@ int invoice_fingerprint(const struct invoice *inv, char ret_fp[INVOICE_FP_LEN + 
 }
 
 /* Reads an optional string member: NULL/absent → *ret NULL. */
-static int invoice_json_get_str(json_t *obj, const char *key, bool required, char **ret,
-                                char *err, size_t errlen)
+static int invoice_json_get_str(json_t *obj, const char *key, bool required, char **ret, char *err,
+                                size_t errlen)
 {
     json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) {
@@ -562,16 +563,15 @@ int invoice_from_json(const char *json, struct invoice *ret, char *err, size_t e
     {
         struct invoice_line l = {0};
         if (!json_is_object(jl)) {
-            rc = apbot_fail(err, errlen, APBOT_E_PARSE, "payload: line %zu is not an object",
-                            i + 1);
+            rc =
+                apbot_fail(err, errlen, APBOT_E_PARSE, "payload: line %zu is not an object", i + 1);
             goto out;
         }
         if (!(rc = invoice_json_get_str(jl, "description", false, &l.description, err, errlen)) &&
             !(rc = invoice_json_get_str(jl, "gl_account", false, &l.gl_account, err, errlen)) &&
             !(rc = invoice_json_get_str(jl, "quantity", false, &l.quantity, err, errlen)) &&
             !(rc = invoice_json_get_str(jl, "unit_price", false, &l.unit_price, err, errlen)) &&
-            !(rc = invoice_json_get_str(jl, "tax_category", false, &l.tax_category, err,
-                                        errlen)) &&
+            !(rc = invoice_json_get_str(jl, "tax_category", false, &l.tax_category, err, errlen)) &&
             !(rc = invoice_json_get_int(jl, "net", &l.net, err, errlen)) &&
             !(rc = invoice_json_get_int(jl, "tax", &l.tax, err, errlen)))
             invoice_add_line(&inv, &l);

@@ -132,8 +132,7 @@ static int resolve(enum machine_state st, enum machine_event ev, struct machine_
     case MACHINE_EV_RESOLVE_REJECT:
         if (st == MACHINE_BUSINESS_EXCEPTION)
             return APBOT_E_STATE;
-        return go(s, MACHINE_BUSINESS_EXCEPTION, MACHINE_DELAY_NONE, c,
-                  "operator: rejected");
+        return go(s, MACHINE_BUSINESS_EXCEPTION, MACHINE_DELAY_NONE, c, "operator: rejected");
     default:
         return APBOT_E_STATE;
     }
@@ -175,8 +174,7 @@ static int from_posting(enum machine_event ev, struct machine_counters c,
 {
     switch (ev) {
     case MACHINE_EV_CONFIRMED:
-        return go(s, MACHINE_COMPLETED, MACHINE_DELAY_NONE, c,
-                  "posted: success banner matched");
+        return go(s, MACHINE_COMPLETED, MACHINE_DELAY_NONE, c, "posted: success banner matched");
     case MACHINE_EV_REJECTED:
         return go(s, MACHINE_BUSINESS_EXCEPTION, MACHINE_DELAY_NONE, c,
                   "rejected by ERP validation");
@@ -213,8 +211,7 @@ static int from_reconciling(enum machine_event ev, struct machine_counters c,
 {
     switch (ev) {
     case MACHINE_EV_FOUND:
-        return go(s, MACHINE_COMPLETED, MACHINE_DELAY_NONE, c,
-                  "reconciled: found in the ERP");
+        return go(s, MACHINE_COMPLETED, MACHINE_DELAY_NONE, c, "reconciled: found in the ERP");
     case MACHINE_EV_FOUND_CONFLICT:
         return go(s, MACHINE_MANUAL_REVIEW, MACHINE_DELAY_NONE, c,
                   "the ERP holds this key with a different vendor or amount");

@@ -21,14 +21,13 @@ struct money_ccy {
 
 /* ISO 4217 minor units. Sorted only for the reader; lookup is linear (short table). */
 static const struct money_ccy money_table[] = {
-    {"AED", 2}, {"ARS", 2}, {"AUD", 2}, {"BGN", 2}, {"BHD", 3}, {"BRL", 2}, {"CAD", 2},
-    {"CHF", 2}, {"CLP", 0}, {"CNY", 2}, {"COP", 2}, {"CZK", 2}, {"DKK", 2}, {"EGP", 2},
-    {"EUR", 2}, {"GBP", 2}, {"HKD", 2}, {"HUF", 2}, {"IDR", 2}, {"ILS", 2}, {"INR", 2},
-    {"IQD", 3}, {"ISK", 0}, {"JOD", 3}, {"JPY", 0}, {"KRW", 0}, {"KWD", 3}, {"LYD", 3},
-    {"MAD", 2}, {"MXN", 2}, {"MYR", 2}, {"NOK", 2}, {"NZD", 2}, {"OMR", 3}, {"PHP", 2},
-    {"PLN", 2}, {"QAR", 2}, {"RON", 2}, {"RSD", 2}, {"SAR", 2}, {"SEK", 2}, {"SGD", 2},
-    {"THB", 2}, {"TND", 3}, {"TRY", 2}, {"TWD", 2}, {"UAH", 2}, {"USD", 2}, {"VND", 0},
-    {"XAF", 0}, {"XOF", 0}, {"ZAR", 2},
+    {"AED", 2}, {"ARS", 2}, {"AUD", 2}, {"BGN", 2}, {"BHD", 3}, {"BRL", 2}, {"CAD", 2}, {"CHF", 2},
+    {"CLP", 0}, {"CNY", 2}, {"COP", 2}, {"CZK", 2}, {"DKK", 2}, {"EGP", 2}, {"EUR", 2}, {"GBP", 2},
+    {"HKD", 2}, {"HUF", 2}, {"IDR", 2}, {"ILS", 2}, {"INR", 2}, {"IQD", 3}, {"ISK", 0}, {"JOD", 3},
+    {"JPY", 0}, {"KRW", 0}, {"KWD", 3}, {"LYD", 3}, {"MAD", 2}, {"MXN", 2}, {"MYR", 2}, {"NOK", 2},
+    {"NZD", 2}, {"OMR", 3}, {"PHP", 2}, {"PLN", 2}, {"QAR", 2}, {"RON", 2}, {"RSD", 2}, {"SAR", 2},
+    {"SEK", 2}, {"SGD", 2}, {"THB", 2}, {"TND", 3}, {"TRY", 2}, {"TWD", 2}, {"UAH", 2}, {"USD", 2},
+    {"VND", 0}, {"XAF", 0}, {"XOF", 0}, {"ZAR", 2},
 };
 
 int money_exponent(const char *currency)
@@ -118,8 +117,7 @@ int money_parse(const char *text, const char *currency, enum money_style style,
         } else if (grp && *p == grp) {
             if (group_digits == 0 || (grouped ? group_digits != 3 : group_digits > 3))
                 return apbot_fail(err, errlen, APBOT_E_INVAL,
-                                  "misplaced grouping separator '%c' in amount '%.40s'", grp,
-                                  text);
+                                  "misplaced grouping separator '%c' in amount '%.40s'", grp, text);
             grouped = true;
             group_digits = 0;
         } else {
@@ -133,7 +131,7 @@ int money_parse(const char *text, const char *currency, enum money_style style,
 
     /* Fraction: the first `exponent` digits are kept, the rest decide rounding. */
     int kept = 0;
-    int first_dropped = -1;  /* first digit past the exponent, -1 if none */
+    int first_dropped = -1;    /* first digit past the exponent, -1 if none */
     bool rest_nonzero = false; /* any non-zero digit after first_dropped */
     if (p < end) {
         p++; /* the decimal separator */
@@ -177,8 +175,7 @@ int money_parse(const char *text, const char *currency, enum money_style style,
             up = first_dropped > 5 || (first_dropped == 5 && (rest_nonzero || (acc & 1)));
             break;
         default:
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad rounding rule %d",
-                              (int)rounding);
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad rounding rule %d", (int)rounding);
         }
         if (up) {
             if (acc >= MONEY_MAX_MINOR)

@@ -94,8 +94,8 @@ struct runner {
     int64_t started_mono;
 
     atomic_int abort_io; /* written by the calling thread only; workers' http polls it */
-    atomic_bool stop;               /* workers: finish the current item and leave */
-    atomic_int running;             /* workers still in their loop */
+    atomic_bool stop;    /* workers: finish the current item and leave */
+    atomic_int running;  /* workers still in their loop */
 
     pthread_mutex_t mu; /* guards everything below */
     int unanswered;     /* consecutive unanswered exchanges across workers */

@@ -103,9 +103,9 @@ static const char *const migrations[] = {
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* The columns every item query selects, in the order row_to_item() reads them. */
-#define ITEM_COLS                                                                                 \
-    "id, key, fingerprint, state, posts, cycles, attempts, next_at, last_post_at, created_at,"    \
-    " updated_at, lease_owner, lease_until, payload, source, erp_doc, reason, vendor_id,"         \
+#define ITEM_COLS                                                                                  \
+    "id, key, fingerprint, state, posts, cycles, attempts, next_at, last_post_at, created_at,"     \
+    " updated_at, lease_owner, lease_until, payload, source, erp_doc, reason, vendor_id,"          \
     " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total"
 
 /* Cached statements. If you add one: add its SQL in stmt_sql at the same index. */
@@ -474,9 +474,8 @@ int store_open(const char *path, struct store **ret, char *err, size_t errlen)
     if (!st)
         abort();
     int r;
-    int rc = sqlite3_open_v2(path, &st->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    int rc = sqlite3_open_v2(
+        path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         r = apbot_fail(err, errlen, db_rc(rc) == APBOT_E_BUSY ? APBOT_E_BUSY : APBOT_E_IO,
                        "store: cannot open %s: %s", path,
@@ -633,8 +632,8 @@ int store_enqueue_raw(struct store *st, const struct store_new_item *ni, int64_t
         goto out;
     }
     id = sqlite3_last_insert_rowid(st->db);
-    r = add_event(st, id, now, NULL, machine_state_name(MACHINE_NEW), "enqueued", source,
-                  "enqueue", err, errlen);
+    r = add_event(st, id, now, NULL, machine_state_name(MACHINE_NEW), "enqueued", source, "enqueue",
+                  err, errlen);
 out:
     r = tx_end(st, r, err, errlen);
     if (r)
@@ -645,8 +644,7 @@ out:
 }
 
 int store_enqueue(struct store *st, const struct invoice *inv, const char *source, int64_t now,
-                  enum store_enqueue_result *ret_result, int64_t *ret_id, char *err,
-                  size_t errlen)
+                  enum store_enqueue_result *ret_result, int64_t *ret_id, char *err, size_t errlen)
 {
     if (!st || !inv)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no invoice");
@@ -846,8 +844,8 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
                 int64_t now, char *err, size_t errlen)
 {
     if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
-        (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT ||
-        (int)ch->event < 0 || ch->event >= MACHINE_EVENT__COUNT)
+        (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
+        ch->event >= MACHINE_EVENT__COUNT)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invalid change");
     int r = tx_begin(st, err, errlen);
     if (r)
@@ -878,8 +876,8 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
         r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 " is %s, not %s", id,
                        machine_state_name(cur), machine_state_name(ch->from));
     } else if (owner && (!lease_owner || strcmp(lease_owner, owner) != 0)) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 ": lease lost (held by %s)",
-                       id, lease_owner ? lease_owner : "nobody");
+        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 ": lease lost (held by %s)", id,
+                       lease_owner ? lease_owner : "nobody");
     } else if (!owner && lease_owner && lease_until > now) {
         r = apbot_fail(err, errlen, APBOT_E_STATE,
                        "item #%" PRId64 " is leased by %s; try again when it is released", id,

@@ -59,7 +59,7 @@ struct ublin {
     xmlDocPtr doc;
     xmlNodePtr root;
     xmlXPathContextPtr xp;
-    char rootname[64]; /* "Invoice", "ubl:Invoice", "CreditNote" */
+    char rootname[64];   /* "Invoice", "ubl:Invoice", "CreditNote" */
     const char *line_el; /* "cac:InvoiceLine" or "cac:CreditNoteLine" */
     char where[1400];
     char reason[APBOT_ERR_LEN];
@@ -69,8 +69,8 @@ struct ublin {
 static int ublin_fail(struct ublin *u, const char *rel, const char *fmt, ...) APBOT_PRINTF(3, 4);
 static int ublin_fail(struct ublin *u, const char *rel, const char *fmt, ...)
 {
-    snprintf(u->where, sizeof(u->where), "%s#/%s%s%s", u->path, u->rootname,
-             rel && *rel ? "/" : "", rel ? rel : "");
+    snprintf(u->where, sizeof(u->where), "%s#/%s%s%s", u->path, u->rootname, rel && *rel ? "/" : "",
+             rel ? rel : "");
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(u->reason, sizeof(u->reason), fmt, ap);
@@ -101,8 +101,8 @@ static char *ublin_node_text(xmlNodePtr n)
     while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
         s++;
     size_t len = strlen(s);
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r' ||
-                   s[len - 1] == '\n'))
+    while (len &&
+           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\r' || s[len - 1] == '\n'))
         len--;
     char *r = malloc(len + 1);
     if (!r)
@@ -208,7 +208,7 @@ static int ublin_seller(struct ublin *u, const struct vendor_map *vendors, struc
         UBL_SELLER "/cac:PartyName/cbc:Name",
         UBL_SELLER "/cac:PartyLegalEntity/cbc:RegistrationName",
     };
-    char *first = NULL;     /* unmapped fallback: the first candidate, scheme:value form */
+    char *first = NULL; /* unmapped fallback: the first candidate, scheme:value form */
     const char *mapped = NULL;
     for (size_t p = 0; p < sizeof(id_paths) / sizeof(id_paths[0]) && !mapped; p++) {
         xmlXPathObjectPtr o = ublin_eval(u, NULL, id_paths[p]);
@@ -295,7 +295,7 @@ static int ublin_lines(struct ublin *u, struct invoice *inv)
         goto out;
     }
     const char *qty_el = strcmp(u->line_el, "cac:CreditNoteLine") == 0 ? "cbc:CreditedQuantity"
-                                                                        : "cbc:InvoicedQuantity";
+                                                                       : "cbc:InvoicedQuantity";
     for (size_t i = 0; i < n && !rc; i++) {
         xmlNodePtr ln = o->nodesetval->nodeTab[i];
         char rel[128];
@@ -343,8 +343,8 @@ out:
 static int ublin_extract(struct ublin *u, const struct vendor_map *vendors, struct invoice *inv)
 {
     int rc;
-    const char *tc_el = inv->doc_type == INVOICE_DOC_CREDIT_NOTE ? "cbc:CreditNoteTypeCode"
-                                                                : "cbc:InvoiceTypeCode";
+    const char *tc_el =
+        inv->doc_type == INVOICE_DOC_CREDIT_NOTE ? "cbc:CreditNoteTypeCode" : "cbc:InvoiceTypeCode";
     char *number = ublin_text(u, NULL, "cbc:ID", NULL);
     if (!number)
         return ublin_fail(u, "cbc:ID", "missing invoice number");
@@ -392,8 +392,8 @@ static int ublin_extract(struct ublin *u, const struct vendor_map *vendors, stru
     if ((rc = ublin_seller(u, vendors, inv)))
         return rc;
 
-    if ((rc = ublin_amount_node(u, pay, "cac:LegalMonetaryTotal/cbc:PayableAmount",
-                                inv->currency, &inv->payable)))
+    if ((rc = ublin_amount_node(u, pay, "cac:LegalMonetaryTotal/cbc:PayableAmount", inv->currency,
+                                &inv->payable)))
         return rc;
 
     /* Tax: every TaxTotal/TaxAmount in the document currency; others (the VAT accounting
@@ -471,15 +471,15 @@ int ublin_read(const char *path, const struct vendor_map *vendors, const struct 
         goto out;
     }
     if (u.root->ns && u.root->ns->prefix)
-        snprintf(u.rootname, sizeof(u.rootname), "%.20s:%.40s", u.root->ns->prefix,
-                 u.root->name);
+        snprintf(u.rootname, sizeof(u.rootname), "%.20s:%.40s", u.root->ns->prefix, u.root->name);
     else
         snprintf(u.rootname, sizeof(u.rootname), "%.60s", u.root->name);
 
     const char *href = u.root->ns ? (const char *)u.root->ns->href : "";
     if (u.doc->intSubset || u.doc->extSubset) {
-        ublin_fail(&u, "", "the document has a DOCTYPE; invoices must not declare DTDs or "
-                           "entities");
+        ublin_fail(&u, "",
+                   "the document has a DOCTYPE; invoices must not declare DTDs or "
+                   "entities");
         goto refuse;
     }
     if (strcmp((const char *)u.root->name, "Invoice") == 0 && strcmp(href, UBL_NS_INVOICE) == 0) {

@@ -97,15 +97,15 @@ static int vendors_row(void *ctx, char *const *f, size_t n, size_t line)
     const char *name =
         l->col_name >= 0 && (size_t)l->col_name < n ? vendors_trim(f[l->col_name]) : "";
     if (!*src || !*ven)
-        return apbot_fail(l->err, l->errlen, APBOT_E_PARSE, "%s:%zu: %s is empty", l->path,
-                          line, !*src ? "source_id" : "vendor_id");
+        return apbot_fail(l->err, l->errlen, APBOT_E_PARSE, "%s:%zu: %s is empty", l->path, line,
+                          !*src ? "source_id" : "vendor_id");
     if (!invoice_utf8_valid(src) || !invoice_utf8_valid(ven) || !invoice_utf8_valid(name))
         return apbot_fail(l->err, l->errlen, APBOT_E_PARSE, "%s:%zu: not valid UTF-8", l->path,
                           line);
     struct vendor_map *vm = l->vm;
     if (vm->n >= VENDORS_MAX_ENTRIES)
-        return apbot_fail(l->err, l->errlen, APBOT_E_LIMIT, "%s:%zu: more than %d entries",
-                          l->path, line, VENDORS_MAX_ENTRIES);
+        return apbot_fail(l->err, l->errlen, APBOT_E_LIMIT, "%s:%zu: more than %d entries", l->path,
+                          line, VENDORS_MAX_ENTRIES);
     if (vm->n == vm->cap) {
         size_t cap = vm->cap ? vm->cap * 2 : 64;
         struct vendor_entry *ne = realloc(vm->e, cap * sizeof(*ne));

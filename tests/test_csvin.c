@@ -132,7 +132,8 @@ static void test_csvin_total_mismatch(void **state)
     assert_int_equal(g.n_inv, 1);
     assert_int_equal(g.n_ref, 1);
     assert_where(g.ref[0].where, "total-mismatch.csv:3");
-    assert_has(g.ref[0].reason, "total 178.49 does not equal the sum of the lines' net + tax 178.50");
+    assert_has(g.ref[0].reason,
+               "total 178.49 does not equal the sum of the lines' net + tax 178.50");
 }
 
 static void test_csvin_bad_date(void **state)

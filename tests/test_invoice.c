@@ -32,11 +32,15 @@ static void fill(struct invoice *inv, const char *vendor, const char *number,
     memcpy(inv->due_date, "2026-12-03", 11);
     memcpy(inv->currency, "EUR", 4);
     inv->exponent = 2;
-    struct invoice_line l = {.description = "Paper, A4", .gl_account = "6000", .net = 10000,
-                             .tax = 1900};
+    struct invoice_line l = {
+        .description = "Paper, A4", .gl_account = "6000", .net = 10000, .tax = 1900};
     invoice_add_line(inv, &l);
-    struct invoice_line l2 = {.description = "Toner", .gl_account = "6010", .quantity = "2",
-                              .unit_price = "12.3456", .net = 2469, .tax = 469};
+    struct invoice_line l2 = {.description = "Toner",
+                              .gl_account = "6010",
+                              .quantity = "2",
+                              .unit_price = "12.3456",
+                              .net = 2469,
+                              .tax = 469};
     invoice_add_line(inv, &l2);
     inv->net_total = 12469;
     inv->tax_total = 2369;
@@ -86,13 +90,13 @@ static void test_invoice_normalise(void **state)
 #define GOLDEN_KEY_3 "AP1-7HRSP2DRCFUZBES4E4YB" /* 100002 / INV-2026-0001 / invoice */
 #define GOLDEN_KEY_4 "AP1-N7X65PTZPHB3PN3DRXIQ" /* 0088:7315458756324 / TOSL108 / 2013 / inv */
 #define GOLDEN_FP_1 "18f3d9cf7da82190cc5fd552345ffe53221759cab3e47794673c4fc61f4da17a"
-#define GOLDEN_JSON_1                                                                          \
-    "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"due_date\":\"2026-12-03\",\"exponent\":" \
-    "2,\"invoice_number\":\"INV-2026-0001\",\"issue_date\":\"2026-11-03\",\"lines\":[{\"descr" \
-    "iption\":\"Paper, A4\",\"gl_account\":\"6000\",\"net\":10000,\"quantity\":null,\"tax\":1" \
-    "900,\"unit_price\":null},{\"description\":\"Toner\",\"gl_account\":\"6010\",\"net\":2469" \
-    ",\"quantity\":\"2\",\"tax\":469,\"unit_price\":\"12.3456\"}],\"net_total\":12469,\"payab" \
-    "le\":14838,\"tax_total\":2369,\"v\":1,\"vendor_id\":\"100001\",\"vendor_name\":\"Liefera" \
+#define GOLDEN_JSON_1                                                                              \
+    "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"due_date\":\"2026-12-03\",\"exponent\":"     \
+    "2,\"invoice_number\":\"INV-2026-0001\",\"issue_date\":\"2026-11-03\",\"lines\":[{\"descr"     \
+    "iption\":\"Paper, A4\",\"gl_account\":\"6000\",\"net\":10000,\"quantity\":null,\"tax\":1"     \
+    "900,\"unit_price\":null},{\"description\":\"Toner\",\"gl_account\":\"6010\",\"net\":2469"     \
+    ",\"quantity\":\"2\",\"tax\":469,\"unit_price\":\"12.3456\"}],\"net_total\":12469,\"payab"     \
+    "le\":14838,\"tax_total\":2369,\"v\":1,\"vendor_id\":\"100001\",\"vendor_name\":\"Liefera"     \
     "nt GmbH\"}"
 
 static void test_invoice_golden_keys(void **state)
@@ -220,11 +224,7 @@ static void test_invoice_from_json_refusals(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "",
-        "[]",
-        "not json",
-        "{\"v\":2}",
-        "{\"v\":1,\"vendor_id\":\"1\"}",
+        "", "[]", "not json", "{\"v\":2}", "{\"v\":1,\"vendor_id\":\"1\"}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct invoice inv;
@@ -300,7 +300,8 @@ static void test_invoice_validate(void **state)
     assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
     inv.doc_type = INVOICE_DOC_INVOICE;
 
-    invoice_set_str(&inv.invoice_number, "INV\x01" "1");
+    invoice_set_str(&inv.invoice_number, "INV\x01"
+                                         "1");
     assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
     assert_non_null(strstr(err, "control character"));
     invoice_done(&inv);

@@ -23,6 +23,7 @@
 
 /* Expected next state for fresh counters (posts 0, cycles 0, attempts 0, settled). Columns
  * follow enum machine_event. */
+/* clang-format off */
 static const int table[MACHINE_STATE__COUNT][MACHINE_EVENT__COUNT] = {
     /*           clm fnd cfl nf  lf  cnf rej ns  unk ae  exp rel rp  rq  rr */
     [MACHINE_NEW] = {C, X, X, X, X, X, X, X, X, X, X, X, X, X, X},
@@ -33,6 +34,7 @@ static const int table[MACHINE_STATE__COUNT][MACHINE_EVENT__COUNT] = {
     [MACHINE_BUSINESS_EXCEPTION] = {X, X, X, X, X, X, X, X, X, X, X, X, D, N, X},
     [MACHINE_MANUAL_REVIEW] = {X, X, X, X, X, X, X, X, X, X, X, X, D, N, B},
 };
+/* clang-format on */
 
 static void test_machine_table_every_pair(void **state)
 {
@@ -156,8 +158,8 @@ static void test_machine_crash_recovery(void **state)
 static void test_machine_requeue_resets_budget(void **state)
 {
     (void)state;
-    struct machine_step s = step_of(M, MACHINE_EV_RESOLVE_REQUEUE,
-                                    (struct machine_counters){.posts = 2, .cycles = 3});
+    struct machine_step s =
+        step_of(M, MACHINE_EV_RESOLVE_REQUEUE, (struct machine_counters){.posts = 2, .cycles = 3});
     assert_int_equal(s.next, N);
     assert_int_equal(s.counters.posts, 0);
     assert_int_equal(s.counters.cycles, 0);
@@ -196,7 +198,8 @@ static void test_machine_names_round_trip(void **state)
  * settled reconciling not-found.
  */
 static int walks;
-static void walk(enum machine_state s, struct machine_counters c, const struct machine_policy *pol, int depth)
+static void walk(enum machine_state s, struct machine_counters c, const struct machine_policy *pol,
+                 int depth)
 {
     walks++;
     assert_true(c.posts <= pol->max_posts);

@@ -45,10 +45,9 @@ static void test_money_exponents(void **state)
     static const struct {
         const char *c;
         int e;
-    } t[] = {{"EUR", 2}, {"USD", 2}, {"GBP", 2}, {"CHF", 2}, {"SEK", 2}, {"NOK", 2},
-             {"DKK", 2}, {"PLN", 2}, {"CZK", 2}, {"HUF", 2}, {"JPY", 0}, {"KWD", 3},
-             {"BHD", 3}, {"CAD", 2}, {"AUD", 2}, {"NZD", 2}, {"ISK", 0}, {"KRW", 0},
-             {"OMR", 3}, {"JOD", 3}};
+    } t[] = {{"EUR", 2}, {"USD", 2}, {"GBP", 2}, {"CHF", 2}, {"SEK", 2}, {"NOK", 2}, {"DKK", 2},
+             {"PLN", 2}, {"CZK", 2}, {"HUF", 2}, {"JPY", 0}, {"KWD", 3}, {"BHD", 3}, {"CAD", 2},
+             {"AUD", 2}, {"NZD", 2}, {"ISK", 0}, {"KRW", 0}, {"OMR", 3}, {"JOD", 3}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         assert_int_equal(money_exponent(t[i].c), t[i].e);
     assert_int_equal(money_exponent("XXX"), -1);
@@ -198,9 +197,9 @@ static void test_money_rounding(void **state)
     assert_int_equal(rounded("1.2345", "KWD", MONEY_ROUND_HALF_UP), 1235);
     /* rounding up may not cross the bound */
     int64_t v = 9;
-    assert_int_equal(money_parse("9999999999999999.995", "EUR", MONEY_PLAIN, MONEY_ROUND_HALF_UP,
-                                 &v, NULL, 0),
-                     APBOT_E_RANGE);
+    assert_int_equal(
+        money_parse("9999999999999999.995", "EUR", MONEY_PLAIN, MONEY_ROUND_HALF_UP, &v, NULL, 0),
+        APBOT_E_RANGE);
     assert_int_equal(v, 9);
     assert_int_equal(rounded("9999999999999999.985", "EUR", MONEY_ROUND_HALF_UP), MONEY_MAX_MINOR);
 }
@@ -242,8 +241,21 @@ static void test_money_round_trip(void **state)
 {
     (void)state;
     static const char *const ccys[] = {"EUR", "JPY", "KWD"};
-    static const int64_t vals[] = {0, 1, -1, 9, 10, 99, 100, 101, 999, 1000, 123456, -987654321,
-                                   MONEY_MAX_MINOR, -MONEY_MAX_MINOR, 100000000000000000};
+    static const int64_t vals[] = {0,
+                                   1,
+                                   -1,
+                                   9,
+                                   10,
+                                   99,
+                                   100,
+                                   101,
+                                   999,
+                                   1000,
+                                   123456,
+                                   -987654321,
+                                   MONEY_MAX_MINOR,
+                                   -MONEY_MAX_MINOR,
+                                   100000000000000000};
     static const enum money_style styles[] = {MONEY_PLAIN, MONEY_GROUPED_DOT, MONEY_GROUPED_COMMA};
     static const char decs[] = {'.', '.', ','};
     static const char grps[] = {'\0', ',', '.'};

@@ -138,8 +138,7 @@ static struct last_event last_event(struct fx *f, int64_t id)
 {
     struct last_event e;
     memset(&e, 0, sizeof(e));
-    assert_int_equal(store_each_event(f->st, id, grab_event, &e, f->err, sizeof(f->err)),
-                     APBOT_OK);
+    assert_int_equal(store_each_event(f->st, id, grab_event, &e, f->err, sizeof(f->err)), APBOT_OK);
     return e;
 }
 
@@ -272,8 +271,7 @@ static void test_store_busy_and_bad_path(void **state)
     assert_int_equal(claim_id(f, f->st, "w", T0 + 1), 1);
 
     struct store *st = NULL;
-    assert_int_equal(store_open("/nonexistent-dir/q.db", &st, f->err, sizeof(f->err)),
-                     APBOT_E_IO);
+    assert_int_equal(store_open("/nonexistent-dir/q.db", &st, f->err, sizeof(f->err)), APBOT_E_IO);
     assert_null(st);
     assert_non_null(strstr(f->err, "/nonexistent-dir/q.db"));
 }
@@ -400,13 +398,12 @@ static void test_store_claim_order_and_due(void **state)
 {
     struct fx *f = *state;
     int64_t a = enq(f, 1, 0, T0 + 20, NULL);
-    int64_t b = enq(f, 2, 0, T0 + 10, NULL); /* older due time, newer id */
+    int64_t b = enq(f, 2, 0, T0 + 10, NULL);   /* older due time, newer id */
     int64_t c = enq(f, 3, 0, T0 + 5000, NULL); /* not due yet at T0 + 100 */
 
     struct store_item it;
-    assert_int_equal(store_claim(f->st, "w1", T0 + 100, 30000, &f->pol, &it, f->err,
-                                 sizeof(f->err)),
-                     APBOT_OK);
+    assert_int_equal(
+        store_claim(f->st, "w1", T0 + 100, 30000, &f->pol, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.id, b);
     assert_int_equal(it.state, MACHINE_CHECKING);
     assert_string_equal(it.lease_owner, "w1");
@@ -623,8 +620,7 @@ static void test_store_apply_checks_state_and_lease(void **state)
     /* Unknown outcome -> reconciling; reason NULL keeps, doc kept. */
     assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_UNKNOWN, T0 + 4, NULL, NULL),
                      APBOT_OK);
-    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_FOUND, T0 + 5, "D-42", ""),
-                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_FOUND, T0 + 5, "D-42", ""), APBOT_OK);
     assert_int_equal(n_events(f, id), events + 3);
     assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.state, MACHINE_COMPLETED);
@@ -643,9 +639,9 @@ static void test_store_operator_resolution(void **state)
     struct fx *f = *state;
     int64_t id = enq(f, 1, 0, T0, NULL);
     assert_int_equal(claim_id(f, f->st, "w", T0), id);
-    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 1, NULL,
-                               "amount differs"),
-                     APBOT_OK);
+    assert_int_equal(
+        step_item(f, f->st, id, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 1, NULL, "amount differs"),
+        APBOT_OK);
     assert_int_equal(state_of(f, id), MACHINE_MANUAL_REVIEW);
     assert_int_equal(step_item(f, f->st, id, NULL, MACHINE_EV_RESOLVE_POSTED, T0 + 2, "D-7", NULL),
                      APBOT_OK);
@@ -670,14 +666,12 @@ static void test_store_unknown_state_is_left_alone(void **state)
     assert_int_equal(state_of(f, id), MACHINE_STATE_INVALID);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 10), 0);
     struct machine_step step = {.next = MACHINE_NEW, .why = "x"};
-    struct store_change ch = {.from = MACHINE_NEW, .event = MACHINE_EV_RESOLVE_REQUEUE,
-                              .step = &step};
-    assert_int_equal(store_apply(f->st, id, NULL, &ch, T0, f->err, sizeof(f->err)),
-                     APBOT_E_STATE);
+    struct store_change ch = {
+        .from = MACHINE_NEW, .event = MACHINE_EV_RESOLVE_REQUEUE, .step = &step};
+    assert_int_equal(store_apply(f->st, id, NULL, &ch, T0, f->err, sizeof(f->err)), APBOT_E_STATE);
     assert_non_null(strstr(f->err, "parked"));
     int n = -1;
-    assert_int_equal(store_recover(f->st, T0 + 10, &f->pol, &n, f->err, sizeof(f->err)),
-                     APBOT_OK);
+    assert_int_equal(store_recover(f->st, T0 + 10, &f->pol, &n, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(n, 0);
     struct store_counts c;
     assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
@@ -742,8 +736,7 @@ static void test_store_evidence_round_trip(void **state)
     ev.excerpt = page;
     ev.rule = NULL;
     ev.url = "http://erp/ap/search";
-    assert_int_equal(store_add_evidence(f->st, id, &ev, T0 + 1, f->err, sizeof(f->err)),
-                     APBOT_OK);
+    assert_int_equal(store_add_evidence(f->st, id, &ev, T0 + 1, f->err, sizeof(f->err)), APBOT_OK);
     free(page);
     memset(&s, 0, sizeof(s));
     assert_int_equal(store_each_evidence(f->st, id, grab_evidence, &s, f->err, sizeof(f->err)),
@@ -783,9 +776,9 @@ static void test_store_recover_after_crash(void **state)
                      APBOT_OK);
     assert_int_equal(n, 0);
     int ev_post = n_events(f, post);
-    assert_int_equal(store_recover_settle(f->st, T0 + 40000, 60000, &f->pol, &n, f->err,
-                                          sizeof(f->err)),
-                     APBOT_OK);
+    assert_int_equal(
+        store_recover_settle(f->st, T0 + 40000, 60000, &f->pol, &n, f->err, sizeof(f->err)),
+        APBOT_OK);
     assert_int_equal(n, 3);
     assert_int_equal(n_events(f, post), ev_post + 1);
 
@@ -852,9 +845,8 @@ static void test_store_counts_and_each(void **state)
         (void)enq(f, i, 0, T0 + i * 1000, NULL);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 10000), 1);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 10000), 2);
-    assert_int_equal(step_item(f, f->st, 2, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 10000, NULL,
-                               "why"),
-                     APBOT_OK);
+    assert_int_equal(
+        step_item(f, f->st, 2, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 10000, NULL, "why"), APBOT_OK);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 10000), 3);
     assert_int_equal(step_item(f, f->st, 3, "w", MACHINE_EV_FOUND, T0 + 10000, "D-3", NULL),
                      APBOT_OK);
@@ -875,13 +867,13 @@ static void test_store_counts_and_each(void **state)
     assert_int_equal(col.ids[0], 4);
     assert_int_equal(col.ids[1], 5);
     memset(&col, 0, sizeof(col));
-    assert_int_equal(store_each(f->st, MACHINE_STATE_INVALID, collect_item, &col, f->err,
-                                sizeof(f->err)),
-                     APBOT_OK);
+    assert_int_equal(
+        store_each(f->st, MACHINE_STATE_INVALID, collect_item, &col, f->err, sizeof(f->err)),
+        APBOT_OK);
     assert_int_equal(col.n, 5);
     memset(&col, 0, sizeof(col));
-    assert_int_equal(store_each_limit(f->st, MACHINE_STATE_INVALID, 3, collect_item, &col,
-                                      f->err, sizeof(f->err)),
+    assert_int_equal(store_each_limit(f->st, MACHINE_STATE_INVALID, 3, collect_item, &col, f->err,
+                                      sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(col.n, 3);
 

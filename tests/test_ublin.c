@@ -33,34 +33,62 @@ struct sample {
 /* Values read off the documents (LegalMonetaryTotal, TaxTotal in the document currency,
  * top-level lines); vendor ids unmapped (scheme:value of the first seller identifier). */
 static const struct sample samples[] = {
-    {"01.01a-INVOICE_ubl.xml", "EM:seller@email.de", "123456XX", "invoice", "2016-04-04", "", "EUR", 33690, 31486, 2204, 2},
-    {"01.18a-INVOICE_ubl.xml", "EM:seller@email.de", "PRG1502112", "invoice", "2015-04-24", "", "EUR", 1055530, 887000, 168530, 4},
-    {"01.20a-INVOICE_ubl.xml", "EM:seller@email.de", "1234567890", "invoice", "2021-01-25", "2021-02-04", "EUR", 35700, 30000, 5700, 2},
-    {"01.21a-INVOICE_ubl.xml", "EM:seller@email.de", "18383", "invoice", "2020-11-27", "2020-12-27", "EUR", 23300, 23300, 0, 1},
-    {"02.03a-INVOICE_ubl.xml", "EM:rechnungsausgang@test.com", "1234567", "invoice", "2018-04-13", "2018-04-13", "EUR", 0, 1078125, 204844, 2},
-    {"02.05a-INVOICE_ubl.xml", "EM:rechnungsausgang@test.com", "1234567", "invoice", "2019-08-20", "2019-08-29", "EUR", 257641, 231194, 26447, 23},
-    {"03.01a-INVOICE_ubl.xml", "EM:seller@email.de", "123456789", "invoice", "2019-02-28", "2019-03-14", "EUR", -22514, 68728, 11758, 14},
-    {"03.05a-INVOICE_ubl.xml", "EM:seller@email.de", "123456789", "invoice", "2018-06-05", "2019-03-14", "EUR", 5317159, 4468201, 848958, 3},
-    {"03.06a-INVOICE_ubl.xml", "EM:seller@email.de", "112233", "invoice", "2021-04-23", "2021-04-28", "EUR", 180400, 150000, 30400, 4},
-    {"04.04a-INVOICE_ubl.xml", "EM:seller@email.de", "17794", "invoice", "2021-07-14", "", "EUR", 417544, 350877, 66667, 1},
-    {"Allowance-example.xml", "0088:7300010000001", "Snippet1", "invoice", "2017-11-13", "2017-12-01", "EUR", 612500, 590000, 122500, 3},
-    {"BIS3_Invoice_negativ.XML", "0184:DK12345678", "12345", "invoice", "2019-01-25", "2019-02-24", "DKK", -78217943, -62574354, -15643589, 1},
-    {"FT G2G_TD01 con Allegato, Bonifico e Split Payment.xml", "0201:UF6WX8", "1316/85", "invoice", "2020-02-13", "", "EUR", 124600, 124600, 27412, 1},
-    {"GR-base-example-correct.xml", "9933:801399030", "061828591|01/10/2020|0|1.1|0|1", "invoice", "2020-10-01", "2020-12-01", "EUR", 165625, 132500, 33125, 2},
-    {"Norwegian-example-1.xml", "0192:123456785", "TOSL108", "invoice", "2013-06-30", "2013-07-20", "NOK", 80200, 143650, 36528, 5},
-    {"UBL-CreditNote-2.1-Example.xml", "GLN:1234567890123", "TOSL108", "credit-note", "2009-12-15", "", "EUR", 72900, 143650, 29220, 5},
-    {"UBL-Invoice-2.1-Example.xml", "GLN:1234567890123", "TOSL108", "invoice", "2009-12-15", "2009-12-31", "EUR", 72900, 143650, 29220, 5},
-    {"base-creditnote-correction.xml", "0088:9482348239847239874", "Snippet1", "credit-note", "2017-11-13", "", "EUR", 165625, 132500, 33125, 2},
-    {"base-example.xml", "0088:9482348239847239874", "Snippet1", "invoice", "2017-11-13", "2017-12-01", "EUR", 165625, 132500, 33125, 2},
-    {"base-negative-inv-correction.xml", "0088:9482348239847239874", "Correction1", "invoice", "2017-11-13", "2017-12-01", "EUR", -165625, -132500, -33125, 2},
-    {"issue116.xml", "0007:5566778899", "2018210", "invoice", "2018-02-08", "2018-03-07", "SEK", 83000, 70000, 13000, 4},
-    {"ubl-tc434-creditnote1.xml", "0201:0000000196", "018304 / 28865", "credit-note", "2019-09-23", "", "EUR", 10011, 10011, 0, 1},
-    {"ubl-tc434-example10.xml", "57151520", "12115118", "invoice", "2015-01-09", "2015-01-09", "EUR", 25033, 22960, 2073, 20},
-    {"ubl-tc434-example5.xml", "EM:info@selco.nl", "TOSL110", "invoice", "2013-04-10", "2013-05-10", "DKK", 233750, 400000, 67500, 3},
-    {"ubl-tc434-example8.xml", "17131139", "1100512149", "invoice", "2014-11-10", "2014-11-24", "EUR", 109978, 90891, 19087, 10},
-    {"vat-category-E.xml", "0088:7300010000001", "Vat-Z", "invoice", "2018-08-30", "", "GBP", 120000, 120000, 0, 1},
-    {"vat-category-O.xml", "0088:7300010000001", "Vat-O", "invoice", "2018-08-30", "", "SEK", 320000, 320000, 0, 1},
-    {"vat-category-Z.xml", "0088:7300010000001", "Vat-Z", "invoice", "2018-08-30", "", "GBP", 120000, 120000, 0, 1},
+    {"01.01a-INVOICE_ubl.xml", "EM:seller@email.de", "123456XX", "invoice", "2016-04-04", "", "EUR",
+     33690, 31486, 2204, 2},
+    {"01.18a-INVOICE_ubl.xml", "EM:seller@email.de", "PRG1502112", "invoice", "2015-04-24", "",
+     "EUR", 1055530, 887000, 168530, 4},
+    {"01.20a-INVOICE_ubl.xml", "EM:seller@email.de", "1234567890", "invoice", "2021-01-25",
+     "2021-02-04", "EUR", 35700, 30000, 5700, 2},
+    {"01.21a-INVOICE_ubl.xml", "EM:seller@email.de", "18383", "invoice", "2020-11-27", "2020-12-27",
+     "EUR", 23300, 23300, 0, 1},
+    {"02.03a-INVOICE_ubl.xml", "EM:rechnungsausgang@test.com", "1234567", "invoice", "2018-04-13",
+     "2018-04-13", "EUR", 0, 1078125, 204844, 2},
+    {"02.05a-INVOICE_ubl.xml", "EM:rechnungsausgang@test.com", "1234567", "invoice", "2019-08-20",
+     "2019-08-29", "EUR", 257641, 231194, 26447, 23},
+    {"03.01a-INVOICE_ubl.xml", "EM:seller@email.de", "123456789", "invoice", "2019-02-28",
+     "2019-03-14", "EUR", -22514, 68728, 11758, 14},
+    {"03.05a-INVOICE_ubl.xml", "EM:seller@email.de", "123456789", "invoice", "2018-06-05",
+     "2019-03-14", "EUR", 5317159, 4468201, 848958, 3},
+    {"03.06a-INVOICE_ubl.xml", "EM:seller@email.de", "112233", "invoice", "2021-04-23",
+     "2021-04-28", "EUR", 180400, 150000, 30400, 4},
+    {"04.04a-INVOICE_ubl.xml", "EM:seller@email.de", "17794", "invoice", "2021-07-14", "", "EUR",
+     417544, 350877, 66667, 1},
+    {"Allowance-example.xml", "0088:7300010000001", "Snippet1", "invoice", "2017-11-13",
+     "2017-12-01", "EUR", 612500, 590000, 122500, 3},
+    {"BIS3_Invoice_negativ.XML", "0184:DK12345678", "12345", "invoice", "2019-01-25", "2019-02-24",
+     "DKK", -78217943, -62574354, -15643589, 1},
+    {"FT G2G_TD01 con Allegato, Bonifico e Split Payment.xml", "0201:UF6WX8", "1316/85", "invoice",
+     "2020-02-13", "", "EUR", 124600, 124600, 27412, 1},
+    {"GR-base-example-correct.xml", "9933:801399030", "061828591|01/10/2020|0|1.1|0|1", "invoice",
+     "2020-10-01", "2020-12-01", "EUR", 165625, 132500, 33125, 2},
+    {"Norwegian-example-1.xml", "0192:123456785", "TOSL108", "invoice", "2013-06-30", "2013-07-20",
+     "NOK", 80200, 143650, 36528, 5},
+    {"UBL-CreditNote-2.1-Example.xml", "GLN:1234567890123", "TOSL108", "credit-note", "2009-12-15",
+     "", "EUR", 72900, 143650, 29220, 5},
+    {"UBL-Invoice-2.1-Example.xml", "GLN:1234567890123", "TOSL108", "invoice", "2009-12-15",
+     "2009-12-31", "EUR", 72900, 143650, 29220, 5},
+    {"base-creditnote-correction.xml", "0088:9482348239847239874", "Snippet1", "credit-note",
+     "2017-11-13", "", "EUR", 165625, 132500, 33125, 2},
+    {"base-example.xml", "0088:9482348239847239874", "Snippet1", "invoice", "2017-11-13",
+     "2017-12-01", "EUR", 165625, 132500, 33125, 2},
+    {"base-negative-inv-correction.xml", "0088:9482348239847239874", "Correction1", "invoice",
+     "2017-11-13", "2017-12-01", "EUR", -165625, -132500, -33125, 2},
+    {"issue116.xml", "0007:5566778899", "2018210", "invoice", "2018-02-08", "2018-03-07", "SEK",
+     83000, 70000, 13000, 4},
+    {"ubl-tc434-creditnote1.xml", "0201:0000000196", "018304 / 28865", "credit-note", "2019-09-23",
+     "", "EUR", 10011, 10011, 0, 1},
+    {"ubl-tc434-example10.xml", "57151520", "12115118", "invoice", "2015-01-09", "2015-01-09",
+     "EUR", 25033, 22960, 2073, 20},
+    {"ubl-tc434-example5.xml", "EM:info@selco.nl", "TOSL110", "invoice", "2013-04-10", "2013-05-10",
+     "DKK", 233750, 400000, 67500, 3},
+    {"ubl-tc434-example8.xml", "17131139", "1100512149", "invoice", "2014-11-10", "2014-11-24",
+     "EUR", 109978, 90891, 19087, 10},
+    {"vat-category-E.xml", "0088:7300010000001", "Vat-Z", "invoice", "2018-08-30", "", "GBP",
+     120000, 120000, 0, 1},
+    {"vat-category-O.xml", "0088:7300010000001", "Vat-O", "invoice", "2018-08-30", "", "SEK",
+     320000, 320000, 0, 1},
+    {"vat-category-Z.xml", "0088:7300010000001", "Vat-Z", "invoice", "2018-08-30", "", "GBP",
+     120000, 120000, 0, 1},
 };
 
 static void read_path(const char *path, const struct vendor_map *vm, struct got *g, int want_rc)
@@ -202,17 +230,17 @@ static int teardown_tmp(void **state)
     return rmdir(tmpdir);
 }
 
-#define NS                                                                                     \
-    "xmlns=\"urn:oasis:names:specification:ubl:schema:xsd:Invoice-2\" "                       \
-    "xmlns:cac=\"urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2\" " \
+#define NS                                                                                         \
+    "xmlns=\"urn:oasis:names:specification:ubl:schema:xsd:Invoice-2\" "                            \
+    "xmlns:cac=\"urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2\" "      \
     "xmlns:cbc=\"urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2\""
-#define SELLER                                                                                 \
-    "<cac:AccountingSupplierParty><cac:Party><cbc:EndpointID schemeID=\"0088\">123"            \
+#define SELLER                                                                                     \
+    "<cac:AccountingSupplierParty><cac:Party><cbc:EndpointID schemeID=\"0088\">123"                \
     "</cbc:EndpointID></cac:Party></cac:AccountingSupplierParty>"
-#define LINE                                                                                   \
-    "<cac:InvoiceLine><cbc:ID>1</cbc:ID><cbc:InvoicedQuantity>3</cbc:InvoicedQuantity>"        \
-    "<cbc:LineExtensionAmount currencyID=\"EUR\">100.00</cbc:LineExtensionAmount>"             \
-    "<cac:Price><cbc:PriceAmount currencyID=\"EUR\">33.333333333</cbc:PriceAmount></cac:Price>" \
+#define LINE                                                                                       \
+    "<cac:InvoiceLine><cbc:ID>1</cbc:ID><cbc:InvoicedQuantity>3</cbc:InvoicedQuantity>"            \
+    "<cbc:LineExtensionAmount currencyID=\"EUR\">100.00</cbc:LineExtensionAmount>"                 \
+    "<cac:Price><cbc:PriceAmount currencyID=\"EUR\">33.333333333</cbc:PriceAmount></cac:Price>"    \
     "</cac:InvoiceLine>"
 
 static void synth(const char *name, const char *xml, struct got *g, int want_rc)
@@ -263,8 +291,8 @@ static void test_ublin_synthetic(void **state)
 
     /* missing PayableAmount, missing ID, bad date */
     synth("nopay.xml",
-          "<Invoice " NS "><cbc:ID>X-4</cbc:ID><cbc:IssueDate>2026-11-03</cbc:IssueDate>" SELLER
-          LINE "</Invoice>",
+          "<Invoice " NS
+          "><cbc:ID>X-4</cbc:ID><cbc:IssueDate>2026-11-03</cbc:IssueDate>" SELLER LINE "</Invoice>",
           &g, APBOT_OK);
     assert_where(g.ref[0].where, "nopay.xml#/Invoice/cac:LegalMonetaryTotal/cbc:PayableAmount");
     assert_has(g.ref[0].reason, "missing");

@@ -31,7 +31,8 @@ static void test_vendors_fixture(void **state)
     assert_int_equal(vendor_map_count(vm), 14);
     assert_string_equal(vendor_map_lookup(vm, "0088:9482348239847239874"), "100001");
     assert_string_equal(vendor_map_lookup(vm, "  0088:9482348239847239874 "), "100001");
-    assert_string_equal(vendor_map_lookup(vm, "EM:INFO@SELCO.NL"), "100009"); /* file: em:info@... */
+    assert_string_equal(vendor_map_lookup(vm, "EM:INFO@SELCO.NL"),
+                        "100009"); /* file: em:info@... */
     assert_string_equal(vendor_map_lookup(vm, "dk12345678"), "100005");
     assert_null(vendor_map_lookup(vm, "9482348239847239874")); /* the scheme is part of the id */
     assert_null(vendor_map_lookup(vm, "nope"));

@@ -64,8 +64,9 @@ static int64_t gen_csv(const char *path, int64_t n)
             if (money_format_plain(net, 2, snet, sizeof(snet)) != APBOT_OK ||
                 money_format_plain(tax, 2, stax, sizeof(stax)) != APBOT_OK)
                 goto fail;
-            fprintf(f, "V%04" PRId64 ",BENCH-%07" PRId64 ",2024-01-%02d,EUR,%s,%s,Vendor %04" PRId64
-                       ",Line %d\n",
+            fprintf(f,
+                    "V%04" PRId64 ",BENCH-%07" PRId64 ",2024-01-%02d,EUR,%s,%s,Vendor %04" PRId64
+                    ",Line %d\n",
                     i % 500, i, (int)(i % 28) + 1, snet, stax, i % 500, l + 1);
             rows++;
         }
@@ -244,8 +245,8 @@ out:
     if (keep) {
         printf("kept %s\n", dir);
     } else {
-        const char *files[] = {"invoices.csv", "q.db", "q.db-wal", "q.db-shm", "out.txt",
-                               "err.txt"};
+        const char *files[] = {"invoices.csv", "q.db",    "q.db-wal",
+                               "q.db-shm",     "out.txt", "err.txt"};
         for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
             char p[PATH_MAX + 32];
             snprintf(p, sizeof(p), "%s/%s", dir, files[i]);

@@ -139,16 +139,32 @@ enum gen_fault {
 static enum gen_fault gen_demo_fault(long i)
 {
     switch (i) {
-    case 37: return GEN_BAD_AMOUNT;
-    case 91: return GEN_BAD_DATE;
-    case 150: return GEN_MISSING_FIELD;
-    case 222: return GEN_TOTAL_MISMATCH;
-    case 301: return GEN_TOO_MANY_DECIMALS;
-    case 44: case 260: return GEN_BLOCKED_VENDOR;
-    case 58: case 333: return GEN_UNKNOWN_VENDOR;
-    case 71: case 189: case 377: return GEN_BAD_GL;
-    case 120: case 245: case 390: return GEN_CLOSED_PERIOD;
-    default: return GEN_OK;
+    case 37:
+        return GEN_BAD_AMOUNT;
+    case 91:
+        return GEN_BAD_DATE;
+    case 150:
+        return GEN_MISSING_FIELD;
+    case 222:
+        return GEN_TOTAL_MISMATCH;
+    case 301:
+        return GEN_TOO_MANY_DECIMALS;
+    case 44:
+    case 260:
+        return GEN_BLOCKED_VENDOR;
+    case 58:
+    case 333:
+        return GEN_UNKNOWN_VENDOR;
+    case 71:
+    case 189:
+    case 377:
+        return GEN_BAD_GL;
+    case 120:
+    case 245:
+    case 390:
+        return GEN_CLOSED_PERIOD;
+    default:
+        return GEN_OK;
     }
 }
 
@@ -203,8 +219,7 @@ static int gen_one(FILE *f, const struct gen_opts *o, long i, bool emit, bool co
         return 0;
 
     char number[48];
-    snprintf(number, sizeof(number), "%c%04d%02d-%06ld", credit ? 'C' : 'R', o->year, o->month,
-             i);
+    snprintf(number, sizeof(number), "%c%04d%02d-%06ld", credit ? 'C' : 'R', o->year, o->month, i);
     for (long l = 0; l < n_lines; l++) {
         fprintf(f, "%ld,Vendor %ld GmbH,%s,%s,", vendor, vendor, number,
                 credit ? "credit-note" : "invoice");
@@ -243,8 +258,13 @@ static void gen_usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    struct gen_opts o = {.seed = 42, .count = 1000, .vfirst = 100001, .vlast = 100040,
-                         .year = 2026, .month = 11, .head = -1};
+    struct gen_opts o = {.seed = 42,
+                         .count = 1000,
+                         .vfirst = 100001,
+                         .vlast = 100040,
+                         .year = 2026,
+                         .month = 11,
+                         .head = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -278,8 +298,8 @@ int main(int argc, char **argv)
             o.count = n;
         } else if (strcmp(a, "--head") == 0 && gen_parse_long(v, &n) && n >= 0) {
             o.head = n;
-        } else if (strcmp(a, "--vendors") == 0 &&
-                   sscanf(v, "%ld-%ld", &o.vfirst, &o.vlast) == 2 && o.vfirst <= o.vlast) {
+        } else if (strcmp(a, "--vendors") == 0 && sscanf(v, "%ld-%ld", &o.vfirst, &o.vlast) == 2 &&
+                   o.vfirst <= o.vlast) {
         } else if (strcmp(a, "--month") == 0 && sscanf(v, "%d-%d", &o.year, &o.month) == 2 &&
                    o.month >= 1 && o.month <= 12 && o.year >= 1900) {
         } else if (strcmp(a, "--bad") == 0 && gen_parse_fraction(v, &o.bad_ppm)) {

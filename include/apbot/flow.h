@@ -42,16 +42,16 @@ const char *flow_outcome_name(enum flow_outcome o); /* "completed", "rejected", 
 
 /* One ordered outcome rule: status spec AND body pattern must both match (NULL = any). */
 struct flow_rule {
-    char *name;          /* for evidence, e.g. "posted-banner" */
+    char *name; /* for evidence, e.g. "posted-banner" */
     enum flow_outcome outcome;
-    char *status;        /* match_status spec or NULL */
+    char *status;          /* match_status spec or NULL */
     struct match_re *body; /* or NULL */
-    int line;            /* line in the flow file */
+    int line;              /* line in the flow file */
 };
 
 struct flow_field {
-    char *name;     /* form control name */
-    char *value;    /* template */
+    char *name;  /* form control name */
+    char *value; /* template */
     int line;
 };
 
@@ -60,41 +60,41 @@ struct flow_form {
     char *xpath;
     struct flow_field *fields;
     size_t n_fields;
-    char *submit;   /* name of the submit button to press, or NULL */
+    char *submit; /* name of the submit button to press, or NULL */
 };
 
 /* One step of a multi-step entry. */
 struct flow_step {
     char *name;
-    char *get;      /* URL template to fetch the page first, or NULL: use the last answer */
+    char *get; /* URL template to fetch the page first, or NULL: use the last answer */
     struct flow_form form;
-    bool commits;   /* true on the step whose submit may book the document; steps before it
-                     * can never book, so an ambiguous answer there is "not sent" */
+    bool commits;            /* true on the step whose submit may book the document; steps before it
+                              * can never book, so an ambiguous answer there is "not sent" */
     struct flow_rule *rules; /* step rules, tried first (e.g. a rejection at "check") */
     size_t n_rules;
     int line;
 };
 
 struct flow_column {
-    char *name;     /* "doc", "reference", "amount", "vendor", "invoice_number", "date", ... */
-    char *xpath;    /* relative to the row */
+    char *name;  /* "doc", "reference", "amount", "vendor", "invoice_number", "date", ... */
+    char *xpath; /* relative to the row */
 };
 
 /* A result table: rows by XPath, named columns, an explicit "no results" marker. */
 struct flow_table {
-    char *rows;             /* XPath of the row nodes */
+    char *rows; /* XPath of the row nodes */
     struct flow_column *cols;
     size_t n_cols;
-    char *empty;            /* XPath that exists on an answered page with no hits, or NULL */
-    char *next;             /* XPath of the next-page link (href), or NULL (list only) */
-    char amount_decimal;    /* decimal separator of amounts in this table */
-    char amount_group;      /* grouping separator or '\0' */
-    char *date_format;      /* pattern of dates in this table, e.g. "%d.%m.%Y" */
+    char *empty;         /* XPath that exists on an answered page with no hits, or NULL */
+    char *next;          /* XPath of the next-page link (href), or NULL (list only) */
+    char amount_decimal; /* decimal separator of amounts in this table */
+    char amount_group;   /* grouping separator or '\0' */
+    char *date_format;   /* pattern of dates in this table, e.g. "%d.%m.%Y" */
 };
 
 struct flow_login {
-    bool present;           /* false: no form login (HTTP Basic only, or open) */
-    char *get;              /* URL of the login page */
+    bool present; /* false: no form login (HTTP Basic only, or open) */
+    char *get;    /* URL of the login page */
     struct flow_form form;
     struct match_re *success; /* marker on the page after login */
     struct flow_rule *rules;  /* e.g. refused credentials -> systemic */
@@ -102,27 +102,27 @@ struct flow_login {
 };
 
 struct flow_lookup {
-    char *get;              /* URL template, e.g. ".../search?reference=${key|url}" */
+    char *get; /* URL template, e.g. ".../search?reference=${key|url}" */
     struct flow_table table;
-    char *key_column;       /* column compared exactly with the (cut) key before a hit counts;
-                             * NULL only when n_expect > 0 (lookup by natural key) */
+    char *key_column;          /* column compared exactly with the (cut) key before a hit counts;
+                                * NULL only when n_expect > 0 (lookup by natural key) */
     struct flow_field *expect; /* further exact compares: name = column, value = template
                                 * (e.g. vendor = ${vendor.id}); every one must equal its cell */
     size_t n_expect;
 };
 
 struct flow_list {
-    char *get;              /* URL template with ${date} and ${page} */
+    char *get; /* URL template with ${date} and ${page} */
     struct flow_table table;
-    int max_pages;          /* bound on pages read */
+    int max_pages; /* bound on pages read */
 };
 
 struct flow_policy {
     long connect_timeout_ms, timeout_ms;
-    long settle_ms;         /* must outlast the ERP's late commits and search lag */
+    long settle_ms; /* must outlast the ERP's late commits and search lag */
     int max_posts, max_cycles, max_attempts;
-    int max_sessions;       /* concurrent ERP sessions at most */
-    int key_length;         /* characters of the key written to the reference field */
+    int max_sessions; /* concurrent ERP sessions at most */
+    int key_length;   /* characters of the key written to the reference field */
     long backoff_base_ms, backoff_cap_ms;
     long lease_ms;
     size_t max_body;
@@ -132,10 +132,10 @@ struct flow_policy {
 struct flow {
     char *path;
     char *name;
-    char *base_url;         /* default ERP URL, overridden by --erp / APBOT_ERP_URL */
-    bool tls_verify;        /* false only with an explicit opt-out in the flow */
-    char *ca_file;          /* or NULL */
-    bool basic_auth;        /* send APBOT_ERP_USER/PASSWORD as HTTP Basic on every request */
+    char *base_url;  /* default ERP URL, overridden by --erp / APBOT_ERP_URL */
+    bool tls_verify; /* false only with an explicit opt-out in the flow */
+    char *ca_file;   /* or NULL */
+    bool basic_auth; /* send APBOT_ERP_USER/PASSWORD as HTTP Basic on every request */
     struct match_re *session_expired; /* marker of the login page shown instead of a screen */
     struct flow_login login;
     struct flow_lookup lookup;
@@ -157,16 +157,16 @@ void flow_free(struct flow *f); /* NULL is fine */
 /* Values the templates can use. Any pointer may be NULL (the variable is then empty). */
 struct flow_vars {
     const struct invoice *inv;
-    const char *key;        /* full identity key; cut to policy.key_length on expansion */
-    const char *date;       /* YYYY-MM-DD for the list */
-    int page;               /* list page, from 1 */
-    const char *user;       /* secret.user */
-    const char *password;   /* secret.password */
+    const char *key;      /* full identity key; cut to policy.key_length on expansion */
+    const char *date;     /* YYYY-MM-DD for the list */
+    int page;             /* list page, from 1 */
+    const char *user;     /* secret.user */
+    const char *password; /* secret.password */
 };
 
 /* Expands a template. Heap result in *ret. Unknown variables were refused at load time. */
-int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars,
-                char **ret, char *err, size_t errlen) APBOT_MUST_USE;
+int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
+                char *err, size_t errlen) APBOT_MUST_USE;
 
 /* The key as the flow writes it (first key_length characters). Heap. */
 char *flow_key_cut(const struct flow *f, const char *key);

@@ -33,9 +33,9 @@ struct http_options {
     const char *ca_file;     /* NULL = system store */
     const char *basic_user;  /* non-NULL: HTTP Basic on every request */
     const char *basic_password;
-    const char *user_agent;  /* NULL = "apbot/<version>" */
-    atomic_int *cancel; /* non-NULL: a non-zero value aborts the exchange (UNKNOWN,
-                                    * or NOT_SENT if nothing was sent yet) */
+    const char *user_agent; /* NULL = "apbot/<version>" */
+    atomic_int *cancel;     /* non-NULL: a non-zero value aborts the exchange (UNKNOWN,
+                             * or NOT_SENT if nothing was sent yet) */
 };
 
 enum http_transport {
@@ -51,16 +51,16 @@ struct http_field {
 
 struct http_response {
     enum http_transport transport;
-    long status;           /* 0 unless answered */
-    char *body;            /* NUL-terminated, heap; NULL unless answered */
+    long status; /* 0 unless answered */
+    char *body;  /* NUL-terminated, heap; NULL unless answered */
     size_t body_len;
-    bool truncated;        /* the response exceeded max_body: the transfer was stopped and
-                            * the exchange is HTTP_UNKNOWN (a cut page may hide the banner or
-                            * a result row, so it is never a clean answer); body stays NULL */
-    char *effective_url;   /* after redirects, heap, may be NULL */
-    long retry_after_s;    /* Retry-After in seconds, -1 if absent */
+    bool truncated;      /* the response exceeded max_body: the transfer was stopped and
+                          * the exchange is HTTP_UNKNOWN (a cut page may hide the banner or
+                          * a result row, so it is never a clean answer); body stays NULL */
+    char *effective_url; /* after redirects, heap, may be NULL */
+    long retry_after_s;  /* Retry-After in seconds, -1 if absent */
     int64_t elapsed_ms;
-    char detail[256];      /* curl's error text or "" */
+    char detail[256]; /* curl's error text or "" */
 };
 
 /* Returns "answered" / "not-sent" / "unknown". */

@@ -16,10 +16,10 @@
 #include "apbot/error.h"
 
 #define INVOICE_KEY_PREFIX "AP1-"
-#define INVOICE_KEY_DIGITS 20 /* base32 characters of the digest in a full key */
-#define INVOICE_KEY_LEN 24    /* strlen("AP1-") + 20 */
+#define INVOICE_KEY_DIGITS 20     /* base32 characters of the digest in a full key */
+#define INVOICE_KEY_LEN 24        /* strlen("AP1-") + 20 */
 #define INVOICE_KEY_MIN_DIGITS 12 /* shortest prefix a flow may write */
-#define INVOICE_FP_LEN 64     /* hex SHA-256 */
+#define INVOICE_FP_LEN 64         /* hex SHA-256 */
 
 enum invoice_doc_type {
     INVOICE_DOC_INVOICE = 0,
@@ -29,12 +29,12 @@ enum invoice_doc_type {
 };
 
 struct invoice_line {
-    char *description; /* may be NULL */
-    char *gl_account;  /* may be NULL */
-    char *quantity;    /* decimal text as given, may be NULL (not money) */
-    char *unit_price;  /* decimal text as given, may carry more decimals than the currency */
-    int64_t net;       /* line net amount, minor units */
-    int64_t tax;       /* line tax amount, minor units (0 when the source has none) */
+    char *description;  /* may be NULL */
+    char *gl_account;   /* may be NULL */
+    char *quantity;     /* decimal text as given, may be NULL (not money) */
+    char *unit_price;   /* decimal text as given, may carry more decimals than the currency */
+    int64_t net;        /* line net amount, minor units */
+    int64_t tax;        /* line tax amount, minor units (0 when the source has none) */
     char *tax_category; /* "ID" or "ID:percent" (UBL ClassifiedTaxCategory: "S:19", "E:0"),
                            may be NULL; part of the fingerprint only when set */
 };
@@ -76,7 +76,8 @@ char *invoice_normalise_id(const char *s);
 int invoice_validate(const struct invoice *inv, char *err, size_t errlen) APBOT_MUST_USE;
 
 /* Identity key "AP1-" + 20 base32 chars of SHA-256 over the canonical identity. */
-int invoice_identity_key(const struct invoice *inv, char ret_key[INVOICE_KEY_LEN + 1]) APBOT_MUST_USE;
+int invoice_identity_key(const struct invoice *inv,
+                         char ret_key[INVOICE_KEY_LEN + 1]) APBOT_MUST_USE;
 
 /* Lower-case hex SHA-256 of the canonical payload (invoice_to_json). */
 int invoice_fingerprint(const struct invoice *inv, char ret_fp[INVOICE_FP_LEN + 1]) APBOT_MUST_USE;
@@ -89,7 +90,8 @@ char *invoice_to_json(const struct invoice *inv);
 
 /* Parses a payload written by invoice_to_json into *ret (invoice_init'ed by the call; on
  * failure *ret is left empty, so invoice_done(ret) is always safe). */
-int invoice_from_json(const char *json, struct invoice *ret, char *err, size_t errlen) APBOT_MUST_USE;
+int invoice_from_json(const char *json, struct invoice *ret, char *err,
+                      size_t errlen) APBOT_MUST_USE;
 
 /* Identity key from its parts (what invoice_identity_key uses). APBOT_E_INVAL when vendor or
  * number normalise to "" or the type is invalid; ret_key untouched then. */

@@ -29,23 +29,23 @@ enum machine_state {
 
 /* If you add an event: add its name in machine.c and its column in the tests. */
 enum machine_event {
-    MACHINE_EV_CLAIMED = 0,        /* new item leased by a runner */
-    MACHINE_EV_FOUND,              /* lookup found the key with the same vendor and amount */
-    MACHINE_EV_FOUND_CONFLICT,     /* lookup found the key with a different amount/vendor */
-    MACHINE_EV_NOT_FOUND,          /* lookup answered: the key is not in the ERP */
-    MACHINE_EV_LOOKUP_FAILED,      /* lookup could not be answered (timeout, 5xx, bad page) */
-    MACHINE_EV_CONFIRMED,          /* post answered with the success banner and a doc number */
-    MACHINE_EV_REJECTED,           /* post answered with a validation message */
-    MACHINE_EV_NOT_SENT,           /* post provably never reached the ERP's processing */
-    MACHINE_EV_UNKNOWN,            /* post outcome ambiguous: timeout, reset, 5xx, unknown page */
-    MACHINE_EV_ALREADY_EXISTS,     /* post answered "this document already exists" */
-    MACHINE_EV_LEASE_EXPIRED,      /* crash recovery: the runner holding the lease vanished */
-    MACHINE_EV_RELEASED,           /* the runner gives a leased item back untouched (shutdown,
-                                    * circuit breaker): from checking, or from posting only
-                                    * when the committing step was provably never sent */
-    MACHINE_EV_RESOLVE_POSTED,     /* operator: the ERP holds it under a verified document */
-    MACHINE_EV_RESOLVE_REQUEUE,    /* operator: look it up and try again from the start */
-    MACHINE_EV_RESOLVE_REJECT,     /* operator: treat it as a business exception */
+    MACHINE_EV_CLAIMED = 0,     /* new item leased by a runner */
+    MACHINE_EV_FOUND,           /* lookup found the key with the same vendor and amount */
+    MACHINE_EV_FOUND_CONFLICT,  /* lookup found the key with a different amount/vendor */
+    MACHINE_EV_NOT_FOUND,       /* lookup answered: the key is not in the ERP */
+    MACHINE_EV_LOOKUP_FAILED,   /* lookup could not be answered (timeout, 5xx, bad page) */
+    MACHINE_EV_CONFIRMED,       /* post answered with the success banner and a doc number */
+    MACHINE_EV_REJECTED,        /* post answered with a validation message */
+    MACHINE_EV_NOT_SENT,        /* post provably never reached the ERP's processing */
+    MACHINE_EV_UNKNOWN,         /* post outcome ambiguous: timeout, reset, 5xx, unknown page */
+    MACHINE_EV_ALREADY_EXISTS,  /* post answered "this document already exists" */
+    MACHINE_EV_LEASE_EXPIRED,   /* crash recovery: the runner holding the lease vanished */
+    MACHINE_EV_RELEASED,        /* the runner gives a leased item back untouched (shutdown,
+                                 * circuit breaker): from checking, or from posting only
+                                 * when the committing step was provably never sent */
+    MACHINE_EV_RESOLVE_POSTED,  /* operator: the ERP holds it under a verified document */
+    MACHINE_EV_RESOLVE_REQUEUE, /* operator: look it up and try again from the start */
+    MACHINE_EV_RESOLVE_REJECT,  /* operator: treat it as a business exception */
     MACHINE_EVENT__COUNT,
     MACHINE_EVENT_INVALID = -1
 };
@@ -72,10 +72,10 @@ struct machine_policy {
 };
 
 struct machine_step {
-    enum machine_state next;           /* state after the event */
-    enum machine_delay delay;          /* when the item is due again */
-    struct machine_counters counters;  /* counters after the event (settled copied through) */
-    const char *why;                   /* static text for the audit trail, never NULL */
+    enum machine_state next;          /* state after the event */
+    enum machine_delay delay;         /* when the item is due again */
+    struct machine_counters counters; /* counters after the event (settled copied through) */
+    const char *why;                  /* static text for the audit trail, never NULL */
 };
 
 /* The default policy (max_posts 2, max_cycles 5, max_attempts 8). Cannot fail. */

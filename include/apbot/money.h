@@ -15,8 +15,8 @@
 
 /* How the text writes its decimal and grouping separators. */
 enum money_style {
-    MONEY_PLAIN = 0, /* "-1234.50": dot decimal, no grouping (CSV, UBL, ledger) */
-    MONEY_GROUPED_DOT, /* "1,234.50": comma grouping allowed, dot decimal */
+    MONEY_PLAIN = 0,     /* "-1234.50": dot decimal, no grouping (CSV, UBL, ledger) */
+    MONEY_GROUPED_DOT,   /* "1,234.50": comma grouping allowed, dot decimal */
     MONEY_GROUPED_COMMA, /* "1.234,50": dot grouping allowed, comma decimal (German) */
 };
 
@@ -37,9 +37,10 @@ int money_exponent(const char *currency);
  * Parses `text` as an amount in `currency`. Leading/trailing ASCII spaces are ignored; a
  * leading '-' or '+' is allowed. Fractional digits past the exponent that are all zero are
  * exact and accepted ("1.500" EUR is 150); "1.505" EUR is refused unless a rounding is named.
- * Grouping separators (grouped styles only) must sit between groups of three digits. On success stores the minor units in *ret_minor; on failure
- * leaves it untouched and writes a reason into err (NULL allowed). Returns APBOT_E_INVAL
- * (empty, non-numeric, unknown currency), APBOT_E_RANGE (too many decimals, overflow).
+ * Grouping separators (grouped styles only) must sit between groups of three digits. On success
+ * stores the minor units in *ret_minor; on failure leaves it untouched and writes a reason into err
+ * (NULL allowed). Returns APBOT_E_INVAL (empty, non-numeric, unknown currency), APBOT_E_RANGE (too
+ * many decimals, overflow).
  */
 int money_parse(const char *text, const char *currency, enum money_style style,
                 enum money_rounding rounding, int64_t *ret_minor, char *err,

@@ -59,8 +59,7 @@ char *page_string(const struct page *p, const char *xpath);
  */
 typedef int (*page_row_fn)(void *ctx, const char *const *cells, size_t n_cells);
 int page_rows(const struct page *p, const char *rows_xpath, const char *const *col_xpaths,
-              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err,
-              size_t errlen);
+              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err, size_t errlen);
 
 /* Visible text of the page (title first; no script, style or select options), whitespace
  * collapsed, at most max bytes (UTF-8 safe). A page with no visible text at all (garbled,

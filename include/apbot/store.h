@@ -26,25 +26,25 @@ struct invoice;
 /* One queue row. Strings are heap-owned; free with store_item_done(). */
 struct store_item {
     int64_t id;
-    char key[32];          /* identity key, "AP1-..." */
-    char fingerprint[65];  /* content fingerprint, hex */
+    char key[32];         /* identity key, "AP1-..." */
+    char fingerprint[65]; /* content fingerprint, hex */
     enum machine_state state;
     struct machine_counters counters; /* posts, cycles, attempts (settled unused) */
-    int64_t next_at;       /* due time */
-    int64_t last_post_at;  /* when the last intent to post was committed, 0 if never */
+    int64_t next_at;                  /* due time */
+    int64_t last_post_at;             /* when the last intent to post was committed, 0 if never */
     int64_t created_at, updated_at;
-    char *lease_owner;     /* NULL when not leased */
+    char *lease_owner; /* NULL when not leased */
     int64_t lease_until;
-    char *payload;         /* canonical invoice JSON */
-    char *source;          /* "file:line" or "file#element" it came from */
-    char *erp_doc;         /* ERP document number, NULL until known */
-    char *reason;          /* last reason (rejection text, review cause), NULL if none */
+    char *payload; /* canonical invoice JSON */
+    char *source;  /* "file:line" or "file#element" it came from */
+    char *erp_doc; /* ERP document number, NULL until known */
+    char *reason;  /* last reason (rejection text, review cause), NULL if none */
     /* summary columns, copied from the invoice at enqueue */
     char *vendor_id, *vendor_name, *invoice_number;
-    char doc_type[16];     /* "invoice" / "credit-note" */
+    char doc_type[16]; /* "invoice" / "credit-note" */
     char issue_date[11], currency[4];
     int exponent;
-    int64_t total;         /* payable, minor units */
+    int64_t total; /* payable, minor units */
 };
 void store_item_done(struct store_item *item);
 
@@ -91,15 +91,15 @@ int store_renew(struct store *st, int64_t id, const char *owner, int64_t now, in
 
 /* One state change: what the runner learnt and what machine_next() made of it. */
 struct store_change {
-    enum machine_state from;     /* must equal the row's state, else APBOT_E_STATE */
+    enum machine_state from; /* must equal the row's state, else APBOT_E_STATE */
     enum machine_event event;
     const struct machine_step *step;
-    int64_t next_at;             /* due time for the next step (caller applied the delay) */
-    const char *erp_doc;         /* NULL keeps the stored one */
-    const char *reason;          /* NULL keeps the stored one, "" clears it */
-    const char *detail;          /* free text for the audit event, may be NULL */
-    const char *actor;           /* "runner:<owner>", "operator:<name>", "recovery" */
-    bool keep_lease;             /* true: the owner continues with this item */
+    int64_t next_at;     /* due time for the next step (caller applied the delay) */
+    const char *erp_doc; /* NULL keeps the stored one */
+    const char *reason;  /* NULL keeps the stored one, "" clears it */
+    const char *detail;  /* free text for the audit event, may be NULL */
+    const char *actor;   /* "runner:<owner>", "operator:<name>", "recovery" */
+    bool keep_lease;     /* true: the owner continues with this item */
 };
 
 /*
@@ -113,10 +113,10 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
 
 /* One ERP exchange kept for the morning review. Excerpt must already be secret-free. */
 struct store_evidence {
-    const char *step;     /* "login", "lookup", "entry", "check", "post", "reconcile", ... */
-    const char *method;   /* "GET" / "POST" */
-    const char *url;      /* without credentials or query secrets */
-    int http_status;      /* 0 when no answer */
+    const char *step;   /* "login", "lookup", "entry", "check", "post", "reconcile", ... */
+    const char *method; /* "GET" / "POST" */
+    const char *url;    /* without credentials or query secrets */
+    int http_status;    /* 0 when no answer */
     int64_t elapsed_ms;
     const char *transport; /* "answered", "not-sent", "unknown" + curl detail */
     const char *rule;      /* outcome rule that matched, NULL if none */
@@ -169,7 +169,8 @@ struct store_counts {
     int64_t total;
     int64_t oldest_pending_at;
 };
-int store_counts(struct store *st, struct store_counts *ret, char *err, size_t errlen) APBOT_MUST_USE;
+int store_counts(struct store *st, struct store_counts *ret, char *err,
+                 size_t errlen) APBOT_MUST_USE;
 
 /* The earliest next_at among due-able items (new/reconciling), 0 if none; for sleeping. */
 int store_next_due(struct store *st, int64_t *ret_at, char *err, size_t errlen) APBOT_MUST_USE;
@@ -223,7 +224,7 @@ int store_recover_settle(struct store *st, int64_t now, int64_t settle_ms,
 void store_set_busy_timeout(struct store *st, int ms);
 
 /* store_each, stopping after `limit` items (0 = no limit). */
-int store_each_limit(struct store *st, enum machine_state state, int64_t limit,
-                     store_item_fn fn, void *ctx, char *err, size_t errlen);
+int store_each_limit(struct store *st, enum machine_state state, int64_t limit, store_item_fn fn,
+                     void *ctx, char *err, size_t errlen);
 
 #endif
