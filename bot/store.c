@@ -748,16 +748,19 @@ int store_claim(struct store *st, const char *owner, int64_t now, int64_t lease_
     if (r)
         return r;
 
-    /* The oldest due row across the two claimable states, each found by the claim index. */
+    /*
+     * A due reconciliation goes before any new item: an ambiguous outcome is settled while
+     * its evidence is fresh, and a month-end backlog of new items must not hold it back for
+     * minutes. Reconciling items reschedule themselves (settle, backoff), so new items are
+     * not starved. Each query uses the claim index.
+     */
     int64_t id_new = 0, next_new = 0, id_rec = 0, next_rec = 0;
-    r = first_due(st, Q_DUE_NEW, now, &id_new, &next_new, err, errlen);
-    if (r == APBOT_OK)
-        r = first_due(st, Q_DUE_RECONCILING, now, &id_rec, &next_rec, err, errlen);
+    r = first_due(st, Q_DUE_RECONCILING, now, &id_rec, &next_rec, err, errlen);
+    if (r == APBOT_OK && !id_rec)
+        r = first_due(st, Q_DUE_NEW, now, &id_new, &next_new, err, errlen);
     if (r)
         goto out;
-    int64_t id = id_new;
-    if (!id || (id_rec && (next_rec < next_new || (next_rec == next_new && id_rec < id_new))))
-        id = id_rec;
+    int64_t id = id_rec ? id_rec : id_new;
     if (!id) {
         r = apbot_fail(err, errlen, APBOT_E_NOTFOUND, "nothing is due");
         goto out;

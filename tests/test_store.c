@@ -443,6 +443,11 @@ static void test_store_claim_order_and_due(void **state)
                      APBOT_E_STATE);
     assert_int_equal(store_renew(f->st, a, "w2", T0 + 40000, 1000, f->err, sizeof(f->err)),
                      APBOT_OK);
+
+    /* A due reconciliation goes before a new item that has been due for longer. */
+    int64_t d = enq(f, 4, 0, T0 + 1, NULL);
+    assert_int_equal(claim_id(f, f->st, "w3", T0 + 42000), a);
+    assert_int_equal(claim_id(f, f->st, "w3", T0 + 42000), d);
 }
 
 static void test_store_claim_two_connections(void **state)
@@ -816,9 +821,10 @@ static void test_store_recover_after_crash(void **state)
     assert_int_equal(store_recover(f->st, T0 + 200000, &f->pol, &n, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(n, 4);
-    assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), chk);
-    assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), post); /* due now, not settled */
+    /* Reconciliations first (due now, not settled), then the new items. */
+    assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), post);
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), rec);
+    assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), chk);
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), live);
 }
 

@@ -76,10 +76,10 @@ int store_enqueue(struct store *st, const struct invoice *inv, const char *sourc
                   size_t errlen) APBOT_MUST_USE;
 
 /*
- * Leases the oldest due item that is `new` or `reconciling` (next_at <= now, no live lease)
- * to owner until now + lease_ms. A `new` item is moved to `checking` with its `claimed`
- * event in the same transaction. Returns APBOT_OK and fills *ret (caller frees with
- * store_item_done), or APBOT_E_NOTFOUND when nothing is due.
+ * Leases a due item (next_at <= now, no live lease) to owner until now + lease_ms: the oldest
+ * due `reconciling` one if any, else the oldest due `new` one. A `new` item is moved to `checking`
+ * with its `claimed` event in the same transaction. Returns APBOT_OK and fills *ret (caller frees
+ * with store_item_done), or APBOT_E_NOTFOUND when nothing is due.
  */
 int store_claim(struct store *st, const char *owner, int64_t now, int64_t lease_ms,
                 const struct machine_policy *policy, struct store_item *ret, char *err,
