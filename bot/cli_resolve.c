@@ -24,6 +24,7 @@
 #include "apbot/error.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
+#include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
@@ -129,11 +130,16 @@ static enum verify_result verify_posted(const struct flow *f, const char *erp_ur
         snprintf(what, len, "cannot initialise libcurl");
         return VERIFY_UNREADABLE;
     }
+    /* The payload gives the invoice fields a lookup by natural key compares. */
+    struct invoice inv;
+    bool have_inv = invoice_from_json(it->payload, &inv, err, sizeof(err)) == APBOT_OK;
     rc = erp_open(f, erp_url, NULL, &erp, err, sizeof(err));
     if (rc == APBOT_OK) {
         erp_set_retries(erp, 3);
-        rc = erp_lookup(erp, it->key, it->currency, &res, err, sizeof(err));
+        rc = erp_lookup(erp, it->key, have_inv ? &inv : NULL, it->currency, &res, err, sizeof(err));
     }
+    if (have_inv)
+        invoice_done(&inv);
     if (rc != APBOT_OK) {
         snprintf(what, len, "the ERP could not be asked: %s", err);
         goto out;

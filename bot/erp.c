@@ -627,27 +627,48 @@ static const char **table_xpaths(const struct flow_table *t)
 struct lookup_walk {
     const struct flow_table *t;
     int idx[ERP_COL__COUNT];
-    int key_idx;
+    int key_idx; /* column compared with the cut key, -1 for a natural-key lookup */
     const char *cut;
     const char *currency;
+    int *expect_idx;   /* per <expect>: its column */
+    char **expect_val; /* per <expect>: the expanded value the cell must equal */
+    size_t n_expect;
     struct erp_hits *hits;
 };
+
+/* True when cell i of the row exists and equals want exactly. */
+static bool cell_is(const char *const *cells, size_t n, int i, const char *want)
+{
+    return i >= 0 && (size_t)i < n && cells[i] && strcmp(cells[i], want) == 0;
+}
 
 static int lookup_row(void *ctx, const char *const *cells, size_t n)
 {
     struct lookup_walk *w = ctx;
     struct erp_row row;
 
-    if (w->key_idx < 0 || (size_t)w->key_idx >= n || !cells[w->key_idx] ||
-        strcmp(cells[w->key_idx], w->cut) != 0)
-        return 0; /* a prefix match or another record: not ours */
+    /* The ERP's search may match by prefix or ignore filters: only exact rows count. */
+    if (w->key_idx >= 0 && !cell_is(cells, n, w->key_idx, w->cut))
+        return 0;
+    for (size_t i = 0; i < w->n_expect; i++)
+        if (!cell_is(cells, n, w->expect_idx[i], w->expect_val[i]))
+            return 0;
     row_fill(w->t, w->idx, cells, n, w->currency, &row);
     hits_push(w->hits, &row);
     return 0;
 }
 
-int erp_lookup(struct erp_session *s, const char *key, const char *currency,
-               struct erp_lookup_result *ret, char *err, size_t errlen)
+/* Index of the table column called name, or -1. */
+static int column_index(const struct flow_table *t, const char *name)
+{
+    for (size_t i = 0; name && i < t->n_cols; i++)
+        if (t->cols[i].name && strcmp(t->cols[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv,
+               const char *currency, struct erp_lookup_result *ret, char *err, size_t errlen)
 {
     const struct flow *f = s->flow;
     const struct flow_lookup *lk = &f->lookup;
@@ -668,9 +689,27 @@ int erp_lookup(struct erp_session *s, const char *key, const char *currency,
         return apbot_fail(err, errlen, APBOT_E_INVAL, "the flow has no lookup");
     if (!key || !*key)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "lookup without a key");
+    if (lk->n_expect > 0 && !inv)
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "the flow's lookup compares invoice fields: an invoice is needed");
 
+    memset(&w, 0, sizeof(w));
     memset(&vars, 0, sizeof(vars));
     vars.key = key;
+    vars.inv = inv;
+    if (lk->n_expect > 0) {
+        w.expect_idx = calloc(lk->n_expect, sizeof(*w.expect_idx));
+        w.expect_val = calloc(lk->n_expect, sizeof(*w.expect_val));
+        if (!w.expect_idx || !w.expect_val)
+            abort();
+        w.n_expect = lk->n_expect;
+        for (size_t i = 0; i < lk->n_expect; i++) {
+            w.expect_idx[i] = column_index(&lk->table, lk->expect[i].name);
+            rc = flow_expand(f, lk->expect[i].value, &vars, &w.expect_val[i], err, errlen);
+            if (rc != APBOT_OK)
+                goto out;
+        }
+    }
     rc = flow_expand(f, lk->get, &vars, &tmpl_url, err, errlen);
     if (rc != APBOT_OK)
         goto out;
@@ -695,14 +734,16 @@ int erp_lookup(struct erp_session *s, const char *key, const char *currency,
         goto out;
     }
 
-    memset(&w, 0, sizeof(w));
     w.t = &lk->table;
     table_columns(w.t, w.idx);
-    w.key_idx = w.idx[ERP_COL_REFERENCE];
-    if (lk->key_column)
-        for (size_t i = 0; i < w.t->n_cols; i++)
-            if (w.t->cols[i].name && strcmp(w.t->cols[i].name, lk->key_column) == 0)
-                w.key_idx = (int)i;
+    /* By key: the key column (checked to exist at load). By natural key: the expects only. */
+    w.key_idx = lk->key_column ? column_index(w.t, lk->key_column) : -1;
+    if (lk->key_column && w.key_idx < 0)
+        w.key_idx = w.idx[ERP_COL_REFERENCE];
+    if (w.key_idx < 0 && w.n_expect == 0) {
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "the flow's lookup compares no column");
+        goto out;
+    }
     w.cut = cut;
     w.currency = currency;
     w.hits = &ret->hits;
@@ -732,6 +773,10 @@ int erp_lookup(struct erp_session *s, const char *key, const char *currency,
 out:
     if (rc != APBOT_OK)
         erp_lookup_result_done(ret);
+    for (size_t i = 0; i < w.n_expect; i++)
+        free(w.expect_val[i]);
+    free(w.expect_val);
+    free(w.expect_idx);
     free(xp);
     page_free(p);
     http_response_done(&resp);

@@ -646,7 +646,9 @@ static int lookup(struct build *b, const struct ritem *it, struct erp_lookup_res
                   size_t errlen)
 {
     b->r->sum.lookups++;
-    return erp_lookup(b->erp, it->key, it->currency, res, err, errlen);
+    /* No invoice: a flow whose lookup compares invoice fields (<expect>) cannot be used for
+     * the report's lookups and says so (APBOT_E_INVAL). */
+    return erp_lookup(b->erp, it->key, NULL, it->currency, res, err, errlen);
 }
 
 /* A completed item of the day that the day's listing lacks: booked on another day, or

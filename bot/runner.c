@@ -578,7 +578,7 @@ static enum machine_event job_lookup(struct job *j)
     if (!job_lease(j))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
-    int rc = erp_lookup(w->erp, j->item.key, j->inv.currency, &res, err, sizeof(err));
+    int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
         w->logged_in = false;
         j->systemic = login_systemic(w, err);

@@ -27,6 +27,7 @@
 #include "apbot/error.h"
 
 struct flow;
+struct invoice;
 struct flow_table;
 struct http_session;
 struct store_evidence;
@@ -138,15 +139,18 @@ void erp_lookup_result_done(struct erp_lookup_result *r);
 
 /*
  * Looks the (full identity) key up with the flow's lookup: expands lookup.get with the key
- * (cut to policy.key_length by the flow), logs in first if needed, and keeps only rows whose
- * key_column equals the cut key exactly (the ERP's search may match by prefix). currency,
- * when non-NULL, is used to parse amounts of rows that show no currency column.
+ * (cut to policy.key_length by the flow) and the invoice, logs in first if needed, and keeps
+ * only rows whose key_column equals the cut key exactly (the ERP's search may match by
+ * prefix) and whose <expect> columns equal their expanded values (a lookup by natural key has
+ * only those). inv may be NULL for a flow without <expect>. currency, when non-NULL, is used
+ * to parse amounts of rows that show no currency column.
  * Returns APBOT_OK with *ret filled (answer FOUND / NOT_FOUND / FAILED; free with
  * erp_lookup_result_done) whenever the exchange was classified; APBOT_E_SYSTEMIC when the
  * login was refused; APBOT_E_INVAL for a flow without lookup; *ret is then empty.
  */
-int erp_lookup(struct erp_session *s, const char *key, const char *currency,
-               struct erp_lookup_result *ret, char *err, size_t errlen) APBOT_MUST_USE;
+int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv,
+               const char *currency, struct erp_lookup_result *ret, char *err,
+               size_t errlen) APBOT_MUST_USE;
 
 /*
  * Reads the listing of one booking day (date "YYYY-MM-DD") through every page: follows the
