@@ -88,6 +88,48 @@ void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, u
     o->seed = seed ? seed : 1;
 }
 
+void e2e_start_tls(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed,
+                   const char *cert_pem, const char *key_pem, char *ret_cert_file, size_t len)
+{
+    char err[APBOT_ERR_LEN];
+    char scn[320];
+    char path[400];
+    /* Everything as e2e_start sets it up, then the plain simulator is swapped for one with
+     * the same options over HTTPS. */
+    e2e_start(e, scenario, scenario_text, seed);
+    sim_stop(e->sim);
+    e->sim = NULL;
+
+    struct sim_options so;
+    memset(&so, 0, sizeof(so));
+    if (scenario) {
+        char rel[128];
+        snprintf(rel, sizeof(rel), "fixtures/scenarios/%s.scn", scenario);
+        e2e_src_path(scn, sizeof(scn), rel);
+        so.scenario_path = scn;
+    }
+    so.scenario_text = scenario_text;
+    so.seed = seed;
+    so.admin = true;
+    so.tls_cert_pem = cert_pem;
+    so.tls_key_pem = key_pem;
+    if (sim_start(&so, &e->sim, err, sizeof(err)) != 0)
+        e2e_die("sim_start (https)", err);
+    e->port = sim_port(e->sim);
+    snprintf(e->url, sizeof(e->url), "https://127.0.0.1:%u", (unsigned)e->port);
+    e->opt.erp_url = e->url;
+
+    snprintf(path, sizeof(path), "%s/erp-cert.pem", e->dir);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        e2e_die("create", path);
+    bool bad = fputs(cert_pem, f) < 0;
+    if (fclose(f) != 0 || bad)
+        e2e_die("write", path);
+    if (ret_cert_file && len)
+        snprintf(ret_cert_file, len, "%s", path);
+}
+
 static void rm_tree(const char *dir)
 {
     DIR *d = opendir(dir);

@@ -34,6 +34,14 @@ struct e2e {
  * 2500 ms, timeout 1500 ms, backoff 50..400 ms, poll 50 ms, 2 sessions, max 90 s.
  */
 void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed);
+/*
+ * e2e_start with the simulator speaking HTTPS only (cert_pem/key_pem as in sim_options, e.g.
+ * from sim_tls_selfsigned): e->url is https://127.0.0.1:PORT. The certificate is also written
+ * to <dir>/erp-cert.pem, whose path goes into ret_cert_file (may be NULL), for a flow's
+ * <tls ca-file>. Admin calls then need the simc_*_tls helpers.
+ */
+void e2e_start_tls(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed,
+                   const char *cert_pem, const char *key_pem, char *ret_cert_file, size_t len);
 /* Stops the simulator, removes the temp dir. */
 void e2e_stop(struct e2e *e);
 

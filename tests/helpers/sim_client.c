@@ -553,3 +553,105 @@ void simc_fields(char *dst, size_t len, const char *vendor_inv_no, const char *r
     free(inv);
     free(ref);
 }
+
+/* ---- admin over HTTPS ------------------------------------------------------------------------ */
+
+int simc_request_tls(unsigned short port, const char *ca_pem, const char *method, const char *path,
+                     const char *body, long timeout_ms, long *ret_status, char **ret_body)
+{
+    char url[2048];
+    struct simc_buf b = {NULL, 0, false};
+    if (ret_status)
+        *ret_status = 0;
+    if (ret_body)
+        *ret_body = NULL;
+    if (!ca_pem)
+        return (int)CURLE_BAD_FUNCTION_ARGUMENT;
+    CURL *h = curl_easy_init();
+    if (!h)
+        return (int)CURLE_FAILED_INIT;
+    /* The blob is the simulator's own certificate: verification stays on. */
+    struct curl_blob ca = {(void *)ca_pem, strlen(ca_pem), CURL_BLOB_COPY};
+    snprintf(url, sizeof url, "https://127.0.0.1:%u%s", (unsigned)port, path);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms > 0 ? timeout_ms : 10000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_PROXY, "");
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    if (strcmp(method, "POST") == 0) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body ? body : ""));
+    } else {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    }
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(h);
+    if (ret_status)
+        *ret_status = status;
+    if (ret_body)
+        *ret_body = b.data;
+    else
+        free(b.data);
+    return (int)rc;
+}
+
+int simc_ledger_tls(unsigned short port, const char *ca_pem, char **ret_csv)
+{
+    long status = 0;
+    char *out = NULL;
+    int rc = simc_request_tls(port, ca_pem, "GET", "/_sim/ledger.csv", NULL, 30000, &status, &out);
+    if (rc != 0 || status != 200) {
+        free(out);
+        return -1;
+    }
+    *ret_csv = out ? out : calloc(1, 1);
+    return *ret_csv ? 0 : -1;
+}
+
+int simc_count_rows_tls(unsigned short port, const char *ca_pem)
+{
+    char *csv = NULL;
+    if (simc_ledger_tls(port, ca_pem, &csv))
+        return -1;
+    int rows = csv_each(csv, NULL, NULL);
+    free(csv);
+    return rows;
+}
+
+int simc_count_reference_tls(unsigned short port, const char *ca_pem, const char *reference)
+{
+    char *csv = NULL;
+    if (simc_ledger_tls(port, ca_pem, &csv))
+        return -1;
+    struct count_ctx c = {reference, 0};
+    int rows = csv_each(csv, count_ref, &c);
+    free(csv);
+    return rows < 0 ? -1 : c.count;
+}
+
+long long simc_stat_tls(unsigned short port, const char *ca_pem, const char *key)
+{
+    long status = 0;
+    char *json = NULL;
+    int rc = simc_request_tls(port, ca_pem, "GET", "/_sim/stats", NULL, 30000, &status, &json);
+    long long v = -1;
+    if (rc == 0 && status == 200 && json) {
+        char pat[128];
+        snprintf(pat, sizeof pat, "\"%s\":", key);
+        const char *p = strstr(json, pat);
+        v = p ? strtoll(p + strlen(pat), NULL, 10) : -1;
+    }
+    free(json);
+    return v;
+}

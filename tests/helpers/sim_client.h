@@ -88,4 +88,17 @@ int simc_post_invoice(struct simc_session *s, const char *fields, char *ret_doc,
  * G/L 6000 and the given vendor invoice number and reference. Writes into dst. */
 void simc_fields(char *dst, size_t len, const char *vendor_inv_no, const char *reference);
 
+/* ---- admin over HTTPS ------------------------------------------------------------------- */
+/* For a simulator started with tls_cert_pem: the same calls over https://127.0.0.1:PORT, the
+ * server verified (peer and host) against ca_pem, PEM text such as its self-signed certificate. */
+
+/* simc_request over HTTPS. Returns the libcurl code (0 = got an answer). */
+int simc_request_tls(unsigned short port, const char *ca_pem, const char *method, const char *path,
+                     const char *body, long timeout_ms, long *ret_status, char **ret_body);
+/* simc_ledger, simc_count_rows, simc_count_reference and simc_stat over HTTPS. */
+int simc_ledger_tls(unsigned short port, const char *ca_pem, char **ret_csv);
+int simc_count_rows_tls(unsigned short port, const char *ca_pem);
+int simc_count_reference_tls(unsigned short port, const char *ca_pem, const char *reference);
+long long simc_stat_tls(unsigned short port, const char *ca_pem, const char *key);
+
 #endif
