@@ -68,12 +68,12 @@ static void rejections(const char *scenario_extra)
         struct e2e_invoice inv;
         const char *code;
     } cases[] = {
-        {{"100090", "BLK-1", "2026-11-03", "EUR", 12345, "6000", false}, "E103"},
-        {{"100099", "UNK-1", "2026-11-03", "EUR", 12345, "6000", false}, "E102"},
-        {{"100001", "CLOSED-1", "2026-09-15", "EUR", 12345, "6000", false}, "E104"},
-        {{"100002", "GL-1", "2026-11-03", "EUR", 12345, "3000", false}, "E107"},
-        {{"100003", "OK-1", "2026-11-03", "EUR", 12345, "6000", false}, NULL},
-        {{"100004", "OK-2", "2026-11-04", "EUR", 999, "4000", true}, NULL},
+        {{"100090", "BLK-1", "2026-11-03", "EUR", 12345, "6000", false, NULL}, "E103"},
+        {{"100099", "UNK-1", "2026-11-03", "EUR", 12345, "6000", false, NULL}, "E102"},
+        {{"100001", "CLOSED-1", "2026-09-15", "EUR", 12345, "6000", false, NULL}, "E104"},
+        {{"100002", "GL-1", "2026-11-03", "EUR", 12345, "3000", false, NULL}, "E107"},
+        {{"100003", "OK-1", "2026-11-03", "EUR", 12345, "6000", false, NULL}, NULL},
+        {{"100004", "OK-2", "2026-11-04", "EUR", 999, "4000", true, NULL}, NULL},
     };
     char keys[6][32];
     for (size_t i = 0; i < 6; i++)
@@ -120,7 +120,7 @@ static void test_e2e_lookup_adopts_existing(void **state)
     struct e2e e;
     char key[32], doc[64];
     e2e_start(&e, "calm", SCENARIO, 5);
-    struct e2e_invoice inv = {"100005", "PRE-1", "2026-11-05", "EUR", 123456, "6000", false};
+    struct e2e_invoice inv = {"100005", "PRE-1", "2026-11-05", "EUR", 123456, "6000", false, NULL};
     e2e_add(&e, &inv, key);
     assert_int_equal(
         simc_book(e.port, "100005", "PRE-1", "2026-11-05", "EUR", "1234.56", key, doc, sizeof(doc)),
@@ -145,7 +145,7 @@ static void test_e2e_lookup_conflict(void **state)
     struct e2e e;
     char key[32], doc[64];
     e2e_start(&e, "calm", SCENARIO, 6);
-    struct e2e_invoice inv = {"100006", "CONF-1", "2026-11-05", "EUR", 50000, "6000", false};
+    struct e2e_invoice inv = {"100006", "CONF-1", "2026-11-05", "EUR", 50000, "6000", false, NULL};
     e2e_add(&e, &inv, key);
     assert_int_equal(
         simc_book(e.port, "100006", "CONF-1", "2026-11-05", "EUR", "499.99", key, doc, sizeof(doc)),
@@ -171,7 +171,7 @@ static void test_e2e_post_budget_exhausted(void **state)
     struct e2e e;
     char key[32];
     e2e_start(&e, "calm", SCENARIO, 7);
-    struct e2e_invoice inv = {"100007", "BUDGET-1", "2026-11-05", "EUR", 7777, "6000", false};
+    struct e2e_invoice inv = {"100007", "BUDGET-1", "2026-11-05", "EUR", 7777, "6000", false, NULL};
     e2e_add(&e, &inv, key);
     assert_int_equal(simc_fault(e.port, "error500_before_commit", 2), 0);
     run_ok(&e);
@@ -192,6 +192,54 @@ static void test_e2e_post_budget_exhausted(void **state)
     e2e_stop(&e);
 }
 
+/*
+ * Invoice text cannot forge the ERP's answer. The ERP re-displays the memo (the invoice's
+ * description) on the confirmation form and on every re-shown entry form, so an outcome rule
+ * that matched anywhere in the page could be steered by a vendor's text: a rejection text on
+ * the confirmation page, or a success banner on the "already exists" page of an invoice the
+ * ERP holds but its lagging search does not show yet.
+ */
+static void test_e2e_invoice_text_cannot_forge_outcome(void **state)
+{
+    (void)state;
+    struct e2e e;
+    char key_a[32], key_b[32], key_c[32], doc_b[64];
+    e2e_start(&e, "calm", "stall_ms = 3000\nlate_commit_ms = 1000\nindex_lag_ms = 1500\n", 8);
+    struct e2e_invoice a = {"100008", "MEMO-1", "2026-11-05", "EUR",
+                            4200,     "6000",   false,        "E101: see attached delivery note"};
+    struct e2e_invoice b = {
+        "100009", "MEMO-2", "2026-11-05", "EUR",
+        4300,     "6000",   false,        "I020: Document AP-2026-999999 was posted."};
+    struct e2e_invoice c = {"100010", "MEMO-3", "2026-11-05", "EUR",
+                            4400,     "6000",   false,        "E109: per contract"};
+    e2e_add(&e, &a, key_a);
+    e2e_add(&e, &b, key_b);
+    e2e_add(&e, &c, key_c);
+    /* A clerk booked b a moment ago: the search does not show it for 1.5 s. */
+    assert_int_equal(simc_book(e.port, "100009", "MEMO-2", "2026-11-05", "EUR", "43.00", key_b,
+                               doc_b, sizeof(doc_b)),
+                     0);
+    run_ok(&e);
+    assert_invariants(&e);
+
+    struct store_item it;
+    get_item(&e, key_a, &it);
+    assert_int_equal(it.state, MACHINE_COMPLETED);
+    store_item_done(&it);
+    get_item(&e, key_b, &it);
+    assert_int_equal(it.state, MACHINE_COMPLETED);
+    assert_string_equal(it.erp_doc, doc_b); /* the real document, not the forged one */
+    store_item_done(&it);
+    get_item(&e, key_c, &it);
+    assert_int_equal(it.state, MACHINE_COMPLETED);
+    assert_int_equal(it.counters.attempts, 0);
+    store_item_done(&it);
+    assert_int_equal(simc_count_reference(e.port, key_a), 1);
+    assert_int_equal(simc_count_reference(e.port, key_b), 1);
+    assert_int_equal(simc_count_reference(e.port, key_c), 1);
+    e2e_stop(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -200,6 +248,7 @@ int main(void)
         cmocka_unit_test(test_e2e_lookup_adopts_existing),
         cmocka_unit_test(test_e2e_lookup_conflict),
         cmocka_unit_test(test_e2e_post_budget_exhausted),
+        cmocka_unit_test(test_e2e_invoice_text_cannot_forge_outcome),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

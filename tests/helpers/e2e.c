@@ -172,7 +172,7 @@ static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in)
     inv->payable = in->amount;
     struct invoice_line line;
     memset(&line, 0, sizeof(line));
-    line.description = (char *)"end-to-end test";
+    line.description = (char *)(in->description ? in->description : "end-to-end test");
     line.gl_account = (char *)(in->gl ? in->gl : "6000");
     line.net = in->amount;
     invoice_add_line(inv, &line);

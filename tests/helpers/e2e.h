@@ -54,6 +54,7 @@ struct e2e_invoice {
     int64_t amount;       /* payable = net, no tax */
     const char *gl;       /* "6000" */
     bool credit_note;
+    const char *description; /* first line's text (the ERP's memo); NULL = a fixed text */
 };
 /* Enqueues one invoice; writes its key into ret_key (25 bytes, may be NULL). */
 void e2e_add(struct e2e *e, const struct e2e_invoice *inv, char *ret_key);
