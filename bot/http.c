@@ -301,7 +301,10 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     HTTP_SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
     HTTP_SETOPT(CURLOPT_MAXREDIRS, s->max_redirects);
     /* CURLOPT_POSTREDIR stays 0: a POST answered 301/302/303 is followed by a GET, as in a
-     * browser; the body is never re-sent to the redirect target. */
+     * browser. 307/308 re-send the body to the target, as the server asked (never a retry of
+     * an ambiguous answer). The answer then describes the last hop: r->redirects tells the
+     * caller that a submitted form was redirected, so a login page or an overload reply
+     * seen there does not prove the form was never processed. */
     HTTP_SETOPT(CURLOPT_CONNECTTIMEOUT_MS, s->connect_timeout_ms);
     HTTP_SETOPT(CURLOPT_TIMEOUT_MS, s->timeout_ms);
     HTTP_SETOPT(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -436,6 +439,7 @@ static void exchange_classify(struct http_session *s, const char *url, CURLcode 
     memset(r, 0, sizeof(*r));
     r->retry_after_s = -1;
     r->effective_url = eff ? http_xstrdup(eff) : NULL;
+    r->redirects = redirects;
     r->elapsed_ms = http_now_ms() - t0;
 
     bool sent = s->bytes_out > 0 || request_size > 0 || redirects > 0 || s->bytes_in > 0;

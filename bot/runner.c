@@ -134,6 +134,8 @@ struct job {
     bool inv_ok;
     int64_t lease_until;
     int64_t settle_base; /* when the current reconciliation's ambiguity was recorded */
+    int64_t looked_at;   /* when the last lookup started (0: none): an absence counts as
+                          * confirmed only if the lookup began after the settle delay */
     bool lost;           /* lease lost: touch the item no more */
     bool systemic;       /* the breaker tripped while this item was in hand */
     bool commit_sent;    /* the committing step went on the wire (or may have) */
@@ -211,6 +213,8 @@ int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_
     if (ceiling > cap)
         ceiling = cap;
     int64_t d = ceiling > 0 ? (int64_t)(rnd % (uint64_t)(ceiling + 1)) : 0;
+    if (retry_after_ms > RUNNER_RETRY_AFTER_MAX_MS)
+        retry_after_ms = RUNNER_RETRY_AFTER_MAX_MS;
     if (retry_after_ms > d)
         d = retry_after_ms;
     return d;
@@ -254,6 +258,17 @@ static void cut_utf8(char *s, size_t max)
     while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
         n--;
     s[n] = '\0';
+}
+
+/* Masks the ERP user and password inside buf (a NUL-terminated text of capacity len). */
+static void mask_in_place(const struct runner *r, char *buf, size_t len)
+{
+    if (!buf[0])
+        return;
+    char *m = mask_secrets(buf, r->user, r->password);
+    cut_utf8(m, len - 1);
+    memcpy(buf, m, strlen(m) + 1);
+    free(m);
 }
 
 /* ---- logging ---------------------------------------------------------------------------- */
@@ -578,6 +593,7 @@ static enum machine_event job_lookup(struct job *j)
     if (!job_lease(j))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
+    j->looked_at = store_now_ms();
     int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
         w->logged_in = false;
@@ -918,7 +934,13 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             goto out;
         }
 
-        /* Submit. From the committing step on, the ERP may book. */
+        /* Submit. From the committing step on, the ERP may book. The lease is checked once
+         * more right before the committing request: this step's page fetch and evidence
+         * write may have outlasted it, and a recovered item must not be posted twice. */
+        if (i == ci && !job_lease(j)) {
+            ev = MACHINE_EV_RELEASED; /* not applied: the lease is gone, nothing was sent */
+            goto out;
+        }
         bool is_get = form.method && strcmp(form.method, "GET") == 0;
         const char *method = is_get ? "GET" : "POST";
         if (i == ci) {
@@ -980,8 +1002,6 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
         if (rule) {
             ev = rule_event(j, rule, m);
             match_result_free(m);
-            post_evidence(j, st->name, method, form.action, &resp, cur, rule->name,
-                          machine_event_name(ev));
             if (rule->outcome == FLOW_OUT_SESSION_EXPIRED && i < ci) {
                 *ret_restart = true; /* nothing sent that could book: log in, start over */
                 ev = MACHINE_EV_NOT_SENT;
@@ -990,6 +1010,16 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
                 j->retry_after_ms = resp.retry_after_s * 1000;
             if (ev == MACHINE_EV_NOT_SENT && j->commit_sent && i > ci)
                 ev = MACHINE_EV_UNKNOWN; /* a later step was refused; the commit stands */
+            if (ev == MACHINE_EV_NOT_SENT && j->commit_sent && i == ci && resp.redirects > 0) {
+                /* The committed form was answered by a redirect: the login page or overload
+                 * reply is the redirect target's, the form itself may have been booked. */
+                ev = MACHINE_EV_UNKNOWN;
+                snprintf(j->detail, sizeof(j->detail),
+                         "%s: rule %s matched after %ld redirect(s): the form may be booked",
+                         st->name, rule->name ? rule->name : "?", resp.redirects);
+            }
+            post_evidence(j, st->name, method, form.action, &resp, cur, rule->name,
+                          machine_event_name(ev));
             goto out;
         }
         if (erp_is_session_expired(w->erp, resp.body, resp.body_len)) {
@@ -998,7 +1028,10 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             snprintf(j->detail, sizeof(j->detail), "%s: the ERP showed the login page", st->name);
             if (i < ci)
                 *ret_restart = true;
-            ev = i <= ci ? MACHINE_EV_NOT_SENT : MACHINE_EV_UNKNOWN;
+            /* At the committing step the login page proves nothing was processed only when it
+             * answered the form itself, not a redirect after it. */
+            ev = i < ci || (i == ci && resp.redirects == 0) ? MACHINE_EV_NOT_SENT
+                                                            : MACHINE_EV_UNKNOWN;
             goto out;
         }
         if (last) {
@@ -1121,12 +1154,17 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     struct runner *r = w->r;
     struct machine_counters c = j->item.counters;
     int64_t now = store_now_ms();
-    c.settled = now - j->settle_base >= r->pol.settle_ms;
+    /* Judged when the lookup began: a search that started before the deadline and ended
+     * after it may have missed a late commit. */
+    c.settled = (j->looked_at ? j->looked_at : now) - j->settle_base >= r->pol.settle_ms;
     struct machine_step step;
     char err[APBOT_ERR_LEN];
 
     if (j->lost)
         return false;
+    /* ERP messages may echo the user id: nothing secret reaches the row, event or log. */
+    mask_in_place(r, j->reason, sizeof(j->reason));
+    mask_in_place(r, j->detail, sizeof(j->detail));
     int rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
     if (rc != APBOT_OK) {
         char msg[APBOT_ERR_LEN];
@@ -1216,6 +1254,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     *state = step.next;
     j->doc[0] = j->reason[0] = j->detail[0] = '\0';
     j->retry_after_ms = 0;
+    j->looked_at = 0;
     return keep;
 }
 

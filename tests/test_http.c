@@ -403,6 +403,7 @@ static void test_http_answered_200(void **state)
     assert_string_equal(r.body, "<p>hello</p>");
     assert_false(r.truncated);
     assert_string_equal(r.effective_url, url(f, "/ok"));
+    assert_int_equal(r.redirects, 0);
     assert_int_equal(r.retry_after_s, -1);
     assert_true(r.elapsed_ms >= 0 && r.elapsed_ms < 1000);
     assert_string_equal(r.detail, "");
@@ -484,6 +485,7 @@ static void test_http_post_redirect_get_secret_free(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(r.body, "<h1>Welcome, clerk</h1>");
     assert_string_equal(r.effective_url, url(f, "/welcome"));
+    assert_int_equal(r.redirects, 1); /* the page is the redirect target's, not the form's */
     /* the ERP got the form, percent-encoded, once; the 303 was followed by a body-less GET */
     pthread_mutex_lock(&f->srv->lock);
     assert_string_equal(f->srv->paths, "POST /login\nGET /welcome\n");
@@ -682,6 +684,7 @@ static void test_http_redirects_bounded(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(r.body, "landed");
     assert_string_equal(r.effective_url, url(f, "/hop/0"));
+    assert_int_equal(r.redirects, 3);
     http_response_done(&r);
     pthread_mutex_lock(&f->srv->lock);
     f->srv->paths[0] = '\0';

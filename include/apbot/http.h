@@ -59,6 +59,7 @@ struct http_response {
                           * a result row, so it is never a clean answer); body stays NULL */
     char *effective_url; /* after redirects, heap, may be NULL */
     long retry_after_s;  /* Retry-After in seconds, -1 if absent */
+    long redirects;      /* redirects followed; > 0 means status and body are the last hop's */
     int64_t elapsed_ms;
     char detail[256]; /* curl's error text or "" */
 };

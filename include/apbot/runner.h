@@ -45,8 +45,6 @@ struct runner_options {
     bool until_empty;              /* stop once no item is new/checking/posting/reconciling */
     long max_seconds;              /* stop after this long (0 = no limit) */
     const char *owner;             /* lease owner id; NULL = "host:pid:random" */
-    const char *user;              /* ERP user; NULL = $APBOT_ERP_USER */
-    const char *password;          /* ERP password; NULL = $APBOT_ERP_PASSWORD */
     volatile sig_atomic_t *cancel; /* non-NULL: a non-zero value stops the run */
     FILE *log;                     /* one key=value line per transition and run event, or NULL */
     bool progress;                 /* redraw a progress line on stderr */
@@ -89,9 +87,14 @@ struct runner_stats {
  */
 int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT_MUST_USE;
 
+/* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
+#define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
+
 /*
  * Full-jitter backoff: a uniform draw in [0, min(cap, base * 2^n)] milliseconds, raised to
- * retry_after_ms when that is larger. rnd is a uniform 64-bit random value. Pure.
+ * retry_after_ms (at most RUNNER_RETRY_AFTER_MAX_MS) when that is larger. rnd is a uniform
+ * 64-bit random value. Pure. The ERP credentials always come from APBOT_ERP_USER and
+ * APBOT_ERP_PASSWORD, never from options or files.
  */
 int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd);
 
