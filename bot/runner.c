@@ -53,6 +53,7 @@
 #define RUNNER_PROBE_CAP_MS 1000  /* longest pause between probes of a silent ERP */
 #define RUNNER_LOGIN_FAILS_MAX 30 /* transient login failures in a row before giving up */
 #define RUNNER_LOGIN_CONFIRM 3    /* systemic-looking login failures in a row that trip */
+#define RUNNER_FORM_CONFIRM 3     /* pages without the flow's form in a row that trip */
 #define RUNNER_RECOVER_EVERY_MS 1000
 #define RUNNER_TICK_MS 100
 #define RUNNER_PROGRESS_EVERY_MS 500
@@ -119,6 +120,7 @@ struct worker {
     bool logged_in;
     int login_fails;
     int systemic_streak; /* systemic-looking login failures in a row */
+    int form_streak;     /* post pages in a row without the flow's form or field */
     uint64_t rng;
     struct runner_stats stats;
     /* the item in hand, for evidence (0 when none) */
@@ -699,10 +701,18 @@ static enum machine_event step_failed(struct job *j, const char *fmt, const char
 /* Trips the breaker for a changed screen and hands the item back untouched. */
 static enum machine_event step_systemic(struct job *j, const char *msg)
 {
+    struct worker *w = j->w;
     snprintf(j->detail, sizeof(j->detail), "%.480s", msg);
     if (j->commit_sent)
         return MACHINE_EV_UNKNOWN; /* a screen after the commit: reconcile, no breaker */
-    breaker_trip(j->w->r, msg);
+    /* One odd page (a maintenance notice served with 200) gives the item back untouched;
+     * the same in a row RUNNER_FORM_CONFIRM times means the form is gone: stop the run. */
+    if (++w->form_streak < RUNNER_FORM_CONFIRM) {
+        log_msg(w->r, "warn", "the ERP's page lacks the flow's form; item given back", msg);
+        worker_sleep(w, 200);
+        return MACHINE_EV_RELEASED;
+    }
+    breaker_trip(w->r, msg);
     j->systemic = true;
     return MACHINE_EV_RELEASED;
 }
@@ -933,6 +943,8 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             ev = MACHINE_EV_RELEASED;
             goto out;
         }
+
+        w->form_streak = 0; /* the form and every field the flow fills are there */
 
         /* Submit. From the committing step on, the ERP may book. The lease is checked once
          * more right before the committing request: this step's page fetch and evidence
