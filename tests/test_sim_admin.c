@@ -386,7 +386,8 @@ static void test_sim_determinism(void **state)
                                       "\"error500_before_commit\":0,\"error500_after_commit\":0,"
                                       "\"overload503\":0,\"overload429\":0,"
                                       "\"drop_before_commit\":0,\"drop_after_commit\":0,"
-                                      "\"session_expiry\":0,\"garbled_after_commit\":0}");
+                                      "\"session_expiry\":0,\"garbled_after_commit\":0,"
+                                      "\"result_login_page\":0,\"result_overload503\":0}");
     assert_string_not_equal(a.outcomes, c.outcomes);
     free(a.ledger);
     free(b.ledger);

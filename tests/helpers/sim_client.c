@@ -369,6 +369,15 @@ const char *simc_body(const struct simc_session *s)
     return s->last.data ? s->last.data : "";
 }
 
+int simc_last_header(const struct simc_session *s, const char *name, char *dst, size_t len)
+{
+    struct curl_header *hd = NULL;
+    if (!len || curl_easy_header(s->h, name, 0, CURLH_HEADER, -1, &hd) != CURLHE_OK || !hd)
+        return -1;
+    snprintf(dst, len, "%s", hd->value);
+    return 0;
+}
+
 /* Decodes the few entities the simulator writes, into dst. */
 static void decode_html(const char *p, size_t n, char *dst, size_t len)
 {

@@ -60,6 +60,9 @@ int simc_get(struct simc_session *s, const char *path, long *ret_status);
 int simc_post(struct simc_session *s, const char *path, const char *body, long *ret_status);
 /* The last answer's body ("" when none). */
 const char *simc_body(const struct simc_session *s);
+/* Value of the last answer's response header `name` (case-insensitive; the first one, e.g.
+ * "Location" of a 303), 0 or -1 when it had none. */
+int simc_last_header(const struct simc_session *s, const char *name, char *dst, size_t len);
 /* Logs in (fetches the CSRF token first). Returns 0 when /erp/home greets the user. */
 int simc_login(struct simc_session *s, const char *user, const char *password);
 
