@@ -64,15 +64,7 @@ static void run_with_fault(struct e2e *e, const char *prefix, int n, const char 
 {
     char scn[512];
     snprintf(scn, sizeof(scn), "%s%s", FAULT_SCENARIO, extra ? extra : "");
-    e2e_start(e, "calm", scn, 11);
-    e2e_add_many(e, prefix, n);
-    if (fault && count > 0)
-        assert_int_equal(simc_fault(e->port, fault, count), 0);
-    int rc = e2e_run(e);
-    if (rc != APBOT_OK)
-        fprintf(stderr, "run: %s\n", e->stats.message);
-    assert_int_equal(rc, APBOT_OK);
-    assert_int_equal(e->stats.stop, RUNNER_STOP_EMPTY);
+    e2e_run_with_fault(e, scn, prefix, n, fault, count);
 }
 
 static void test_e2e_happy_path(void **state)

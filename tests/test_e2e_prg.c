@@ -49,15 +49,7 @@ static void run_prg(struct e2e *e, const char *prefix, const char *fault, int co
 {
     char scn[512];
     snprintf(scn, sizeof(scn), "%s%s", PRG_SCENARIO, extra ? extra : "");
-    e2e_start(e, "calm", scn, 11);
-    e2e_add_many(e, prefix, N_ITEMS);
-    if (fault && count > 0)
-        assert_int_equal(simc_fault(e->port, fault, count), 0);
-    int rc = e2e_run(e);
-    if (rc != APBOT_OK)
-        fprintf(stderr, "run: %s\n", e->stats.message);
-    assert_int_equal(rc, APBOT_OK);
-    assert_int_equal(e->stats.stop, RUNNER_STOP_EMPTY);
+    e2e_run_with_fault(e, scn, prefix, N_ITEMS, fault, count);
 }
 
 /* (a) Through the redirect the flow reads the result page's success banner: every item

@@ -17,6 +17,7 @@
 #include "apbot/money.h"
 #include "apbot/store.h"
 #include "sim.h"
+#include "sim_client.h"
 
 static void e2e_die(const char *what, const char *detail)
 {
@@ -244,6 +245,19 @@ void e2e_add_many(struct e2e *e, const char *prefix, int n)
 int e2e_run(struct e2e *e)
 {
     return runner_run(&e->opt, &e->stats);
+}
+
+void e2e_run_with_fault(struct e2e *e, const char *scenario_text, const char *prefix, int n,
+                        const char *fault, int count)
+{
+    e2e_start(e, "calm", scenario_text, 11);
+    e2e_add_many(e, prefix, n);
+    if (fault && count > 0 && simc_fault(e->port, fault, count) != 0)
+        e2e_die("simc_fault", fault);
+    if (e2e_run(e) != APBOT_OK)
+        e2e_die("runner_run", e->stats.message);
+    if (e->stats.stop != RUNNER_STOP_EMPTY)
+        e2e_die("runner_run", "stopped before the queue was empty");
 }
 
 /* ---- queries ---------------------------------------------------------------------------- */

@@ -66,6 +66,14 @@ void e2e_add_many(struct e2e *e, const char *prefix, int n);
  * result; e->stats holds the stats. */
 int e2e_run(struct e2e *e);
 
+/*
+ * The common shape of a fault test: starts on the calm scenario plus scenario_text (seed 11),
+ * queues n invoices "<prefix>-<i>", forces `count` of `fault` (NULL: none) and runs until
+ * the queue is empty. A run that fails or stops early aborts the test with its message.
+ */
+void e2e_run_with_fault(struct e2e *e, const char *scenario_text, const char *prefix, int n,
+                        const char *fault, int count);
+
 /* Number of items in state (MACHINE_STATE_INVALID = all). */
 int e2e_count(struct e2e *e, int state);
 /* Number of audit events named `event` (e.g. "unknown") over all items. */
