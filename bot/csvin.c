@@ -119,7 +119,7 @@ static void csvin_cb_row(int c, void *data)
     d->at_boundary = true;
 }
 
-/* Counts ',' and ';' outside double quotes on the first line. */
+/* Counts ',' and ';' outside quoted fields on the first line. */
 static int csvin_sniff(const char *buf, size_t len)
 {
     size_t commas = 0, semis = 0;
