@@ -18,6 +18,7 @@
 
 #include "apbot/error.h"
 #include "apbot/machine.h"
+#include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/report.h"
 #include "apbot/store.h"
@@ -29,17 +30,6 @@ static void review_usage(FILE *out)
     fprintf(out, "usage: apbot review [ID] [--all] [--json]\n"
                  "  the manual-review queue, oldest first (--all: also business exceptions);\n"
                  "  with ID: the item's full event timeline and ERP evidence\n");
-}
-
-static char *xstrdup(const char *s)
-{
-    char *d;
-    if (!s)
-        return NULL;
-    d = strdup(s);
-    if (!d)
-        abort();
-    return d;
 }
 
 static const char *nz(const char *s)
@@ -66,7 +56,7 @@ static char *shorten(const char *s, size_t max)
         return NULL;
     n = strlen(s);
     if (n <= max)
-        return xstrdup(s);
+        return apbot_xstrdup(s);
     n = max;
     while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
         n--;
@@ -121,11 +111,11 @@ static int rv_collect(void *ctx, const struct store_item *it)
     x->state = it->state;
     x->created_at = it->created_at;
     x->updated_at = it->updated_at;
-    x->vendor_id = xstrdup(it->vendor_id);
-    x->vendor_name = xstrdup(it->vendor_name);
-    x->invoice_number = xstrdup(it->invoice_number);
-    x->reason = xstrdup(it->reason);
-    x->erp_doc = xstrdup(it->erp_doc);
+    x->vendor_id = apbot_xstrdup(it->vendor_id);
+    x->vendor_name = apbot_xstrdup(it->vendor_name);
+    x->invoice_number = apbot_xstrdup(it->invoice_number);
+    x->reason = apbot_xstrdup(it->reason);
+    x->erp_doc = apbot_xstrdup(it->erp_doc);
     snprintf(x->currency, sizeof(x->currency), "%s", it->currency);
     x->exponent = it->exponent;
     x->total = it->total;
@@ -142,10 +132,10 @@ static int rv_last_evidence(void *ctx, const struct store_evidence_row *row)
     free(x->ev_excerpt);
     x->has_ev = true;
     x->ev_at = row->at;
-    x->ev_step = xstrdup(row->ev.step);
-    x->ev_outcome = xstrdup(row->ev.outcome);
-    x->ev_rule = xstrdup(row->ev.rule);
-    x->ev_transport = xstrdup(row->ev.transport);
+    x->ev_step = apbot_xstrdup(row->ev.step);
+    x->ev_outcome = apbot_xstrdup(row->ev.outcome);
+    x->ev_rule = apbot_xstrdup(row->ev.rule);
+    x->ev_transport = apbot_xstrdup(row->ev.transport);
     x->ev_excerpt = shorten(row->ev.excerpt, REVIEW_EXCERPT_SHORT);
     x->ev_status = row->ev.http_status;
     return 0;

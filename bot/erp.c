@@ -15,6 +15,7 @@
 #include "apbot/flow.h"
 #include "apbot/http.h"
 #include "apbot/match.h"
+#include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/page.h"
 #include "apbot/store.h"
@@ -54,17 +55,6 @@ static const char *const erp_col_names[] = {
 _Static_assert(sizeof(erp_col_names) / sizeof(erp_col_names[0]) == ERP_COL__COUNT,
                "every erp_col needs a name");
 
-static char *xstrdup(const char *s)
-{
-    char *d;
-    if (!s)
-        return NULL;
-    d = strdup(s);
-    if (!d)
-        abort();
-    return d;
-}
-
 static void wipe_free(char *s)
 {
     if (!s)
@@ -103,9 +93,9 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     if (!s)
         abort();
     s->flow = f;
-    s->base_url = xstrdup(base);
-    s->user = xstrdup(user);
-    s->password = xstrdup(password);
+    s->base_url = apbot_xstrdup(base);
+    s->user = apbot_xstrdup(user);
+    s->password = apbot_xstrdup(password);
 
     memset(&opt, 0, sizeof(opt));
     opt.connect_timeout_ms = f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : 5000;
@@ -496,7 +486,7 @@ static char *cell(const char *const *cells, size_t n, int idx)
 {
     if (idx < 0 || (size_t)idx >= n || !cells[idx] || !*cells[idx])
         return NULL;
-    return xstrdup(cells[idx]);
+    return apbot_xstrdup(cells[idx]);
 }
 
 /* Fills *row from one table row (strings heap-owned by row). */

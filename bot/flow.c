@@ -32,6 +32,7 @@
 
 #include "apbot/invoice.h"
 #include "apbot/match.h"
+#include "apbot/mem.h"
 #include "apbot/money.h"
 
 #define FLOW_NS "urn:apbot:flow:1"
@@ -350,36 +351,8 @@ struct flow_policy flow_policy_default(void)
 }
 
 /* ---------------------------------------------------------------------------------------
- * Small helpers: allocation that aborts, a bounded growing buffer.
+ * Small helpers: a growing array, a bounded growing buffer.
  */
-static void *flow_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-static void *flow_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-static char *flow_xstrndup(const char *s, size_t n)
-{
-    char *p = flow_xmalloc(n + 1);
-    memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
-static char *flow_xstrdup(const char *s)
-{
-    return s ? flow_xstrndup(s, strlen(s)) : NULL;
-}
 
 /*
  * Makes room for one more element in an array of n elements of `size` bytes with room for
@@ -466,9 +439,9 @@ static void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...)
     else
         snprintf(text, sizeof(text), "%s: %s", c->path, msg);
     if (!c->probs)
-        c->probs = flow_xcalloc(FLOW_PROBLEMS_MAX, sizeof(*c->probs));
+        c->probs = apbot_xcalloc(FLOW_PROBLEMS_MAX, sizeof(*c->probs));
     c->probs[c->n_kept].line = line;
-    c->probs[c->n_kept].text = flow_xstrdup(text);
+    c->probs[c->n_kept].text = apbot_xstrdup(text);
     c->n_kept++;
 }
 
@@ -1026,7 +999,7 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const struct f
     ret->exponent = 0;
     switch (v) {
     case FLOW_V_KEY:
-        ret->text = vars->key ? flow_key_cut(f, vars->key) : flow_xstrdup("");
+        ret->text = vars->key ? flow_key_cut(f, vars->key) : apbot_xstrdup("");
         return APBOT_OK;
     case FLOW_V_INV_NUMBER:
         s = inv ? inv->invoice_number : NULL;
@@ -1088,7 +1061,7 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const struct f
     case FLOW_V__COUNT:
         return apbot_fail(err, errlen, APBOT_E_BUG, "bad variable");
     }
-    ret->text = flow_xstrdup(s ? s : "");
+    ret->text = apbot_xstrdup(s ? s : "");
     return APBOT_OK;
 }
 
@@ -1101,7 +1074,7 @@ static int flow_val_text(struct flow_val *val, char *err, size_t errlen)
         return APBOT_OK;
     if (money_format_plain(val->minor, val->exponent, buf, sizeof(buf)) != APBOT_OK)
         return apbot_fail(err, errlen, APBOT_E_RANGE, "amount does not format");
-    val->text = flow_xstrdup(buf);
+    val->text = apbot_xstrdup(buf);
     val->kind = FLOW_K_TEXT;
     return APBOT_OK;
 }
@@ -1128,7 +1101,7 @@ static int flow_fmt_date(struct flow_val *val, const char *pat, size_t plen, cha
     struct flow_buf b = {.max = 256};
 
     if (!*d) { /* an optional date left empty stays empty */
-        flow_val_set(val, flow_xstrdup(""));
+        flow_val_set(val, apbot_xstrdup(""));
         return APBOT_OK;
     }
     if (strlen(d) != 10 || d[4] != '-' || d[7] != '-' || !flow_digits(d, 4) ||
@@ -1165,7 +1138,7 @@ static int flow_fmt_date(struct flow_val *val, const char *pat, size_t plen, cha
         free(b.p);
         return apbot_fail(err, errlen, APBOT_E_LIMIT, "formatted date too long");
     }
-    flow_val_set(val, b.p ? b.p : flow_xstrdup(""));
+    flow_val_set(val, b.p ? b.p : apbot_xstrdup(""));
     return APBOT_OK;
 }
 
@@ -1196,7 +1169,7 @@ static void flow_fmt_url(struct flow_val *val)
     static const char hex[] = "0123456789ABCDEF";
     const unsigned char *s = (const unsigned char *)val->text;
     size_t n = strlen(val->text);
-    char *out = flow_xmalloc(n * 3 + 1), *o = out;
+    char *out = apbot_xmalloc(n * 3 + 1), *o = out;
 
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = s[i];
@@ -1241,7 +1214,7 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
                           sizeof(buf));
         if (rc != APBOT_OK)
             return apbot_fail(err, errlen, APBOT_E_RANGE, "amount does not format");
-        flow_val_set(val, flow_xstrdup(buf));
+        flow_val_set(val, apbot_xstrdup(buf));
         return APBOT_OK;
     case FLOW_F_ABS:
         if (val->kind != FLOW_K_AMOUNT || val->text)
@@ -1256,7 +1229,7 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
             return rc;
         if (!flow_map_find(arg, alen, val->text, &mv, &ml))
             return apbot_fail(err, errlen, APBOT_E_INVAL, "map has no entry for '%s'", val->text);
-        flow_val_set(val, flow_xstrndup(mv, ml));
+        flow_val_set(val, apbot_xstrndup(mv, ml));
         return APBOT_OK;
     case FLOW_F_UPPER:
     case FLOW_F_LOWER:
@@ -1350,7 +1323,7 @@ char *flow_key_cut(const struct flow *f, const char *key)
     n = strlen(key);
     if (f && f->policy.key_length > 0 && (size_t)f->policy.key_length < n)
         n = (size_t)f->policy.key_length;
-    return flow_xstrndup(key, n);
+    return apbot_xstrndup(key, n);
 }
 
 char *flow_url(const char *base, const char *path)
@@ -1362,7 +1335,7 @@ char *flow_url(const char *base, const char *path)
     if (!path)
         return NULL;
     if (!base || strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
-        return flow_xstrdup(path);
+        return apbot_xstrdup(path);
     blen = strlen(base);
     if (path[0] == '/') {
         scheme_end = strstr(base, "://");
@@ -1489,7 +1462,7 @@ static char *flow_prop(const xmlNode *n, const char *name)
 
     if (!v)
         return NULL;
-    s = flow_xstrdup((const char *)v);
+    s = apbot_xstrdup((const char *)v);
     xmlFree(v);
     return s;
 }
@@ -1508,7 +1481,7 @@ static char *flow_text(const xmlNode *n)
     while (len &&
            (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r'))
         len--;
-    out = flow_xstrndup(s, len);
+    out = apbot_xstrndup(s, len);
     xmlFree(v);
     return out;
 }
@@ -1670,7 +1643,7 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
     free(dec);
     free(grp);
     if (!t->date_format)
-        t->date_format = flow_xstrdup("%Y-%m-%d");
+        t->date_format = apbot_xstrdup("%Y-%m-%d");
     else if (!flow_date_pattern_ok(t->date_format, strlen(t->date_format)) ||
              !strstr(t->date_format, "%d") || !strstr(t->date_format, "%m") ||
              (!strstr(t->date_format, "%Y") && !strstr(t->date_format, "%y")))
@@ -2125,8 +2098,8 @@ int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
     if (rc != APBOT_OK)
         goto out;
     root = xmlDocGetRootElement(doc);
-    c.f = flow_xcalloc(1, sizeof(*c.f));
-    c.f->path = flow_xstrdup(path);
+    c.f = apbot_xcalloc(1, sizeof(*c.f));
+    c.f->path = apbot_xstrdup(path);
     flow_build(&c, root);
     if (c.n_probs) {
         rc = APBOT_E_INVAL;

@@ -31,6 +31,8 @@
 
 #include <curl/curl.h>
 
+#include "apbot/mem.h"
+
 #ifndef APBOT_VERSION
 #define APBOT_VERSION "0"
 #endif
@@ -65,30 +67,6 @@ struct http_session {
 
 static pthread_mutex_t http_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned http_init_count;
-
-static void *http_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort(); /* out-of-memory policy: abort, the queue in SQLite survives */
-    return p;
-}
-
-static void *http_xrealloc(void *old, size_t n)
-{
-    void *p = realloc(old, n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-static char *http_xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = http_xmalloc(n);
-    memcpy(p, s, n);
-    return p;
-}
 
 static void http_wipe_free(char *s)
 {
@@ -157,7 +135,7 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userp)
             cap *= 2;
         if (cap > s->max_body + 1)
             cap = s->max_body + 1;
-        s->body = http_xrealloc(s->body, cap);
+        s->body = apbot_xrealloc(s->body, cap);
         s->body_cap = cap;
     }
     memcpy(s->body + s->body_len, data, n);
@@ -275,12 +253,12 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     s->cancel = opt->cancel;
     s->retry_after_s = -1;
     if (opt->ca_file)
-        s->ca_file = http_xstrdup(opt->ca_file);
+        s->ca_file = apbot_xstrdup(opt->ca_file);
     if (opt->basic_user) {
-        s->basic_user = http_xstrdup(opt->basic_user);
-        s->basic_password = http_xstrdup(opt->basic_password);
+        s->basic_user = apbot_xstrdup(opt->basic_user);
+        s->basic_password = apbot_xstrdup(opt->basic_password);
     }
-    s->user_agent = http_xstrdup(opt->user_agent ? opt->user_agent : "apbot/" APBOT_VERSION);
+    s->user_agent = apbot_xstrdup(opt->user_agent ? opt->user_agent : "apbot/" APBOT_VERSION);
 
     s->easy = curl_easy_init();
     s->multi = curl_multi_init();
@@ -438,7 +416,7 @@ static void exchange_classify(struct http_session *s, const char *url, CURLcode 
 
     memset(r, 0, sizeof(*r));
     r->retry_after_s = -1;
-    r->effective_url = eff ? http_xstrdup(eff) : NULL;
+    r->effective_url = eff ? apbot_xstrdup(eff) : NULL;
     r->redirects = redirects;
     r->elapsed_ms = http_now_ms() - t0;
 
@@ -449,7 +427,7 @@ static void exchange_classify(struct http_session *s, const char *url, CURLcode 
         r->status = status;
         r->retry_after_s = s->retry_after_s;
         if (!s->body) {
-            s->body = http_xmalloc(1);
+            s->body = apbot_xmalloc(1);
             s->body[0] = '\0';
         }
         r->body = s->body;
@@ -480,13 +458,13 @@ static void exchange_classify(struct http_session *s, const char *url, CURLcode 
 static char *http_form_encode(const struct http_field *fields, size_t n, size_t *ret_len)
 {
     size_t cap = 1, len = 0;
-    char **enc = http_xmalloc((n ? n : 1) * 2 * sizeof(*enc));
+    char **enc = apbot_xmalloc((n ? n : 1) * 2 * sizeof(*enc));
     for (size_t i = 0; i < n; i++) {
         enc[2 * i] = http_escape(fields[i].name);
         enc[2 * i + 1] = http_escape(fields[i].value ? fields[i].value : "");
         cap += strlen(enc[2 * i]) + strlen(enc[2 * i + 1]) + 2;
     }
-    char *out = http_xmalloc(cap);
+    char *out = apbot_xmalloc(cap);
     for (size_t i = 0; i < n; i++) {
         size_t a = strlen(enc[2 * i]), b = strlen(enc[2 * i + 1]);
         if (i > 0)
@@ -611,7 +589,7 @@ char *http_resolve_url(const char *base, const char *ref)
     }
     if (curl_url_get(u, CURLUPART_URL, &got, 0) != CURLUE_OK)
         goto out;
-    out = http_xstrdup(got);
+    out = apbot_xstrdup(got);
 out:
     curl_free(got);
     curl_url_cleanup(u);
@@ -625,7 +603,7 @@ char *http_escape(const char *s)
     if (!s)
         return NULL;
     size_t n = strlen(s);
-    char *out = http_xmalloc(n * 3 + 1);
+    char *out = apbot_xmalloc(n * 3 + 1);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];

@@ -42,6 +42,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "apbot/mem.h"
 #include "apbot/money.h"
 
 #define INVOICE_IDENTITY_TAG "apbot-identity-v1"
@@ -55,24 +56,6 @@ static const char *const doc_type_names[] = {
 };
 _Static_assert(sizeof(doc_type_names) / sizeof(doc_type_names[0]) == INVOICE_DOC__COUNT,
                "every invoice_doc_type needs a name");
-
-static void *invoice_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-static char *invoice_xstrdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s);
-    char *d = invoice_xmalloc(n + 1);
-    memcpy(d, s, n + 1);
-    return d;
-}
 
 void invoice_init(struct invoice *inv)
 {
@@ -113,11 +96,11 @@ void invoice_add_line(struct invoice *inv, const struct invoice_line *line)
         inv->cap_lines = cap;
     }
     struct invoice_line *l = &inv->lines[inv->n_lines++];
-    l->description = invoice_xstrdup(line->description);
-    l->gl_account = invoice_xstrdup(line->gl_account);
-    l->quantity = invoice_xstrdup(line->quantity);
-    l->unit_price = invoice_xstrdup(line->unit_price);
-    l->tax_category = invoice_xstrdup(line->tax_category);
+    l->description = apbot_xstrdup(line->description);
+    l->gl_account = apbot_xstrdup(line->gl_account);
+    l->quantity = apbot_xstrdup(line->quantity);
+    l->unit_price = apbot_xstrdup(line->unit_price);
+    l->tax_category = apbot_xstrdup(line->tax_category);
     l->net = line->net;
     l->tax = line->tax;
 }
@@ -125,7 +108,7 @@ void invoice_add_line(struct invoice *inv, const struct invoice_line *line)
 void invoice_set_str(char **field, const char *value)
 {
     free(*field);
-    *field = invoice_xstrdup(value);
+    *field = apbot_xstrdup(value);
 }
 
 const char *invoice_doc_type_name(enum invoice_doc_type t)
@@ -154,7 +137,7 @@ char *invoice_normalise_id(const char *s)
 {
     if (!s)
         s = "";
-    char *out = invoice_xmalloc(strlen(s) + 1);
+    char *out = apbot_xmalloc(strlen(s) + 1);
     size_t n = 0;
     bool pending_space = false;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -344,7 +327,7 @@ int invoice_identity_key_for(const char *vendor_id, const char *invoice_number,
 
     const char *dt = doc_type_names[doc_type];
     size_t len = strlen(INVOICE_IDENTITY_TAG) + 1 + strlen(v) + 1 + strlen(n) + 1 + strlen(dt);
-    char *buf = invoice_xmalloc(len + 1);
+    char *buf = apbot_xmalloc(len + 1);
     int w = snprintf(buf, len + 1, "%s\n%s\n%s\n%s", INVOICE_IDENTITY_TAG, v, n, dt);
     if (w < 0 || (size_t)w != len) {
         free(buf);
@@ -465,7 +448,7 @@ static int invoice_json_get_str(json_t *obj, const char *key, bool required, cha
     }
     if (!json_is_string(v))
         return apbot_fail(err, errlen, APBOT_E_PARSE, "payload: '%s' is not a string", key);
-    *ret = invoice_xstrdup(json_string_value(v));
+    *ret = apbot_xstrdup(json_string_value(v));
     return APBOT_OK;
 }
 

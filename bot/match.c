@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/mem.h"
+
 /* Bounds on one match. A backtracking blow-up hits MATCH_LIMIT long before it costs a
  * second; real outcome patterns on a few hundred KiB of HTML stay far below it. */
 #define MATCH_LIMIT 1000000u
@@ -38,22 +40,6 @@ struct match_result {
     size_t n;
 };
 
-static void *match_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-static char *match_xstrndup(const char *s, size_t n)
-{
-    char *p = match_xmalloc(n + 1);
-    memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
 int match_compile(const char *pattern, struct match_re **ret, char *err, size_t errlen)
 {
     int errcode = 0;
@@ -72,9 +58,9 @@ int match_compile(const char *pattern, struct match_re **ret, char *err, size_t 
         return apbot_fail(err, errlen, APBOT_E_PARSE, "%s at offset %zu", (const char *)msg,
                           (size_t)erroff);
     }
-    re = match_xmalloc(sizeof(*re));
+    re = apbot_xmalloc(sizeof(*re));
     re->code = code;
-    re->pattern = match_xstrndup(pattern, strlen(pattern));
+    re->pattern = apbot_xstrndup(pattern, strlen(pattern));
     *ret = re;
     return APBOT_OK;
 }
@@ -97,7 +83,7 @@ const char *match_pattern(const struct match_re *re)
 static struct match_result *match_collect(const struct match_re *re, const char *subject,
                                           pcre2_match_data *md)
 {
-    struct match_result *m = match_xmalloc(sizeof(*m));
+    struct match_result *m = apbot_xmalloc(sizeof(*m));
     uint32_t count = 0, entry = 0;
     PCRE2_SPTR table = NULL;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
@@ -110,7 +96,7 @@ static struct match_result *match_collect(const struct match_re *re, const char 
     if (pcre2_pattern_info(re->code, PCRE2_INFO_NAMEENTRYSIZE, &entry) != 0 ||
         pcre2_pattern_info(re->code, PCRE2_INFO_NAMETABLE, &table) != 0)
         return m;
-    m->groups = match_xmalloc(count * sizeof(*m->groups));
+    m->groups = apbot_xmalloc(count * sizeof(*m->groups));
     for (uint32_t i = 0; i < count; i++) {
         PCRE2_SPTR e = table + (size_t)i * entry;
         uint32_t num = ((uint32_t)e[0] << 8) | e[1];
@@ -124,16 +110,16 @@ static struct match_result *match_collect(const struct match_re *re, const char 
                 dup = true;
                 if (!m->groups[j].value && num < pairs && ov[2 * num] != PCRE2_UNSET)
                     m->groups[j].value =
-                        match_xstrndup(subject + ov[2 * num], ov[2 * num + 1] - ov[2 * num]);
+                        apbot_xstrndup(subject + ov[2 * num], ov[2 * num + 1] - ov[2 * num]);
             }
         }
         if (dup)
             continue;
         g = &m->groups[m->n++];
-        g->name = match_xstrndup(name, strlen(name));
+        g->name = apbot_xstrndup(name, strlen(name));
         g->value = NULL;
         if (num < pairs && ov[2 * num] != PCRE2_UNSET && ov[2 * num + 1] >= ov[2 * num])
-            g->value = match_xstrndup(subject + ov[2 * num], ov[2 * num + 1] - ov[2 * num]);
+            g->value = apbot_xstrndup(subject + ov[2 * num], ov[2 * num + 1] - ov[2 * num]);
     }
     return m;
 }
@@ -176,7 +162,7 @@ char *match_group(const struct match_result *m, const char *name)
     for (size_t i = 0; i < m->n; i++) {
         if (strcmp(m->groups[i].name, name) == 0) {
             const char *v = m->groups[i].value;
-            return v ? match_xstrndup(v, strlen(v)) : NULL;
+            return v ? apbot_xstrndup(v, strlen(v)) : NULL;
         }
     }
     return NULL;

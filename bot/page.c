@@ -30,6 +30,7 @@
 #include <libxml/xpathInternals.h>
 
 #include "apbot/http.h"
+#include "apbot/mem.h"
 
 #define PAGE_RAW_KEEP 1024 /* bytes of the raw body kept for the excerpt of a textless page */
 
@@ -45,30 +46,6 @@ static pthread_once_t page_once = PTHREAD_ONCE_INIT;
 static void page_init_once(void)
 {
     xmlInitParser();
-}
-
-static void *page_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        abort(); /* out-of-memory policy */
-    return p;
-}
-
-static void *page_xrealloc(void *old, size_t n)
-{
-    void *p = realloc(old, n ? n : 1);
-    if (!p)
-        abort();
-    return p;
-}
-
-static char *page_xstrdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = page_xmalloc(n);
-    memcpy(p, s, n);
-    return p;
 }
 
 /* ---- silence: libxml2 reports some errors through per-thread global handlers ---- */
@@ -140,7 +117,7 @@ static char *page_trim_dup(const char *s)
         else
             break;
     }
-    char *out = page_xmalloc(n + 1);
+    char *out = apbot_xmalloc(n + 1);
     memcpy(out, s, n);
     out[n] = '\0';
     return out;
@@ -151,7 +128,7 @@ static char *page_trim_dup(const char *s)
 static char *page_collapse_dup(const char *s)
 {
     size_t n = strlen(s), j = 0, sl;
-    char *out = page_xmalloc(n + 1);
+    char *out = apbot_xmalloc(n + 1);
     bool space = false;
     while (*s) {
         if (page_is_space(s, &sl)) {
@@ -174,7 +151,7 @@ static char *page_prop(xmlNodePtr n, const char *name)
     xmlChar *v = xmlGetProp(n, BAD_CAST name);
     if (!v)
         return NULL;
-    char *out = page_xstrdup((const char *)v);
+    char *out = apbot_xstrdup((const char *)v);
     xmlFree(v);
     return out;
 }
@@ -202,7 +179,7 @@ static bool page_is_elem(xmlNodePtr n, const char *name)
 static char *page_content(xmlNodePtr n)
 {
     xmlChar *v = xmlNodeGetContent(n);
-    char *out = page_xstrdup(v ? (const char *)v : "");
+    char *out = apbot_xstrdup(v ? (const char *)v : "");
     xmlFree(v);
     return out;
 }
@@ -268,11 +245,11 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     }
     page_quiet_end(&q);
 
-    struct page *p = page_xmalloc(sizeof(*p));
+    struct page *p = apbot_xmalloc(sizeof(*p));
     p->doc = doc;
-    p->url = url ? page_xstrdup(url) : NULL;
+    p->url = url ? apbot_xstrdup(url) : NULL;
     p->raw_len = len < PAGE_RAW_KEEP ? len : PAGE_RAW_KEEP;
-    p->raw = page_xmalloc(p->raw_len + 1);
+    p->raw = apbot_xmalloc(p->raw_len + 1);
     if (p->raw_len)
         memcpy(p->raw, body, p->raw_len);
     p->raw[p->raw_len] = '\0';
@@ -559,16 +536,16 @@ static void page_wipe_free(char *v)
 static void form_grow(char ***arr, size_t n)
 {
     /* arrays grow one by one; forms have tens of fields */
-    *arr = page_xrealloc(*arr, (n + 1) * sizeof(**arr));
+    *arr = apbot_xrealloc(*arr, (n + 1) * sizeof(**arr));
 }
 
 static void form_add(struct page_form *f, const char *name, const char *value, bool hidden)
 {
     form_grow(&f->names, f->n);
     form_grow(&f->values, f->n);
-    f->hidden = page_xrealloc(f->hidden, (f->n + 1) * sizeof(*f->hidden));
-    f->names[f->n] = page_xstrdup(name);
-    f->values[f->n] = page_xstrdup(value);
+    f->hidden = apbot_xrealloc(f->hidden, (f->n + 1) * sizeof(*f->hidden));
+    f->names[f->n] = apbot_xstrdup(name);
+    f->values[f->n] = apbot_xstrdup(value);
     f->hidden[f->n] = hidden;
     f->n++;
 }
@@ -589,15 +566,15 @@ static void form_add_control(struct page_form *f, const char *name)
         if (strcmp(f->controls[i], name) == 0)
             return;
     form_grow(&f->controls, f->n_controls);
-    f->controls[f->n_controls++] = page_xstrdup(name);
+    f->controls[f->n_controls++] = apbot_xstrdup(name);
 }
 
 static void form_add_button(struct page_form *f, const char *name, const char *value)
 {
     form_grow(&f->buttons, f->n_buttons);
     form_grow(&f->button_values, f->n_buttons);
-    f->buttons[f->n_buttons] = page_xstrdup(name);
-    f->button_values[f->n_buttons] = page_xstrdup(value);
+    f->buttons[f->n_buttons] = apbot_xstrdup(name);
+    f->button_values[f->n_buttons] = apbot_xstrdup(value);
     f->n_buttons++;
 }
 
@@ -744,7 +721,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     action = page_prop(form, "action");
     if (!action || !*action) {
         free(action);
-        action = p->url ? page_xstrdup(p->url) : NULL;
+        action = p->url ? apbot_xstrdup(p->url) : NULL;
     } else if (p->url) {
         char *abs = http_resolve_url(p->url, action);
         free(action);
@@ -758,7 +735,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
         rc = apbot_fail(err, errlen, APBOT_E_PARSE, "form %s: action cannot be resolved", xpath);
         goto out;
     }
-    method = page_xstrdup(page_prop_is(form, "method", "post") ? "POST" : "GET");
+    method = apbot_xstrdup(page_prop_is(form, "method", "post") ? "POST" : "GET");
 
     /* Controls in document order; a control's owner is its form attribute if it has one,
      * else its nearest form ancestor (nested forms do not survive parsing). */
@@ -837,7 +814,7 @@ int page_form_set(struct page_form *f, const char *name, const char *value)
         return APBOT_OK;
     }
     page_wipe_free(f->values[first]);
-    f->values[first] = page_xstrdup(value);
+    f->values[first] = apbot_xstrdup(value);
     /* One value per name after a set: drop later duplicates (a multi-select's others). */
     for (size_t i = f->n; i-- > first + 1;)
         if (strcmp(f->names[i], name) == 0)
@@ -953,7 +930,7 @@ char *page_excerpt(const struct page *p, size_t max)
     struct page_text t = {0};
     if (max > SIZE_MAX - 1)
         max = SIZE_MAX - 1;
-    t.buf = page_xmalloc(max + 1);
+    t.buf = apbot_xmalloc(max + 1);
     t.max = max;
     if (!p)
         goto out;
@@ -995,7 +972,7 @@ char *page_excerpt(const struct page *p, size_t max)
     /* No visible text at all (a garbled or binary reply): show what came back instead, with
      * control bytes as spaces and bytes that are not UTF-8 as U+FFFD. */
     if (t.len == 0 && p->raw_len > 0) {
-        char *clean = page_xmalloc(p->raw_len * 3 + 1);
+        char *clean = apbot_xmalloc(p->raw_len * 3 + 1);
         size_t j = 0;
         for (size_t i = 0; i < p->raw_len;) {
             unsigned char c = (unsigned char)p->raw[i];

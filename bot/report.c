@@ -18,6 +18,7 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
+#include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
 
@@ -108,17 +109,6 @@ struct report {
     struct report_finding *f;
     size_t n, cap;
 };
-
-static char *xstrdup(const char *s)
-{
-    char *d;
-    if (!s)
-        return NULL;
-    d = strdup(s);
-    if (!d)
-        abort();
-    return d;
-}
 
 static char *xprintf(const char *fmt, ...) APBOT_PRINTF(1, 2);
 static char *xprintf(const char *fmt, ...)
@@ -282,30 +272,30 @@ static void add_finding(struct build *b, const struct fnew *n)
     x = &r->f[r->n++];
     memset(x, 0, sizeof(*x));
     x->kind = n->kind;
-    x->erp_docs = xstrdup(n->erp_docs);
+    x->erp_docs = apbot_xstrdup(n->erp_docs);
     x->detail = n->detail;
     x->command = n->command;
     x->has_erp_amount = n->has_erp_amount;
     x->erp_amount = n->erp_amount;
     if (it) {
         x->item_id = it->id;
-        x->key = xstrdup(it->key);
-        x->state = xstrdup(machine_state_name(it->state));
-        x->vendor_id = xstrdup(it->vendor_id);
-        x->vendor_name = xstrdup(it->vendor_name);
-        x->invoice_number = xstrdup(it->invoice_number);
-        x->currency = xstrdup(it->currency);
+        x->key = apbot_xstrdup(it->key);
+        x->state = apbot_xstrdup(machine_state_name(it->state));
+        x->vendor_id = apbot_xstrdup(it->vendor_id);
+        x->vendor_name = apbot_xstrdup(it->vendor_name);
+        x->invoice_number = apbot_xstrdup(it->invoice_number);
+        x->currency = apbot_xstrdup(it->currency);
         x->exponent = it->exponent;
         x->amount = it->total;
         x->has_amount = true;
-        x->doc = xstrdup(it->erp_doc);
+        x->doc = apbot_xstrdup(it->erp_doc);
         x->created_at = it->created_at;
         x->age_ms = b->now - it->created_at;
-        x->reason = xstrdup(it->reason);
+        x->reason = apbot_xstrdup(it->reason);
     } else {
-        x->key = xstrdup(n->key);
-        x->vendor_id = xstrdup(n->vendor_id);
-        x->currency = xstrdup(n->currency);
+        x->key = apbot_xstrdup(n->key);
+        x->vendor_id = apbot_xstrdup(n->vendor_id);
+        x->currency = apbot_xstrdup(n->currency);
         x->exponent = n->exponent;
         x->amount = n->amount;
         x->has_amount = n->has_amount;
@@ -333,18 +323,18 @@ static int collect_item(void *ctx, const struct store_item *si)
     it = &b->items[b->n_items++];
     memset(it, 0, sizeof(*it));
     it->id = si->id;
-    it->key = xstrdup(si->key);
+    it->key = apbot_xstrdup(si->key);
     it->cut = flow_key_cut(b->flow, si->key);
     if (!it->cut)
         abort();
     it->state = si->state;
     it->created_at = si->created_at;
     it->updated_at = si->updated_at;
-    it->erp_doc = xstrdup(si->erp_doc);
-    it->reason = xstrdup(si->reason);
-    it->vendor_id = xstrdup(si->vendor_id);
-    it->vendor_name = xstrdup(si->vendor_name);
-    it->invoice_number = xstrdup(si->invoice_number);
+    it->erp_doc = apbot_xstrdup(si->erp_doc);
+    it->reason = apbot_xstrdup(si->reason);
+    it->vendor_id = apbot_xstrdup(si->vendor_id);
+    it->vendor_name = apbot_xstrdup(si->vendor_name);
+    it->invoice_number = apbot_xstrdup(si->invoice_number);
     snprintf(it->doc_type, sizeof(it->doc_type), "%s", si->doc_type);
     snprintf(it->currency, sizeof(it->currency), "%s", si->currency);
     it->exponent = si->exponent;
@@ -368,12 +358,12 @@ static int collect_row(void *ctx, const struct erp_row *er)
     }
     row = &b->rows[b->n_rows++];
     memset(row, 0, sizeof(*row));
-    row->doc = xstrdup(er->doc);
-    row->reference = xstrdup(er->reference);
-    row->vendor = xstrdup(er->vendor);
-    row->currency = xstrdup(er->currency);
-    row->amount_text = xstrdup(er->amount_text);
-    row->date = xstrdup(er->date);
+    row->doc = apbot_xstrdup(er->doc);
+    row->reference = apbot_xstrdup(er->reference);
+    row->vendor = apbot_xstrdup(er->vendor);
+    row->currency = apbot_xstrdup(er->currency);
+    row->amount_text = apbot_xstrdup(er->amount_text);
+    row->date = apbot_xstrdup(er->date);
     row->amount = er->amount;
     row->exponent = er->exponent;
     row->has_amount = er->has_amount;
@@ -926,7 +916,7 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
     b.max_lookups = opt->max_lookups > 0 ? opt->max_lookups : REPORT_DEFAULT_LOOKUPS;
     snprintf(r->sum.date, sizeof(r->sum.date), "%s", opt->date);
     r->sum.generated_at = b.now;
-    r->flow_name = xstrdup(f->name ? f->name : f->path);
+    r->flow_name = apbot_xstrdup(f->name ? f->name : f->path);
     r->sum.flow_name = r->flow_name;
 
     /* the queue first: the ERP listing is then compared with one consistent snapshot */
