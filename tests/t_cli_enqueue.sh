@@ -10,45 +10,12 @@ SRC=${APBOT_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 DATA=$SRC/tests/data
 FIX=${APBOT_FIXTURES:-$SRC/fixtures}/invoices
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/apbot-t-enqueue.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-db=$work/q.db
-fails=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-
-# run NAME ARGS...: runs apbot with --db, keeps stdout/stderr in $work/NAME.{out,err}, rc in $rc
-run() {
-    local name=$1
-    shift
-    rc=0
-    "$APBOT_BIN" --db "$db" "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
-}
-
-expect_rc() { # NAME WANT
-    if [ "$rc" -ne "$2" ]; then
-        fail "$1: exit $rc, want $2"
-        sed 's/^/  | /' "$work/$1.out" "$work/$1.err" >&2
-    else
-        ok "$1: exit $2"
-    fi
-}
-
-expect_grep() { # NAME FILE PATTERN
-    if grep -Eq -- "$3" "$2"; then ok "$1: /$3/"; else
-        fail "$1: no /$3/ in $(basename "$2")"
-        sed 's/^/  | /' "$2" >&2
-    fi
-}
+. "$SRC/tests/lib/harness.sh"
+harness_init enqueue
 
 # json_int FILE KEY: the integer value of "KEY": N in status --json output
 json_int() {
     sed -n 's/.*"'"$2"'": *\([0-9][0-9]*\).*/\1/p' "$1" | head -n1
-}
-
-expect_eq() { # WHAT GOT WANT
-    if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: got '$2', want '$3'"; fi
 }
 
 sql() { sqlite3 "$db" "$1"; }
@@ -156,8 +123,4 @@ else
     echo "skip: $FIX/month-end.csv not present"
 fi
 
-if [ "$fails" -ne 0 ]; then
-    echo "$fails check(s) failed" >&2
-    exit 1
-fi
-echo "all checks passed"
+harness_finish enqueue

@@ -16,64 +16,15 @@ SRC=${APBOT_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 FLOW=$SRC/flows/acme.xml
 CHROMIUM=/usr/bin/chromium
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/apbot-t-report.XXXXXX")
-sim_pid=""
-cleanup() {
-    if [ -n "$sim_pid" ]; then kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-db=$work/q.db
-fails=0
+. "$SRC/tests/lib/harness.sh"
+harness_init report
 
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-run() {
-    local name=$1
-    shift
-    rc=0
-    "$APBOT_BIN" --db "$db" "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
-}
-expect_rc() {
-    if [ "$rc" -ne "$2" ]; then
-        fail "$1: exit $rc, want $2"
-        sed 's/^/  | /' "$work/$1.out" "$work/$1.err" >&2
-    else ok "$1: exit $2"; fi
-}
-expect_grep() {
-    if grep -Eq -- "$3" "$2"; then ok "$1: /$3/"; else
-        fail "$1: no /$3/ in $(basename "$2")"
-        head -c 3000 "$2" | sed 's/^/  | /' >&2
-    fi
-}
-expect_no_grep() {
-    if grep -Eq -- "$3" "$2"; then
-        fail "$1: unexpected /$3/ in $(basename "$2")"
-    else ok "$1: no /$3/"; fi
-}
 # count_in FILE ID: the text of the element with id="ID" (a number)
 count_in() {
     tr -d '\n' <"$1" | grep -o "id=\"$2\"[^>]*>[^<]*" | head -n1 | sed 's/.*>//' | tr -d ' '
 }
-expect_eq() {
-    if [ "$2" = "$3" ]; then ok "$1 = $3"; else fail "$1: got '$2', want '$3'"; fi
-}
 
-scn=$work/fast.scn
-printf '%s\n' 'slots = 4' 'service_ms.login = 0' 'service_ms.form = 0' 'service_ms.check = 0' \
-    'service_ms.post = 0' 'service_ms.search = 0' 'service_ms.journal = 0' 'index_lag_ms = 0' >"$scn"
-"$ERPSIM_BIN" --port 0 --admin --scenario "$scn" >"$work/sim.out" 2>"$work/sim.err" &
-sim_pid=$!
-port=""
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
-    [ -n "$port" ] && break
-    sleep 0.05
-done
-[ -n "$port" ] || { echo "erp-sim did not start" >&2; exit 1; }
-erp=http://127.0.0.1:$port
-export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
-unset APBOT_ERP_URL APBOT_DB
+start_sim
 
 cat >"$work/inv.csv" <<'EOF'
 vendor_id,vendor_name,invoice_number,invoice_date,currency,line_gl_account,line_net,line_tax
@@ -174,8 +125,4 @@ else
     echo "SKIP: sqlite3 absent: the unbalanced case did not run"
 fi
 
-if [ "$fails" -ne 0 ]; then
-    echo "$fails check(s) failed" >&2
-    exit 1
-fi
-echo "all report checks passed"
+harness_finish report

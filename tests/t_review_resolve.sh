@@ -16,60 +16,11 @@ set -euo pipefail
 SRC=${APBOT_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 FLOW=$SRC/flows/acme.xml
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/apbot-t-review.XXXXXX")
-sim_pid=""
-cleanup() {
-    if [ -n "$sim_pid" ]; then kill "$sim_pid" 2>/dev/null || true; wait "$sim_pid" 2>/dev/null || true; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
-db=$work/q.db
-fails=0
-
-fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
-ok() { echo "ok: $*"; }
-
-run() { # NAME ARGS...: apbot with --db; output in $work/NAME.{out,err}, exit code in $rc
-    local name=$1
-    shift
-    rc=0
-    "$APBOT_BIN" --db "$db" "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
-}
-expect_rc() { # NAME WANT
-    if [ "$rc" -ne "$2" ]; then
-        fail "$1: exit $rc, want $2"
-        sed 's/^/  | /' "$work/$1.out" "$work/$1.err" >&2
-    else ok "$1: exit $2"; fi
-}
-expect_grep() { # NAME FILE PATTERN
-    if grep -Eq -- "$3" "$2"; then ok "$1: /$3/"; else
-        fail "$1: no /$3/ in $(basename "$2")"
-        sed 's/^/  | /' "$2" >&2
-    fi
-}
-expect_no_grep() { # NAME FILE PATTERN
-    if grep -Eq -- "$3" "$2"; then
-        fail "$1: unexpected /$3/ in $(basename "$2")"
-        sed 's/^/  | /' "$2" >&2
-    else ok "$1: no /$3/"; fi
-}
+. "$SRC/tests/lib/harness.sh"
+harness_init review
 
 # ---- the simulated ERP --------------------------------------------------------------------
-scn=$work/fast.scn
-printf '%s\n' 'slots = 4' 'service_ms.login = 0' 'service_ms.form = 0' 'service_ms.check = 0' \
-    'service_ms.post = 0' 'service_ms.search = 0' 'service_ms.journal = 0' 'index_lag_ms = 0' >"$scn"
-"$ERPSIM_BIN" --port 0 --admin --scenario "$scn" >"$work/sim.out" 2>"$work/sim.err" &
-sim_pid=$!
-port=""
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
-    [ -n "$port" ] && break
-    sleep 0.05
-done
-[ -n "$port" ] || { echo "erp-sim did not start" >&2; cat "$work/sim.err" >&2; exit 1; }
-erp=http://127.0.0.1:$port
-export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
-unset APBOT_ERP_URL APBOT_DB
+start_sim
 
 book() { # REF AMOUNT INVNO -> prints the document number
     curl -s --fail -X POST "$erp/_sim/book" --data-urlencode "vendor_id=100001" \
@@ -204,8 +155,4 @@ run audit4 review "$i4" --json
 expect_grep audit4 "$work/audit4.out" "\"actor\": \"operator:carol\""
 expect_grep audit4 "$work/audit4.out" "requeued: looked up again before any post \(was: E103"
 
-if [ "$fails" -ne 0 ]; then
-    echo "$fails check(s) failed" >&2
-    exit 1
-fi
-echo "all review/resolve checks passed"
+harness_finish review/resolve
