@@ -518,7 +518,11 @@ static void test_report_chaos_balance(void **state)
 
     fx_start(&x, "chaos", "down.length_ms = 0\n");
     e2e_add_many(&x.e, "CHAOS", 12);
-    x.e.opt.max_seconds = 25;
+    /* chaos.scn: late commits 3 s + search lag 2 s, so the settle delay must exceed 5 s. The
+     * harness's 2.5 s is for calm scenarios; with it a confirmed absence can be wrong and a
+     * re-post may be booked twice (DESIGN.md: the settle delay must outlast both). */
+    x.e.opt.settle_ms = 6000;
+    x.e.opt.max_seconds = 40;
     (void)e2e_run(&x.e);
     /* read the ERP calmly: the test is about what the chaotic run left behind */
     for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
