@@ -6,7 +6,11 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: all deps build test test-plain test-asan demo bench clean format
+# Every C file clang-format keeps in shape; `make format` rewrites them, CI runs format-check.
+FORMAT_FILES = $(wildcard bot/*.c bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
+                 tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
+
+.PHONY: all deps build test test-plain test-asan demo bench clean format format-check
 
 all: build
 
@@ -34,7 +38,10 @@ bench: build
 	scripts/bench.sh $(BUILD)
 
 format:
-	clang-format -i bot/*.c include/apbot/*.h fixtures/erp-sim/*.[ch] tests/*.c
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	clang-format --dry-run -Werror $(FORMAT_FILES)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -7,7 +7,7 @@
  * posts, created_at), written one element at a time so memory stays bounded however long the
  * list; absent values are null. The human form is a fixed-width table.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>

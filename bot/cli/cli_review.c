@@ -7,7 +7,7 @@
  * the item, its full audit timeline and every piece of ERP evidence kept for it, and the
  * resolve commands that apply. Read-only: decisions go through `apbot resolve`.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -9,7 +9,7 @@
  * partial listing must never pass for a reconciliation). With --out the file is written
  * to a temporary name beside it and renamed, so a mailer never picks up half a report.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * name plus `total`, `oldest_pending_age_s` (null when nothing is pending) and
  * `review_depth`; the human form is a small table.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <jansson.h>

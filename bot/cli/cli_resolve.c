@@ -12,7 +12,7 @@
  * the operator, the reason and what the verification found. Nonsense (unknown id, completed
  * or still pending items, a different amount in the ERP) is refused with CLI_EXIT_REFUSED.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <stdbool.h>
 #include <stdio.h>

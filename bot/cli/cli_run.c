@@ -4,7 +4,7 @@
  * runner's cancel flag, picks the output (a progress line on a terminal, key=value log lines
  * otherwise) and maps the runner's result to an exit code. The work is runner.c's.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>

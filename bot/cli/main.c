@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "apbot/cli.h"
+#include "cli.h"
 
 static const struct {
     const char *name;

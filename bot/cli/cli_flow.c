@@ -4,7 +4,7 @@
  * line as "FILE:LINE: message". Exit 0 when every file is fine, CLI_EXIT_ERROR otherwise.
  * Needs no database and no ERP.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>

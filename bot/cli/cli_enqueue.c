@@ -9,7 +9,7 @@
  * Exit: 0 all queued (or already queued), 3 something refused or conflicting, 1 a file could
  * not be read (after the other files were processed) or the database failed, 2 usage.
  */
-#include "apbot/cli.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
