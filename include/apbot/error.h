@@ -29,6 +29,9 @@ enum apbot_rc {
     APBOT_E_CONFLICT, /* same identity, different content */
     APBOT_E_NOTFOUND, /* no such item / nothing to do */
     APBOT_E_STATE,    /* transition not allowed from the current state, or lease lost */
+    APBOT_E_DATA,     /* the invoice carries a value this ERP or flow cannot take (no such
+                       * select option, no mapping): a business exception, never a retry */
+    APBOT_E_ORIGIN,   /* a request would leave the ERP's origin (scheme, host, port) */
     /* retry later */
     APBOT_E_BUSY, /* database locked, lease held by another process */
     APBOT_E_NET,  /* network trouble */
