@@ -1,0 +1,103 @@
+/*
+ * text.c - escaping untrusted text for terminals and logs (see text.h). Leaf module.
+ */
+#include "apbot/text.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apbot/mem.h"
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+    uint32_t cp;
+    size_t len;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) {
+        len = 2;
+        cp = p[0] & 0x1F;
+    } else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        len = 3;
+        cp = p[0] & 0x0F;
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        len = 4;
+        cp = p[0] & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    if (cp >= 0x80 && cp <= 0x9F)
+        return 0; /* C1 controls: escaped like invalid bytes */
+    return len;
+}
+
+char *text_escape_into(char *dst, size_t len, const char *s, int keep_tab)
+{
+    size_t o = 0;
+    if (!len)
+        return dst;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t n = strlen((const char *)p);
+    bool cut = false;
+    for (size_t i = 0; i < n;) {
+        char tmp[8];
+        size_t tl;
+        size_t ul = utf8_len(p + i, n - i);
+        if (ul == 1 && (p[i] < 0x20 || p[i] == 0x7F) && !(keep_tab && p[i] == '\t')) {
+            tl = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02X", p[i]);
+            ul = 1;
+        } else if (ul == 1 && p[i] == '\\') {
+            memcpy(tmp, "\\\\", 2);
+            tl = 2;
+        } else if (ul == 0) {
+            tl = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02X", p[i]);
+            ul = 1;
+        } else {
+            memcpy(tmp, p + i, ul);
+            tl = ul;
+        }
+        if (o + tl + 1 > len) {
+            cut = true;
+            break;
+        }
+        memcpy(dst + o, tmp, tl);
+        o += tl;
+        i += ul;
+    }
+    if (cut && len >= 8) {
+        while (o + 4 > len) {
+            o--;
+            while (o > 0 && ((unsigned char)dst[o] & 0xC0) == 0x80)
+                o--;
+        }
+        memcpy(dst + o, "...", 3);
+        o += 3;
+    }
+    dst[o] = '\0';
+    return dst;
+}
+
+char *text_escape(const char *s, size_t max, int keep_tab)
+{
+    if (max < 8)
+        max = 8;
+    size_t n = s ? strlen(s) : 0;
+    size_t cap = n * 4 + 1 < max + 1 ? n * 4 + 1 : max + 1;
+    if (cap < 8)
+        cap = 8;
+    char *out = apbot_xmalloc(cap);
+    return text_escape_into(out, cap, s, keep_tab);
+}

@@ -1,0 +1,25 @@
+/*
+ * text.h - text from invoices and ERP pages made safe for a terminal or a log line.
+ *
+ * Input files and ERP pages are untrusted: a vendor name or an ERP message may carry ANSI/OSC
+ * escape sequences that would repaint or retitle an operator's terminal, or line breaks that
+ * would forge a log line. Every such text goes through text_escape() before it is printed.
+ */
+#ifndef APBOT_TEXT_H
+#define APBOT_TEXT_H
+
+#include <stddef.h>
+
+/*
+ * Copies s with every C0 control (including ESC, CR and LF, but not TAB when keep_tab),
+ * DEL, every C1 control (U+0080..U+009F) and every byte that is not part of valid UTF-8
+ * written as \xNN, and a backslash as \\. At most max bytes of output (cut at a character
+ * boundary, "..." appended when cut; max >= 8). Heap result, never NULL; NULL s gives "".
+ */
+char *text_escape(const char *s, size_t max, int keep_tab);
+
+/* The same into a caller's buffer of len bytes (always NUL-terminated when len > 0). Returns
+ * dst. */
+char *text_escape_into(char *dst, size_t len, const char *s, int keep_tab);
+
+#endif
