@@ -301,7 +301,7 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
             goto out;
         }
     }
-    if (l->form.submit && page_form_press(&form, l->form.submit) != APBOT_OK) {
+    if (l->form.submit && page_form_press(&form, l->form.submit, NULL) != APBOT_OK) {
         rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form has no button '%s'",
                         l->form.submit);
         goto out;
