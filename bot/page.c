@@ -1206,3 +1206,337 @@ out:
     t.buf[t.len] = '\0';
     return t.buf;
 }
+
+/* ---- what outcome rules see ---- */
+
+/* Elements whose content is not markup (HTML's raw text and escapable raw text elements) and
+ * whether rules see it. Script has its own comment-escape states (rt_script). */
+enum rt_content {
+    RT_MARKUP = 0, /* an ordinary element */
+    RT_SCRIPT,     /* script data: blanked */
+    RT_HIDDEN,     /* raw text nobody sees or the ERP echoes: blanked */
+    RT_SHOWN,      /* raw text a browser shows (title, xmp): kept */
+    RT_PLAINTEXT,  /* everything after it is text: kept */
+};
+
+static const struct {
+    const char *name;
+    enum rt_content content;
+} rt_elements[] = {
+    {"script", RT_SCRIPT},       {"style", RT_HIDDEN},  {"textarea", RT_HIDDEN},
+    {"noscript", RT_HIDDEN},     {"iframe", RT_HIDDEN}, {"noembed", RT_HIDDEN},
+    {"noframes", RT_HIDDEN},     {"title", RT_SHOWN},   {"xmp", RT_SHOWN},
+    {"plaintext", RT_PLAINTEXT},
+};
+
+/* Attributes whose values rules may anchor on: markup the ERP writes, not data it echoes. */
+static const char *const rt_kept_attrs[] = {"id", "class", "name", "type", "role"};
+
+static bool rt_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+static bool rt_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static char rt_lower(char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+/* True when body[at..) starts with the lower-case word w, any case (NULs are bytes too). */
+static bool rt_word_at(const char *body, size_t len, size_t at, const char *w)
+{
+    size_t n = strlen(w);
+    if (at > len || len - at < n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (rt_lower(body[at + i]) != w[i])
+            return false;
+    return true;
+}
+
+/* True when body[at..) is the tag name w followed by white space, '/' or '>' (HTML's
+ * "appropriate end tag"; at the end of the body it is not one). */
+static bool rt_name_at(const char *body, size_t len, size_t at, const char *w)
+{
+    size_t n = strlen(w);
+    if (!rt_word_at(body, len, at, w) || at + n >= len)
+        return false;
+    char c = body[at + n];
+    return rt_space(c) || c == '/' || c == '>';
+}
+
+static void rt_blank(char *out, size_t from, size_t to)
+{
+    if (to > from)
+        memset(out + from, ' ', to - from);
+}
+
+/* Position after the first '>' at or after i, or len. */
+static size_t rt_past_gt(const char *body, size_t len, size_t i)
+{
+    const char *gt = memchr(body + i, '>', len - i);
+    return gt ? (size_t)(gt - body) + 1 : len;
+}
+
+/* A comment starting at i ("<!--"): its end (after "-->", "--!>", or the abrupt "<!-->" and
+ * "<!--->"), or len when it never ends. */
+static size_t rt_comment_end(const char *body, size_t len, size_t i)
+{
+    size_t k = i + 4;
+    if (k < len && body[k] == '>')
+        return k + 1;
+    if (k + 1 < len && body[k] == '-' && body[k + 1] == '>')
+        return k + 2;
+    while (k < len) {
+        const char *dash = memchr(body + k, '-', len - k);
+        if (!dash)
+            return len;
+        k = (size_t)(dash - body);
+        if (k + 2 < len && body[k + 1] == '-' && body[k + 2] == '>')
+            return k + 3;
+        if (k + 3 < len && body[k + 1] == '-' && body[k + 2] == '!' && body[k + 3] == '>')
+            return k + 4;
+        k++;
+    }
+    return len;
+}
+
+/*
+ * Script data from k: the position of the '<' of its end tag, or len. Follows HTML's script
+ * states: inside "<!--" a "<script>" opens a double-escaped part in which "</script>" does
+ * not end the element - text a browser keeps inside the script, so it stays blanked here.
+ */
+static size_t rt_script_end(const char *body, size_t len, size_t k)
+{
+    enum { DATA, ESC, ESC_DASH, ESC_DASH_DASH, DESC, DESC_DASH, DESC_DASH_DASH } st = DATA;
+    while (k < len) {
+        char c = body[k];
+        switch (st) {
+        case DATA:
+            if (c == '<') {
+                if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, "script"))
+                    return k;
+                if (k + 3 < len && body[k + 1] == '!' && body[k + 2] == '-' && body[k + 3] == '-') {
+                    st = ESC_DASH_DASH;
+                    k += 4;
+                    continue;
+                }
+            }
+            k++;
+            continue;
+        case ESC:
+        case ESC_DASH:
+        case ESC_DASH_DASH:
+            if (c == '<') {
+                if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, "script"))
+                    return k;
+                if (rt_name_at(body, len, k + 1, "script")) {
+                    st = DESC;
+                    k += 7;
+                    continue;
+                }
+                st = ESC;
+            } else if (c == '-') {
+                st = st == ESC ? ESC_DASH : ESC_DASH_DASH;
+            } else if (c == '>' && st == ESC_DASH_DASH) {
+                st = DATA;
+            } else {
+                st = ESC;
+            }
+            k++;
+            continue;
+        case DESC:
+        case DESC_DASH:
+        case DESC_DASH_DASH:
+            if (c == '<') {
+                if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, "script")) {
+                    st = ESC;
+                    k += 8;
+                    continue;
+                }
+                st = DESC;
+            } else if (c == '-') {
+                st = st == DESC ? DESC_DASH : DESC_DASH_DASH;
+            } else if (c == '>' && st == DESC_DASH_DASH) {
+                st = DATA;
+            } else {
+                st = DESC;
+            }
+            k++;
+            continue;
+        }
+    }
+    return len;
+}
+
+/* Raw text of element `name` from k: the position of the '<' of its end tag, or len. */
+static size_t rt_raw_end(const char *body, size_t len, size_t k, const char *name)
+{
+    while (k < len) {
+        const char *lt = memchr(body + k, '<', len - k);
+        if (!lt)
+            return len;
+        k = (size_t)(lt - body);
+        if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, name))
+            return k;
+        k++;
+    }
+    return len;
+}
+
+/*
+ * A start or end tag whose name begins at p (after "<" or "</"): blanks the values of the
+ * attributes rules must not see and returns the position after the tag's '>' (len when the
+ * tag never closes). *ret_elem gets the index in rt_elements of a start tag whose content is
+ * not markup, else SIZE_MAX.
+ */
+static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end_tag,
+                     size_t *ret_elem)
+{
+    char name[16];
+    size_t nl = 0;
+    *ret_elem = SIZE_MAX;
+    while (p < len && !rt_space(body[p]) && body[p] != '/' && body[p] != '>') {
+        if (nl < sizeof(name) - 1)
+            name[nl] = rt_lower(body[p]);
+        nl++;
+        p++;
+    }
+    if (!end_tag && nl < sizeof(name)) {
+        name[nl] = '\0';
+        for (size_t e = 0; e < sizeof(rt_elements) / sizeof(rt_elements[0]); e++)
+            if (strcmp(name, rt_elements[e].name) == 0)
+                *ret_elem = e;
+    }
+    for (;;) {
+        while (p < len && (rt_space(body[p]) || body[p] == '/'))
+            p++;
+        if (p >= len)
+            return len;
+        if (body[p] == '>')
+            return p + 1;
+        /* an attribute name: up to white space, '/', '>' or '=' (a leading '=' belongs to it) */
+        size_t a = p++;
+        while (p < len && !rt_space(body[p]) && body[p] != '/' && body[p] != '>' && body[p] != '=')
+            p++;
+        bool kept = false;
+        for (size_t k = 0; k < sizeof(rt_kept_attrs) / sizeof(rt_kept_attrs[0]); k++)
+            if (p - a == strlen(rt_kept_attrs[k]) && rt_word_at(body, len, a, rt_kept_attrs[k]))
+                kept = true;
+        size_t q = p;
+        while (q < len && rt_space(body[q]))
+            q++;
+        if (q >= len || body[q] != '=') {
+            p = q; /* no value */
+            continue;
+        }
+        q++;
+        while (q < len && rt_space(body[q]))
+            q++;
+        if (q >= len)
+            return len;
+        if (body[q] == '"' || body[q] == '\'') {
+            const char *close = memchr(body + q + 1, body[q], len - q - 1);
+            size_t e = close ? (size_t)(close - body) : len;
+            if (!kept)
+                rt_blank(out, q + 1, e);
+            if (!close)
+                return len;
+            p = e + 1;
+        } else if (body[q] == '>') {
+            return q + 1; /* "a=>": no value */
+        } else {
+            size_t e = q;
+            while (e < len && !rt_space(body[e]) && body[e] != '>')
+                e++;
+            if (!kept)
+                rt_blank(out, q, e);
+            p = e;
+        }
+    }
+}
+
+char *page_rule_text(const char *body, size_t len)
+{
+    if (!body && len > 0)
+        return NULL;
+    char *out = apbot_xmalloc(len + 1);
+    if (len > 0)
+        memcpy(out, body, len);
+    out[len] = '\0';
+
+    size_t i = 0;
+    while (i < len) {
+        const char *lt = memchr(body + i, '<', len - i);
+        if (!lt)
+            break;
+        i = (size_t)(lt - body);
+        if (i + 1 >= len)
+            break; /* a lone '<' at the end is text */
+        char c = body[i + 1];
+        if (c == '!') {
+            size_t e;
+            if (i + 3 < len && body[i + 2] == '-' && body[i + 3] == '-') {
+                e = rt_comment_end(body, len, i);
+            } else if (rt_word_at(body, len, i + 2, "doctype")) {
+                i = rt_past_gt(body, len, i); /* markup, not echo: kept */
+                continue;
+            } else {
+                e = rt_past_gt(body, len, i); /* <!...>, <![CDATA[...>: a bogus comment */
+            }
+            rt_blank(out, i, e);
+            i = e;
+        } else if (c == '?') {
+            size_t e = rt_past_gt(body, len, i);
+            rt_blank(out, i, e);
+            i = e;
+        } else if (c == '/') {
+            if (i + 2 < len && rt_alpha(body[i + 2])) {
+                size_t elem;
+                i = rt_tag(body, len, i + 2, out, true, &elem);
+            } else if (i + 2 < len && body[i + 2] == '>') {
+                i += 3; /* "</>" is nothing */
+            } else if (i + 2 >= len) {
+                break; /* "</" at the end is text */
+            } else {
+                size_t e = rt_past_gt(body, len, i);
+                rt_blank(out, i, e);
+                i = e;
+            }
+        } else if (rt_alpha(c)) {
+            size_t elem;
+            i = rt_tag(body, len, i + 1, out, false, &elem);
+            if (elem == SIZE_MAX || i >= len)
+                continue;
+            size_t e;
+            switch (rt_elements[elem].content) {
+            case RT_MARKUP:
+                break;
+            case RT_SCRIPT:
+                e = rt_script_end(body, len, i);
+                rt_blank(out, i, e);
+                i = e;
+                break;
+            case RT_HIDDEN:
+                e = rt_raw_end(body, len, i, rt_elements[elem].name);
+                rt_blank(out, i, e);
+                i = e;
+                break;
+            case RT_SHOWN:
+                i = rt_raw_end(body, len, i, rt_elements[elem].name);
+                break;
+            case RT_PLAINTEXT:
+                i = len;
+                break;
+            }
+        } else {
+            i++; /* '<' as text */
+        }
+    }
+    return out;
+}

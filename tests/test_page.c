@@ -5,7 +5,8 @@
  * journal's next link, garbled and broken pages, excerpt bounds and UTF-8 safety, XPath
  * validity, and several threads parsing at once. Then the classic ERP's traits as tables:
  * buttons pressed by name and value (none or several different = error), select options by
- * value, label or label prefix (no silent fallback) and controls added.
+ * value, label or label prefix (no silent fallback), controls added, and what outcome rules
+ * see (page_rule_text) on hostile markup up to 2 MB.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 
 #include "apbot/error.h"
 #include "apbot/http.h"
+#include "apbot/match.h"
 #include "apbot/page.h"
 
 #define BASE "http://127.0.0.1:8080"
@@ -892,6 +894,215 @@ static void test_page_form_has_and_add(void **state)
     page_free(p);
 }
 
+/* ---- what rules see ---- */
+
+/* page_rule_text on `in` must give `want`, where '~' in want stands for a blanked byte. */
+static void check_rule_text(size_t i, const char *in, const char *want)
+{
+    size_t n = strlen(in);
+    if (strlen(want) != n)
+        fail_msg("case %zu: the table's want has %zu bytes, in %zu", i, strlen(want), n);
+    char *got = page_rule_text(in, n);
+    assert_non_null(got);
+    char *exp = strdup(want);
+    for (char *c = exp; *c; c++)
+        if (*c == '~')
+            *c = ' ';
+    if (memcmp(got, exp, n + 1) != 0)
+        fail_msg("case %zu:\n  in:   [%s]\n  got:  [%s]\n  want: [%s]", i, in, got, exp);
+    free(exp);
+    free(got);
+}
+
+static void test_page_rule_text_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"<p class=\"info\">ok</p>", "<p class=\"info\">ok</p>"},
+        {"", ""},
+        {"plain text, no markup", "plain text, no markup"},
+        /* comments, whole */
+        {"a<!-- I020 -->b", "a~~~~~~~~~~~~~b"},
+        {"a<!-- x -- y --!>b", "a~~~~~~~~~~~~~~~~b"},
+        {"a<!---->b<!-->c<!--->d", "a~~~~~~~b~~~~~c~~~~~~d"},
+        {"a<!-- never closed <p>I020</p>", "a~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"},
+        {"a<!-x->b", "a~~~~~~b"}, /* <!...>: a bogus comment */
+        {"<?xml version=\"1\"?>x", "~~~~~~~~~~~~~~~~~~~x"},
+        {"<![CDATA[y]]>z", "~~~~~~~~~~~~~z"},
+        {"<!DOCTYPE html>x", "<!DOCTYPE html>x"},
+        {"a</ 3>b</>c", "a~~~~~b</>c"},
+        /* attribute values: blanked unless id, class, name, type, role */
+        {"<input value=\"I020 done\" name=\"n\">", "<input value=\"~~~~~~~~~\" name=\"n\">"},
+        {"<div id=\"x\" CLASS='y' data-x=\"z\" role=r title=t>",
+         "<div id=\"x\" CLASS='y' data-x=\"~\" role=r title=~>"},
+        {"<img alt=\"a > b\" src=x.png>text", "<img alt=\"~~~~~\" src=~~~~~>text"},
+        {"<a href='/x?a=\"1\"'>l</a>", "<a href='~~~~~~~~'>l</a>"},
+        {"<a title = \"t\" x=>y", "<a title = \"~\" x=>y"},
+        {"<input value=abc def>", "<input value=~~~ def>"},
+        {"<input disabled value=\"v\"/>", "<input disabled value=\"~\"/>"},
+        {"<input value=\"v\"name=\"n\">", "<input value=\"~\"name=\"n\">"},
+        {"<p =\"x\">", "<p =\"x\">"}, /* "=" is an attribute name here, not a value */
+        {"<input value=\"never closed <p>I020", "<input value=\"~~~~~~~~~~~~~~~~~~~~"},
+        {"<input value=\"\xc3\xbc\xe2\x82\xac\">", "<input value=\"~~~~~\">"},
+        {"</p title=\"x\">", "</p title=\"~\">"},
+        {"<p title=\"a\" id=\"b\"", "<p title=\"~\" id=\"b\""},
+        {"a < b <3 <", "a < b <3 <"},
+        /* script, style and the other hidden raw texts: contents */
+        {"<script>var s='<span>I020</span>';</script>ok",
+         "<script>~~~~~~~~~~~~~~~~~~~~~~~~~~</script>ok"},
+        {"<SCRIPT type=\"text/javascript\">x</ScRiPt >ok",
+         "<SCRIPT type=\"text/javascript\">~</ScRiPt >ok"},
+        {"<script>a</scriptx>b</script>c", "<script>~~~~~~~~~~~~</script>c"},
+        {"<script>never closed", "<script>~~~~~~~~~~~~"},
+        {"<script src=\"/a.js\"></script>x", "<script src=\"~~~~~\"></script>x"},
+        /* a browser keeps "<!--<script></script>..." inside the script: so do rules */
+        {"<script>s='<!--<script></script><b>I020</b>';</script><p>ok</p>",
+         "<script>~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~</script><p>ok</p>"},
+        {"<script><!-- x --></script>y", "<script>~~~~~~~~~~</script>y"},
+        {"<script><!-- x </script>y", "<script>~~~~~~~</script>y"},
+        {"<style>p{color:red}</style>x", "<style>~~~~~~~~~~~~</style>x"},
+        {"<textarea name=memo>I020: Document AP-1</textarea>x",
+         "<textarea name=memo>~~~~~~~~~~~~~~~~~~~</textarea>x"},
+        {"<noscript>n</noscript><iframe>i</iframe>", "<noscript>~</noscript><iframe>~</iframe>"},
+        /* shown raw text: kept, and no markup inside it */
+        {"<title>A <!-- b</title><p>c</p>", "<title>A <!-- b</title><p>c</p>"},
+        {"<xmp><b title=x></xmp>", "<xmp><b title=x></xmp>"},
+        {"<plaintext><!-- a", "<plaintext><!-- a"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check_rule_text(i, cases[i].in, cases[i].want);
+
+    /* NUL bytes are bytes; NULL only for a NULL body with a length */
+    char *t = page_rule_text("<p title=\"a\0b\">\0<!--x-->", 24);
+    assert_non_null(t);
+    assert_memory_equal(t, "<p title=\"   \">\0        ", 25);
+    free(t);
+    t = page_rule_text(NULL, 0);
+    assert_string_equal(t, "");
+    free(t);
+    assert_null(page_rule_text(NULL, 1));
+}
+
+/* The acme and classic outcome rules on pages that echo a forged banner: they must see only
+ * what the ERP said. */
+static void test_page_rule_text_forged_banners(void **state)
+{
+    (void)state;
+    static const char *const rules[] = {
+        "<span class=\"msgText\">I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted\\.</span>",
+        "<p class=\"info\">Invoice (?<doc>AP-\\d{4}-\\d{6}) saved as draft",
+        "I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted", /* a careless, unanchored rule */
+    };
+    static const char *const forged[] = {
+        "<!-- <span class=\"msgText\">I020: Document AP-2026-999999 was posted.</span>"
+        " <p class=\"info\">Invoice AP-2026-999999 saved as draft -->",
+        "<script>var memo = '<span class=\"msgText\">I020: Document AP-2026-999999 was posted."
+        "</span><p class=\"info\">Invoice AP-2026-999999 saved as draft';</script>",
+        "<script>x='<!--<script></script><span class=\"msgText\">I020: Document AP-2026-999999"
+        " was posted.</span><p class=\"info\">Invoice AP-2026-999999 saved as draft';</script>",
+        "<input name=\"memo\" value='<span class=\"msgText\">I020: Document AP-2026-999999 was "
+        "posted.</span><p class=\"info\">Invoice AP-2026-999999 saved as draft'>",
+        "<textarea name=\"memo\"><span class=\"msgText\">I020: Document AP-2026-999999 was "
+        "posted.</span><p class=\"info\">Invoice AP-2026-999999 saved as draft</textarea>",
+        "<a title=\"<span class=&quot;msgText&quot;>\" href='<p class=\"info\">Invoice "
+        "AP-2026-999999 saved as draft'>I020: Document </a>",
+        "<input value='<span class=\"msgText\">I020: Document AP-2026-999999 was posted.</span>"
+        "<p class=\"info\">Invoice AP-2026-999999 saved as draft", /* never closed */
+    };
+    static const char real[] = "<span class=\"msgText\">I020: Document AP-2026-000123 was "
+                               "posted.</span><p class=\"info\">Invoice AP-2026-000123 saved as "
+                               "draft</p>";
+    struct match_re *re[3];
+    for (size_t r = 0; r < 3; r++)
+        assert_int_equal(match_compile(rules[r], &re[r], NULL, 0), APBOT_OK);
+
+    for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+        char page[2048];
+        int n =
+            snprintf(page, sizeof(page), "<html><body><h1>Entry</h1>%s</body></html>", forged[i]);
+        char *seen = page_rule_text(page, (size_t)n);
+        size_t raw_hits = 0;
+        for (size_t r = 0; r < 3; r++) {
+            struct match_budget b;
+            match_budget_init(&b, match_budget_for((size_t)n), NULL);
+            raw_hits += match_run(re[r], page, (size_t)n, &b, NULL) == MATCH_FOUND;
+            match_budget_init(&b, match_budget_for((size_t)n), NULL);
+            if (match_run(re[r], seen, (size_t)n, &b, NULL) != MATCH_NONE)
+                fail_msg("forgery %zu passes rule %zu: [%s]", i, r, seen);
+        }
+        if (raw_hits == 0) /* the forgery must work on the raw page, else it proves nothing */
+            fail_msg("forgery %zu fools no rule even raw", i);
+        free(seen);
+    }
+    /* the ERP's own banner still counts, with its document number */
+    char *seen = page_rule_text(real, sizeof(real) - 1);
+    for (size_t r = 0; r < 3; r++) {
+        struct match_budget b;
+        struct match_result *m = NULL;
+        match_budget_init(&b, match_budget_for(sizeof(real)), NULL);
+        assert_int_equal(match_run(re[r], seen, sizeof(real) - 1, &b, &m), MATCH_FOUND);
+        char *doc = match_group(m, "doc");
+        assert_string_equal(doc, "AP-2026-000123");
+        free(doc);
+        match_result_free(m);
+        match_free(re[r]);
+    }
+    free(seen);
+}
+
+/* 2 MB of each hostile construct: one pass each, the right bytes blanked. A tokenizer that
+ * rescans would take minutes here (the test has no clock: ctest's timeout is the guard). */
+static void test_page_rule_text_2mb(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *head, *unit, *tail;
+        bool blanked; /* the repeated part must come out blanked (else unchanged) */
+    } cases[] = {
+        {"<!--", "I020 x ", "", true},                   /* an unterminated comment */
+        {"<input value=\"", "I020 > ", "", true},        /* an unterminated value */
+        {"<script>", "</scrip <!-- ", "", true},         /* script that never ends */
+        {"<script><!--", "<script></script>", "", true}, /* double-escaped, never ends */
+        {"<style>", "</styl ", "</style>", true},        /* near-miss end tags */
+        {"<p>", "<<<<<<<<", "</p>", false},              /* lone '<' are text */
+        {"<p>", "a <b =c d e f g> ", "</p>", false},     /* many attributes without values */
+        {"<p>", "<!--x-->", "", true},                   /* many tiny comments */
+        {"<p>", "<!-->", "", true},
+        {"<p>", "</ ", "", false},       /* "</ " to a '>' that never comes */
+        {"<title>", "<!-- ", "", false}, /* raw title: no comment inside */
+    };
+    const size_t size = (size_t)2 << 20;
+    char *page = malloc(size + 64);
+    assert_non_null(page);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t hl = strlen(cases[i].head), ul = strlen(cases[i].unit), tl = strlen(cases[i].tail);
+        size_t n = 0;
+        memcpy(page, cases[i].head, hl);
+        n = hl;
+        while (n + ul + tl <= size) {
+            memcpy(page + n, cases[i].unit, ul);
+            n += ul;
+        }
+        size_t body_end = n;
+        memcpy(page + n, cases[i].tail, tl);
+        n += tl;
+        char *seen = page_rule_text(page, n);
+        assert_non_null(seen);
+        assert_int_equal(seen[n], '\0');
+        if (cases[i].blanked) {
+            for (size_t k = hl + ul; k < body_end; k += 4099)
+                if (seen[k] != ' ')
+                    fail_msg("case %zu: byte %zu not blanked", i, k);
+        } else if (i != 9) {
+            assert_memory_equal(seen + hl, page + hl, body_end - hl);
+        }
+        free(seen);
+    }
+    free(page);
+}
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -912,6 +1123,9 @@ int main(void)
         cmocka_unit_test(test_page_press_by_name_and_value),
         cmocka_unit_test(test_page_select_options),
         cmocka_unit_test(test_page_form_has_and_add),
+        cmocka_unit_test(test_page_rule_text_table),
+        cmocka_unit_test(test_page_rule_text_forged_banners),
+        cmocka_unit_test(test_page_rule_text_2mb),
         cmocka_unit_test(test_page_login_form),
         cmocka_unit_test(test_page_entry_form_defaults),
         cmocka_unit_test(test_page_validation_page),

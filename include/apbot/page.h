@@ -106,6 +106,18 @@ bool page_form_has(const struct page_form *f, const char *name);
  * when the form already has a control of that name. */
 int page_form_add(struct page_form *f, const char *name, const char *value) APBOT_MUST_USE;
 
+/*
+ * What outcome patterns see (what the ERP said, not what it echoed): a copy of body[0..len)
+ * of the same length, offsets kept, in which HTML comments (also <!...> and <?...>
+ * declarations other than <!DOCTYPE>), the contents of script, style, textarea, noscript,
+ * iframe, noembed and noframes, and the values of every attribute except id, class, name,
+ * type and role are blanked to spaces. Tokenised as a browser does (HTML5 states: quoted and
+ * unquoted values, '>' inside quotes, script comment escapes; an unterminated construct runs
+ * to the end), in one pass, linear in len. Heap, NUL-terminated (body may hold NULs); NULL
+ * only when body is NULL and len > 0.
+ */
+char *page_rule_text(const char *body, size_t len);
+
 /* True when the page has at least one node for xpath. */
 bool page_has(const struct page *p, const char *xpath);
 /* String value of an XPath expression (string(...)), trimmed; heap; NULL if empty/none. */
