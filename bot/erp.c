@@ -98,6 +98,7 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     s->password = apbot_xstrdup(password);
 
     memset(&opt, 0, sizeof(opt));
+    opt.origin = s->base_url;
     opt.connect_timeout_ms = f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : 5000;
     opt.timeout_ms = f->policy.timeout_ms > 0 ? f->policy.timeout_ms : 30000;
     opt.max_redirects = f->policy.max_redirects >= 0 ? f->policy.max_redirects : 5;
