@@ -15,12 +15,13 @@
  *    `.*` inside one group: the same pattern with a limit of 10^7 ran 0.3-2 s depending on the
  *    line length, so it bounds nothing one can state;
  *  - matching a bounded window changes what rules mean (a banner past the window is missed);
- *  - counted callouts are deterministic (the same page and rules always stop at the same
- *    step) and cover every backtrack. With JIT they cost less than the old interpreter did
- *    without them: 8 ordinary acme/classic rules take 85-160 us on a 10 KB page (before:
- *    220-275 us) and 19-30 ms on a 2 MB page (before: 42-62 ms), spending 0.2-0.4 steps per
- *    byte each; the runaway pattern stops after its 68 M steps in 0.28-0.36 s on 2 MB
- *    (before: > 20 s). `APBOT_MATCH_BENCH=1 tests/test_match` prints these figures.
+ *  - counted callouts are deterministic (with one PCRE2 build, the same page and rules always
+ *    stop at the same step) and cover every backtrack. With JIT they cost less than the old
+ *    interpreter did without them. Measured side by side on the 2 shared cores (ranges over
+ *    runs, load 2-4): 8 ordinary acme/classic rules take 85-210 us on a 10 KB page (before:
+ *    220-600 us) and 19-44 ms on a 2 MB page (before: 42-99 ms), spending 0.2-0.4 steps per
+ *    byte each; the runaway pattern stops after its 68 M steps in 0.28-0.78 s on 2 MB
+ *    (before: > 20 s, 105 s seen). `APBOT_MATCH_BENCH=1 tests/test_match` prints them.
  *
  * A step costs 1, plus how far the subject position moved since the previous step of the
  * same attempt (a greedy item that scans far is charged for the scan), plus the minimum of a
