@@ -98,6 +98,7 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     s->password = apbot_xstrdup(password);
 
     memset(&opt, 0, sizeof(opt));
+    opt.origin = s->base_url;
     opt.connect_timeout_ms = f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : 5000;
     opt.timeout_ms = f->policy.timeout_ms > 0 ? f->policy.timeout_ms : 30000;
     opt.max_redirects = f->policy.max_redirects >= 0 ? f->policy.max_redirects : 5;
@@ -301,7 +302,7 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
             goto out;
         }
     }
-    if (l->form.submit && page_form_press(&form, l->form.submit) != APBOT_OK) {
+    if (l->form.submit && page_form_press(&form, l->form.submit, NULL) != APBOT_OK) {
         rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form has no button '%s'",
                         l->form.submit);
         goto out;

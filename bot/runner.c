@@ -933,7 +933,7 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             }
         }
         vars.user = vars.password = NULL;
-        if (st->form.submit && page_form_press(&form, st->form.submit) != APBOT_OK) {
+        if (st->form.submit && page_form_press(&form, st->form.submit, NULL) != APBOT_OK) {
             snprintf(msg, sizeof(msg), "form %s of step %s has no button '%s'", st->form.xpath,
                      st->name, st->form.submit);
             ev = step_systemic(j, msg);
