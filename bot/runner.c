@@ -1207,6 +1207,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
@@ -1257,6 +1258,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
@@ -1307,6 +1309,7 @@ static void job_run(struct worker *w, struct store_item *it)
             ev = job_post(&j);
             break;
         case MACHINE_NEW:
+        case MACHINE_FINISHING: /* follow-up steps: not driven by this runner yet */
         case MACHINE_COMPLETED:
         case MACHINE_BUSINESS_EXCEPTION:
         case MACHINE_MANUAL_REVIEW:
@@ -1494,7 +1497,7 @@ static void progress_draw(const struct store_counts *c, int64_t elapsed_ms, bool
 static int64_t pending_of(const struct store_counts *c)
 {
     return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] + c->by_state[MACHINE_POSTING] +
-           c->by_state[MACHINE_RECONCILING];
+           c->by_state[MACHINE_RECONCILING] + c->by_state[MACHINE_FINISHING];
 }
 
 int runner_run(const struct runner_options *opt, struct runner_stats *ret)

@@ -333,6 +333,7 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         fprintf(stderr,
                 "apbot resolve: refused: item #%lld is %s: the bot is still working on it; "
                 "only manual-review and business-exception items can be resolved\n",
