@@ -19,17 +19,28 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apbot/clock.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/store.h"
 
-#define T0 INT64_C(1700000000000) /* a fixed "now" in Unix ms */
+#define T0 INT64_C(1700000000000) /* a fixed wall "now" in Unix ms */
+#define M0 INT64_C(5000000)       /* the mono clock at T0 */
+#define BOOT_A "boot-a-0000-0000-0000-000000000000"
+#define BOOT_B "boot-b-0000-0000-0000-000000000000"
+
+/* A clock reading at wall ms, mono moving with it, under boot A. */
+#define AT(ms) (&(struct apbot_now){.wall_ms = (ms), .mono_ms = (ms)-T0 + M0, .boot = BOOT_A})
+/* A reading whose wall and mono disagree (the wall clock was stepped), or another boot. */
+#define AT2(wall, mono, b) (&(struct apbot_now){.wall_ms = (wall), .mono_ms = (mono), .boot = (b)})
 
 struct fx {
     char dir[96];
     char path[128];
     struct store *st;
     struct machine_policy pol;
+    struct machine_step claimed; /* machine_next(new, claimed) */
+    int64_t settle_ms;           /* what step_item passes as the settle delay */
     char err[APBOT_ERR_LEN];
 };
 
@@ -49,6 +60,9 @@ static int fx_setup(void **state)
         return -1;
     }
     f->pol = machine_policy_default();
+    struct machine_counters fresh = {0};
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &f->pol, &f->claimed) != APBOT_OK)
+        return -1;
     *state = f;
     return 0;
 }
@@ -96,7 +110,7 @@ static int64_t enq(struct fx *f, int n, int variant, int64_t now,
     struct store_new_item it = mk_item(n, variant, key, fp);
     enum store_enqueue_result res = STORE_ENQ_QUEUED;
     int64_t id = 0;
-    int rc = store_enqueue_raw(f->st, &it, now, &res, &id, f->err, sizeof(f->err));
+    int rc = store_enqueue_raw(f->st, &it, AT(now), &res, &id, f->err, sizeof(f->err));
     if (rc != APBOT_OK)
         fail_msg("enqueue: %s", f->err);
     if (ret_result)
@@ -168,14 +182,14 @@ static int step_item(struct fx *f, struct store *st, int64_t id, const char *own
             .from = it.state,
             .event = ev,
             .step = &step,
-            .next_at = now,
+            .settle_ms = f->settle_ms,
             .erp_doc = doc,
             .reason = reason,
             .detail = "test",
             .actor = owner ? "runner:test" : "operator:test",
             .keep_lease = !machine_is_terminal(step.next),
         };
-        rc = store_apply(st, id, owner, &ch, now, f->err, sizeof(f->err));
+        rc = store_apply(st, id, owner, &ch, AT(now), NULL, f->err, sizeof(f->err));
     }
     store_item_done(&it);
     return rc;
@@ -184,7 +198,7 @@ static int step_item(struct fx *f, struct store *st, int64_t id, const char *own
 static int64_t claim_id(struct fx *f, struct store *st, const char *owner, int64_t now)
 {
     struct store_item it;
-    int rc = store_claim(st, owner, now, 30000, &f->pol, &it, f->err, sizeof(f->err));
+    int rc = store_claim(st, owner, AT(now), 30000, &f->claimed, &it, f->err, sizeof(f->err));
     if (rc == APBOT_E_NOTFOUND)
         return 0;
     if (rc != APBOT_OK)
@@ -256,14 +270,15 @@ static void test_store_busy_and_bad_path(void **state)
     assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     store_set_busy_timeout(f->st, 50);
     struct store_item it = {.id = -7};
-    assert_int_equal(store_claim(f->st, "w", T0 + 1, 1000, &f->pol, &it, f->err, sizeof(f->err)),
-                     APBOT_E_BUSY);
+    assert_int_equal(
+        store_claim(f->st, "w", AT(T0 + 1), 1000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_E_BUSY);
     assert_int_equal(it.id, -7);
     char key[32], fp[65];
     struct store_new_item ni = mk_item(2, 0, key, fp);
     enum store_enqueue_result r = STORE_ENQ_ALREADY;
     int64_t id = -7;
-    assert_int_equal(store_enqueue_raw(f->st, &ni, T0, &r, &id, f->err, sizeof(f->err)),
+    assert_int_equal(store_enqueue_raw(f->st, &ni, AT(T0), &r, &id, f->err, sizeof(f->err)),
                      APBOT_E_BUSY);
     assert_int_equal(id, -7);
     assert_int_equal(sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
@@ -363,11 +378,11 @@ static void test_store_enqueue_invoice(void **state)
 
     enum store_enqueue_result r;
     int64_t id = 0;
-    int rc = store_enqueue(f->st, &inv, "a.csv:2", T0, &r, &id, f->err, sizeof(f->err));
+    int rc = store_enqueue(f->st, &inv, "a.csv:2", AT(T0), &r, &id, f->err, sizeof(f->err));
     if (rc)
         fail_msg("enqueue: %s", f->err);
     assert_int_equal(r, STORE_ENQ_QUEUED);
-    assert_int_equal(store_enqueue(f->st, &inv, "a.csv:2", T0, &r, &id, f->err, sizeof(f->err)),
+    assert_int_equal(store_enqueue(f->st, &inv, "a.csv:2", AT(T0), &r, &id, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(r, STORE_ENQ_ALREADY);
 
@@ -385,7 +400,7 @@ static void test_store_enqueue_invoice(void **state)
     inv.lines[0].net = 100001;
     inv.net_total = 100001;
     inv.payable = 119001;
-    assert_int_equal(store_enqueue(f->st, &inv, "b.csv:9", T0, &r, &id, f->err, sizeof(f->err)),
+    assert_int_equal(store_enqueue(f->st, &inv, "b.csv:9", AT(T0), &r, &id, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(r, STORE_ENQ_CONFLICT);
     assert_non_null(strstr(f->err, "a.csv:2"));
@@ -403,7 +418,8 @@ static void test_store_claim_order_and_due(void **state)
 
     struct store_item it;
     assert_int_equal(
-        store_claim(f->st, "w1", T0 + 100, 30000, &f->pol, &it, f->err, sizeof(f->err)), APBOT_OK);
+        store_claim(f->st, "w1", AT(T0 + 100), 30000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_OK);
     assert_int_equal(it.id, b);
     assert_int_equal(it.state, MACHINE_CHECKING);
     assert_string_equal(it.lease_owner, "w1");
@@ -420,9 +436,9 @@ static void test_store_claim_order_and_due(void **state)
     assert_int_equal(claim_id(f, f->st, "w1", T0 + 100), 0); /* c not due */
     assert_int_equal(claim_id(f, f->st, "w1", T0 + 5000), c);
 
-    int64_t due = -1;
-    assert_int_equal(store_next_due(f->st, &due, f->err, sizeof(f->err)), APBOT_OK);
-    assert_int_equal(due, 0);
+    int64_t wait = 0;
+    assert_int_equal(store_next_due(f->st, AT(T0 + 5000), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(wait, -1); /* nothing pending is due-able: all three are checking */
 
     /* A reconciling item with a live lease is not claimable; after expiry it is, and keeps
      * its state (no event: only its lease changes). */
@@ -439,9 +455,9 @@ static void test_store_claim_order_and_due(void **state)
     /* The first owner lost it. */
     assert_int_equal(step_item(f, f->st, a, "w1", MACHINE_EV_FOUND, T0 + 40000, "D-1", NULL),
                      APBOT_E_STATE);
-    assert_int_equal(store_renew(f->st, a, "w1", T0 + 40000, 1000, f->err, sizeof(f->err)),
+    assert_int_equal(store_renew(f->st, a, "w1", AT(T0 + 40000), 1000, f->err, sizeof(f->err)),
                      APBOT_E_STATE);
-    assert_int_equal(store_renew(f->st, a, "w2", T0 + 40000, 1000, f->err, sizeof(f->err)),
+    assert_int_equal(store_renew(f->st, a, "w2", AT(T0 + 40000), 1000, f->err, sizeof(f->err)),
                      APBOT_OK);
 
     /* A due reconciliation goes before a new item that has been due for longer. */
@@ -492,10 +508,14 @@ static int hammer(const char *path, const char *owner, int fd)
     if (store_open(path, &st, err, sizeof(err)) != APBOT_OK)
         return 10;
     struct machine_policy pol = machine_policy_default();
+    struct machine_counters fresh = {0};
+    struct machine_step claimed;
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed) != APBOT_OK)
+        return 13;
     int busy = 0;
     for (;;) {
         struct store_item it;
-        int rc = store_claim(st, owner, T0 + 1000000, 60000, &pol, &it, err, sizeof(err));
+        int rc = store_claim(st, owner, AT(T0 + 1000000), 60000, &claimed, &it, err, sizeof(err));
         if (rc == APBOT_E_NOTFOUND)
             break;
         if (rc == APBOT_E_BUSY && ++busy < 100)
@@ -587,10 +607,9 @@ static void test_store_apply_checks_state_and_lease(void **state)
     struct store_change ch = {.from = MACHINE_POSTING,
                               .event = MACHINE_EV_CONFIRMED,
                               .step = &step,
-                              .next_at = T0,
                               .erp_doc = "D-9",
                               .actor = "runner:w"};
-    assert_int_equal(store_apply(f->st, id, "w", &ch, T0 + 2, f->err, sizeof(f->err)),
+    assert_int_equal(store_apply(f->st, id, "w", &ch, AT(T0 + 2), NULL, f->err, sizeof(f->err)),
                      APBOT_E_STATE);
     assert_int_equal(n_events(f, id), events);
     assert_int_equal(state_of(f, id), MACHINE_CHECKING);
@@ -673,10 +692,12 @@ static void test_store_unknown_state_is_left_alone(void **state)
     struct machine_step step = {.next = MACHINE_NEW, .why = "x"};
     struct store_change ch = {
         .from = MACHINE_NEW, .event = MACHINE_EV_RESOLVE_REQUEUE, .step = &step};
-    assert_int_equal(store_apply(f->st, id, NULL, &ch, T0, f->err, sizeof(f->err)), APBOT_E_STATE);
+    assert_int_equal(store_apply(f->st, id, NULL, &ch, AT(T0), NULL, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
     assert_non_null(strstr(f->err, "parked"));
     int n = -1;
-    assert_int_equal(store_recover(f->st, T0 + 10, &f->pol, &n, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_recover(f->st, AT(T0 + 10), &f->pol, &n, f->err, sizeof(f->err)),
+                     APBOT_OK);
     assert_int_equal(n, 0);
     struct store_counts c;
     assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
@@ -719,7 +740,7 @@ static void test_store_evidence_round_trip(void **state)
                                 .rule = "success-banner",
                                 .outcome = "completed",
                                 .excerpt = "<p>Saved as D-1</p>"};
-    assert_int_equal(store_add_evidence(f->st, id, &ev, T0, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_add_evidence(f->st, id, &ev, AT(T0), f->err, sizeof(f->err)), APBOT_OK);
     struct ev_seen s = {0};
     assert_int_equal(store_each_evidence(f->st, id, grab_evidence, &s, f->err, sizeof(f->err)),
                      APBOT_OK);
@@ -741,7 +762,8 @@ static void test_store_evidence_round_trip(void **state)
     ev.excerpt = page;
     ev.rule = NULL;
     ev.url = "http://erp/ap/search";
-    assert_int_equal(store_add_evidence(f->st, id, &ev, T0 + 1, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_add_evidence(f->st, id, &ev, AT(T0 + 1), f->err, sizeof(f->err)),
+                     APBOT_OK);
     free(page);
     memset(&s, 0, sizeof(s));
     assert_int_equal(store_each_evidence(f->st, id, grab_evidence, &s, f->err, sizeof(f->err)),
@@ -777,12 +799,12 @@ static void test_store_recover_after_crash(void **state)
 
     int n = -1;
     /* Leases of "dead" run to T0+30010: nothing expired yet. */
-    assert_int_equal(store_recover(f->st, T0 + 30005, &f->pol, &n, f->err, sizeof(f->err)),
+    assert_int_equal(store_recover(f->st, AT(T0 + 30005), &f->pol, &n, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(n, 0);
     int ev_post = n_events(f, post);
     assert_int_equal(
-        store_recover_settle(f->st, T0 + 40000, 60000, &f->pol, &n, f->err, sizeof(f->err)),
+        store_recover_settle(f->st, AT(T0 + 40000), 60000, &f->pol, &n, f->err, sizeof(f->err)),
         APBOT_OK);
     assert_int_equal(n, 3);
     assert_int_equal(n_events(f, post), ev_post + 1);
@@ -795,12 +817,21 @@ static void test_store_recover_after_crash(void **state)
     store_item_done(&it);
     assert_int_equal(store_get(f->st, post, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.state, MACHINE_RECONCILING);
-    assert_int_equal(it.next_at, T0 + 20 + 60000); /* last_post_at + settle */
+    /* The form may have gone out until the runner died: the settle delay counts from the
+     * moment the crash was recorded, never from the intent. */
+    assert_int_equal(it.next_at, T0 + 40000 + 60000);
+    assert_int_equal(it.next_mono, M0 + 40000 + 60000);
+    assert_true(it.has_settle);
+    assert_int_equal(it.settle_mono, M0 + 40000);
+    assert_int_equal(it.settle_at, T0 + 40000);
     assert_int_equal(it.counters.posts, 1);
     store_item_done(&it);
     assert_int_equal(store_get(f->st, rec, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.state, MACHINE_RECONCILING);
     assert_null(it.lease_owner);
+    /* already reconciling since T0 + 30: the settle delay keeps its base */
+    assert_int_equal(it.settle_mono, M0 + 30);
+    assert_int_equal(it.next_mono, M0 + 30 + 60000);
     store_item_done(&it);
     struct last_event e = last_event(f, post);
     assert_string_equal(e.event, "lease-expired");
@@ -811,19 +842,22 @@ static void test_store_recover_after_crash(void **state)
     assert_int_equal(step_item(f, f->st, post, "dead", MACHINE_EV_CONFIRMED, T0 + 40001, "D", NULL),
                      APBOT_E_STATE);
     /* checking went back to new, due at once; the reconciling pair waits out the settle
-     * delay after their last post. */
+     * delay from their settle base. */
     assert_int_equal(claim_id(f, f->st, "w", T0 + 40001), chk);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 40001), 0);
-    assert_int_equal(claim_id(f, f->st, "w", T0 + 20 + 60000), post);
-    assert_int_equal(claim_id(f, f->st, "w", T0 + 20 + 60000), rec);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 30 + 60000 - 1), 0);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 30 + 60000), rec);
+    assert_int_equal(step_item(f, f->st, rec, "w", MACHINE_EV_FOUND, T0 + 60031, "D-3", NULL),
+                     APBOT_OK);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 40000 + 60000 - 1), 0);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 40000 + 60000), post);
 
     /* store_recover (no settle delay) makes a reconciling item due at once. */
-    assert_int_equal(store_recover(f->st, T0 + 200000, &f->pol, &n, f->err, sizeof(f->err)),
+    assert_int_equal(store_recover(f->st, AT(T0 + 200000), &f->pol, &n, f->err, sizeof(f->err)),
                      APBOT_OK);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 3);
     /* Reconciliations first (due now, not settled), then the new items. */
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), post);
-    assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), rec);
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), chk);
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), live);
 }
@@ -897,9 +931,11 @@ static void test_store_counts_and_each(void **state)
     assert_int_equal(it.id, 3);
     store_item_done(&it);
 
-    int64_t due = 0;
-    assert_int_equal(store_next_due(f->st, &due, f->err, sizeof(f->err)), APBOT_OK);
-    assert_int_equal(due, T0 + 4000);
+    int64_t wait = -7;
+    assert_int_equal(store_next_due(f->st, AT(T0 + 1000), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(wait, 3000); /* item 4, due at T0 + 4000 on the mono clock */
+    assert_int_equal(store_next_due(f->st, AT(T0 + 4000), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(wait, 0);
 }
 
 int main(void)
