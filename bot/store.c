@@ -10,10 +10,10 @@
  * crash leaves either both or neither.
  *
  * Clocks: each row keeps its safety stamps (due, lease, settle base) on CLOCK_BOOTTIME
- * under the row's clock_boot; the wall columns are for people. The first write of a handle
- * under a boot the queue has not seen yet (store_meta 'clock_boot') re-stamps every row of
- * an older boot in that same transaction (store_restamp's rule, in SQL), so every later
- * query compares mono stamps of one boot only.
+ * under the row's clock_boot; the wall columns are for people. Every row is under the boot
+ * store_meta 'clock_boot' names: the first write under another boot re-stamps every row in
+ * that same transaction (store_restamp's rule, in SQL), so every query compares mono
+ * stamps of one boot only.
  *
  * Leases: a claimed item carries lease_owner and its expiry; claiming is one write
  * transaction, so two processes can never take the same row. A lease stays its owner's
@@ -262,13 +262,11 @@ _Static_assert(sizeof(stmt_sql) / sizeof(stmt_sql[0]) == Q__COUNT, "every statem
 
 struct store {
     sqlite3 *db;
-    sqlite3_stmt *stmt[Q__COUNT];      /* prepared on first use, finalised by store_close */
-    bool in_batch;                     /* between store_begin and store_commit/rollback */
-    int busy_retries;                  /* whole-transaction retries after the busy timeout */
-    int64_t busy_retried;              /* how many this handle did */
-    uint64_t rng;                      /* xorshift state for the retry jitter */
-    char boot_seen[APBOT_BOOT_ID_LEN]; /* rows are known to be under this boot (committed) */
-    char boot_next[APBOT_BOOT_ID_LEN]; /* ... and under this one once the write commits */
+    sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by store_close */
+    bool in_batch;                /* between store_begin and store_commit/rollback */
+    int busy_retries;             /* whole-transaction retries after the busy timeout */
+    int64_t busy_retried;         /* how many this handle did */
+    uint64_t rng;                 /* xorshift state for the retry jitter */
 };
 
 int64_t store_now_ms(void)
@@ -520,14 +518,11 @@ typedef int (*tx_body)(struct store *st, void *ctx, char *err, size_t errlen);
 static int run_write(struct store *st, tx_body body, void *ctx, char *err, size_t errlen)
 {
     for (int attempt = 0;; attempt++) {
-        st->boot_next[0] = '\0';
         int r = tx_begin(st, err, errlen);
         if (r == APBOT_OK) {
             r = body(st, ctx, err, errlen);
             r = tx_end(st, r, err, errlen);
         }
-        if (r == APBOT_OK && st->boot_next[0] && !st->in_batch)
-            memcpy(st->boot_seen, st->boot_next, sizeof(st->boot_seen));
         if (r != APBOT_E_BUSY || st->in_batch || attempt >= st->busy_retries)
             return r;
         st->busy_retried++;
@@ -692,46 +687,52 @@ void store_rollback(struct store *st)
     st->in_batch = false;
 }
 
-/*
- * Inside a write transaction: makes sure every row's stamps are under now->boot. The first
- * write of a handle under a boot the queue has not seen re-stamps the rows of older boots
- * (store_restamp's rule) and records the boot, in the caller's transaction; the handle
- * remembers it once that transaction commits (run_write).
- */
-static int ensure_boot(struct store *st, const struct apbot_now *now, char *err, size_t errlen)
+/* Whether the queue's rows are all under `boot` (store_meta 'clock_boot'). */
+static int queue_boot_is(struct store *st, const char *boot, bool *ret_same, char *err,
+                         size_t errlen)
 {
-    if (strcmp(st->boot_seen, now->boot) == 0)
-        return APBOT_OK;
     sqlite3_stmt *s = stmt_get(st, Q_META_BOOT, err, errlen);
     if (!s)
         return APBOT_E_DB;
     int rc = sqlite3_step(s);
-    bool same = rc == SQLITE_ROW &&
-                apbot_clock_same_boot((const char *)sqlite3_column_text(s, 0), now->boot);
+    *ret_same =
+        rc == SQLITE_ROW && apbot_clock_same_boot((const char *)sqlite3_column_text(s, 0), boot);
     stmt_done(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "reading the queue's boot");
-    if (!same) {
-        s = stmt_get(st, Q_RESTAMP_ALL, err, errlen);
-        if (!s)
-            return APBOT_E_DB;
-        bind_text(s, 1, now->boot);
-        sqlite3_bind_int64(s, 2, now->mono_ms);
-        sqlite3_bind_int64(s, 3, now->wall_ms);
-        rc = sqlite3_step(s);
-        stmt_done(s);
-        if (rc != SQLITE_DONE)
-            return db_fail(st, rc, err, errlen, "re-stamping rows of another boot");
-        s = stmt_get(st, Q_SET_META_BOOT, err, errlen);
-        if (!s)
-            return APBOT_E_DB;
-        bind_text(s, 1, now->boot);
-        rc = sqlite3_step(s);
-        stmt_done(s);
-        if (rc != SQLITE_DONE)
-            return db_fail(st, rc, err, errlen, "recording the queue's boot");
-    }
-    snprintf(st->boot_next, sizeof(st->boot_next), "%s", now->boot);
+    return APBOT_OK;
+}
+
+/*
+ * Inside a write transaction: makes sure every row's stamps are under now->boot. Invariant
+ * after every write: all rows are under the boot store_meta names. The first write under
+ * another boot re-stamps the rows of the older one (store_restamp's rule, in SQL) and
+ * records the new boot, in that same transaction; every other write pays one small read.
+ */
+static int ensure_boot(struct store *st, const struct apbot_now *now, char *err, size_t errlen)
+{
+    bool same = false;
+    int r = queue_boot_is(st, now->boot, &same, err, errlen);
+    if (r || same)
+        return r;
+    sqlite3_stmt *s = stmt_get(st, Q_RESTAMP_ALL, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text(s, 1, now->boot);
+    sqlite3_bind_int64(s, 2, now->mono_ms);
+    sqlite3_bind_int64(s, 3, now->wall_ms);
+    int rc = sqlite3_step(s);
+    stmt_done(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "re-stamping rows of another boot");
+    s = stmt_get(st, Q_SET_META_BOOT, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text(s, 1, now->boot);
+    rc = sqlite3_step(s);
+    stmt_done(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "recording the queue's boot");
     return APBOT_OK;
 }
 
@@ -797,6 +798,9 @@ static int enqueue_body(struct store *st, void *ctx, char *err, size_t errlen)
     const char *source = ni->source ? ni->source : "";
     op->result = STORE_ENQ_QUEUED;
     op->id = 0;
+    int r = ensure_boot(st, op->now, err, errlen); /* the new row joins the queue's boot */
+    if (r)
+        return r;
 
     sqlite3_stmt *s = stmt_get(st, Q_FIND_KEY, err, errlen);
     if (!s)
@@ -1312,11 +1316,15 @@ static int boot_body(struct store *st, void *ctx, char *err, size_t errlen)
     return ensure_boot(st, op->now, err, errlen);
 }
 
-/* For the readers that compare stamps: one write transaction the first time a boot is seen. */
+/* For the readers that compare stamps: a write transaction only when the boot changed. */
 static int ensure_boot_tx(struct store *st, const struct apbot_now *now, char *err, size_t errlen)
 {
-    if (strcmp(st->boot_seen, now->boot) == 0 || st->in_batch)
-        return st->in_batch ? ensure_boot(st, now, err, errlen) : APBOT_OK;
+    if (st->in_batch)
+        return ensure_boot(st, now, err, errlen);
+    bool same = false;
+    int r = queue_boot_is(st, now->boot, &same, err, errlen);
+    if (r || same)
+        return r;
     struct boot_op op = {.now = now};
     return run_write(st, boot_body, &op, err, errlen);
 }

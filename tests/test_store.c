@@ -1321,6 +1321,25 @@ static void test_store_another_boot_restamps(void **state)
     store_item_done(&it);
 }
 
+/* Whatever boot wrote a row last, every row stays visible to the next writer. */
+static void test_store_rows_of_any_boot_stay_claimable(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = enq(f, 1, 0, T0, NULL); /* boot A */
+    char key[32], fp[65];
+    struct store_new_item ni = mk_item(2, 0, key, fp);
+    enum store_enqueue_result r;
+    int64_t b = 0;
+    assert_int_equal(
+        store_enqueue_raw(f->st, &ni, AT2(T0 + 1, 7, BOOT_B), &r, &b, f->err, sizeof(f->err)),
+        APBOT_OK);
+    struct store_item it = get(f, a);
+    assert_string_equal(it.clock_boot, BOOT_B); /* brought under B with the new row */
+    store_item_done(&it);
+    assert_int_equal(claim_at(f, "w", AT(T0 + 2)), a);
+    assert_int_equal(claim_at(f, "w", AT(T0 + 2)), b);
+}
+
 /* ---- one document, one item ---- */
 
 /* step_item, returning the holder on a conflict. */
@@ -2001,6 +2020,7 @@ int main(void)
         T(test_store_settle_runs_on_mono_not_wall),
         T(test_store_requeue_keeps_the_settle_base),
         T(test_store_another_boot_restamps),
+        T(test_store_rows_of_any_boot_stay_claimable),
         T(test_store_one_document_one_item),
         T(test_store_expired_and_take_over),
         T(test_store_late_commits),
