@@ -17,6 +17,9 @@
  * are for people and never decide anything. A row stamped under another boot counts as:
  * lease expired, due now, and its settle delay counted again from the moment this boot
  * first sees it (the store re-stamps it in that same transaction): never shortened.
+ * (A backend with a clock of its own, as PostgreSQL's server clock for several hosts, stamps
+ * on that clock instead and must hand out items whose stamps compare with the `now` its
+ * callers pass; the contract is the comparisons, not where the clock is read.)
  *
  * Busy. A write that finds the queue locked waits the busy timeout, then the store retries
  * the whole transaction (bounded, with jitter) before it reports APBOT_E_BUSY.
