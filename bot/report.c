@@ -622,6 +622,7 @@ static void join_listing(struct build *b)
         case MACHINE_CHECKING:
         case MACHINE_POSTING:
         case MACHINE_RECONCILING:
+        case MACHINE_FINISHING:
         case MACHINE_MANUAL_REVIEW:
         case MACHINE_STATE__COUNT:
         case MACHINE_STATE_INVALID:
@@ -825,6 +826,7 @@ static void bucket(struct report_balance *bal, const struct ritem *it, bool *ret
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         bal->pending++;
         return;
     case MACHINE_STATE__COUNT:
@@ -1008,7 +1010,8 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
         case MACHINE_NEW:
         case MACHINE_CHECKING:
         case MACHINE_POSTING:
-        case MACHINE_RECONCILING: {
+        case MACHINE_RECONCILING:
+        case MACHINE_FINISHING: {
             struct fnew n;
             memset(&n, 0, sizeof(n));
             n.kind = REPORT_PENDING;

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apbot/clock.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
@@ -134,10 +135,9 @@ struct job {
     struct store_item item;
     struct invoice inv;
     bool inv_ok;
-    int64_t lease_until;
-    int64_t settle_base; /* when the current reconciliation's ambiguity was recorded */
-    int64_t looked_at;   /* when the last lookup started (0: none): an absence counts as
-                          * confirmed only if the lookup began after the settle delay */
+    int64_t lease_until; /* lease expiry on the store's mono clock (apbot_clock_mono_ms) */
+    int64_t looked_at;   /* mono ms when the last lookup started (0: none): an absence counts
+                          * as confirmed only if the lookup began after the settle delay */
     bool lost;           /* lease lost: touch the item no more */
     bool systemic;       /* the breaker tripped while this item was in hand */
     bool commit_sent;    /* the committing step went on the wire (or may have) */
@@ -447,7 +447,7 @@ static void evidence_put(struct worker *w, const struct store_evidence *ev)
     if (w->reconciling && e.step && strcmp(e.step, "lookup") == 0)
         e.step = "reconcile";
     char err[APBOT_ERR_LEN];
-    if (store_add_evidence(w->st, w->item_id, &e, store_now_ms(), err, sizeof(err)) != APBOT_OK)
+    if (store_add_evidence(w->st, w->item_id, &e, NULL, err, sizeof(err)) != APBOT_OK)
         log_msg(r, "warn", "evidence not stored", err);
     free(url);
     free(excerpt);
@@ -505,12 +505,12 @@ static bool job_lease(struct job *j)
 {
     struct worker *w = j->w;
     const struct runner_policy *pol = &w->r->pol;
-    int64_t now = store_now_ms();
+    int64_t now = apbot_clock_mono_ms();
     int64_t need = pol->timeout_ms + pol->connect_timeout_ms + RUNNER_LEASE_MARGIN_MS;
     if (j->lease_until - now >= need)
         return true;
     char err[APBOT_ERR_LEN];
-    int rc = store_renew(w->st, j->item.id, w->owner, now, pol->lease_ms, err, sizeof(err));
+    int rc = store_renew(w->st, j->item.id, w->owner, NULL, pol->lease_ms, err, sizeof(err));
     if (rc == APBOT_OK) {
         j->lease_until = now + pol->lease_ms;
         return true;
@@ -595,7 +595,7 @@ static enum machine_event job_lookup(struct job *j)
     if (!job_lease(j))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
-    j->looked_at = store_now_ms();
+    j->looked_at = apbot_clock_mono_ms();
     int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
         w->logged_in = false;
@@ -1112,48 +1112,16 @@ static enum machine_event job_post(struct job *j)
 
 /* ---- one claimed item ------------------------------------------------------------------- */
 
-struct settle_walk {
-    int64_t at;
-};
-
-static int settle_event(void *ctx, const struct store_event_row *row)
-{
-    struct settle_walk *s = ctx;
-    if (row->to && strcmp(row->to, "reconciling") == 0 && row->from &&
-        strcmp(row->from, "posting") == 0)
-        s->at = row->at;
-    return 0;
-}
-
-/* When the item's current reconciliation began (the posting -> reconciling event). */
-static int64_t settle_base(struct worker *w, const struct store_item *it)
-{
-    struct settle_walk s = {.at = it->last_post_at};
-    char err[APBOT_ERR_LEN];
-    if (store_each_event(w->st, it->id, settle_event, &s, err, sizeof(err)) != APBOT_OK)
-        s.at = it->updated_at > s.at ? it->updated_at : s.at; /* later is safer */
-    return s.at;
-}
-
-/* The due time the machine's delay asks for. */
-static int64_t due_at(struct job *j, enum machine_state from, const struct machine_step *step,
-                      int64_t now)
+/* The backoff the machine's delay asks for (the store turns delays into due times). */
+static int64_t backoff_of(struct job *j, const struct machine_step *step)
 {
     struct worker *w = j->w;
     const struct runner_policy *pol = &w->r->pol;
-    switch (step->delay) {
-    case MACHINE_DELAY_NONE:
-        return now;
-    case MACHINE_DELAY_BACKOFF: {
-        int n = step->next == MACHINE_RECONCILING ? step->counters.cycles : step->counters.attempts;
-        return now + runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
-                                       j->retry_after_ms, rng_next(&w->rng));
-    }
-    case MACHINE_DELAY_SETTLE:
-        /* From posting the ambiguity is recorded now; a reconciliation keeps its start. */
-        return (from == MACHINE_POSTING ? now : j->settle_base) + pol->settle_ms;
-    }
-    return now;
+    if (step->delay != MACHINE_DELAY_BACKOFF)
+        return 0;
+    int n = step->next == MACHINE_RECONCILING ? step->counters.cycles : step->counters.attempts;
+    return runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
+                             j->retry_after_ms, rng_next(&w->rng));
 }
 
 /*
@@ -1165,10 +1133,14 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     struct worker *w = j->w;
     struct runner *r = w->r;
     struct machine_counters c = j->item.counters;
-    int64_t now = store_now_ms();
+    struct apbot_now now;
+    apbot_clock_now(&now);
     /* Judged when the lookup began: a search that started before the deadline and ended
      * after it may have missed a late commit. */
-    c.settled = (j->looked_at ? j->looked_at : now) - j->settle_base >= r->pol.settle_ms;
+    struct apbot_now looked = now;
+    if (j->looked_at)
+        looked.mono_ms = j->looked_at;
+    c.settled = store_settled(&j->item, &looked, r->pol.settle_ms);
     struct machine_step step;
     char err[APBOT_ERR_LEN];
 
@@ -1207,6 +1179,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
@@ -1224,14 +1197,56 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
         .from = *state,
         .event = ev,
         .step = &step,
-        .next_at = due_at(j, *state, &step, now),
+        .backoff_ms = backoff_of(j, &step),
+        .settle_ms = r->pol.settle_ms,
         .erp_doc = doc,
         .reason = reason_p,
         .detail = j->detail[0] ? j->detail : NULL,
         .actor = actor,
         .keep_lease = keep,
     };
-    rc = store_apply(w->st, j->item.id, w->owner, &ch, now, err, sizeof(err));
+    int64_t holder = 0;
+    rc = store_apply(w->st, j->item.id, w->owner, &ch, &now, &holder, err, sizeof(err));
+    if (rc == APBOT_E_CONFLICT) {
+        /* One document, one item: both go to a human. */
+        log_msg(r, "warn", "document held by another item", err);
+        snprintf(j->detail, sizeof(j->detail), "document %.100s is held by item #%" PRId64,
+                 doc ? doc : "?", holder);
+        char hdetail[200];
+        snprintf(hdetail, sizeof(hdetail), "document %.100s is claimed by item #%" PRId64 " too",
+                 doc ? doc : "?", j->item.id);
+        struct machine_step dc;
+        struct machine_counters hc = {0};
+        struct store_change hch = {.event = MACHINE_EV_DOC_CONFLICT,
+                                   .step = &dc,
+                                   .detail = hdetail,
+                                   .reason = hdetail,
+                                   .actor = actor,
+                                   .take_over = true};
+        struct store_item h;
+        if (store_get(w->st, holder, &h, NULL, 0) == APBOT_OK) {
+            hc = h.counters;
+            hch.from = h.state;
+            char herr[APBOT_ERR_LEN];
+            if (machine_next(h.state, MACHINE_EV_DOC_CONFLICT, &hc, &r->pol.machine, &dc) ==
+                    APBOT_OK &&
+                store_apply(w->st, holder, NULL, &hch, &now, NULL, herr, sizeof(herr)) != APBOT_OK)
+                log_msg(r, "warn", "document holder not sent to review", herr);
+            store_item_done(&h);
+        }
+        ev = MACHINE_EV_DOC_CONFLICT;
+        rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
+        if (rc != APBOT_OK)
+            return false;
+        snprintf(reason, sizeof(reason), "%s; %s", step.why, j->detail);
+        ch.event = ev;
+        ch.erp_doc = NULL;
+        ch.reason = reason;
+        ch.keep_lease = keep = false;
+        doc = NULL;
+        reason_p = reason;
+        rc = store_apply(w->st, j->item.id, w->owner, &ch, &now, NULL, err, sizeof(err));
+    }
     if (rc != APBOT_OK) {
         j->lost = true;
         if (rc == APBOT_E_STATE) {
@@ -1257,6 +1272,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
@@ -1278,13 +1294,12 @@ static void job_run(struct worker *w, struct store_item *it)
     memset(&j, 0, sizeof(j));
     j.w = w;
     j.item = *it;
-    j.lease_until = it->lease_until;
+    j.lease_until = it->lease_mono;
     invoice_init(&j.inv);
     j.inv_ok = invoice_from_json(it->payload, &j.inv, err, sizeof(err)) == APBOT_OK;
     if (!j.inv_ok)
         log_msg(w->r, "error", "payload unreadable", err);
     enum machine_state state = it->state;
-    j.settle_base = state == MACHINE_RECONCILING ? settle_base(w, it) : it->last_post_at;
     w->item_id = it->id;
     w->stats.claims++;
     if (state == MACHINE_CHECKING) {
@@ -1303,10 +1318,10 @@ static void job_run(struct worker *w, struct store_item *it)
             break;
         case MACHINE_POSTING:
             w->reconciling = false;
-            j.settle_base = store_now_ms();
             ev = job_post(&j);
             break;
         case MACHINE_NEW:
+        case MACHINE_FINISHING: /* follow-up steps: not driven by this runner yet */
         case MACHINE_COMPLETED:
         case MACHINE_BUSINESS_EXCEPTION:
         case MACHINE_MANUAL_REVIEW:
@@ -1382,13 +1397,17 @@ static void *worker_main(void *arg)
             }
         }
         struct store_item it;
-        int rc = store_claim(w->st, w->owner, store_now_ms(), r->pol.lease_ms, &r->pol.machine, &it,
-                             err, sizeof(err));
+        struct machine_step claimed;
+        struct machine_counters fresh = {0};
+        int rc = machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &r->pol.machine, &claimed);
+        if (rc == APBOT_OK)
+            rc = store_claim(w->st, w->owner, NULL, r->pol.lease_ms, &claimed, &it, err,
+                             sizeof(err));
         if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
-            int64_t due = 0, now = store_now_ms();
+            int64_t wait = -1;
             int64_t pause = r->pol.poll_ms;
-            if (store_next_due(w->st, &due, NULL, 0) == APBOT_OK && due > now && due - now < pause)
-                pause = due - now;
+            if (store_next_due(w->st, NULL, &wait, NULL, 0) == APBOT_OK && wait > 0 && wait < pause)
+                pause = wait;
             worker_sleep(w, pause < 5 ? 5 : pause);
             continue;
         }
@@ -1494,7 +1513,7 @@ static void progress_draw(const struct store_counts *c, int64_t elapsed_ms, bool
 static int64_t pending_of(const struct store_counts *c)
 {
     return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] + c->by_state[MACHINE_POSTING] +
-           c->by_state[MACHINE_RECONCILING];
+           c->by_state[MACHINE_RECONCILING] + c->by_state[MACHINE_FINISHING];
 }
 
 int runner_run(const struct runner_options *opt, struct runner_stats *ret)
@@ -1541,8 +1560,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         goto out;
     }
     int recovered = 0;
-    rc = store_recover_settle(st, store_now_ms(), r->pol.settle_ms, &r->pol.machine, &recovered,
-                              err, sizeof(err));
+    rc = store_recover_settle(st, NULL, r->pol.settle_ms, &r->pol.machine, &recovered, err,
+                              sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "recovery: %.400s", err);
         goto out;
@@ -1621,8 +1640,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         if (now - last_recover >= RUNNER_RECOVER_EVERY_MS) {
             last_recover = now;
             int nrec = 0;
-            if (store_recover_settle(st, store_now_ms(), r->pol.settle_ms, &r->pol.machine, &nrec,
-                                     err, sizeof(err)) != APBOT_OK)
+            if (store_recover_settle(st, NULL, r->pol.settle_ms, &r->pol.machine, &nrec, err,
+                                     sizeof(err)) != APBOT_OK)
                 log_msg(r, "warn", "recovery", err);
             else if (nrec > 0)
                 log_msg(r, "info", "recovered expired leases", NULL);

@@ -215,7 +215,6 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     char err[APBOT_ERR_LEN], actor[RESOLVE_NAME_MAX + 16], what[768], detail[2048];
     char *flow_err = NULL;
     int status = CLI_EXIT_ERROR;
-    int64_t now;
     int rc;
 
     memset(&it, 0, sizeof(it));
@@ -333,6 +332,7 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         fprintf(stderr,
                 "apbot resolve: refused: item #%lld is %s: the bot is still working on it; "
                 "only manual-review and business-exception items can be resolved\n",
@@ -413,18 +413,21 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
         strncat(detail, note, sizeof(detail) - strlen(detail) - 1);
     }
 
-    now = store_now_ms();
     memset(&ch, 0, sizeof(ch));
     ch.from = it.state;
     ch.event = event;
     ch.step = &step;
-    ch.next_at = now;
     ch.erp_doc = posted;
     ch.reason = reject ? reject : "";
     ch.detail = detail;
     ch.actor = actor;
     ch.keep_lease = false;
-    rc = store_apply(st, id, NULL, &ch, now, err, sizeof(err));
+    rc = store_apply(st, id, NULL, &ch, NULL, NULL, err, sizeof(err));
+    if (rc == APBOT_E_CONFLICT) {
+        fprintf(stderr, "apbot resolve: refused: %s\n", err);
+        status = CLI_EXIT_REFUSED;
+        goto out;
+    }
     if (rc == APBOT_E_STATE) {
         fprintf(stderr,
                 "apbot resolve: refused: item #%lld changed meanwhile or is held by a "

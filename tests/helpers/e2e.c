@@ -187,7 +187,7 @@ static void enqueue_one(struct e2e *e, struct store *st, const struct e2e_invoic
     fill_invoice(&inv, in);
     enum store_enqueue_result res;
     int64_t id = 0;
-    if (store_enqueue(st, &inv, "e2e", store_now_ms(), &res, &id, err, sizeof(err)) != APBOT_OK)
+    if (store_enqueue(st, &inv, "e2e", NULL, &res, &id, err, sizeof(err)) != APBOT_OK)
         e2e_die("store_enqueue", err);
     if (res != STORE_ENQ_QUEUED)
         e2e_die("store_enqueue", "not queued (duplicate test invoice?)");

@@ -188,6 +188,7 @@ static int check_item(void *ctx, const struct store_item *it)
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         r->pending++;
         if (!c->allow_pending) {
             r->pending_bad++;
