@@ -106,8 +106,10 @@ static void test_sim_scenarios_load(void **state)
     static const struct {
         const char *file;
         long long slots;
-    } scn[] = {
-        {"scenarios/calm.scn", 8}, {"scenarios/month-end.scn", 4}, {"scenarios/chaos.scn", 3}};
+    } scn[] = {{"scenarios/calm.scn", 8},
+               {"scenarios/month-end.scn", 4},
+               {"scenarios/chaos.scn", 3},
+               {"scenarios/varying.scn", 8}};
     for (size_t i = 0; i < sizeof scn / sizeof scn[0]; i++) {
         char path[1024];
         fixture_path(path, sizeof path, scn[i].file);
@@ -116,6 +118,9 @@ static void test_sim_scenarios_load(void **state)
         char err[256];
         assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
         assert_int_equal(simc_stat(sim_port(s), "capacity"), scn[i].slots);
+        /* every scenario tests, demo and bench use runs without the ERP's reference guard */
+        assert_int_equal(simc_stat(sim_port(s), "reference_guard"), 0);
+        assert_int_equal(simc_stat(sim_port(s), "queue_wait_max_ms"), i == 3 ? 30000 : 120000);
         sim_stop(s);
     }
     /* a bad line names itself */
