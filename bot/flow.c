@@ -2,15 +2,15 @@
  * flow.c - loads a flow file, validates it and expands its templates.
  *
  * Loading is three passes over one libxml2 tree: parse (no network, no entity expansion, no
- * DOCTYPE at all), RelaxNG validation against the schema compiled into this file (a copy of
- * flows/flow.rng; test_flow checks they are identical), then the semantic pass that builds
- * struct flow and collects every problem it finds as "file:line: message": templates naming
- * unknown variables or formatters, PCRE2 patterns and XPath that do not compile, status specs,
- * the safety rules of the post (a `completed` rule that needs a document number, exactly one
- * committing step, no catch-all rule) and the policy ranges. libxml2's own diagnostics are
- * captured through structured error handlers, never printed. Expansion fills templates from
- * an invoice, the key, the list date/page and the secrets the runner passes in; secrets are
- * never stored in the flow. What to do with a flow (HTTP, pages, states) is the runner's.
+ * DOCTYPE at all), RelaxNG validation against flows/flow.rng (embedded at build time), then the
+ * semantic pass that builds struct flow and collects every problem it finds as "file:line:
+ * message": templates naming unknown variables or formatters, PCRE2 patterns and XPath that do not
+ * compile, status specs, the safety rules of the post (a `completed` rule that needs a document
+ * number, exactly one committing step, no catch-all rule) and the policy ranges. libxml2's own
+ * diagnostics are captured through structured error handlers, never printed. Expansion fills
+ * templates from an invoice, the key, the list date/page and the secrets the runner passes in;
+ * secrets are never stored in the flow. What to do with a flow (HTTP, pages, states) is the
+ * runner's.
  */
 #include "apbot/flow.h"
 
@@ -39,267 +39,13 @@
 #define FLOW_EXPAND_MAX (64 * 1024) /* bytes of one expanded template */
 #define FLOW_MAX_FMTS 8             /* formatters in one placeholder */
 
-/* ---------------------------------------------------------------------------------------
- * The schema, compiled in so that a flow validates wherever apbot runs. One string per line
- * of flows/flow.rng (C11 only promises 4095-character literals). Regenerate after editing
- * flows/flow.rng with:
- *   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$/\\n",/' flows/flow.rng
- */
-/* clang-format off */
-static const char *const flow_schema_lines[] = {
-    /* BEGIN flow.rng */
-    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n",
-    "<!--\n",
-    "  flow.rng - the shape of an apbot flow (namespace urn:apbot:flow:1).\n",
-    "\n",
-    "  A flow tells apbot how to drive one ERP's web screens: log in, look an invoice up by its\n",
-    "  key, enter and post it in one or more form steps, read the answer with ordered outcome\n",
-    "  rules, list a day's records for the report, and the policy numbers. This schema checks the\n",
-    "  shape; `apbot flow check` then checks the meaning (templates, PCRE2 patterns, XPath,\n",
-    "  status specs, a completed rule, one committing step, policy ranges).\n",
-    "  docs/writing-flows.md explains every element and attribute.\n",
-    "\n",
-    "  apbot validates with a copy of this file compiled into the binary (bot/flow.c); the test\n",
-    "  suite checks that the two are identical. Try it by hand:\n",
-    "      xmllint -noout -relaxng flows/flow.rng flows/acme.xml\n",
-    "-->\n",
-    "<grammar xmlns=\"http://relaxng.org/ns/structure/1.0\" ns=\"urn:apbot:flow:1\"\n",
-    "         datatypeLibrary=\"http://www.w3.org/2001/XMLSchema-datatypes\">\n",
-    "\n",
-    "  <start>\n",
-    "    <element name=\"flow\">\n",
-    "      <attribute name=\"name\"><ref name=\"word\"/></attribute>\n",
-    "      <ref name=\"erp\"/>\n",
-    "      <optional><ref name=\"login\"/></optional>\n",
-    "      <ref name=\"lookup\"/>\n",
-    "      <ref name=\"post\"/>\n",
-    "      <ref name=\"list\"/>\n",
-    "      <optional><ref name=\"policy\"/></optional>\n",
-    "    </element>\n",
-    "  </start>\n",
-    "\n",
-    "  <!-- Where the ERP lives and how requests authenticate. -->\n",
-    "  <define name=\"erp\">\n",
-    "    <element name=\"erp\">\n",
-    "      <attribute name=\"base-url\"><ref name=\"nonempty\"/></attribute>\n",
-    "      <optional>\n",
-    "        <element name=\"tls\">\n",
-    "          <optional>\n",
-    "            <attribute name=\"verify\"><ref name=\"boolean\"/></attribute>\n",
-    "          </optional>\n",
-    "          <optional>\n",
-    "            <attribute name=\"ca-file\"><ref name=\"nonempty\"/></attribute>\n",
-    "          </optional>\n",
-    "          <empty/>\n",
-    "        </element>\n",
-    "      </optional>\n",
-    "      <optional>\n",
-    "        <element name=\"http-basic\"><empty/></element>\n",
-    "      </optional>\n",
-    "      <optional>\n",
-    "        <element name=\"session-expired\"><ref name=\"pattern\"/></element>\n",
-    "      </optional>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- Form login: fetch the page, fill the form, submit, expect the success marker. -->\n",
-    "  <define name=\"login\">\n",
-    "    <element name=\"login\">\n",
-    "      <attribute name=\"get\"><ref name=\"template\"/></attribute>\n",
-    "      <ref name=\"form\"/>\n",
-    "      <element name=\"success\"><ref name=\"pattern\"/></element>\n",
-    "      <zeroOrMore><ref name=\"rule\"/></zeroOrMore>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- Check-before-post and reconciliation: find the invoice by its key (or natural key). -->\n",
-    "  <define name=\"lookup\">\n",
-    "    <element name=\"lookup\">\n",
-    "      <attribute name=\"get\"><ref name=\"template\"/></attribute>\n",
-    "      <optional>\n",
-    "        <attribute name=\"key-column\"><ref name=\"word\"/></attribute>\n",
-    "      </optional>\n",
-    "      <element name=\"table\">\n",
-    "        <attribute name=\"empty\"><ref name=\"xpath\"/></attribute>\n",
-    "        <ref name=\"table-body\"/>\n",
-    "      </element>\n",
-    "      <zeroOrMore>\n",
-    "        <element name=\"expect\">\n",
-    "          <attribute name=\"column\"><ref name=\"word\"/></attribute>\n",
-    "          <ref name=\"template\"/>\n",
-    "        </element>\n",
-    "      </zeroOrMore>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- The entry: ordered steps, then the ordered final outcome rules. -->\n",
-    "  <define name=\"post\">\n",
-    "    <element name=\"post\">\n",
-    "      <oneOrMore>\n",
-    "        <element name=\"step\">\n",
-    "          <attribute name=\"name\"><ref name=\"word\"/></attribute>\n",
-    "          <optional>\n",
-    "            <attribute name=\"get\"><ref name=\"template\"/></attribute>\n",
-    "          </optional>\n",
-    "          <optional>\n",
-    "            <attribute name=\"commits\"><ref name=\"boolean\"/></attribute>\n",
-    "          </optional>\n",
-    "          <ref name=\"form\"/>\n",
-    "          <zeroOrMore><ref name=\"rule\"/></zeroOrMore>\n",
-    "        </element>\n",
-    "      </oneOrMore>\n",
-    "      <element name=\"outcomes\">\n",
-    "        <oneOrMore><ref name=\"rule\"/></oneOrMore>\n",
-    "      </element>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- The day's records, page by page, for the reconciliation report. -->\n",
-    "  <define name=\"list\">\n",
-    "    <element name=\"list\">\n",
-    "      <attribute name=\"get\"><ref name=\"template\"/></attribute>\n",
-    "      <optional>\n",
-    "        <attribute name=\"max-pages\"><data type=\"positiveInteger\"/></attribute>\n",
-    "      </optional>\n",
-    "      <element name=\"table\">\n",
-    "        <optional>\n",
-    "          <attribute name=\"empty\"><ref name=\"xpath\"/></attribute>\n",
-    "        </optional>\n",
-    "        <optional>\n",
-    "          <attribute name=\"next\"><ref name=\"xpath\"/></attribute>\n",
-    "        </optional>\n",
-    "        <ref name=\"table-body\"/>\n",
-    "      </element>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- Numbers; every attribute is optional and has a default (docs/writing-flows.md). -->\n",
-    "  <define name=\"policy\">\n",
-    "    <element name=\"policy\">\n",
-    "      <optional><attribute name=\"connect-timeout-ms\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"timeout-ms\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"settle-ms\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"max-posts\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"max-cycles\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"max-attempts\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"max-sessions\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"key-length\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"backoff-base-ms\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"backoff-cap-ms\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"lease-ms\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"max-body-bytes\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <optional><attribute name=\"max-redirects\"><ref name=\"count\"/></attribute></optional>\n",
-    "      <empty/>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- A form found by XPath; hidden fields are kept, listed fields are set. -->\n",
-    "  <define name=\"form\">\n",
-    "    <element name=\"form\">\n",
-    "      <attribute name=\"xpath\"><ref name=\"xpath\"/></attribute>\n",
-    "      <optional>\n",
-    "        <attribute name=\"submit\"><ref name=\"nonempty\"/></attribute>\n",
-    "      </optional>\n",
-    "      <zeroOrMore>\n",
-    "        <element name=\"field\">\n",
-    "          <attribute name=\"name\"><ref name=\"nonempty\"/></attribute>\n",
-    "          <ref name=\"template\"/>\n",
-    "        </element>\n",
-    "      </zeroOrMore>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <!-- One outcome rule: the HTTP status spec AND the body pattern must both match. -->\n",
-    "  <define name=\"rule\">\n",
-    "    <element name=\"rule\">\n",
-    "      <attribute name=\"name\"><ref name=\"word\"/></attribute>\n",
-    "      <attribute name=\"outcome\">\n",
-    "        <choice>\n",
-    "          <value>completed</value>\n",
-    "          <value>rejected</value>\n",
-    "          <value>already-exists</value>\n",
-    "          <value>not-sent</value>\n",
-    "          <value>session-expired</value>\n",
-    "          <value>unknown</value>\n",
-    "        </choice>\n",
-    "      </attribute>\n",
-    "      <optional>\n",
-    "        <attribute name=\"status\"><ref name=\"nonempty\"/></attribute>\n",
-    "      </optional>\n",
-    "      <ref name=\"pattern\"/>\n",
-    "    </element>\n",
-    "  </define>\n",
-    "\n",
-    "  <define name=\"table-body\">\n",
-    "    <attribute name=\"rows\"><ref name=\"xpath\"/></attribute>\n",
-    "    <optional>\n",
-    "      <attribute name=\"amount-decimal\">\n",
-    "        <choice><value>.</value><value>,</value></choice>\n",
-    "      </attribute>\n",
-    "    </optional>\n",
-    "    <optional>\n",
-    "      <attribute name=\"amount-group\">\n",
-    "        <choice><value/><value>.</value><value>,</value><value> </value><value>'</value></choice>\n",
-    "      </attribute>\n",
-    "    </optional>\n",
-    "    <optional>\n",
-    "      <attribute name=\"date-format\"><ref name=\"nonempty\"/></attribute>\n",
-    "    </optional>\n",
-    "    <oneOrMore>\n",
-    "      <element name=\"column\">\n",
-    "        <attribute name=\"name\"><ref name=\"word\"/></attribute>\n",
-    "        <attribute name=\"xpath\"><ref name=\"xpath\"/></attribute>\n",
-    "        <empty/>\n",
-    "      </element>\n",
-    "    </oneOrMore>\n",
-    "  </define>\n",
-    "\n",
-    "  <define name=\"word\">\n",
-    "    <data type=\"string\"><param name=\"pattern\">[a-z][a-z0-9_\\-]*</param></data>\n",
-    "  </define>\n",
-    "  <define name=\"nonempty\">\n",
-    "    <data type=\"string\"><param name=\"minLength\">1</param></data>\n",
-    "  </define>\n",
-    "  <define name=\"boolean\">\n",
-    "    <choice><value>true</value><value>false</value></choice>\n",
-    "  </define>\n",
-    "  <define name=\"count\">\n",
-    "    <data type=\"nonNegativeInteger\"/>\n",
-    "  </define>\n",
-    "  <!-- Checked by apbot flow check: XPath 1.0 that compiles. -->\n",
-    "  <define name=\"xpath\">\n",
-    "    <ref name=\"nonempty\"/>\n",
-    "  </define>\n",
-    "  <!-- Checked by apbot flow check: ${variable|formatter:arg} templates. -->\n",
-    "  <define name=\"template\">\n",
-    "    <text/>\n",
-    "  </define>\n",
-    "  <!-- Checked by apbot flow check: a PCRE2 pattern (surrounding whitespace trimmed). -->\n",
-    "  <define name=\"pattern\">\n",
-    "    <text/>\n",
-    "  </define>\n",
-    "</grammar>\n",
-    /* END flow.rng */
-    NULL};
-/* clang-format on */
+/* The schema: flows/flow.rng, embedded at build time (cmake/embed.cmake, bot/CMakeLists.txt). */
+extern const unsigned char flow_schema_rng[];
+extern const size_t flow_schema_rng_len;
 
 char *flow_schema_text(void)
 {
-    size_t len = 0, off = 0;
-    char *s;
-
-    for (size_t i = 0; flow_schema_lines[i]; i++)
-        len += strlen(flow_schema_lines[i]);
-    s = malloc(len + 1);
-    if (!s)
-        abort();
-    for (size_t i = 0; flow_schema_lines[i]; i++) {
-        size_t n = strlen(flow_schema_lines[i]);
-        memcpy(s + off, flow_schema_lines[i], n);
-        off += n;
-    }
-    s[off] = '\0';
-    return s;
+    return apbot_xstrndup((const char *)flow_schema_rng, flow_schema_rng_len);
 }
 
 /* --------------------------------------------------------------------------------------- */

@@ -2,7 +2,7 @@
  * test_flow.c - the flow loader and templates: flows/acme.xml loads into exactly the struct
  * the file describes and its outcome rules classify the simulator's pages as docs/erp-sim.md
  * says; every broken flow under tests/data/flows is refused with the right message and line;
- * the compiled-in schema is flows/flow.rng; every variable and formatter expands as
+ * the embedded schema is flows/flow.rng byte for byte; every variable and formatter expands as
  * documented (amounts for JPY, KWD and negatives, dates, maps, URL encoding, the key cut).
  */
 #include <setjmp.h>
@@ -397,7 +397,7 @@ static void test_flow_schema_is_flow_rng(void **state)
     file[n] = '\0';
     fclose(in);
     if (strcmp(file, text) != 0)
-        fail_msg("bot/flow.c's compiled-in schema differs from flows/flow.rng: regenerate it");
+        fail_msg("the embedded schema differs from flows/flow.rng: the build did not regenerate it");
     free(file);
     free(text);
     free(path);
