@@ -61,6 +61,7 @@ struct flow_form {
     struct flow_field *fields;
     size_t n_fields;
     char *submit; /* name of the submit button to press, or NULL */
+    int line;
 };
 
 /* One step of a multi-step entry. */
@@ -78,6 +79,7 @@ struct flow_step {
 struct flow_column {
     char *name;  /* "doc", "reference", "amount", "vendor", "invoice_number", "date", ... */
     char *xpath; /* relative to the row */
+    int line;
 };
 
 /* A result table: rows by XPath, named columns, an explicit "no results" marker. */
@@ -90,6 +92,7 @@ struct flow_table {
     char amount_decimal; /* decimal separator of amounts in this table */
     char amount_group;   /* grouping separator or '\0' */
     char *date_format;   /* pattern of dates in this table, e.g. "%d.%m.%Y" */
+    int line;
 };
 
 struct flow_login {
@@ -99,6 +102,7 @@ struct flow_login {
     struct match_re *success; /* marker on the page after login */
     struct flow_rule *rules;  /* e.g. refused credentials -> systemic */
     size_t n_rules;
+    int line;
 };
 
 struct flow_lookup {
@@ -109,12 +113,14 @@ struct flow_lookup {
     struct flow_field *expect; /* further exact compares: name = column, value = template
                                 * (e.g. vendor = ${vendor.id}); every one must equal its cell */
     size_t n_expect;
+    int line;
 };
 
 struct flow_list {
     char *get; /* URL template with ${date} and ${page} */
     struct flow_table table;
     int max_pages; /* bound on pages read */
+    int line;
 };
 
 struct flow_policy {
@@ -145,6 +151,8 @@ struct flow {
     size_t n_outcomes;
     struct flow_list list;
     struct flow_policy policy;
+    /* lines in the flow file, for messages (0 when absent) */
+    int line, erp_line, post_line, outcomes_line, policy_line;
 };
 
 /*

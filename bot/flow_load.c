@@ -1,0 +1,813 @@
+/*
+ * flow_load.c - loads a flow file into struct flow.
+ *
+ * Four passes over one libxml2 tree: parse (no network, no entity expansion, no DOCTYPE at
+ * all, a bounded file size), RelaxNG validation against flows/flow.rng (embedded at build
+ * time), the build of struct flow (typed attributes, numbers in their ranges, PCRE2 patterns
+ * compiled, and the co-occurrence rules RelaxNG cannot say, such as "a rule needs a status, a
+ * pattern or both"), then the semantic checks of flow_check.c on the built flow. Every
+ * problem is collected as "file:line: message" and reported at once, sorted by line;
+ * libxml2's own diagnostics are captured through structured error handlers, never printed.
+ * Also the flow's small data: outcome names, the policy defaults and flow_free().
+ */
+#include "apbot/flow.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libxml/relaxng.h>
+#include <libxml/tree.h>
+#include <libxml/xmlerror.h>
+
+#include "apbot/buf.h"
+#include "apbot/invoice.h"
+#include "apbot/match.h"
+#include "apbot/mem.h"
+#include "flow-int.h"
+
+#define FLOW_FILE_MAX (1024 * 1024) /* bytes of a flow file: a hand-written file is far smaller */
+#define FLOW_LIST_MAX 1000          /* elements of one kind in one place (fields, rules, ...) */
+
+char *flow_schema_text(void)
+{
+    return apbot_xstrndup((const char *)flow_schema_rng, flow_schema_rng_len);
+}
+
+/* ---- names and defaults ------------------------------------------------------------------ */
+
+static const char *const flow_outcome_names[] = {
+    [FLOW_OUT_COMPLETED] = "completed",
+    [FLOW_OUT_REJECTED] = "rejected",
+    [FLOW_OUT_ALREADY_EXISTS] = "already-exists",
+    [FLOW_OUT_NOT_SENT] = "not-sent",
+    [FLOW_OUT_SESSION_EXPIRED] = "session-expired",
+    [FLOW_OUT_UNKNOWN] = "unknown",
+};
+_Static_assert(sizeof(flow_outcome_names) / sizeof(flow_outcome_names[0]) == FLOW_OUT__COUNT,
+               "every flow_outcome needs a name");
+
+const char *flow_outcome_name(enum flow_outcome o)
+{
+    if ((int)o < 0 || o >= FLOW_OUT__COUNT)
+        return "invalid";
+    return flow_outcome_names[o];
+}
+
+enum flow_outcome flow_outcome_from_name(const char *name)
+{
+    for (int i = 0; name && i < FLOW_OUT__COUNT; i++)
+        if (strcmp(flow_outcome_names[i], name) == 0)
+            return (enum flow_outcome)i;
+    return FLOW_OUT__COUNT;
+}
+
+struct flow_policy flow_policy_default(void)
+{
+    struct flow_policy p = {
+        .connect_timeout_ms = 5000,
+        .timeout_ms = 30000,
+        .settle_ms = 60000,
+        .max_posts = 2,
+        .max_cycles = 5,
+        .max_attempts = 8,
+        .max_sessions = 4,
+        .key_length = INVOICE_KEY_LEN,
+        .backoff_base_ms = 1000,
+        .backoff_cap_ms = 60000,
+        .lease_ms = 300000,
+        .max_body = 4u * 1024u * 1024u,
+        .max_redirects = 5,
+    };
+    return p;
+}
+
+/* ---- problems ---------------------------------------------------------------------------- */
+
+void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...)
+{
+    char msg[1024], text[1200];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    c->n_probs++;
+    if (c->n_kept == FLOW_PROBLEMS_MAX)
+        return;
+    if (line > 0)
+        snprintf(text, sizeof(text), "%s:%ld: %s", c->path, line, msg);
+    else
+        snprintf(text, sizeof(text), "%s: %s", c->path, msg);
+    if (!c->probs)
+        c->probs = apbot_xcalloc(FLOW_PROBLEMS_MAX, sizeof(*c->probs));
+    c->probs[c->n_kept].line = line;
+    c->probs[c->n_kept].text = apbot_xstrdup(text);
+    c->n_kept++;
+}
+
+static void flow_problems_free(struct flow_ctx *c)
+{
+    for (size_t i = 0; i < c->n_kept; i++)
+        free(c->probs[i].text);
+    free(c->probs);
+    c->probs = NULL;
+    c->n_kept = 0;
+}
+
+/* Copies the problems into err sorted by line (stable), whole lines only, with a count of
+ * what did not fit. */
+static void flow_problems_out(struct flow_ctx *c, char *err, size_t errlen)
+{
+    size_t used = 0, hidden = c->n_probs - c->n_kept;
+    char tail[80];
+
+    if (!err || !errlen)
+        return;
+    err[0] = '\0';
+    /* Insertion sort: a handful of problems, and it keeps equal lines in order found. */
+    for (size_t i = 1; i < c->n_kept; i++) {
+        struct flow_problem_rec r = c->probs[i];
+        size_t j = i;
+        while (j > 0 && c->probs[j - 1].line > r.line) {
+            c->probs[j] = c->probs[j - 1];
+            j--;
+        }
+        c->probs[j] = r;
+    }
+    for (size_t i = 0; i < c->n_kept; i++) {
+        size_t n = strlen(c->probs[i].text);
+        bool last = i + 1 == c->n_kept && hidden == 0;
+        /* Leave room for the "(N more problems not shown)" note unless this is the last. */
+        if (hidden == 0 && used + n + 1 + (last ? 0 : 48) < errlen) {
+            if (used)
+                err[used++] = '\n';
+            memcpy(err + used, c->probs[i].text, n + 1);
+            used += n;
+        } else {
+            hidden++;
+        }
+    }
+    if (hidden) {
+        if (used == 0 && c->n_kept) {
+            snprintf(err, errlen, "%s", c->probs[0].text); /* its beginning, at least */
+        } else {
+            snprintf(tail, sizeof(tail), "%s(%zu more problems not shown)", used ? "\n" : "",
+                     hidden);
+            if (used + strlen(tail) < errlen)
+                memcpy(err + used, tail, strlen(tail) + 1);
+        }
+    }
+}
+
+/* ---- libxml2 diagnostics, captured instead of printed ------------------------------------ */
+
+#if LIBXML_VERSION >= 21200
+#define FLOW_XMLERR const xmlError
+#else
+#define FLOW_XMLERR xmlError
+#endif
+
+static void flow_xml_error(void *ctx, FLOW_XMLERR *e)
+{
+    struct flow_ctx *c = ctx;
+    char msg[512];
+    size_t n;
+    long line;
+
+    if (!e || e->level < XML_ERR_ERROR)
+        return;
+    snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "XML error");
+    n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    line = e->line;
+    if (line <= 0 && e->node)
+        line = xmlGetLineNo((xmlNode *)e->node);
+    /* RelaxNG repeats some complaints without a position; the positioned one is enough. */
+    if (e->domain == XML_FROM_RELAXNGV && line <= 0)
+        return;
+    if (e->domain == XML_FROM_RELAXNGV)
+        flow_problem(c, line, "schema: %s", msg);
+    else
+        flow_problem(c, line, "%s", msg);
+}
+
+/* ---- freeing ----------------------------------------------------------------------------- */
+
+static void flow_rules_free(struct flow_rule *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++) {
+        free(r[i].name);
+        free(r[i].status);
+        match_free(r[i].body);
+    }
+    free(r);
+}
+
+static void flow_fields_free(struct flow_field *fd, size_t n)
+{
+    for (size_t i = 0; fd && i < n; i++) {
+        free(fd[i].name);
+        free(fd[i].value);
+    }
+    free(fd);
+}
+
+static void flow_form_done(struct flow_form *fm)
+{
+    free(fm->xpath);
+    flow_fields_free(fm->fields, fm->n_fields);
+    free(fm->submit);
+}
+
+static void flow_table_done(struct flow_table *t)
+{
+    free(t->rows);
+    for (size_t i = 0; t->cols && i < t->n_cols; i++) {
+        free(t->cols[i].name);
+        free(t->cols[i].xpath);
+    }
+    free(t->cols);
+    free(t->empty);
+    free(t->next);
+    free(t->date_format);
+}
+
+void flow_free(struct flow *f)
+{
+    if (!f)
+        return;
+    free(f->path);
+    free(f->name);
+    free(f->base_url);
+    free(f->ca_file);
+    match_free(f->session_expired);
+    free(f->login.get);
+    flow_form_done(&f->login.form);
+    match_free(f->login.success);
+    flow_rules_free(f->login.rules, f->login.n_rules);
+    free(f->lookup.get);
+    flow_table_done(&f->lookup.table);
+    free(f->lookup.key_column);
+    flow_fields_free(f->lookup.expect, f->lookup.n_expect);
+    for (size_t i = 0; f->steps && i < f->n_steps; i++) {
+        free(f->steps[i].name);
+        free(f->steps[i].get);
+        flow_form_done(&f->steps[i].form);
+        flow_rules_free(f->steps[i].rules, f->steps[i].n_rules);
+    }
+    free(f->steps);
+    flow_rules_free(f->outcomes, f->n_outcomes);
+    free(f->list.get);
+    flow_table_done(&f->list.table);
+    free(f);
+}
+
+/* ---- reading the validated tree ---------------------------------------------------------- */
+
+static bool flow_is(const xmlNode *n, const char *name)
+{
+    return n && n->type == XML_ELEMENT_NODE && n->ns &&
+           xmlStrEqual(n->ns->href, (const xmlChar *)FLOW_NS) &&
+           xmlStrEqual(n->name, (const xmlChar *)name);
+}
+
+static xmlNode *flow_first(xmlNode *n)
+{
+    for (n = n ? n->children : NULL; n; n = n->next)
+        if (n->type == XML_ELEMENT_NODE)
+            return n;
+    return NULL;
+}
+
+static xmlNode *flow_next(xmlNode *n)
+{
+    for (n = n ? n->next : NULL; n; n = n->next)
+        if (n->type == XML_ELEMENT_NODE)
+            return n;
+    return NULL;
+}
+
+static int flow_line(const xmlNode *n)
+{
+    long l = xmlGetLineNo(n);
+    return l > 0 && l < INT32_MAX ? (int)l : 0;
+}
+
+static char *flow_prop(const xmlNode *n, const char *name)
+{
+    xmlChar *v = xmlGetNoNsProp(n, (const xmlChar *)name);
+    char *s;
+
+    if (!v)
+        return NULL;
+    s = apbot_xstrdup((const char *)v);
+    xmlFree(v);
+    return s;
+}
+
+static bool flow_prop_true(const xmlNode *n, const char *name)
+{
+    char *v = flow_prop(n, name);
+    bool yes = v && strcmp(v, "true") == 0;
+    free(v);
+    return yes;
+}
+
+/* Text content with surrounding ASCII whitespace trimmed; heap, never NULL. */
+static char *flow_text(const xmlNode *n)
+{
+    xmlChar *v = xmlNodeGetContent(n);
+    const char *s = v ? (const char *)v : "";
+    size_t len;
+    char *out;
+
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    len = strlen(s);
+    while (len &&
+           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r'))
+        len--;
+    out = apbot_xstrndup(s, len);
+    xmlFree(v);
+    return out;
+}
+
+/*
+ * Makes room for element n of an array with room for *cap; a problem (and false) past
+ * FLOW_LIST_MAX elements, so that a huge file cannot grow an array without bound.
+ */
+static bool flow_room(struct flow_ctx *c, void **arr, size_t *cap, size_t n, size_t size, long line,
+                      const char *what)
+{
+    if (apbot_grow(arr, cap, n, size, FLOW_LIST_MAX) != APBOT_OK) {
+        flow_problem(c, line, "more than %d %s", FLOW_LIST_MAX, what);
+        return false;
+    }
+    return true;
+}
+
+/* Compiles a pattern; NULL (and a problem) when it does not compile. */
+static struct match_re *flow_pattern(struct flow_ctx *c, const char *pattern, long line,
+                                     const char *what)
+{
+    struct match_re *re = NULL;
+    char why[APBOT_ERR_LEN];
+
+    if (match_compile(pattern, &re, why, sizeof(why)) != APBOT_OK) {
+        flow_problem(c, line, "%s: bad pattern: %s", what, why);
+        return NULL;
+    }
+    return re;
+}
+
+/* Fills *ret from a <field name=...> or <expect column=...> element k. */
+static void flow_read_field(xmlNode *k, const char *name_attr, struct flow_field *ret)
+{
+    ret->name = flow_prop(k, name_attr);
+    ret->value = flow_text(k);
+    ret->line = flow_line(k);
+}
+
+static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm)
+{
+    size_t cap = 0;
+
+    fm->xpath = flow_prop(n, "xpath");
+    fm->submit = flow_prop(n, "submit");
+    fm->line = flow_line(n);
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (!flow_is(k, "field"))
+            continue;
+        if (!flow_room(c, (void **)&fm->fields, &cap, fm->n_fields, sizeof(*fm->fields),
+                       flow_line(k), "fields in one form"))
+            break;
+        memset(&fm->fields[fm->n_fields], 0, sizeof(*fm->fields));
+        flow_read_field(k, "name", &fm->fields[fm->n_fields++]);
+    }
+}
+
+static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
+{
+    char *outcome = flow_prop(n, "outcome");
+    char *pattern = flow_text(n);
+    enum flow_outcome o = flow_outcome_from_name(outcome);
+    char what[160];
+
+    r->name = flow_prop(n, "name");
+    r->status = flow_prop(n, "status");
+    r->line = flow_line(n);
+    r->outcome = o == FLOW_OUT__COUNT ? FLOW_OUT_UNKNOWN : o;
+    snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
+    if (o == FLOW_OUT__COUNT)
+        flow_problem(c, r->line, "%s: unknown outcome '%s'", what, outcome ? outcome : "");
+    if (*pattern)
+        r->body = flow_pattern(c, pattern, r->line, what);
+    if (!*pattern && !r->status)
+        flow_problem(c, r->line, "%s: matches every answer; give it a status, a pattern or both",
+                     what);
+    if (o == FLOW_OUT_COMPLETED && !*pattern)
+        flow_problem(c, r->line,
+                     "%s: a completed rule needs a pattern with (?<doc>...) for the "
+                     "document number",
+                     what);
+    free(outcome);
+    free(pattern);
+}
+
+/* Builds the <rule> elements from `first` on. */
+static void flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow_rule **ret,
+                             size_t *ret_n)
+{
+    size_t cap = 0;
+
+    for (xmlNode *k = first; k; k = flow_next(k)) {
+        if (!flow_is(k, "rule"))
+            continue;
+        if (!flow_room(c, (void **)ret, &cap, *ret_n, sizeof(**ret), flow_line(k),
+                       "rules in one place"))
+            break;
+        memset(&(*ret)[*ret_n], 0, sizeof(**ret));
+        flow_build_rule(c, k, &(*ret)[(*ret_n)++]);
+    }
+}
+
+static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *t)
+{
+    char *dec = flow_prop(n, "amount-decimal");
+    char *grp = flow_prop(n, "amount-group");
+    size_t cap = 0;
+
+    t->line = flow_line(n);
+    t->rows = flow_prop(n, "rows");
+    t->empty = flow_prop(n, "empty");
+    t->next = flow_prop(n, "next");
+    t->date_format = flow_prop(n, "date-format");
+    t->amount_decimal = dec && *dec ? dec[0] : '.';
+    t->amount_group = grp && *grp ? grp[0] : '\0';
+    free(dec);
+    free(grp);
+    if (!t->date_format)
+        t->date_format = apbot_xstrdup("%Y-%m-%d");
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        struct flow_column *col;
+
+        if (!flow_is(k, "column"))
+            continue;
+        if (!flow_room(c, (void **)&t->cols, &cap, t->n_cols, sizeof(*t->cols), flow_line(k),
+                       "columns in one table"))
+            break;
+        col = &t->cols[t->n_cols++];
+        col->name = flow_prop(k, "name");
+        col->xpath = flow_prop(k, "xpath");
+        col->line = flow_line(k);
+    }
+}
+
+static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow *f = c->f;
+
+    f->base_url = flow_prop(n, "base-url");
+    f->erp_line = flow_line(n);
+    f->tls_verify = true;
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "tls")) {
+            char *verify = flow_prop(k, "verify");
+            f->ca_file = flow_prop(k, "ca-file");
+            f->tls_verify = !(verify && strcmp(verify, "false") == 0);
+            if (!f->tls_verify && f->ca_file)
+                flow_problem(c, flow_line(k),
+                             "tls: verify=\"false\" and ca-file contradict each other");
+            free(verify);
+        } else if (flow_is(k, "http-basic")) {
+            f->basic_auth = true;
+        } else if (flow_is(k, "session-expired")) {
+            char *pat = flow_text(k);
+            if (!*pat)
+                flow_problem(c, flow_line(k), "session-expired: empty pattern");
+            else
+                f->session_expired = flow_pattern(c, pat, flow_line(k), "session-expired");
+            free(pat);
+        }
+    }
+}
+
+static void flow_build_login(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_login *l = &c->f->login;
+    xmlNode *k;
+
+    l->present = true;
+    l->line = flow_line(n);
+    l->get = flow_prop(n, "get");
+    for (k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "form")) {
+            flow_build_form(c, k, &l->form);
+        } else if (flow_is(k, "success")) {
+            char *pat = flow_text(k);
+            if (!*pat)
+                flow_problem(c, flow_line(k), "login success: empty pattern");
+            else
+                l->success = flow_pattern(c, pat, flow_line(k), "login success");
+            free(pat);
+        } else if (flow_is(k, "rule")) {
+            break;
+        }
+    }
+    flow_build_rules(c, k, &l->rules, &l->n_rules);
+}
+
+static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_lookup *lk = &c->f->lookup;
+    size_t cap = 0;
+
+    lk->line = flow_line(n);
+    lk->get = flow_prop(n, "get");
+    lk->key_column = flow_prop(n, "key-column");
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "table")) {
+            flow_build_table(c, k, &lk->table);
+        } else if (flow_is(k, "expect")) {
+            if (!flow_room(c, (void **)&lk->expect, &cap, lk->n_expect, sizeof(*lk->expect),
+                           flow_line(k), "<expect> elements"))
+                break;
+            memset(&lk->expect[lk->n_expect], 0, sizeof(*lk->expect));
+            flow_read_field(k, "column", &lk->expect[lk->n_expect++]);
+        }
+    }
+}
+
+static void flow_build_post(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow *f = c->f;
+    size_t cap = 0;
+
+    f->post_line = flow_line(n);
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "step")) {
+            struct flow_step *s;
+            xmlNode *r;
+
+            if (!flow_room(c, (void **)&f->steps, &cap, f->n_steps, sizeof(*f->steps), flow_line(k),
+                           "steps"))
+                break;
+            s = &f->steps[f->n_steps++];
+            memset(s, 0, sizeof(*s));
+            s->name = flow_prop(k, "name");
+            s->get = flow_prop(k, "get");
+            s->line = flow_line(k);
+            s->commits = flow_prop_true(k, "commits");
+            for (r = flow_first(k); r && !flow_is(r, "form"); r = flow_next(r))
+                ;
+            if (r)
+                flow_build_form(c, r, &s->form);
+            flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
+        } else if (flow_is(k, "outcomes")) {
+            f->outcomes_line = flow_line(k);
+            flow_build_rules(c, flow_first(k), &f->outcomes, &f->n_outcomes);
+        }
+    }
+}
+
+static void flow_build_list(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_list *ls = &c->f->list;
+    char *mp = flow_prop(n, "max-pages");
+    long v = 0;
+
+    ls->line = flow_line(n);
+    ls->get = flow_prop(n, "get");
+    ls->max_pages = 100;
+    if (mp) {
+        if (!flow_parse_count(mp, strlen(mp), 1, 10000, &v))
+            flow_problem(c, ls->line, "list: max-pages '%s' out of range 1..10000", mp);
+        else
+            ls->max_pages = (int)v;
+    }
+    free(mp);
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k))
+        if (flow_is(k, "table"))
+            flow_build_table(c, k, &ls->table);
+}
+
+static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, long min, long max,
+                            long *ret, const char *hint)
+{
+    char *s = flow_prop(n, attr);
+    const char *p = s;
+    long v = 0;
+    size_t len;
+
+    if (!s)
+        return;
+    while (*p == ' ' || *p == '+')
+        p++;
+    len = strlen(p);
+    while (len && p[len - 1] == ' ')
+        len--;
+    /* Leading zeros would only hide typos: trim them, keep one digit. */
+    while (len > 1 && *p == '0') {
+        p++;
+        len--;
+    }
+    if (!flow_parse_count(p, len, min, max, &v))
+        flow_problem(c, flow_line(n), "policy %s=\"%s\": out of range %ld..%ld%s", attr, s, min,
+                     max, hint ? hint : "");
+    else
+        *ret = v;
+    free(s);
+}
+
+static void flow_build_policy(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_policy *p = &c->f->policy;
+    long v;
+
+    c->f->policy_line = n ? flow_line(n) : 0;
+    if (!n)
+        return;
+    flow_policy_num(c, n, "connect-timeout-ms", 100, 600000, &p->connect_timeout_ms, NULL);
+    flow_policy_num(c, n, "timeout-ms", 100, 3600000, &p->timeout_ms, NULL);
+    flow_policy_num(c, n, "settle-ms", 0, 86400000, &p->settle_ms, NULL);
+    v = p->max_posts;
+    flow_policy_num(c, n, "max-posts", 1, 10, &v, NULL);
+    p->max_posts = (int)v;
+    v = p->max_cycles;
+    flow_policy_num(c, n, "max-cycles", 1, 1000, &v, NULL);
+    p->max_cycles = (int)v;
+    v = p->max_attempts;
+    flow_policy_num(c, n, "max-attempts", 1, 1000, &v, NULL);
+    p->max_attempts = (int)v;
+    v = p->max_sessions;
+    flow_policy_num(c, n, "max-sessions", 1, 64, &v, NULL);
+    p->max_sessions = (int)v;
+    v = p->key_length;
+    flow_policy_num(c, n, "key-length", (long)strlen(INVOICE_KEY_PREFIX) + INVOICE_KEY_MIN_DIGITS,
+                    INVOICE_KEY_LEN, &v,
+                    " (\"" INVOICE_KEY_PREFIX "\" plus at least 12 digest characters, at most the "
+                    "full key)");
+    p->key_length = (int)v;
+    flow_policy_num(c, n, "backoff-base-ms", 1, 3600000, &p->backoff_base_ms, NULL);
+    flow_policy_num(c, n, "backoff-cap-ms", 1, 86400000, &p->backoff_cap_ms, NULL);
+    flow_policy_num(c, n, "lease-ms", 1000, 86400000, &p->lease_ms, NULL);
+    v = (long)p->max_body;
+    flow_policy_num(c, n, "max-body-bytes", 4096, 256L * 1024 * 1024, &v, NULL);
+    p->max_body = (size_t)v;
+    flow_policy_num(c, n, "max-redirects", 0, 20, &p->max_redirects, NULL);
+}
+
+static void flow_build(struct flow_ctx *c, xmlNode *root)
+{
+    struct flow *f = c->f;
+    xmlNode *policy = NULL;
+
+    f->name = flow_prop(root, "name");
+    f->line = flow_line(root);
+    f->policy = flow_policy_default();
+    for (xmlNode *k = flow_first(root); k; k = flow_next(k)) {
+        if (flow_is(k, "erp"))
+            flow_build_erp(c, k);
+        else if (flow_is(k, "login"))
+            flow_build_login(c, k);
+        else if (flow_is(k, "lookup"))
+            flow_build_lookup(c, k);
+        else if (flow_is(k, "post"))
+            flow_build_post(c, k);
+        else if (flow_is(k, "list"))
+            flow_build_list(c, k);
+        else if (flow_is(k, "policy"))
+            policy = k;
+    }
+    flow_build_policy(c, policy);
+}
+
+/* ---- loading ----------------------------------------------------------------------------- */
+
+static int flow_validate(struct flow_ctx *c, xmlDoc *doc)
+{
+    xmlRelaxNGParserCtxtPtr pctx = NULL;
+    xmlRelaxNGPtr schema = NULL;
+    xmlRelaxNGValidCtxtPtr vctx = NULL;
+    struct flow_ctx sc = {.path = "flow.rng"};
+    int rc = APBOT_OK;
+
+    pctx = xmlRelaxNGNewMemParserCtxt((const char *)flow_schema_rng, (int)flow_schema_rng_len);
+    if (!pctx)
+        abort();
+    xmlRelaxNGSetParserStructuredErrors(pctx, flow_xml_error, &sc);
+    schema = xmlRelaxNGParse(pctx);
+    if (!schema) {
+        flow_problem(c, 0, "internal error: the built-in schema does not compile: %s",
+                     sc.n_kept ? sc.probs[0].text : "");
+        rc = APBOT_E_BUG;
+        goto out;
+    }
+    vctx = xmlRelaxNGNewValidCtxt(schema);
+    if (!vctx)
+        abort();
+    xmlRelaxNGSetValidStructuredErrors(vctx, flow_xml_error, c);
+    if (xmlRelaxNGValidateDoc(vctx, doc) != 0) {
+        if (c->n_probs == 0)
+            flow_problem(c, 0, "schema: the document does not match flows/flow.rng");
+        rc = APBOT_E_PARSE;
+    }
+out:
+    xmlRelaxNGFreeValidCtxt(vctx);
+    xmlRelaxNGFree(schema);
+    xmlRelaxNGFreeParserCtxt(pctx);
+    flow_problems_free(&sc);
+    return rc;
+}
+
+/* Reads the whole file, at most FLOW_FILE_MAX bytes, into *ret (heap). */
+static int flow_read_file(const char *path, struct apbot_buf *ret, char *err, size_t errlen)
+{
+    FILE *fp = fopen(path, "rb");
+    char chunk[8192];
+    size_t n;
+    int rc = APBOT_OK;
+
+    if (!fp)
+        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+        if (apbot_buf_add(ret, chunk, n) != APBOT_OK) {
+            rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "%s: larger than %d bytes: not a flow",
+                            path, FLOW_FILE_MAX);
+            break;
+        }
+    }
+    if (rc == APBOT_OK && ferror(fp))
+        rc = apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot read: %s", path, strerror(errno));
+    fclose(fp);
+    return rc;
+}
+
+int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
+{
+    struct flow_ctx c = {.path = path ? path : "(null)"};
+    xmlStructuredErrorFunc old = xmlStructuredError;
+    void *old_ctx = xmlStructuredErrorContext;
+    struct apbot_buf text;
+    xmlDoc *doc = NULL;
+    int rc;
+
+    if (!path || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "no flow file");
+    if (err && errlen)
+        err[0] = '\0';
+    apbot_buf_init(&text, FLOW_FILE_MAX);
+    rc = flow_read_file(path, &text, err, errlen);
+    if (rc != APBOT_OK) {
+        apbot_buf_done(&text);
+        return rc;
+    }
+    /* No network, no entity substitution, no DTD loading: a flow is plain data. */
+    xmlSetStructuredErrorFunc(&c, flow_xml_error);
+    doc = xmlReadMemory(apbot_buf_str(&text), (int)text.len, path, NULL,
+                        XML_PARSE_NONET | XML_PARSE_NOCDATA);
+    xmlSetStructuredErrorFunc(old_ctx, old);
+    apbot_buf_done(&text);
+    if (!doc) {
+        if (c.n_probs == 0)
+            flow_problem(&c, 0, "cannot read the file");
+        rc = APBOT_E_PARSE;
+        goto out;
+    }
+    if (doc->intSubset || doc->extSubset) {
+        long dl = xmlGetLineNo((xmlNode *)(doc->intSubset ? doc->intSubset : doc->extSubset));
+        flow_problem(&c, dl > 0 ? dl : 0, "a flow must not have a DOCTYPE (no DTDs, no entities)");
+        rc = APBOT_E_PARSE;
+        goto out;
+    }
+    if (c.n_probs) { /* recoverable parse errors still mean a broken file */
+        rc = APBOT_E_PARSE;
+        goto out;
+    }
+    rc = flow_validate(&c, doc);
+    if (rc != APBOT_OK)
+        goto out;
+    c.f = apbot_xcalloc(1, sizeof(*c.f));
+    c.f->path = apbot_xstrdup(path);
+    flow_build(&c, xmlDocGetRootElement(doc));
+    flow_check(&c);
+    if (c.n_probs) {
+        rc = APBOT_E_INVAL;
+        goto out;
+    }
+    *ret = c.f;
+    c.f = NULL;
+out:
+    if (rc != APBOT_OK)
+        flow_problems_out(&c, err, errlen);
+    flow_free(c.f);
+    xmlFreeDoc(doc);
+    flow_problems_free(&c);
+    return rc;
+}
