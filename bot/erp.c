@@ -98,10 +98,12 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     s->password = apbot_xstrdup(password);
 
     memset(&opt, 0, sizeof(opt));
-    opt.connect_timeout_ms = f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : 5000;
-    opt.timeout_ms = f->policy.timeout_ms > 0 ? f->policy.timeout_ms : 30000;
-    opt.max_redirects = f->policy.max_redirects >= 0 ? f->policy.max_redirects : 5;
-    opt.max_body = f->policy.max_body > 0 ? f->policy.max_body : (size_t)4 << 20;
+    struct flow_policy def = flow_policy_default();
+    opt.connect_timeout_ms =
+        f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : def.connect_timeout_ms;
+    opt.timeout_ms = f->policy.timeout_ms > 0 ? f->policy.timeout_ms : def.timeout_ms;
+    opt.max_redirects = f->policy.max_redirects >= 0 ? f->policy.max_redirects : def.max_redirects;
+    opt.max_body = f->policy.max_body > 0 ? f->policy.max_body : def.max_body;
     opt.verify_tls = f->tls_verify;
     opt.ca_file = f->ca_file;
     if (f->basic_auth) {

@@ -66,6 +66,7 @@ enum flow_outcome flow_outcome_from_name(const char *name)
     return FLOW_OUT__COUNT;
 }
 
+/* The one place of the policy defaults; each is explained at struct flow_policy. */
 struct flow_policy flow_policy_default(void)
 {
     struct flow_policy p = {

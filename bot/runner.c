@@ -1434,16 +1434,17 @@ static void policy_setup(struct runner *r)
     const struct runner_options *o = r->opt;
     const struct flow_policy *fp = &r->flow->policy;
     struct runner_policy *p = &r->pol;
-    struct machine_policy def = machine_policy_default();
+    struct flow_policy def = flow_policy_default(); /* the one place of the defaults */
 
-    p->timeout_ms = pick(o->timeout_ms, fp->timeout_ms, 30000);
-    p->connect_timeout_ms = pick(o->connect_timeout_ms, fp->connect_timeout_ms, 5000);
-    p->settle_ms = pick(o->settle_ms, fp->settle_ms, 60000);
-    p->backoff_base_ms = pick(o->backoff_base_ms, fp->backoff_base_ms, 1000);
-    p->backoff_cap_ms = pick(o->backoff_cap_ms, fp->backoff_cap_ms, 60000);
+    p->timeout_ms = pick(o->timeout_ms, fp->timeout_ms, def.timeout_ms);
+    p->connect_timeout_ms =
+        pick(o->connect_timeout_ms, fp->connect_timeout_ms, def.connect_timeout_ms);
+    p->settle_ms = pick(o->settle_ms, fp->settle_ms, def.settle_ms);
+    p->backoff_base_ms = pick(o->backoff_base_ms, fp->backoff_base_ms, def.backoff_base_ms);
+    p->backoff_cap_ms = pick(o->backoff_cap_ms, fp->backoff_cap_ms, def.backoff_cap_ms);
     if (p->backoff_cap_ms < p->backoff_base_ms)
         p->backoff_cap_ms = p->backoff_base_ms;
-    p->lease_ms = pick(o->lease_ms, fp->lease_ms, 120000);
+    p->lease_ms = pick(o->lease_ms, fp->lease_ms, def.lease_ms);
     /* A lease must outlast one exchange plus the renewal before it. */
     long min_lease = p->timeout_ms + p->connect_timeout_ms + 2 * RUNNER_LEASE_MARGIN_MS;
     if (p->lease_ms < min_lease)

@@ -17,6 +17,7 @@
 
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
+#include "apbot/machine.h"
 #include "apbot/match.h"
 
 static char *src_path(const char *rel)
@@ -397,9 +398,63 @@ static void test_flow_schema_is_flow_rng(void **state)
     file[n] = '\0';
     fclose(in);
     if (strcmp(file, text) != 0)
-        fail_msg("the embedded schema differs from flows/flow.rng: the build did not regenerate it");
+        fail_msg(
+            "the embedded schema differs from flows/flow.rng: the build did not regenerate it");
     free(file);
     free(text);
+    free(path);
+}
+
+/* The default of a policy attribute as docs/writing-flows.md's table gives it, or -1. */
+static long doc_default(const char *doc, const char *attr)
+{
+    char want[80];
+    const char *p;
+
+    snprintf(want, sizeof(want), "\n| `%s` | ", attr);
+    p = strstr(doc, want);
+    if (!p)
+        return -1;
+    return strtol(p + strlen(want), NULL, 10);
+}
+
+/* flow_policy_default() is the one place of the defaults: the guide's table and the state
+ * machine's own budget defaults must say the same. */
+static void test_flow_policy_defaults_one_place(void **state)
+{
+    (void)state;
+    struct flow_policy d = flow_policy_default();
+    struct machine_policy m = machine_policy_default();
+    char *path = src_path("docs/writing-flows.md");
+    FILE *in = fopen(path, "rb");
+    static char doc[256 * 1024];
+    size_t n;
+
+    assert_non_null(in);
+    n = fread(doc, 1, sizeof(doc) - 1, in);
+    fclose(in);
+    doc[n] = '\0';
+    assert_int_equal(doc_default(doc, "connect-timeout-ms"), d.connect_timeout_ms);
+    assert_int_equal(doc_default(doc, "timeout-ms"), d.timeout_ms);
+    assert_int_equal(doc_default(doc, "settle-ms"), d.settle_ms);
+    assert_int_equal(doc_default(doc, "max-posts"), d.max_posts);
+    assert_int_equal(doc_default(doc, "max-cycles"), d.max_cycles);
+    assert_int_equal(doc_default(doc, "max-attempts"), d.max_attempts);
+    assert_int_equal(doc_default(doc, "max-sessions"), d.max_sessions);
+    assert_int_equal(doc_default(doc, "key-length"), d.key_length);
+    assert_int_equal(doc_default(doc, "backoff-base-ms"), d.backoff_base_ms);
+    assert_int_equal(doc_default(doc, "backoff-cap-ms"), d.backoff_cap_ms);
+    assert_int_equal(doc_default(doc, "lease-ms"), d.lease_ms);
+    assert_int_equal(doc_default(doc, "max-body-bytes"), (long)d.max_body);
+    assert_int_equal(doc_default(doc, "max-redirects"), d.max_redirects);
+    assert_int_equal(m.max_posts, d.max_posts);
+    assert_int_equal(m.max_cycles, d.max_cycles);
+    assert_int_equal(m.max_attempts, d.max_attempts);
+    /* the defaults pass their own relation checks */
+    assert_true(d.settle_ms >= d.timeout_ms);
+    assert_true(d.lease_ms > d.timeout_ms);
+    assert_true(d.connect_timeout_ms <= d.timeout_ms);
+    assert_true(d.backoff_cap_ms >= d.backoff_base_ms);
     free(path);
 }
 
@@ -606,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_flow_minimal_ok_and_defaults),
         cmocka_unit_test(test_flow_every_problem_reported),
         cmocka_unit_test(test_flow_schema_is_flow_rng),
+        cmocka_unit_test(test_flow_policy_defaults_one_place),
         cmocka_unit_test(test_flow_expand_variables),
         cmocka_unit_test(test_flow_expand_formatters),
         cmocka_unit_test(test_flow_key_cut),

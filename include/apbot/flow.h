@@ -123,16 +123,28 @@ struct flow_list {
     int line;
 };
 
+/*
+ * The policy numbers. flow_policy_default() is the one place their defaults live (the runner,
+ * the ERP session and docs/writing-flows.md take them from there; test_flow checks the
+ * guide's table against it). Default and reason, per field:
+ */
 struct flow_policy {
-    long connect_timeout_ms, timeout_ms;
-    long settle_ms; /* must outlast the ERP's late commits and search lag */
-    int max_posts, max_cycles, max_attempts;
-    int max_sessions; /* concurrent ERP sessions at most */
-    int key_length;   /* characters of the key written to the reference field */
-    long backoff_base_ms, backoff_cap_ms;
-    long lease_ms;
-    size_t max_body;
-    long max_redirects;
+    long connect_timeout_ms; /* 5000: a healthy ERP accepts a connection within a second */
+    long timeout_ms;         /* 30000: an ERP's slowest normal answer under load, with margin */
+    long settle_ms;          /* 60000: must outlast the ERP's late commits and search lag; at
+                              * least timeout_ms (a request may commit a timeout after give-up) */
+    int max_posts;           /* 2: posts of one invoice (each after a proven absence), then a
+                              * human looks */
+    int max_cycles;          /* 5: failed reconciliation lookups before manual review */
+    int max_attempts;        /* 8: transient failures before anything was sent, then review */
+    int max_sessions;        /* 4: concurrent ERP sessions (licences often count them) */
+    int key_length;          /* 24 (INVOICE_KEY_LEN): the whole key fits most reference fields */
+    long backoff_base_ms;    /* 1000: first backoff step (full jitter) */
+    long backoff_cap_ms;     /* 60000: largest backoff: a minute keeps an outage cheap */
+    long lease_ms;           /* 300000: an item stays one run's for 5 minutes between renewals;
+                              * much longer than any exchange, short enough after a crash */
+    size_t max_body;         /* 4 MiB: largest response read (ERP screens are far smaller) */
+    long max_redirects;      /* 5: redirects followed per request */
 };
 
 struct flow {
