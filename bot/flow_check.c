@@ -8,6 +8,9 @@
  * Building the struct and compiling patterns is flow_load.c's; the template grammar is
  * flow_template.c's.
  */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +18,10 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 
+#include "apbot/buf.h"
 #include "apbot/match.h"
+#include "apbot/mem.h"
 #include "flow-int.h"
-
-#define FLOW_RULES_ALL ((1u << FLOW_OUT__COUNT) - 1)
-#define FLOW_RULES_LOGIN                                                                           \
-    ((1u << FLOW_OUT_REJECTED) | (1u << FLOW_OUT_NOT_SENT) | (1u << FLOW_OUT_UNKNOWN))
-#define FLOW_RULES_STEP (FLOW_RULES_ALL & ~(1u << FLOW_OUT_COMPLETED))
 
 /* ---- XPath -------------------------------------------------------------------------------- */
 
@@ -67,43 +67,340 @@ static bool flow_xpath_ok(const char *xpath, char *why, size_t whylen)
     return false;
 }
 
+/* Deepest nesting of parentheses and brackets outside string literals. */
+static int flow_xpath_depth(const char *x)
+{
+    int depth = 0, max = 0;
+    char quote = 0;
+
+    for (; *x; x++) {
+        if (quote) {
+            if (*x == quote)
+                quote = 0;
+        } else if (*x == '\'' || *x == '"') {
+            quote = *x;
+        } else if (*x == '(' || *x == '[') {
+            if (++depth > max)
+                max = depth;
+        } else if ((*x == ')' || *x == ']') && depth > 0) {
+            depth--;
+        }
+    }
+    return max;
+}
+
+/*
+ * An XPath must be short and shallow before libxml2 sees it: its compiler recurses once per
+ * nesting level, and 50,000 nested parentheses overflow the stack. Then it must compile.
+ */
 static void flow_check_xpath(struct flow_ctx *c, const char *xpath, long line, const char *what)
 {
     char why[256];
+    size_t len;
 
-    if (xpath && !flow_xpath_ok(xpath, why, sizeof(why)))
+    if (!xpath)
+        return;
+    len = strlen(xpath);
+    if (len > FLOW_XPATH_MAX_LEN)
+        flow_problem(c, line, "%s: XPath longer than %d bytes (%zu): refused", what,
+                     FLOW_XPATH_MAX_LEN, len);
+    else if (flow_xpath_depth(xpath) > FLOW_XPATH_MAX_DEPTH)
+        flow_problem(c, line, "%s: XPath nested deeper than %d levels: refused", what,
+                     FLOW_XPATH_MAX_DEPTH);
+    else if (!flow_xpath_ok(xpath, why, sizeof(why)))
         flow_problem(c, line, "%s: XPath '%s' does not compile: %s", what, xpath, why);
+}
+
+/* ---- does a named group always capture something? ------------------------------------------ */
+
+/*
+ * A `completed` or `saved` rule's (?<doc>...) group must not be able to capture the empty
+ * string, or the run would learn an empty document number. The group's contents are found in
+ * the pattern text (a small scanner that knows escapes, \Q..\E, classes and comments), compiled
+ * on their own and asked for PCRE2's minimum match length (PCRE2_INFO_MINLENGTH: "every
+ * string that does match is at least that long"). A length of 0 means the group may capture
+ * "" in some context (assertions such as \b or lookarounds count as nothing), so the check is
+ * conservative: it may refuse a group that cannot really be empty, never the other way round.
+ * When the pattern sets the x option anywhere, the contents are compiled with and without it
+ * and both must be non-empty. Contents that do not compile alone (a back reference to a group
+ * outside them) cannot be checked and are refused. PCRE2 is used directly here because match.h
+ * has no such question; it is the same library with the same options (UTF).
+ */
+enum flow_group {
+    FLOW_GROUP_NONEMPTY = 0, /* every occurrence of the group captures at least one character */
+    FLOW_GROUP_EMPTY,        /* some occurrence can capture "" */
+    FLOW_GROUP_UNCHECKED,    /* the group could not be checked on its own */
+    FLOW_GROUP_ABSENT,       /* no such group */
+};
+
+#define FLOW_RE_SPANS 16 /* occurrences of one name checked (with (?J)) */
+#define FLOW_RE_DEPTH 64 /* group nesting the scanner follows */
+
+struct flow_span {
+    size_t start, len;
+};
+
+/* Index after the character class that starts at pat[i] == '['. */
+static size_t flow_re_skip_class(const char *pat, size_t i)
+{
+    size_t n = strlen(pat), j = i + 1;
+
+    if (j < n && pat[j] == '^')
+        j++;
+    if (j < n && pat[j] == ']')
+        j++; /* a ']' first is a literal */
+    while (j < n) {
+        if (pat[j] == '\\' && pat[j + 1] == 'Q') {
+            const char *e = strstr(pat + j + 2, "\\E");
+            j = e ? (size_t)(e - pat) + 2 : n;
+        } else if (pat[j] == '\\') {
+            j += j + 1 < n ? 2 : 1;
+        } else if (pat[j] == '[' && pat[j + 1] == ':') {
+            const char *e = strstr(pat + j + 2, ":]");
+            j = e ? (size_t)(e - pat) + 2 : n;
+        } else if (pat[j] == ']') {
+            return j + 1;
+        } else {
+            j++;
+        }
+    }
+    return n;
+}
+
+/* Length of the opening of a group named `name` at pat[i] ("(?<name>", "(?'name'",
+ * "(?P<name>"), or 0 when the parenthesis at pat[i] opens something else. */
+static size_t flow_re_named_open(const char *pat, size_t i, const char *name)
+{
+    static const struct {
+        const char *open;
+        char close;
+    } forms[] = {{"(?<", '>'}, {"(?'", '\''}, {"(?P<", '>'}};
+    size_t nl = strlen(name);
+
+    for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+        size_t ol = strlen(forms[f].open);
+        if (strncmp(pat + i, forms[f].open, ol) == 0 && strncmp(pat + i + ol, name, nl) == 0 &&
+            pat[i + ol + nl] == forms[f].close)
+            return ol + nl + 1;
+    }
+    return 0;
+}
+
+/* The contents of every group called `name` in pat. Returns how many (at most max), or -1
+ * when the pattern does not scan (unbalanced, too deep, too many). */
+static int flow_re_group_spans(const char *pat, const char *name, struct flow_span *out, int max)
+{
+    struct {
+        size_t content;
+        bool named;
+    } stack[FLOW_RE_DEPTH];
+    size_t n = strlen(pat), i = 0;
+    int sp = 0, found = 0;
+
+    while (i < n) {
+        if (pat[i] == '\\' && pat[i + 1] == 'Q') {
+            const char *e = strstr(pat + i + 2, "\\E");
+            i = e ? (size_t)(e - pat) + 2 : n;
+        } else if (pat[i] == '\\') {
+            i += i + 1 < n ? 2 : 1;
+        } else if (pat[i] == '[') {
+            i = flow_re_skip_class(pat, i);
+        } else if (pat[i] == '(' && strncmp(pat + i, "(?#", 3) == 0) {
+            const char *e = strchr(pat + i, ')');
+            if (!e)
+                return -1;
+            i = (size_t)(e - pat) + 1;
+        } else if (pat[i] == '(') {
+            size_t open = flow_re_named_open(pat, i, name);
+            if (sp == FLOW_RE_DEPTH)
+                return -1;
+            stack[sp].named = open > 0;
+            stack[sp].content = i + (open ? open : 1);
+            sp++;
+            i += open ? open : 1;
+        } else if (pat[i] == ')') {
+            if (sp == 0)
+                return -1;
+            sp--;
+            if (stack[sp].named) {
+                if (found == max)
+                    return -1;
+                out[found].start = stack[sp].content;
+                out[found].len = i - stack[sp].content;
+                found++;
+            }
+            i++;
+        } else {
+            i++;
+        }
+    }
+    return sp == 0 ? found : -1;
+}
+
+/* True when the pattern turns the x (extended) option on anywhere: (?x), (?ix:, (?xx) ... */
+static bool flow_re_sets_x(const char *pat)
+{
+    for (const char *p = strstr(pat, "(?"); p; p = strstr(p + 2, "(?")) {
+        const char *q = p + 2;
+        bool x = false;
+        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '^' || *q == '-') {
+            if (*q == '-')
+                break; /* what follows is switched off */
+            x = x || *q == 'x';
+            q++;
+        }
+        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '-')
+            q++;
+        if (x && (*q == ')' || *q == ':'))
+            return true;
+    }
+    return false;
+}
+
+/* The minimum length the contents can match when compiled alone with `options`; false when
+ * they do not compile alone. */
+static bool flow_re_minlength(const char *sub, size_t len, uint32_t options, uint32_t *ret)
+{
+    /* In x mode a '#' comment runs to the end of the line: close the group on a new line. */
+    bool x = options & PCRE2_EXTENDED;
+    size_t n = len + 5;
+    char *text = malloc(n + 1);
+    int errcode;
+    PCRE2_SIZE erroff;
+    pcre2_code *code;
+    bool ok;
+
+    if (!text)
+        abort();
+    snprintf(text, n + 1, "(?:%.*s%s", (int)len, sub, x ? "\n)" : ")");
+    code = pcre2_compile((PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, PCRE2_UTF | options, &errcode,
+                         &erroff, NULL);
+    free(text);
+    if (!code)
+        return false;
+    ok = pcre2_pattern_info(code, PCRE2_INFO_MINLENGTH, ret) == 0;
+    pcre2_code_free(code);
+    return ok;
+}
+
+static enum flow_group flow_group_yield(const struct match_re *re, const char *name)
+{
+    struct flow_span spans[FLOW_RE_SPANS];
+    const char *pat = match_pattern(re);
+    uint32_t variants[3] = {0, PCRE2_EXTENDED, PCRE2_EXTENDED | PCRE2_EXTENDED_MORE};
+    size_t nv = 1;
+    int n;
+
+    if (!re || !match_has_group(re, name))
+        return FLOW_GROUP_ABSENT;
+    n = flow_re_group_spans(pat, name, spans, FLOW_RE_SPANS);
+    if (n <= 0)
+        return FLOW_GROUP_UNCHECKED;
+    if (flow_re_sets_x(pat))
+        nv = 3;
+    for (int i = 0; i < n; i++)
+        for (size_t v = 0; v < nv; v++) {
+            uint32_t min = 0;
+            if (!flow_re_minlength(pat + spans[i].start, spans[i].len, variants[v], &min))
+                return FLOW_GROUP_UNCHECKED;
+            if (min == 0)
+                return FLOW_GROUP_EMPTY;
+        }
+    return FLOW_GROUP_NONEMPTY;
+}
+
+/* Why a group does not yield a document number, for messages. */
+static const char *flow_group_why(enum flow_group g)
+{
+    switch (g) {
+    case FLOW_GROUP_EMPTY:
+        return "its (?<doc>...) group can match the empty string";
+    case FLOW_GROUP_UNCHECKED:
+        return "its (?<doc>...) group cannot be checked on its own (a back reference or "
+               "subroutine call in it?)";
+    case FLOW_GROUP_ABSENT:
+        return "it has no (?<doc>...) group";
+    case FLOW_GROUP_NONEMPTY:
+        break;
+    }
+    return "";
 }
 
 /* ---- parts --------------------------------------------------------------------------------- */
 
+/* Outcomes allowed in a rule list, as bits. */
+#define FLOW_RULES_ALL ((1u << FLOW_OUT__COUNT) - 1)
+#define FLOW_RULES_LOGIN                                                                           \
+    ((1u << FLOW_OUT_REJECTED) | (1u << FLOW_OUT_NOT_SENT) | (1u << FLOW_OUT_UNKNOWN))
+#define FLOW_RULES_STEP (FLOW_RULES_ALL & ~(1u << FLOW_OUT_COMPLETED) & ~(1u << FLOW_OUT_SAVED))
+#define FLOW_RULES_OUTCOMES (FLOW_RULES_ALL & ~(1u << FLOW_OUT_SAVED))
+
+/* What the post knows while its steps are checked in order. */
+struct flow_post_scan {
+    size_t ci;             /* committing step */
+    bool has_commit;       /* some step commits */
+    bool doc_by_commit;    /* doc captured at or before the committing step */
+    const char **captures; /* names captured so far, in step order */
+    size_t *capture_step;  /* the step capturing captures[i] */
+    size_t n_captures, cap;
+};
+
 static void flow_check_fields(struct flow_ctx *c, const struct flow_field *fd, size_t n,
-                              unsigned place, const char *what)
+                              const struct flow_scope *sc, const char *what)
 {
+    struct flow_scope names = *sc;
     char msg[160];
 
+    names.name = true;
     for (size_t i = 0; i < n; i++) {
         snprintf(msg, sizeof(msg), "%s '%s'", what, fd[i].name ? fd[i].name : "");
-        flow_tpl_check(c, fd[i].value, place, fd[i].line, msg);
+        flow_tpl_check(c, fd[i].value, sc, fd[i].line, msg);
+        if (fd[i].name && strstr(fd[i].name, "${"))
+            flow_tpl_check(c, fd[i].name, &names, fd[i].line, msg);
     }
 }
 
-static void flow_check_form(struct flow_ctx *c, const struct flow_form *fm, unsigned place,
-                            const char *what)
+/* Field names set twice: among a[0..na) and b[0..nb) (b may be a's continuation). */
+static void flow_check_unique_fields(struct flow_ctx *c, const struct flow_field *fd, size_t n,
+                                     const struct flow_field *more, size_t n_more)
+{
+    for (size_t i = 0; i < n + n_more; i++) {
+        const struct flow_field *a = i < n ? &fd[i] : &more[i - n];
+        for (size_t j = 0; j < i; j++) {
+            const struct flow_field *b = j < n ? &fd[j] : &more[j - n];
+            if (a->name && b->name && strcmp(a->name, b->name) == 0) {
+                flow_problem(c, a->line, "field '%s' is set twice in this form", a->name);
+                break;
+            }
+        }
+    }
+}
+
+static void flow_check_form(struct flow_ctx *c, const struct flow_form *fm,
+                            const struct flow_scope *sc, const char *what)
 {
     char msg[160];
 
     snprintf(msg, sizeof(msg), "%s form", what);
     flow_check_xpath(c, fm->xpath, fm->line, msg);
-    flow_check_fields(c, fm->fields, fm->n_fields, place, "field");
-    for (size_t i = 0; i < fm->n_fields; i++)
-        for (size_t j = 0; j < i; j++)
-            if (fm->fields[i].name && fm->fields[j].name &&
-                strcmp(fm->fields[i].name, fm->fields[j].name) == 0) {
-                flow_problem(c, fm->fields[i].line, "field '%s' is set twice in this form",
-                             fm->fields[i].name);
-                break;
-            }
+    if (fm->submit_value && !fm->submit)
+        flow_problem(c, fm->line,
+                     "%s: submit-value=\"%s\" without submit=\"NAME\" (which button has that "
+                     "value?)",
+                     msg, fm->submit_value);
+    flow_check_fields(c, fm->fields, fm->n_fields, sc, "field");
+    flow_check_unique_fields(c, fm->fields, fm->n_fields, fm->lines.fields, fm->lines.n_fields);
+    if (fm->lines.present) {
+        struct flow_scope ls = *sc;
+        ls.place = FLOW_P_LINES;
+        flow_check_fields(c, fm->lines.fields, fm->lines.n_fields, &ls, "lines field");
+        for (size_t i = 0; i < fm->lines.n_fields; i++)
+            if (fm->lines.fields[i].name && !flow_tpl_uses(fm->lines.fields[i].name, "line.n"))
+                flow_problem(c, fm->lines.fields[i].line,
+                             "lines field '%s': its name must use ${line.n} (one control per "
+                             "invoice line)",
+                             fm->lines.fields[i].name);
+    }
 }
 
 /* `allowed` is a bit set of outcomes allowed in this rule list. */
@@ -115,30 +412,38 @@ static void flow_check_rules(struct flow_ctx *c, const struct flow_rule *rules, 
         char what[160];
 
         snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
-        if (!(allowed & (1u << r->outcome)))
-            flow_problem(c, r->line, "%s: outcome '%s' is not allowed in %s", what,
-                         flow_outcome_name(r->outcome), where_name);
+        if (!(allowed & (1u << r->outcome))) {
+            if (r->outcome == FLOW_OUT_SAVED)
+                flow_problem(c, r->line,
+                             "%s: outcome 'saved' only on the committing step, and only when "
+                             "steps follow it (it means: the document exists, run the "
+                             "follow-up steps on it)",
+                             what);
+            else
+                flow_problem(c, r->line, "%s: outcome '%s' is not allowed in %s", what,
+                             flow_outcome_name(r->outcome), where_name);
+        }
         if (r->status && !match_status_valid(r->status))
             flow_problem(c, r->line, "%s: bad status spec '%s' (expected e.g. 200, 5xx, 429,503)",
                          what, r->status);
-        if (r->outcome != FLOW_OUT_COMPLETED || !r->body)
+        if (r->outcome != FLOW_OUT_COMPLETED && r->outcome != FLOW_OUT_SAVED)
             continue;
-        if (!match_has_group(r->body, "doc"))
+        /* No catch-all success: a success pattern must need some text. */
+        if (r->body && match_exec(r->body, "", 0, NULL))
             flow_problem(c, r->line,
-                         "%s: a completed rule needs a (?<doc>...) group for the document "
-                         "number",
-                         what);
-        else if (match_exec(r->body, "", 0, NULL))
+                         "%s: a %s rule must not match an empty page (no catch-all success)", what,
+                         flow_outcome_name(r->outcome));
+        if (r->url && match_exec(r->url, "", 0, NULL))
             flow_problem(c, r->line,
-                         "%s: a completed rule must not match an empty page (no catch-all "
+                         "%s: a %s rule's url pattern must not match an empty URL (no catch-all "
                          "success)",
-                         what);
+                         what, flow_outcome_name(r->outcome));
     }
 }
 
 static const char *const flow_column_names[] = {
     "doc",      "reference", "vendor",   "vendor_name", "invoice_number", "date",
-    "due_date", "amount",    "currency", "doc_type",    "booked",
+    "due_date", "amount",    "currency", "doc_type",    "booked",         "status",
 };
 
 static bool flow_table_has(const struct flow_table *t, const char *name)
@@ -154,19 +459,21 @@ static void flow_check_table(struct flow_ctx *c, const struct flow_table *t, con
     char msg[128];
 
     if (t->amount_decimal == t->amount_group)
-        flow_problem(c, t->line, "%s table: amount-decimal and amount-group are both '%c'", what,
+        flow_problem(c, t->line, "%s: amount-decimal and amount-group are both '%c'", what,
                      t->amount_decimal);
     if (!flow_date_pattern_ok(t->date_format, strlen(t->date_format)) ||
         !strstr(t->date_format, "%d") || !strstr(t->date_format, "%m") ||
         (!strstr(t->date_format, "%Y") && !strstr(t->date_format, "%y")))
-        flow_problem(c, t->line, "%s table: bad date-format '%s' (needs %%d, %%m and %%Y or %%y)",
-                     what, t->date_format);
-    snprintf(msg, sizeof(msg), "%s table rows", what);
+        flow_problem(c, t->line, "%s: bad date-format '%s' (needs %%d, %%m and %%Y or %%y)", what,
+                     t->date_format);
+    snprintf(msg, sizeof(msg), "%s rows", what);
     flow_check_xpath(c, t->rows, t->line, msg);
-    snprintf(msg, sizeof(msg), "%s table empty", what);
+    snprintf(msg, sizeof(msg), "%s empty", what);
     flow_check_xpath(c, t->empty, t->line, msg);
-    snprintf(msg, sizeof(msg), "%s table next", what);
+    snprintf(msg, sizeof(msg), "%s next", what);
     flow_check_xpath(c, t->next, t->line, msg);
+    snprintf(msg, sizeof(msg), "%s screen", what);
+    flow_check_xpath(c, t->screen, t->line, msg);
     for (size_t i = 0; i < t->n_cols; i++) {
         const struct flow_column *col = &t->cols[i];
         bool known = false, twice = false;
@@ -180,15 +487,27 @@ static void flow_check_table(struct flow_ctx *c, const struct flow_table *t, con
         if (!known)
             flow_problem(c, col->line,
                          "column '%s': unknown name (use doc, reference, vendor, vendor_name, "
-                         "invoice_number, date, due_date, amount, currency, doc_type, booked)",
+                         "invoice_number, date, due_date, amount, currency, doc_type, booked, "
+                         "status)",
                          col->name ? col->name : "");
         else if (twice)
             flow_problem(c, col->line, "column '%s' is listed twice", col->name);
         snprintf(msg, sizeof(msg), "column '%s'", col->name ? col->name : "");
         flow_check_xpath(c, col->xpath, col->line, msg);
     }
-    if (!flow_table_has(t, "doc"))
-        flow_problem(c, t->line, "%s table: needs a 'doc' column (the document number)", what);
+}
+
+/* True when base_url carries credentials: "scheme://user[:pass]@host...". */
+static bool flow_url_has_userinfo(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    size_t n;
+
+    if (!auth)
+        return false;
+    auth += 3;
+    n = strcspn(auth, "/?#");
+    return memchr(auth, '@', n) != NULL;
 }
 
 static void flow_check_erp(struct flow_ctx *c)
@@ -201,75 +520,271 @@ static void flow_check_erp(struct flow_ctx *c)
                      f->base_url);
     if (f->base_url && strstr(f->base_url, "${"))
         flow_problem(c, f->erp_line, "erp: base-url takes no ${...} variables");
-    if (f->login.present && !f->session_expired)
+    if (f->base_url && flow_url_has_userinfo(f->base_url))
+        flow_problem(c, f->erp_line,
+                     "erp: base-url must not carry user:password@ (credentials come from "
+                     "APBOT_ERP_USER and APBOT_ERP_PASSWORD, never from a flow)");
+    for (size_t i = 0; i < f->n_session_expired; i++)
+        if (f->session_expired[i].status && !match_status_valid(f->session_expired[i].status))
+            flow_problem(c, f->session_expired[i].line,
+                         "session-expired: bad status spec '%s' (expected e.g. 401, 3xx)",
+                         f->session_expired[i].status);
+    if (f->login.present && f->n_session_expired == 0)
         flow_problem(c, f->line,
                      "erp: a flow with <login> needs <session-expired>, or a login page shown "
                      "instead of an answer cannot be told from an unknown answer");
     if (!f->login.present && !f->basic_auth)
         flow_problem(c, f->line,
                      "flow: no <login> and no <http-basic/>: how does apbot authenticate?");
+    if (f->login.present && !f->login.has_form && !f->basic_auth)
+        flow_problem(c, f->login.line,
+                     "login: a login without <form> sends no credentials: add <http-basic/> to "
+                     "<erp> (or a <form> with ${secret.user} and ${secret.password})");
 }
 
 static void flow_check_login(struct flow_ctx *c)
 {
     const struct flow_login *l = &c->f->login;
+    struct flow_scope url = {.place = FLOW_P_LOGIN_URL};
+    struct flow_scope field = {.place = FLOW_P_LOGIN_FIELD};
 
     if (!l->present)
         return;
-    flow_tpl_check(c, l->get, FLOW_P_LOGIN_URL, l->line, "login get");
-    flow_check_form(c, &l->form, FLOW_P_LOGIN_FIELD, "login");
+    flow_tpl_check(c, l->get, &url, l->line, "login get");
+    if (l->success_status && !match_status_valid(l->success_status))
+        flow_problem(c, l->line, "login success: bad status spec '%s' (expected e.g. 200)",
+                     l->success_status);
+    if (l->has_form)
+        flow_check_form(c, &l->form, &field, "login");
     flow_check_rules(c, l->rules, l->n_rules, FLOW_RULES_LOGIN, "<login>");
+}
+
+/* True when the lookup can read column `name` from its table or its detail page. */
+static bool flow_lookup_has(const struct flow_lookup *lk, const char *name)
+{
+    return flow_table_has(&lk->table, name) ||
+           (lk->detail.present && flow_table_has(&lk->detail.table, name));
 }
 
 static void flow_check_lookup(struct flow_ctx *c)
 {
     const struct flow_lookup *lk = &c->f->lookup;
+    struct flow_scope sc = {.place = FLOW_P_LOOKUP};
 
-    flow_tpl_check(c, lk->get, FLOW_P_LOOKUP, lk->line, "lookup get");
-    flow_check_table(c, &lk->table, "lookup");
-    flow_check_fields(c, lk->expect, lk->n_expect, FLOW_P_LOOKUP, "expect");
-    if (lk->key_column && !flow_table_has(&lk->table, lk->key_column))
-        flow_problem(c, lk->line, "lookup: key-column '%s' is not a column of its table",
+    flow_tpl_check(c, lk->get, &sc, lk->line, "lookup get");
+    flow_check_table(c, &lk->table, "lookup table");
+    if (!flow_table_has(&lk->table, "doc"))
+        flow_problem(c, lk->table.line, "lookup table: needs a 'doc' column (the document number)");
+    if (lk->detail.present) {
+        struct flow_scope ds = {.place = FLOW_P_DETAIL_URL, .rows = &lk->table};
+        flow_tpl_check(c, lk->detail.get, &ds, lk->detail.table.line, "detail get");
+        if (lk->detail.get && !flow_tpl_uses(lk->detail.get, "row."))
+            flow_problem(c, lk->detail.table.line,
+                         "detail get: use ${row.COLUMN} (e.g. ${row.doc|url}) to open each "
+                         "candidate's own page");
+        flow_check_table(c, &lk->detail.table, "detail");
+    }
+    flow_check_fields(c, lk->expect, lk->n_expect, &sc, "expect");
+    if (lk->key_column && !flow_lookup_has(lk, lk->key_column))
+        flow_problem(c, lk->line,
+                     "lookup: key-column '%s' is not a column of its table or its detail",
                      lk->key_column);
     for (size_t i = 0; i < lk->n_expect; i++)
-        if (!flow_table_has(&lk->table, lk->expect[i].name))
-            flow_problem(c, lk->expect[i].line, "expect: '%s' is not a column of the table",
+        if (!flow_lookup_has(lk, lk->expect[i].name))
+            flow_problem(c, lk->expect[i].line,
+                         "expect: '%s' is not a column of the table or the detail",
                          lk->expect[i].name ? lk->expect[i].name : "");
     if (!lk->key_column && lk->n_expect == 0)
         flow_problem(c, lk->line,
                      "lookup: give key-column or <expect> elements: a hit must be compared "
                      "exactly before it is believed");
+    if (lk->has_finished) {
+        flow_tpl_check(c, lk->finished.value, &sc, lk->finished.line, "finished");
+        if (!flow_lookup_has(lk, lk->finished.name))
+            flow_problem(c, lk->finished.line,
+                         "finished: '%s' is not a column of the table or the detail",
+                         lk->finished.name ? lk->finished.name : "");
+    }
+}
+
+/* Records the names step i captures (its <capture>s, and "doc" for a saved rule). */
+static void flow_scan_captures(struct flow_ctx *c, struct flow_post_scan *ps, size_t i)
+{
+    const struct flow_step *s = &c->f->steps[i];
+
+    for (size_t k = 0; k <= s->n_captures; k++) {
+        const char *name = NULL;
+        if (k < s->n_captures) {
+            name = s->captures[k].name;
+        } else {
+            for (size_t r = 0; r < s->n_rules && !name; r++)
+                if (s->rules[r].outcome == FLOW_OUT_SAVED)
+                    name = "doc";
+        }
+        if (!name)
+            continue;
+        if (apbot_grow((void **)&ps->captures, &ps->cap, ps->n_captures, sizeof(*ps->captures),
+                       (size_t)-1 / sizeof(size_t)) != APBOT_OK)
+            abort();
+        ps->capture_step = apbot_xrealloc(ps->capture_step, ps->cap * sizeof(*ps->capture_step));
+        ps->captures[ps->n_captures] = name;
+        ps->capture_step[ps->n_captures++] = i;
+    }
+}
+
+/* Checks step i's captures: a group of their name, names used once, doc never empty. */
+static void flow_check_captures(struct flow_ctx *c, const struct flow_post_scan *ps, size_t i)
+{
+    const struct flow_step *s = &c->f->steps[i];
+
+    for (size_t k = 0; k < s->n_captures; k++) {
+        const struct flow_capture *cp = &s->captures[k];
+        enum flow_group g;
+
+        if (!cp->name || !cp->re)
+            continue;
+        g = flow_group_yield(cp->re, cp->name);
+        if (g == FLOW_GROUP_ABSENT)
+            flow_problem(c, cp->line, "capture '%s': the pattern needs a (?<%s>...) group",
+                         cp->name, cp->name);
+        else if (strcmp(cp->name, "doc") == 0 && g != FLOW_GROUP_NONEMPTY)
+            flow_problem(c, cp->line, "capture 'doc': %s: the document number could be empty",
+                         flow_group_why(g));
+        for (size_t j = 0; j < ps->n_captures; j++)
+            if (ps->capture_step[j] < i && strcmp(ps->captures[j], cp->name) == 0) {
+                const struct flow_step *o = &c->f->steps[ps->capture_step[j]];
+                flow_problem(c, cp->line, "capture '%s': step '%s' already captures it", cp->name,
+                             o->name ? o->name : "");
+                break;
+            }
+        for (size_t j = 0; j < k; j++)
+            if (s->captures[j].name && strcmp(s->captures[j].name, cp->name) == 0) {
+                flow_problem(c, cp->line, "capture '%s' is listed twice in this step", cp->name);
+                break;
+            }
+    }
+}
+
+/* True when step i has a <capture name="doc"> whose group is never empty. */
+static bool flow_step_captures_doc(const struct flow_step *s)
+{
+    for (size_t k = 0; k < s->n_captures; k++)
+        if (s->captures[k].name && strcmp(s->captures[k].name, "doc") == 0 && s->captures[k].re &&
+            flow_group_yield(s->captures[k].re, "doc") == FLOW_GROUP_NONEMPTY)
+            return true;
+    return false;
+}
+
+/* A completed or saved rule must yield the document number. */
+static void flow_check_doc_yield(struct flow_ctx *c, const struct flow_rule *r, bool doc_elsewhere,
+                                 const char *elsewhere)
+{
+    enum flow_group g;
+
+    if (r->outcome != FLOW_OUT_COMPLETED && r->outcome != FLOW_OUT_SAVED)
+        return;
+    if (doc_elsewhere || flow_problem_at(c, r->line)) /* a broken pattern said enough */
+        return;
+    g = r->body ? flow_group_yield(r->body, "doc") : FLOW_GROUP_ABSENT;
+    if (g != FLOW_GROUP_NONEMPTY)
+        flow_problem(c, r->line,
+                     "rule '%s': a %s rule must yield the document number, but %s: give it a "
+                     "(?<doc>...) group that cannot match the empty string, or %s",
+                     r->name ? r->name : "", flow_outcome_name(r->outcome), flow_group_why(g),
+                     elsewhere);
 }
 
 static void flow_check_post(struct flow_ctx *c)
 {
     const struct flow *f = c->f;
+    struct flow_post_scan ps = {0};
     size_t commits = 0;
-    bool have_completed = false, key_written = false;
+    bool have_completed = false, key_written = false, followers;
+
+    for (size_t i = 0; i < f->n_steps; i++)
+        commits += f->steps[i].commits;
+    ps.has_commit = commits > 0;
+    ps.ci = flow_commit_index(f);
+    followers = ps.has_commit && ps.ci + 1 < f->n_steps;
 
     for (size_t i = 0; i < f->n_steps; i++) {
         const struct flow_step *s = &f->steps[i];
+        bool after = ps.has_commit && i > ps.ci;
+        const char *avail[FLOW_PROBLEMS_MAX];
+        struct flow_scope url = {.place = FLOW_P_STEP_URL}, field;
         char msg[160];
 
-        commits += s->commits;
+        /* What this step may use: values captured by earlier steps; a follow-up step only
+         * those captured after the commit (it is re-run on DOC from a lookup) and ${doc}. */
+        for (size_t j = 0; j < ps.n_captures; j++) {
+            if (strcmp(ps.captures[j], "doc") == 0)
+                url.doc = true;
+            else if ((!after || ps.capture_step[j] > ps.ci) && url.n_captures < FLOW_PROBLEMS_MAX)
+                avail[url.n_captures++] = ps.captures[j];
+        }
+        url.captures = avail;
+        if (after)
+            url.hint = " (a follow-up step is re-run on DOC after a lookup, where only ${doc} and "
+                       "values captured after the committing step are known)";
+        field = url;
+        field.place = FLOW_P_STEP_FIELD;
+
         snprintf(msg, sizeof(msg), "step '%s'", s->name ? s->name : "");
-        flow_tpl_check(c, s->get, FLOW_P_STEP_URL, s->line, msg);
+        flow_tpl_check(c, s->get, &url, s->line, msg);
         if (i == 0 && !s->get)
             flow_problem(c, s->line, "%s: the first step needs get=\"URL\" to fetch the form", msg);
+        if (followers && i == ps.ci + 1 && !(s->get && flow_tpl_uses(s->get, "doc")))
+            flow_problem(c, s->line,
+                         "%s: the first step after the committing one must fetch its page by "
+                         "the document, get=\"...${doc}...\" (follow-up steps are re-run on the "
+                         "saved document, never by posting again)",
+                         msg);
         for (size_t j = 0; j < i; j++)
             if (s->name && f->steps[j].name && strcmp(s->name, f->steps[j].name) == 0) {
                 flow_problem(c, s->line, "step name '%s' is used twice", s->name);
                 break;
             }
-        flow_check_form(c, &s->form, FLOW_P_STEP_FIELD, msg);
+        flow_check_form(c, &s->form, &field, msg);
         for (size_t k = 0; k < s->form.n_fields; k++)
             key_written = key_written || flow_tpl_uses(s->form.fields[k].value, "key");
-        flow_check_rules(c, s->rules, s->n_rules, FLOW_RULES_STEP,
+        for (size_t k = 0; k < s->form.lines.n_fields; k++)
+            key_written = key_written || flow_tpl_uses(s->form.lines.fields[k].value, "key");
+        if (s->repeat_until_lines && ps.has_commit && i >= ps.ci)
+            flow_problem(c, s->line,
+                         "%s: repeat=\"until-lines\" only before the committing step (a "
+                         "repeated submit there could book twice)",
+                         msg);
+        if (s->repeat_until_lines && !s->form.lines.present)
+            flow_problem(c, s->line,
+                         "%s: repeat=\"until-lines\" needs a <lines> in its form (it repeats "
+                         "until the page has every line's controls)",
+                         msg);
+        if (s->form.lines.present && s->form.lines.missing == FLOW_MISSING_SKIP && ps.has_commit &&
+            i >= ps.ci)
+            flow_problem(c, s->form.lines.line,
+                         "%s: missing=\"skip\" only before the committing step (the document "
+                         "would be booked without the skipped lines)",
+                         msg);
+        flow_check_rules(c, s->rules, s->n_rules,
+                         i == ps.ci && followers ? FLOW_RULES_STEP | (1u << FLOW_OUT_SAVED)
+                                                 : FLOW_RULES_STEP,
                          "step rules (completed only in <outcomes>)");
+        flow_check_captures(c, &ps, i);
+        for (size_t r = 0; r < s->n_rules; r++)
+            flow_check_doc_yield(c, &s->rules[r], flow_step_captures_doc(s),
+                                 "<capture name=\"doc\"> on this step");
+        flow_scan_captures(c, &ps, i);
+        if (!ps.has_commit || i <= ps.ci)
+            for (size_t j = 0; j < ps.n_captures; j++)
+                ps.doc_by_commit = ps.doc_by_commit || strcmp(ps.captures[j], "doc") == 0;
     }
-    flow_check_rules(c, f->outcomes, f->n_outcomes, FLOW_RULES_ALL, "<outcomes>");
-    for (size_t i = 0; i < f->n_outcomes; i++)
+    flow_check_rules(c, f->outcomes, f->n_outcomes, FLOW_RULES_OUTCOMES, "<outcomes>");
+    for (size_t i = 0; i < f->n_outcomes; i++) {
         have_completed = have_completed || f->outcomes[i].outcome == FLOW_OUT_COMPLETED;
+        flow_check_doc_yield(c, &f->outcomes[i], ps.doc_by_commit,
+                             "capture doc at or before the committing step (a saved rule or "
+                             "<capture name=\"doc\">)");
+    }
     if (!have_completed)
         flow_problem(c, f->outcomes_line,
                      "post: no rule with outcome=\"completed\" in <outcomes>: nothing could ever "
@@ -281,21 +796,39 @@ static void flow_check_post(struct flow_ctx *c)
     else if (commits > 1)
         flow_problem(c, f->post_line,
                      "post: %zu steps have commits=\"true\"; exactly one step may book", commits);
+    if (followers && !f->lookup.has_finished)
+        flow_problem(c, f->lookup.line,
+                     "lookup: steps follow the committing step '%s', so the lookup needs "
+                     "<finished column=\"...\">: without it a saved draft would pass for a "
+                     "finished booking",
+                     f->steps[ps.ci].name ? f->steps[ps.ci].name : "");
     if (f->lookup.key_column && !key_written)
         flow_problem(c, f->line,
                      "lookup compares key-column '%s' but no post field writes ${key}: the "
                      "lookup could never find what apbot posted",
                      f->lookup.key_column);
+    free(ps.captures);
+    free(ps.capture_step);
 }
 
 static void flow_check_list(struct flow_ctx *c)
 {
     const struct flow_list *ls = &c->f->list;
+    struct flow_scope sc = {.place = FLOW_P_LIST_URL};
+    bool day, from, to;
 
-    flow_tpl_check(c, ls->get, FLOW_P_LIST_URL, ls->line, "list get");
-    if (ls->get && !flow_tpl_uses(ls->get, "date"))
-        flow_problem(c, ls->line, "list: get must use ${date} (the day listed)");
-    flow_check_table(c, &ls->table, "list");
+    flow_tpl_check(c, ls->get, &sc, ls->line, "list get");
+    day = ls->get && flow_tpl_uses(ls->get, "date");
+    from = ls->get && flow_tpl_uses(ls->get, "from");
+    to = ls->get && flow_tpl_uses(ls->get, "to");
+    if (ls->get && !day && !(from && to))
+        flow_problem(c, ls->line,
+                     "list: get must use ${date} (one day) or both ${from} and ${to} (a range)");
+    else if (day && (from || to))
+        flow_problem(c, ls->line, "list: get uses ${date} and a range (${from}/${to}): pick one");
+    flow_check_table(c, &ls->table, "list table");
+    if (!flow_table_has(&ls->table, "doc"))
+        flow_problem(c, ls->table.line, "list table: needs a 'doc' column (the document number)");
     if (ls->table.next == NULL && ls->get && !flow_tpl_uses(ls->get, "page") && ls->max_pages > 1)
         flow_problem(c, ls->line,
                      "list: max-pages > 1 needs ${page} in get or a next link in the table");

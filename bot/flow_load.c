@@ -47,6 +47,7 @@ static const char *const flow_outcome_names[] = {
     [FLOW_OUT_NOT_SENT] = "not-sent",
     [FLOW_OUT_SESSION_EXPIRED] = "session-expired",
     [FLOW_OUT_UNKNOWN] = "unknown",
+    [FLOW_OUT_SAVED] = "saved",
 };
 _Static_assert(sizeof(flow_outcome_names) / sizeof(flow_outcome_names[0]) == FLOW_OUT__COUNT,
                "every flow_outcome needs a name");
@@ -67,6 +68,68 @@ enum flow_outcome flow_outcome_from_name(const char *name)
 }
 
 /* The one place of the policy defaults; each is explained at struct flow_policy. */
+static const char *const flow_option_names[] = {
+    [FLOW_OPTION_DEFAULT] = "default",
+    [FLOW_OPTION_VALUE] = "value",
+    [FLOW_OPTION_LABEL] = "label",
+    [FLOW_OPTION_LABEL_PREFIX] = "label-prefix",
+};
+_Static_assert(sizeof(flow_option_names) / sizeof(flow_option_names[0]) == FLOW_OPTION__COUNT,
+               "every flow_option needs a name");
+
+const char *flow_option_name(enum flow_option o)
+{
+    if ((int)o < 0 || o >= FLOW_OPTION__COUNT)
+        return "invalid";
+    return flow_option_names[o];
+}
+
+static const char *const flow_missing_names[] = {
+    [FLOW_MISSING_ERROR] = "error",
+    [FLOW_MISSING_ADD] = "add",
+    [FLOW_MISSING_SKIP] = "skip",
+};
+_Static_assert(sizeof(flow_missing_names) / sizeof(flow_missing_names[0]) == FLOW_MISSING__COUNT,
+               "every flow_missing needs a name");
+
+const char *flow_missing_name(enum flow_missing m)
+{
+    if ((int)m < 0 || m >= FLOW_MISSING__COUNT)
+        return "invalid";
+    return flow_missing_names[m];
+}
+
+static const char *const flow_list_by_names[] = {
+    [FLOW_LIST_BY_BOOKED] = "booked",
+    [FLOW_LIST_BY_INVOICE] = "invoice",
+};
+_Static_assert(sizeof(flow_list_by_names) / sizeof(flow_list_by_names[0]) == FLOW_LIST_BY__COUNT,
+               "every flow_list_by needs a name");
+
+const char *flow_list_by_name(enum flow_list_by b)
+{
+    if ((int)b < 0 || b >= FLOW_LIST_BY__COUNT)
+        return "invalid";
+    return flow_list_by_names[b];
+}
+
+/* Index of name in names[0..n), or fallback when name is NULL or not there. */
+static int flow_name_index(const char *const *names, int n, const char *name, int fallback)
+{
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return fallback;
+}
+
+size_t flow_commit_index(const struct flow *f)
+{
+    for (size_t i = 0; f && i < f->n_steps; i++)
+        if (f->steps[i].commits)
+            return i;
+    return 0;
+}
+
 struct flow_policy flow_policy_default(void)
 {
     struct flow_policy p = {
@@ -109,6 +172,14 @@ void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...)
     c->probs[c->n_kept].line = line;
     c->probs[c->n_kept].text = apbot_xstrdup(text);
     c->n_kept++;
+}
+
+bool flow_problem_at(const struct flow_ctx *c, long line)
+{
+    for (size_t i = 0; i < c->n_kept; i++)
+        if (c->probs[i].line == line)
+            return true;
+    return false;
 }
 
 static void flow_problems_free(struct flow_ctx *c)
@@ -205,6 +276,7 @@ static void flow_rules_free(struct flow_rule *r, size_t n)
     for (size_t i = 0; r && i < n; i++) {
         free(r[i].name);
         free(r[i].status);
+        match_free(r[i].url);
         match_free(r[i].body);
     }
     free(r);
@@ -224,6 +296,8 @@ static void flow_form_done(struct flow_form *fm)
     free(fm->xpath);
     flow_fields_free(fm->fields, fm->n_fields);
     free(fm->submit);
+    free(fm->submit_value);
+    flow_fields_free(fm->lines.fields, fm->lines.n_fields);
 }
 
 static void flow_table_done(struct flow_table *t)
@@ -236,7 +310,21 @@ static void flow_table_done(struct flow_table *t)
     free(t->cols);
     free(t->empty);
     free(t->next);
+    free(t->screen);
     free(t->date_format);
+}
+
+static void flow_step_done(struct flow_step *s)
+{
+    free(s->name);
+    free(s->get);
+    flow_form_done(&s->form);
+    flow_rules_free(s->rules, s->n_rules);
+    for (size_t i = 0; s->captures && i < s->n_captures; i++) {
+        free(s->captures[i].name);
+        match_free(s->captures[i].re);
+    }
+    free(s->captures);
 }
 
 void flow_free(struct flow *f)
@@ -247,21 +335,28 @@ void flow_free(struct flow *f)
     free(f->name);
     free(f->base_url);
     free(f->ca_file);
-    match_free(f->session_expired);
+    for (size_t i = 0; f->session_expired && i < f->n_session_expired; i++) {
+        free(f->session_expired[i].status);
+        match_free(f->session_expired[i].redirect);
+        match_free(f->session_expired[i].body);
+    }
+    free(f->session_expired);
+    free(f->login.method);
     free(f->login.get);
     flow_form_done(&f->login.form);
     match_free(f->login.success);
+    free(f->login.success_status);
     flow_rules_free(f->login.rules, f->login.n_rules);
     free(f->lookup.get);
     flow_table_done(&f->lookup.table);
     free(f->lookup.key_column);
     flow_fields_free(f->lookup.expect, f->lookup.n_expect);
-    for (size_t i = 0; f->steps && i < f->n_steps; i++) {
-        free(f->steps[i].name);
-        free(f->steps[i].get);
-        flow_form_done(&f->steps[i].form);
-        flow_rules_free(f->steps[i].rules, f->steps[i].n_rules);
-    }
+    free(f->lookup.detail.get);
+    flow_table_done(&f->lookup.detail.table);
+    free(f->lookup.finished.name);
+    free(f->lookup.finished.value);
+    for (size_t i = 0; f->steps && i < f->n_steps; i++)
+        flow_step_done(&f->steps[i]);
     free(f->steps);
     flow_rules_free(f->outcomes, f->n_outcomes);
     free(f->list.get);
@@ -367,41 +462,72 @@ static struct match_re *flow_pattern(struct flow_ctx *c, const char *pattern, lo
     return re;
 }
 
-/* Fills *ret from a <field name=...> or <expect column=...> element k. */
+/* Fills *ret from a <field name=...>, <expect column=...> or <finished column=...> element. */
 static void flow_read_field(xmlNode *k, const char *name_attr, struct flow_field *ret)
 {
+    char *option = flow_prop(k, "option");
+
     ret->name = flow_prop(k, name_attr);
     ret->value = flow_text(k);
     ret->line = flow_line(k);
+    ret->option = (enum flow_option)flow_name_index(flow_option_names, FLOW_OPTION__COUNT, option,
+                                                    FLOW_OPTION_DEFAULT);
+    free(option);
+}
+
+/* Appends every <field> from `first` on (up to the first non-field) to *fields. Returns the
+ * first element that is not a <field>. */
+static xmlNode *flow_build_fields(struct flow_ctx *c, xmlNode *first, struct flow_field **fields,
+                                  size_t *n, size_t *cap)
+{
+    xmlNode *k;
+
+    for (k = first; k && flow_is(k, "field"); k = flow_next(k)) {
+        if (!flow_room(c, (void **)fields, cap, *n, sizeof(**fields), flow_line(k),
+                       "fields in one form"))
+            continue;
+        memset(&(*fields)[*n], 0, sizeof(**fields));
+        flow_read_field(k, "name", &(*fields)[(*n)++]);
+    }
+    return k;
 }
 
 static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm)
 {
-    size_t cap = 0;
+    size_t cap = 0, lcap = 0;
+    xmlNode *k;
 
     fm->xpath = flow_prop(n, "xpath");
     fm->submit = flow_prop(n, "submit");
+    fm->submit_value = flow_prop(n, "submit-value");
     fm->line = flow_line(n);
-    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
-        if (!flow_is(k, "field"))
-            continue;
-        if (!flow_room(c, (void **)&fm->fields, &cap, fm->n_fields, sizeof(*fm->fields),
-                       flow_line(k), "fields in one form"))
-            break;
-        memset(&fm->fields[fm->n_fields], 0, sizeof(*fm->fields));
-        flow_read_field(k, "name", &fm->fields[fm->n_fields++]);
+    /* fields, then optionally <lines> and more fields (the schema's order) */
+    k = flow_build_fields(c, flow_first(n), &fm->fields, &fm->n_fields, &cap);
+    if (k && flow_is(k, "lines")) {
+        struct flow_lines *ln = &fm->lines;
+        char *missing = flow_prop(k, "missing");
+
+        ln->present = true;
+        ln->line = flow_line(k);
+        ln->missing = (enum flow_missing)flow_name_index(flow_missing_names, FLOW_MISSING__COUNT,
+                                                         missing, FLOW_MISSING_ERROR);
+        free(missing);
+        (void)flow_build_fields(c, flow_first(k), &ln->fields, &ln->n_fields, &lcap);
+        (void)flow_build_fields(c, flow_next(k), &fm->fields, &fm->n_fields, &cap);
     }
 }
 
 static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
 {
     char *outcome = flow_prop(n, "outcome");
+    char *url = flow_prop(n, "url");
     char *pattern = flow_text(n);
     enum flow_outcome o = flow_outcome_from_name(outcome);
     char what[160];
 
     r->name = flow_prop(n, "name");
     r->status = flow_prop(n, "status");
+    r->raw = flow_prop_true(n, "raw");
     r->line = flow_line(n);
     r->outcome = o == FLOW_OUT__COUNT ? FLOW_OUT_UNKNOWN : o;
     snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
@@ -409,35 +535,58 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
         flow_problem(c, r->line, "%s: unknown outcome '%s'", what, outcome ? outcome : "");
     if (*pattern)
         r->body = flow_pattern(c, pattern, r->line, what);
-    if (!*pattern && !r->status)
-        flow_problem(c, r->line, "%s: matches every answer; give it a status, a pattern or both",
-                     what);
-    if (o == FLOW_OUT_COMPLETED && !*pattern)
+    if (url) {
+        char uwhat[200];
+        snprintf(uwhat, sizeof(uwhat), "%s url", what);
+        r->url = flow_pattern(c, url, r->line, uwhat);
+    }
+    if (!*pattern && !r->status && !url)
         flow_problem(c, r->line,
-                     "%s: a completed rule needs a pattern with (?<doc>...) for the "
-                     "document number",
-                     what);
+                     "%s: matches every answer; give it a status, a url, a pattern or more", what);
+    else if ((o == FLOW_OUT_COMPLETED || o == FLOW_OUT_SAVED) && !*pattern && !url)
+        flow_problem(c, r->line,
+                     "%s: a %s rule needs a pattern or a url: a status alone would be a "
+                     "catch-all success",
+                     what, flow_outcome_name(o));
     free(outcome);
+    free(url);
     free(pattern);
 }
 
-/* Builds the <rule> elements from `first` on. */
-static void flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow_rule **ret,
-                             size_t *ret_n)
+/* Builds the <rule> elements from `first` on; returns the first element that is not one. */
+static xmlNode *flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow_rule **ret,
+                                 size_t *ret_n)
 {
     size_t cap = 0;
+    xmlNode *k;
 
-    for (xmlNode *k = first; k; k = flow_next(k)) {
-        if (!flow_is(k, "rule"))
-            continue;
+    for (k = first; k && flow_is(k, "rule"); k = flow_next(k)) {
         if (!flow_room(c, (void **)ret, &cap, *ret_n, sizeof(**ret), flow_line(k),
                        "rules in one place"))
-            break;
+            continue;
         memset(&(*ret)[*ret_n], 0, sizeof(**ret));
         flow_build_rule(c, k, &(*ret)[(*ret_n)++]);
     }
+    return k;
 }
 
+/* A positive number attribute in [min, max] into *ret (left as is when absent). */
+static void flow_number(struct flow_ctx *c, xmlNode *n, const char *attr, long min, long max,
+                        long *ret, const char *what)
+{
+    char *v = flow_prop(n, attr);
+    long x = 0;
+
+    if (!v)
+        return;
+    if (!flow_parse_count(v, strlen(v), min, max, &x))
+        flow_problem(c, flow_line(n), "%s: %s '%s' out of range %ld..%ld", what, attr, v, min, max);
+    else
+        *ret = x;
+    free(v);
+}
+
+/* The formatting attributes and the columns of a <table> or a <detail>. */
 static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *t)
 {
     char *dec = flow_prop(n, "amount-decimal");
@@ -448,6 +597,8 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
     t->rows = flow_prop(n, "rows");
     t->empty = flow_prop(n, "empty");
     t->next = flow_prop(n, "next");
+    t->screen = flow_prop(n, "screen");
+    flow_number(c, n, "max-rows", 1, 100000, &t->max_rows, "table");
     t->date_format = flow_prop(n, "date-format");
     t->amount_decimal = dec && *dec ? dec[0] : '.';
     t->amount_group = grp && *grp ? grp[0] : '\0';
@@ -470,9 +621,31 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
     }
 }
 
+/* A <session-expired> marker: status, redirect and body, all that are given must match. */
+static void flow_build_marker(struct flow_ctx *c, xmlNode *k, struct flow_marker *m)
+{
+    char *redirect = flow_prop(k, "redirect");
+    char *pat = flow_text(k);
+
+    m->line = flow_line(k);
+    m->status = flow_prop(k, "status");
+    m->raw = flow_prop_true(k, "raw");
+    if (redirect)
+        m->redirect = flow_pattern(c, redirect, m->line, "session-expired redirect");
+    if (*pat)
+        m->body = flow_pattern(c, pat, m->line, "session-expired");
+    if (!m->status && !redirect && !*pat)
+        flow_problem(c, m->line,
+                     "session-expired: give a status, a redirect or a pattern (an empty marker "
+                     "would match every answer)");
+    free(redirect);
+    free(pat);
+}
+
 static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
 {
     struct flow *f = c->f;
+    size_t cap = 0;
 
     f->base_url = flow_prop(n, "base-url");
     f->erp_line = flow_line(n);
@@ -489,12 +662,11 @@ static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
         } else if (flow_is(k, "http-basic")) {
             f->basic_auth = true;
         } else if (flow_is(k, "session-expired")) {
-            char *pat = flow_text(k);
-            if (!*pat)
-                flow_problem(c, flow_line(k), "session-expired: empty pattern");
-            else
-                f->session_expired = flow_pattern(c, pat, flow_line(k), "session-expired");
-            free(pat);
+            if (!flow_room(c, (void **)&f->session_expired, &cap, f->n_session_expired,
+                           sizeof(*f->session_expired), flow_line(k), "<session-expired> markers"))
+                continue;
+            memset(&f->session_expired[f->n_session_expired], 0, sizeof(*f->session_expired));
+            flow_build_marker(c, k, &f->session_expired[f->n_session_expired++]);
         }
     }
 }
@@ -507,41 +679,108 @@ static void flow_build_login(struct flow_ctx *c, xmlNode *n)
     l->present = true;
     l->line = flow_line(n);
     l->get = flow_prop(n, "get");
-    for (k = flow_first(n); k; k = flow_next(k)) {
+    l->method = flow_prop(n, "method");
+    for (k = flow_first(n); k && !flow_is(k, "rule"); k = flow_next(k)) {
         if (flow_is(k, "form")) {
+            l->has_form = true;
             flow_build_form(c, k, &l->form);
         } else if (flow_is(k, "success")) {
             char *pat = flow_text(k);
-            if (!*pat)
-                flow_problem(c, flow_line(k), "login success: empty pattern");
-            else
+            l->success_status = flow_prop(k, "status");
+            l->success_raw = flow_prop_true(k, "raw");
+            if (*pat)
                 l->success = flow_pattern(c, pat, flow_line(k), "login success");
+            else if (!l->success_status)
+                flow_problem(c, flow_line(k),
+                             "login success: give a status, a pattern or both (what does a "
+                             "good login answer look like?)");
             free(pat);
-        } else if (flow_is(k, "rule")) {
-            break;
         }
     }
-    flow_build_rules(c, k, &l->rules, &l->n_rules);
+    if (l->has_form && l->method)
+        flow_problem(c, l->line,
+                     "login: method=\"%s\" is for a login without <form> (a form says its own "
+                     "method)",
+                     l->method);
+    if (!l->has_form && !l->method)
+        l->method = apbot_xstrdup("GET");
+    (void)flow_build_rules(c, k, &l->rules, &l->n_rules);
 }
 
 static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
 {
     struct flow_lookup *lk = &c->f->lookup;
     size_t cap = 0;
+    long v;
 
     lk->line = flow_line(n);
     lk->get = flow_prop(n, "get");
     lk->key_column = flow_prop(n, "key-column");
+    v = 5;
+    flow_number(c, n, "max-pages", 1, 100, &v, "lookup");
+    lk->max_pages = (int)v;
+    v = 10;
+    flow_number(c, n, "max-candidates", 1, 100, &v, "lookup");
+    lk->max_candidates = (int)v;
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (flow_is(k, "table")) {
             flow_build_table(c, k, &lk->table);
+        } else if (flow_is(k, "detail")) {
+            lk->detail.present = true;
+            lk->detail.get = flow_prop(k, "get");
+            flow_build_table(c, k, &lk->detail.table);
         } else if (flow_is(k, "expect")) {
             if (!flow_room(c, (void **)&lk->expect, &cap, lk->n_expect, sizeof(*lk->expect),
                            flow_line(k), "<expect> elements"))
-                break;
+                continue;
             memset(&lk->expect[lk->n_expect], 0, sizeof(*lk->expect));
             flow_read_field(k, "column", &lk->expect[lk->n_expect++]);
+        } else if (flow_is(k, "finished")) {
+            lk->has_finished = true;
+            flow_read_field(k, "column", &lk->finished);
         }
+    }
+}
+
+static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
+{
+    char *repeat = flow_prop(k, "repeat");
+    size_t cap = 0;
+    xmlNode *r;
+
+    s->name = flow_prop(k, "name");
+    s->get = flow_prop(k, "get");
+    s->line = flow_line(k);
+    s->commits = flow_prop_true(k, "commits");
+    s->repeat_until_lines = repeat && strcmp(repeat, "until-lines") == 0;
+    free(repeat);
+    for (r = flow_first(k); r && !flow_is(r, "form"); r = flow_next(r))
+        ;
+    if (r)
+        flow_build_form(c, r, &s->form);
+    r = flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
+    for (; r; r = flow_next(r)) {
+        struct flow_capture *cp;
+        char *pat, what[160];
+
+        if (!flow_is(r, "capture"))
+            continue;
+        if (!flow_room(c, (void **)&s->captures, &cap, s->n_captures, sizeof(*s->captures),
+                       flow_line(r), "captures in one step"))
+            continue;
+        cp = &s->captures[s->n_captures++];
+        memset(cp, 0, sizeof(*cp));
+        cp->name = flow_prop(r, "name");
+        cp->raw = flow_prop_true(r, "raw");
+        cp->line = flow_line(r);
+        pat = flow_text(r);
+        snprintf(what, sizeof(what), "capture '%s'", cp->name ? cp->name : "");
+        if (*pat)
+            cp->re = flow_pattern(c, pat, cp->line, what);
+        else
+            flow_problem(c, cp->line, "%s: empty pattern (it needs a (?<%s>...) group)", what,
+                         cp->name ? cp->name : "name");
+        free(pat);
     }
 }
 
@@ -553,26 +792,14 @@ static void flow_build_post(struct flow_ctx *c, xmlNode *n)
     f->post_line = flow_line(n);
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (flow_is(k, "step")) {
-            struct flow_step *s;
-            xmlNode *r;
-
             if (!flow_room(c, (void **)&f->steps, &cap, f->n_steps, sizeof(*f->steps), flow_line(k),
                            "steps"))
-                break;
-            s = &f->steps[f->n_steps++];
-            memset(s, 0, sizeof(*s));
-            s->name = flow_prop(k, "name");
-            s->get = flow_prop(k, "get");
-            s->line = flow_line(k);
-            s->commits = flow_prop_true(k, "commits");
-            for (r = flow_first(k); r && !flow_is(r, "form"); r = flow_next(r))
-                ;
-            if (r)
-                flow_build_form(c, r, &s->form);
-            flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
+                continue;
+            memset(&f->steps[f->n_steps], 0, sizeof(*f->steps));
+            flow_build_step(c, k, &f->steps[f->n_steps++]);
         } else if (flow_is(k, "outcomes")) {
             f->outcomes_line = flow_line(k);
-            flow_build_rules(c, flow_first(k), &f->outcomes, &f->n_outcomes);
+            (void)flow_build_rules(c, flow_first(k), &f->outcomes, &f->n_outcomes);
         }
     }
 }
@@ -580,19 +807,16 @@ static void flow_build_post(struct flow_ctx *c, xmlNode *n)
 static void flow_build_list(struct flow_ctx *c, xmlNode *n)
 {
     struct flow_list *ls = &c->f->list;
-    char *mp = flow_prop(n, "max-pages");
-    long v = 0;
+    char *by = flow_prop(n, "by");
+    long v = 100;
 
     ls->line = flow_line(n);
     ls->get = flow_prop(n, "get");
-    ls->max_pages = 100;
-    if (mp) {
-        if (!flow_parse_count(mp, strlen(mp), 1, 10000, &v))
-            flow_problem(c, ls->line, "list: max-pages '%s' out of range 1..10000", mp);
-        else
-            ls->max_pages = (int)v;
-    }
-    free(mp);
+    flow_number(c, n, "max-pages", 1, 10000, &v, "list");
+    ls->max_pages = (int)v;
+    ls->by = (enum flow_list_by)flow_name_index(flow_list_by_names, FLOW_LIST_BY__COUNT, by,
+                                                FLOW_LIST_BY_BOOKED);
+    free(by);
     for (xmlNode *k = flow_first(n); k; k = flow_next(k))
         if (flow_is(k, "table"))
             flow_build_table(c, k, &ls->table);

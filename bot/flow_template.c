@@ -2,11 +2,12 @@
  * flow_template.c - flow templates: "${var|formatter:arg|...}" placeholders in literal text.
  *
  * One table of variables (name, kind of value, where in a flow it may be used) and one of
- * formatters serve both the load-time check (flow_tpl_check: unknown names, wrong places,
- * bad arguments, a formatter applied to the wrong kind of value) and the expansion
- * (flow_expand) from an invoice, the key, the list date/page and the secrets the caller
- * passes in. Expansion output is bounded (FLOW_EXPAND_MAX). Also the key cut and joining a
- * path to the base URL.
+ * formatters serve both the load-time check (flow_tpl_check: unknown names, a variable out of
+ * its place or not yet captured, bad arguments, a formatter applied to the wrong kind of value)
+ * and the expansion (flow_expand) from the values the caller passes in (struct flow_vars): an
+ * invoice and one of its lines, the key, the list dates and page, captured values, a lookup
+ * row's cells, the secrets. Expansion output is bounded (FLOW_EXPAND_MAX). Also the key cut
+ * and joining a path to the base URL.
  */
 #include "apbot/flow.h"
 
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
@@ -24,40 +26,8 @@
 #define FLOW_EXPAND_MAX (64 * 1024) /* bytes of one expanded template */
 #define FLOW_MAX_FMTS 8             /* formatters in one placeholder */
 
-struct flow_buf {
-    char *p;
-    size_t len, cap, max;
-    bool over; /* something did not fit under max */
-};
+/* ---- the variables ------------------------------------------------------------------------ */
 
-static void flow_buf_add(struct flow_buf *b, const char *s, size_t n)
-{
-    if (b->over || b->len + n > b->max) {
-        b->over = true;
-        return;
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->p = realloc(b->p, cap);
-        if (!b->p)
-            abort();
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void flow_buf_str(struct flow_buf *b, const char *s)
-{
-    flow_buf_add(b, s, strlen(s));
-}
-
-/* ---------------------------------------------------------------------------------------
- * Templates: "${var|fmt:arg|fmt}" placeholders in literal text.
- */
 enum flow_var_id {
     FLOW_V_KEY = 0,
     FLOW_V_INV_NUMBER,
@@ -72,11 +42,23 @@ enum flow_var_id {
     FLOW_V_INV_TAX,
     FLOW_V_INV_GL_ACCOUNT,
     FLOW_V_INV_DESCRIPTION,
+    FLOW_V_INV_LINE_COUNT,
     FLOW_V_VENDOR_ID,
     FLOW_V_VENDOR_NAME,
+    FLOW_V_LINE_N,
+    FLOW_V_LINE_NET,
+    FLOW_V_LINE_TAX,
+    FLOW_V_LINE_GL_ACCOUNT,
+    FLOW_V_LINE_DESCRIPTION,
+    FLOW_V_LINE_QUANTITY,
+    FLOW_V_DOC,
+    FLOW_V_CAPTURE, /* capture.NAME */
+    FLOW_V_ROW,     /* row.COLUMN */
     FLOW_V_SECRET_USER,
     FLOW_V_SECRET_PASSWORD,
     FLOW_V_DATE,
+    FLOW_V_FROM,
+    FLOW_V_TO,
     FLOW_V_PAGE,
     FLOW_V__COUNT
 };
@@ -87,13 +69,14 @@ enum flow_kind {
     FLOW_K_AMOUNT, /* minor units + exponent */
 };
 
-#define FLOW_P_ITEM (FLOW_P_LOOKUP | FLOW_P_STEP_URL | FLOW_P_STEP_FIELD)
-#define FLOW_P_SECRET (FLOW_P_LOGIN_FIELD | FLOW_P_STEP_FIELD)
+/* Families of places (flow-int.h's FLOW_P_ bits). */
+#define FLOW_P_STEPS (FLOW_P_STEP_URL | FLOW_P_STEP_FIELD | FLOW_P_LINES)
+#define FLOW_P_ITEM (FLOW_P_LOOKUP | FLOW_P_DETAIL_URL | FLOW_P_STEPS)
 
 static const struct {
-    const char *name;
+    const char *name; /* ending in '.': a prefix, the rest of the name is the key */
     enum flow_kind kind;
-    unsigned where;
+    unsigned where; /* FLOW_P_ bits where it may be used */
 } flow_vars_table[] = {
     [FLOW_V_KEY] = {"key", FLOW_K_TEXT, FLOW_P_ITEM},
     [FLOW_V_INV_NUMBER] = {"invoice.number", FLOW_K_TEXT, FLOW_P_ITEM},
@@ -108,11 +91,23 @@ static const struct {
     [FLOW_V_INV_TAX] = {"invoice.tax", FLOW_K_AMOUNT, FLOW_P_ITEM},
     [FLOW_V_INV_GL_ACCOUNT] = {"invoice.gl_account", FLOW_K_TEXT, FLOW_P_ITEM},
     [FLOW_V_INV_DESCRIPTION] = {"invoice.description", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_LINE_COUNT] = {"invoice.line_count", FLOW_K_TEXT, FLOW_P_ITEM},
     [FLOW_V_VENDOR_ID] = {"vendor.id", FLOW_K_TEXT, FLOW_P_ITEM},
     [FLOW_V_VENDOR_NAME] = {"vendor.name", FLOW_K_TEXT, FLOW_P_ITEM},
-    [FLOW_V_SECRET_USER] = {"secret.user", FLOW_K_TEXT, FLOW_P_SECRET},
-    [FLOW_V_SECRET_PASSWORD] = {"secret.password", FLOW_K_TEXT, FLOW_P_SECRET},
+    [FLOW_V_LINE_N] = {"line.n", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_NET] = {"line.net", FLOW_K_AMOUNT, FLOW_P_LINES},
+    [FLOW_V_LINE_TAX] = {"line.tax", FLOW_K_AMOUNT, FLOW_P_LINES},
+    [FLOW_V_LINE_GL_ACCOUNT] = {"line.gl_account", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_DESCRIPTION] = {"line.description", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_QUANTITY] = {"line.quantity", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_DOC] = {"doc", FLOW_K_TEXT, FLOW_P_STEPS},
+    [FLOW_V_CAPTURE] = {"capture.", FLOW_K_TEXT, FLOW_P_STEPS},
+    [FLOW_V_ROW] = {"row.", FLOW_K_TEXT, FLOW_P_DETAIL_URL},
+    [FLOW_V_SECRET_USER] = {"secret.user", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD},
+    [FLOW_V_SECRET_PASSWORD] = {"secret.password", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD},
     [FLOW_V_DATE] = {"date", FLOW_K_DATE, FLOW_P_LIST_URL},
+    [FLOW_V_FROM] = {"from", FLOW_K_DATE, FLOW_P_LIST_URL},
+    [FLOW_V_TO] = {"to", FLOW_K_DATE, FLOW_P_LIST_URL},
     [FLOW_V_PAGE] = {"page", FLOW_K_TEXT, FLOW_P_LIST_URL},
 };
 _Static_assert(sizeof(flow_vars_table) / sizeof(flow_vars_table[0]) == FLOW_V__COUNT,
@@ -196,12 +191,28 @@ static const char *flow_ph_parse(const char *s, struct flow_ph *ph, const char *
     return p + 1; /* *p == '}' */
 }
 
-static int flow_var_lookup(const char *name, size_t len)
+/*
+ * The variable a placeholder names: its id and, for a prefix variable (capture., row.), the
+ * rest of the name in *ret_key and *ret_key_len. -1 when unknown (a prefix with nothing after it
+ * included).
+ */
+static int flow_var_lookup(const char *name, size_t len, const char **ret_key, size_t *ret_key_len)
 {
-    for (int i = 0; i < FLOW_V__COUNT; i++)
-        if (strlen(flow_vars_table[i].name) == len &&
-            memcmp(flow_vars_table[i].name, name, len) == 0)
+    *ret_key = NULL;
+    *ret_key_len = 0;
+    for (int i = 0; i < FLOW_V__COUNT; i++) {
+        const char *vn = flow_vars_table[i].name;
+        size_t vl = strlen(vn);
+        if (vn[vl - 1] == '.') {
+            if (len > vl && memcmp(vn, name, vl) == 0) {
+                *ret_key = name + vl;
+                *ret_key_len = len - vl;
+                return i;
+            }
+        } else if (vl == len && memcmp(vn, name, len) == 0) {
             return i;
+        }
+    }
     return -1;
 }
 
@@ -294,8 +305,135 @@ bool flow_parse_count(const char *s, size_t len, long min, long max, long *ret)
     return true;
 }
 
+/* Why variable v is not available at a place (the family's rule). */
+static const char *flow_var_hint(int v)
+{
+    switch ((enum flow_var_id)v) {
+    case FLOW_V_SECRET_USER:
+    case FLOW_V_SECRET_PASSWORD:
+        return " (secrets only go into login form field values, never into URLs, lookups, post "
+               "steps or lists)";
+    case FLOW_V_DATE:
+    case FLOW_V_FROM:
+    case FLOW_V_TO:
+    case FLOW_V_PAGE:
+        return " (only in <list get>)";
+    case FLOW_V_LINE_N:
+    case FLOW_V_LINE_NET:
+    case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GL_ACCOUNT:
+    case FLOW_V_LINE_DESCRIPTION:
+    case FLOW_V_LINE_QUANTITY:
+        return " (only inside <lines>)";
+    case FLOW_V_DOC:
+    case FLOW_V_CAPTURE:
+        return " (only in post steps after the step that captures it)";
+    case FLOW_V_ROW:
+        return " (only in <detail get>)";
+    case FLOW_V_KEY:
+    case FLOW_V_INV_NUMBER:
+    case FLOW_V_INV_VENDOR_ID:
+    case FLOW_V_INV_VENDOR_NAME:
+    case FLOW_V_INV_DOC_TYPE:
+    case FLOW_V_INV_ISSUE_DATE:
+    case FLOW_V_INV_DUE_DATE:
+    case FLOW_V_INV_CURRENCY:
+    case FLOW_V_INV_PAYABLE:
+    case FLOW_V_INV_NET:
+    case FLOW_V_INV_TAX:
+    case FLOW_V_INV_GL_ACCOUNT:
+    case FLOW_V_INV_DESCRIPTION:
+    case FLOW_V_INV_LINE_COUNT:
+    case FLOW_V_VENDOR_ID:
+    case FLOW_V_VENDOR_NAME:
+    case FLOW_V__COUNT:
+        break;
+    }
+    return " (invoice values only in <lookup> and <post>)";
+}
+
+static bool flow_names_have(const char *const *names, size_t n, const char *key, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (names[i] && strlen(names[i]) == len && memcmp(names[i], key, len) == 0)
+            return true;
+    return false;
+}
+
+/* Checks that variable v (key: the rest of a prefix name) may be used in scope sc. */
+static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t klen,
+                           const struct flow_scope *sc, long line, const char *what)
+{
+    const char *hint = sc->hint ? sc->hint : "";
+    bool found = false;
+
+    if (!(flow_vars_table[v].where & sc->place)) {
+        flow_problem(c, line, "%s: ${%s%.*s} is not available here%s", what,
+                     flow_vars_table[v].name, (int)klen, key ? key : "", flow_var_hint(v));
+        return;
+    }
+    switch ((enum flow_var_id)v) {
+    case FLOW_V_SECRET_USER:
+    case FLOW_V_SECRET_PASSWORD:
+        if (sc->name)
+            flow_problem(c, line,
+                         "%s: ${%s} in a field name: secrets only go into login form field "
+                         "values",
+                         what, flow_vars_table[v].name);
+        break;
+    case FLOW_V_DOC:
+        if (!sc->doc)
+            flow_problem(c, line,
+                         "%s: ${doc} is not captured before this step (a saved rule or <capture "
+                         "name=\"doc\"> on an earlier step)%s",
+                         what, hint);
+        break;
+    case FLOW_V_CAPTURE:
+        if (!flow_names_have(sc->captures, sc->n_captures, key, klen))
+            flow_problem(c, line, "%s: ${capture.%.*s}: no earlier step captures '%.*s'%s", what,
+                         (int)klen, key, (int)klen, key, hint);
+        break;
+    case FLOW_V_ROW:
+        for (size_t i = 0; sc->rows && i < sc->rows->n_cols; i++)
+            found = found || (sc->rows->cols[i].name && strlen(sc->rows->cols[i].name) == klen &&
+                              memcmp(sc->rows->cols[i].name, key, klen) == 0);
+        if (!found)
+            flow_problem(c, line, "%s: ${row.%.*s}: '%.*s' is not a column of the lookup table",
+                         what, (int)klen, key, (int)klen, key);
+        break;
+    case FLOW_V_KEY:
+    case FLOW_V_INV_NUMBER:
+    case FLOW_V_INV_VENDOR_ID:
+    case FLOW_V_INV_VENDOR_NAME:
+    case FLOW_V_INV_DOC_TYPE:
+    case FLOW_V_INV_ISSUE_DATE:
+    case FLOW_V_INV_DUE_DATE:
+    case FLOW_V_INV_CURRENCY:
+    case FLOW_V_INV_PAYABLE:
+    case FLOW_V_INV_NET:
+    case FLOW_V_INV_TAX:
+    case FLOW_V_INV_GL_ACCOUNT:
+    case FLOW_V_INV_DESCRIPTION:
+    case FLOW_V_INV_LINE_COUNT:
+    case FLOW_V_VENDOR_ID:
+    case FLOW_V_VENDOR_NAME:
+    case FLOW_V_LINE_N:
+    case FLOW_V_LINE_NET:
+    case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GL_ACCOUNT:
+    case FLOW_V_LINE_DESCRIPTION:
+    case FLOW_V_LINE_QUANTITY:
+    case FLOW_V_DATE:
+    case FLOW_V_FROM:
+    case FLOW_V_TO:
+    case FLOW_V_PAGE:
+    case FLOW_V__COUNT:
+        break;
+    }
+}
+
 /* Checks one template (flow-int.h). */
-void flow_tpl_check(struct flow_ctx *c, const char *tmpl, unsigned where, long line,
+void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scope *sc, long line,
                     const char *what)
 {
     const char *p = tmpl;
@@ -304,8 +442,9 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, unsigned where, long l
         return;
     while ((p = strstr(p, "${")) != NULL) {
         struct flow_ph ph;
-        const char *why = NULL;
+        const char *why = NULL, *key;
         const char *next = flow_ph_parse(p + 2, &ph, &why);
+        size_t klen;
         int v;
         enum flow_kind kind;
 
@@ -313,23 +452,13 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, unsigned where, long l
             flow_problem(c, line, "%s: %s in \"%s\"", what, why, tmpl);
             return;
         }
-        v = flow_var_lookup(ph.var, ph.var_len);
+        v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
         if (v < 0) {
             flow_problem(c, line, "%s: unknown variable ${%.*s}", what, (int)ph.var_len, ph.var);
             p = next;
             continue;
         }
-        if (!(flow_vars_table[v].where & where)) {
-            const char *hint = "";
-            if (flow_vars_table[v].where == FLOW_P_SECRET)
-                hint = " (secrets only go into form fields, never into URLs)";
-            else if (flow_vars_table[v].where == FLOW_P_LIST_URL)
-                hint = " (only in <list get>)";
-            else
-                hint = " (invoice values only in <lookup> and <post>)";
-            flow_problem(c, line, "%s: ${%s} is not available here%s", what,
-                         flow_vars_table[v].name, hint);
-        }
+        flow_var_check(c, v, key, klen, sc, line, what);
         kind = flow_vars_table[v].kind;
         for (size_t i = 0; i < ph.n_fmt; i++) {
             int fid = flow_fmt_lookup(ph.fmt[i].name, ph.fmt[i].name_len);
@@ -415,6 +544,7 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, unsigned where, long l
 bool flow_tpl_uses(const char *tmpl, const char *var)
 {
     const char *p = tmpl;
+    size_t vl = strlen(var);
 
     while (p && (p = strstr(p, "${")) != NULL) {
         struct flow_ph ph;
@@ -422,16 +552,16 @@ bool flow_tpl_uses(const char *tmpl, const char *var)
         const char *next = flow_ph_parse(p + 2, &ph, &why);
         if (!next)
             return false;
-        if (ph.var_len == strlen(var) && memcmp(ph.var, var, ph.var_len) == 0)
+        if (var[vl - 1] == '.' ? ph.var_len > vl && memcmp(ph.var, var, vl) == 0
+                               : ph.var_len == vl && memcmp(ph.var, var, vl) == 0)
             return true;
         p = next;
     }
     return false;
 }
 
-/* ---------------------------------------------------------------------------------------
- * Expansion.
- */
+/* ---- expansion ------------------------------------------------------------------------------ */
+
 struct flow_val {
     enum flow_kind kind;
     char *text; /* heap; for FLOW_K_DATE the YYYY-MM-DD value */
@@ -453,17 +583,42 @@ static const char *flow_doc_type_name(int t)
     return "";
 }
 
-static int flow_val_get(const struct flow *f, enum flow_var_id v, const struct flow_vars *vars,
-                        struct flow_val *ret, char *err, size_t errlen)
+/* The value of names[i] whose name is key[0..klen), or NULL. */
+static const char *flow_named(const char *const *names, const char *const *values, size_t n,
+                              const char *key, size_t klen)
+{
+    for (size_t i = 0; names && values && i < n; i++)
+        if (names[i] && strlen(names[i]) == klen && memcmp(names[i], key, klen) == 0)
+            return values[i];
+    return NULL;
+}
+
+/* An amount value: minor units in the invoice's currency exponent. */
+static int flow_val_amount(const struct invoice *inv, int64_t minor, enum flow_var_id v,
+                           struct flow_val *ret, char *err, size_t errlen)
+{
+    if (inv->exponent < 0 || inv->exponent > 9)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "${%s}: currency '%s' has no exponent",
+                          flow_vars_table[v].name, inv->currency);
+    ret->minor = minor;
+    ret->exponent = inv->exponent;
+    return APBOT_OK;
+}
+
+static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *key, size_t klen,
+                        const struct flow_vars *vars, struct flow_val *ret, char *err,
+                        size_t errlen)
 {
     static const struct flow_vars none;
     const struct invoice *inv;
+    const struct invoice_line *ln;
     const char *s = NULL;
     char num[32];
 
     if (!vars)
         vars = &none;
     inv = vars->inv;
+    ln = vars->line;
     ret->kind = flow_vars_table[v].kind;
     ret->text = NULL;
     ret->minor = 0;
@@ -498,23 +653,53 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const struct f
     case FLOW_V_INV_PAYABLE:
     case FLOW_V_INV_NET:
     case FLOW_V_INV_TAX:
-        if (!inv) {
-            ret->kind = FLOW_K_TEXT;
-            break;
-        }
-        if (inv->exponent < 0 || inv->exponent > 9)
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "${%s}: currency '%s' has no exponent",
-                              flow_vars_table[v].name, inv->currency);
-        ret->minor = v == FLOW_V_INV_PAYABLE ? inv->payable
-                     : v == FLOW_V_INV_NET   ? inv->net_total
-                                             : inv->tax_total;
-        ret->exponent = inv->exponent;
-        return APBOT_OK;
+        if (!inv)
+            break; /* empty text */
+        return flow_val_amount(inv,
+                               v == FLOW_V_INV_PAYABLE ? inv->payable
+                               : v == FLOW_V_INV_NET   ? inv->net_total
+                                                       : inv->tax_total,
+                               v, ret, err, errlen);
     case FLOW_V_INV_GL_ACCOUNT:
         s = inv && inv->n_lines ? inv->lines[0].gl_account : NULL;
         break;
     case FLOW_V_INV_DESCRIPTION:
         s = inv && inv->n_lines ? inv->lines[0].description : NULL;
+        break;
+    case FLOW_V_INV_LINE_COUNT:
+        if (inv) {
+            snprintf(num, sizeof(num), "%zu", inv->n_lines);
+            s = num;
+        }
+        break;
+    case FLOW_V_LINE_N:
+        if (ln && vars->line_n > 0) {
+            snprintf(num, sizeof(num), "%zu", vars->line_n);
+            s = num;
+        }
+        break;
+    case FLOW_V_LINE_NET:
+    case FLOW_V_LINE_TAX:
+        if (!inv || !ln)
+            break; /* empty text */
+        return flow_val_amount(inv, v == FLOW_V_LINE_NET ? ln->net : ln->tax, v, ret, err, errlen);
+    case FLOW_V_LINE_GL_ACCOUNT:
+        s = ln ? ln->gl_account : NULL;
+        break;
+    case FLOW_V_LINE_DESCRIPTION:
+        s = ln ? ln->description : NULL;
+        break;
+    case FLOW_V_LINE_QUANTITY:
+        s = ln ? ln->quantity : NULL;
+        break;
+    case FLOW_V_DOC:
+        s = vars->doc;
+        break;
+    case FLOW_V_CAPTURE:
+        s = flow_named(vars->capture_names, vars->capture_values, vars->n_captures, key, klen);
+        break;
+    case FLOW_V_ROW:
+        s = flow_named(vars->row_names, vars->row_values, vars->n_row, key, klen);
         break;
     case FLOW_V_SECRET_USER:
         s = vars->user;
@@ -525,6 +710,12 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const struct f
     case FLOW_V_DATE:
         s = vars->date;
         break;
+    case FLOW_V_FROM:
+        s = vars->from;
+        break;
+    case FLOW_V_TO:
+        s = vars->to;
+        break;
     case FLOW_V_PAGE:
         snprintf(num, sizeof(num), "%d", vars->page);
         s = num;
@@ -532,6 +723,9 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const struct f
     case FLOW_V__COUNT:
         return apbot_fail(err, errlen, APBOT_E_BUG, "bad variable");
     }
+    /* A missing value is empty text (an amount or date without a value is no amount). */
+    if (!s && ret->kind == FLOW_K_AMOUNT)
+        ret->kind = FLOW_K_TEXT;
     ret->text = apbot_xstrdup(s ? s : "");
     return APBOT_OK;
 }
@@ -569,7 +763,8 @@ static int flow_fmt_date(struct flow_val *val, const char *pat, size_t plen, cha
                          size_t errlen)
 {
     const char *d = val->text ? val->text : "";
-    struct flow_buf b = {.max = 256};
+    struct apbot_buf b;
+    int rc = APBOT_OK;
 
     if (!*d) { /* an optional date left empty stays empty */
         flow_val_set(val, apbot_xstrdup(""));
@@ -577,39 +772,40 @@ static int flow_fmt_date(struct flow_val *val, const char *pat, size_t plen, cha
     }
     if (strlen(d) != 10 || d[4] != '-' || d[7] != '-' || !flow_digits(d, 4) ||
         !flow_digits(d + 5, 2) || !flow_digits(d + 8, 2))
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "date '%s' is not YYYY-MM-DD", d);
-    for (size_t i = 0; i < plen; i++) {
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "date '%.40s' is not YYYY-MM-DD", d);
+    apbot_buf_init(&b, 256);
+    for (size_t i = 0; i < plen && rc == APBOT_OK; i++) {
         if (pat[i] != '%' || i + 1 >= plen) {
-            flow_buf_add(&b, pat + i, 1);
+            rc = apbot_buf_add(&b, pat + i, 1);
             continue;
         }
         switch (pat[++i]) {
         case 'd':
-            flow_buf_add(&b, d + 8, 2);
+            rc = apbot_buf_add(&b, d + 8, 2);
             break;
         case 'm':
-            flow_buf_add(&b, d + 5, 2);
+            rc = apbot_buf_add(&b, d + 5, 2);
             break;
         case 'Y':
-            flow_buf_add(&b, d, 4);
+            rc = apbot_buf_add(&b, d, 4);
             break;
         case 'y':
-            flow_buf_add(&b, d + 2, 2);
+            rc = apbot_buf_add(&b, d + 2, 2);
             break;
         case '%':
-            flow_buf_add(&b, "%", 1);
+            rc = apbot_buf_add(&b, "%", 1);
             break;
         default:
-            free(b.p);
+            apbot_buf_done(&b);
             return apbot_fail(err, errlen, APBOT_E_INVAL, "bad date pattern '%.*s'", (int)plen,
                               pat);
         }
     }
-    if (b.over) {
-        free(b.p);
+    if (rc != APBOT_OK) {
+        apbot_buf_done(&b);
         return apbot_fail(err, errlen, APBOT_E_LIMIT, "formatted date too long");
     }
-    flow_val_set(val, b.p ? b.p : apbot_xstrdup(""));
+    flow_val_set(val, apbot_buf_steal(&b, NULL));
     return APBOT_OK;
 }
 
@@ -698,8 +894,10 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
     case FLOW_F_MAP:
         if ((rc = flow_val_text(val, err, errlen)) != APBOT_OK)
             return rc;
+        /* The invoice carries a value this flow cannot take: a business exception. */
         if (!flow_map_find(arg, alen, val->text, &mv, &ml))
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "map has no entry for '%s'", val->text);
+            return apbot_fail(err, errlen, APBOT_E_DATA, "no mapping for '%.200s' in map:%.*s",
+                              val->text, (int)alen, arg);
         flow_val_set(val, apbot_xstrndup(mv, ml));
         return APBOT_OK;
     case FLOW_F_UPPER:
@@ -733,55 +931,58 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
 int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
                 char *err, size_t errlen)
 {
-    struct flow_buf b = {.max = FLOW_EXPAND_MAX};
+    struct apbot_buf b;
     const char *p = tmpl, *hit;
     int rc = APBOT_OK;
 
     if (!tmpl || !ret)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "no template");
-    flow_buf_add(&b, "", 0);
+    apbot_buf_init(&b, FLOW_EXPAND_MAX);
     while ((hit = strstr(p, "${")) != NULL) {
         struct flow_ph ph;
         struct flow_val val;
-        const char *why = NULL;
+        const char *why = NULL, *key;
         const char *next = flow_ph_parse(hit + 2, &ph, &why);
+        size_t klen;
         int v;
 
-        flow_buf_add(&b, p, (size_t)(hit - p));
+        if (apbot_buf_add(&b, p, (size_t)(hit - p)) != APBOT_OK)
+            goto too_long;
         if (!next) {
             rc = apbot_fail(err, errlen, APBOT_E_INVAL, "%s", why);
             goto out;
         }
-        v = flow_var_lookup(ph.var, ph.var_len);
+        v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
         if (v < 0) {
             rc = apbot_fail(err, errlen, APBOT_E_INVAL, "unknown variable ${%.*s}", (int)ph.var_len,
                             ph.var);
             goto out;
         }
-        rc = flow_val_get(f, (enum flow_var_id)v, vars, &val, err, errlen);
+        rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val, err, errlen);
         if (rc != APBOT_OK)
             goto out;
         for (size_t i = 0; i < ph.n_fmt && rc == APBOT_OK; i++)
             rc = flow_apply(&val, &ph, i, err, errlen);
         if (rc == APBOT_OK)
             rc = flow_val_text(&val, err, errlen);
-        if (rc == APBOT_OK)
-            flow_buf_str(&b, val.text ? val.text : "");
+        if (rc == APBOT_OK && apbot_buf_adds(&b, val.text ? val.text : "") != APBOT_OK) {
+            free(val.text);
+            goto too_long;
+        }
         free(val.text);
         if (rc != APBOT_OK)
             goto out;
         p = next;
     }
-    flow_buf_str(&b, p);
-    if (b.over) {
-        rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "expanded template longer than %d bytes",
-                        FLOW_EXPAND_MAX);
-        goto out;
-    }
-    *ret = b.p;
-    b.p = NULL;
+    if (apbot_buf_adds(&b, p) != APBOT_OK)
+        goto too_long;
+    *ret = apbot_buf_steal(&b, NULL);
+    return APBOT_OK;
+too_long:
+    rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "expanded template longer than %d bytes",
+                    FLOW_EXPAND_MAX);
 out:
-    free(b.p);
+    apbot_buf_wipe_done(&b); /* it may hold a secret */
     return rc;
 }
 
@@ -801,25 +1002,32 @@ char *flow_url(const char *base, const char *path)
 {
     const char *scheme_end, *host_end;
     size_t blen;
-    struct flow_buf b = {.max = SIZE_MAX / 2};
+    struct apbot_buf b;
+    int rc;
 
     if (!path)
         return NULL;
     if (!base || strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
         return apbot_xstrdup(path);
+    apbot_buf_init(&b, SIZE_MAX / 2);
     blen = strlen(base);
     if (path[0] == '/') {
         scheme_end = strstr(base, "://");
         host_end = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
         blen = host_end ? (size_t)(host_end - base) : blen;
-        flow_buf_add(&b, base, blen);
+        rc = apbot_buf_add(&b, base, blen);
     } else {
         while (blen && base[blen - 1] == '/')
             blen--;
-        flow_buf_add(&b, base, blen);
-        if (*path)
-            flow_buf_add(&b, "/", 1);
+        rc = apbot_buf_add(&b, base, blen);
+        if (rc == APBOT_OK && *path)
+            rc = apbot_buf_add(&b, "/", 1);
     }
-    flow_buf_str(&b, path);
-    return b.p;
+    if (rc == APBOT_OK)
+        rc = apbot_buf_adds(&b, path);
+    if (rc != APBOT_OK) { /* cannot happen under SIZE_MAX / 2 */
+        apbot_buf_done(&b);
+        return NULL;
+    }
+    return apbot_buf_steal(&b, NULL);
 }
