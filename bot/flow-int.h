@@ -32,6 +32,10 @@ struct flow_ctx {
     size_t n_probs; /* problems found (some may not be kept) */
     size_t n_kept;
     struct flow *f;
+    const char *text; /* the file, while it is built (for element lines) */
+    size_t text_len;
+    size_t *line_starts; /* offset of each line in text */
+    size_t n_lines;
 };
 
 /* Records a problem at line (0: the file as a whole). Cannot fail. */

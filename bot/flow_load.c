@@ -389,10 +389,30 @@ static xmlNode *flow_next(xmlNode *n)
     return NULL;
 }
 
-static int flow_line(const xmlNode *n)
+/*
+ * The line where element n starts. libxml2 records the line where its start tag ends, which
+ * for a tag written over several lines (<rule name=... NEWLINE >pattern</rule>) is not the
+ * line a reader looks for. A start tag cannot contain a literal '<' (not even in attribute
+ * values), so the nearest line at or before that one holding "<NAME" is where it starts.
+ */
+static int flow_line(const struct flow_ctx *c, const xmlNode *n)
 {
     long l = xmlGetLineNo(n);
-    return l > 0 && l < INT32_MAX ? (int)l : 0;
+    size_t nl;
+
+    if (l <= 0 || l >= INT32_MAX)
+        return 0;
+    nl = strlen((const char *)n->name);
+    for (long k = l; k > 0 && k > l - 100 && (size_t)k <= c->n_lines; k--) {
+        const char *line = c->text + c->line_starts[k - 1];
+        const char *end =
+            (size_t)k < c->n_lines ? c->text + c->line_starts[k] : c->text + c->text_len;
+        for (const char *p = line; p + 1 + nl <= end; p++)
+            if (*p == '<' && memcmp(p + 1, n->name, nl) == 0 &&
+                (p + 1 + nl == end || strchr(" \t\r\n/>", p[1 + nl])))
+                return (int)k;
+    }
+    return (int)l;
 }
 
 static char *flow_prop(const xmlNode *n, const char *name)
@@ -463,13 +483,14 @@ static struct match_re *flow_pattern(struct flow_ctx *c, const char *pattern, lo
 }
 
 /* Fills *ret from a <field name=...>, <expect column=...> or <finished column=...> element. */
-static void flow_read_field(xmlNode *k, const char *name_attr, struct flow_field *ret)
+static void flow_read_field(struct flow_ctx *c, xmlNode *k, const char *name_attr,
+                            struct flow_field *ret)
 {
     char *option = flow_prop(k, "option");
 
     ret->name = flow_prop(k, name_attr);
     ret->value = flow_text(k);
-    ret->line = flow_line(k);
+    ret->line = flow_line(c, k);
     ret->option = (enum flow_option)flow_name_index(flow_option_names, FLOW_OPTION__COUNT, option,
                                                     FLOW_OPTION_DEFAULT);
     free(option);
@@ -483,11 +504,11 @@ static xmlNode *flow_build_fields(struct flow_ctx *c, xmlNode *first, struct flo
     xmlNode *k;
 
     for (k = first; k && flow_is(k, "field"); k = flow_next(k)) {
-        if (!flow_room(c, (void **)fields, cap, *n, sizeof(**fields), flow_line(k),
+        if (!flow_room(c, (void **)fields, cap, *n, sizeof(**fields), flow_line(c, k),
                        "fields in one form"))
             continue;
         memset(&(*fields)[*n], 0, sizeof(**fields));
-        flow_read_field(k, "name", &(*fields)[(*n)++]);
+        flow_read_field(c, k, "name", &(*fields)[(*n)++]);
     }
     return k;
 }
@@ -500,7 +521,7 @@ static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm
     fm->xpath = flow_prop(n, "xpath");
     fm->submit = flow_prop(n, "submit");
     fm->submit_value = flow_prop(n, "submit-value");
-    fm->line = flow_line(n);
+    fm->line = flow_line(c, n);
     /* fields, then optionally <lines> and more fields (the schema's order) */
     k = flow_build_fields(c, flow_first(n), &fm->fields, &fm->n_fields, &cap);
     if (k && flow_is(k, "lines")) {
@@ -508,7 +529,7 @@ static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm
         char *missing = flow_prop(k, "missing");
 
         ln->present = true;
-        ln->line = flow_line(k);
+        ln->line = flow_line(c, k);
         ln->missing = (enum flow_missing)flow_name_index(flow_missing_names, FLOW_MISSING__COUNT,
                                                          missing, FLOW_MISSING_ERROR);
         free(missing);
@@ -528,7 +549,7 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
     r->name = flow_prop(n, "name");
     r->status = flow_prop(n, "status");
     r->raw = flow_prop_true(n, "raw");
-    r->line = flow_line(n);
+    r->line = flow_line(c, n);
     r->outcome = o == FLOW_OUT__COUNT ? FLOW_OUT_UNKNOWN : o;
     snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
     if (o == FLOW_OUT__COUNT)
@@ -561,7 +582,7 @@ static xmlNode *flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow
     xmlNode *k;
 
     for (k = first; k && flow_is(k, "rule"); k = flow_next(k)) {
-        if (!flow_room(c, (void **)ret, &cap, *ret_n, sizeof(**ret), flow_line(k),
+        if (!flow_room(c, (void **)ret, &cap, *ret_n, sizeof(**ret), flow_line(c, k),
                        "rules in one place"))
             continue;
         memset(&(*ret)[*ret_n], 0, sizeof(**ret));
@@ -580,7 +601,8 @@ static void flow_number(struct flow_ctx *c, xmlNode *n, const char *attr, long m
     if (!v)
         return;
     if (!flow_parse_count(v, strlen(v), min, max, &x))
-        flow_problem(c, flow_line(n), "%s: %s '%s' out of range %ld..%ld", what, attr, v, min, max);
+        flow_problem(c, flow_line(c, n), "%s: %s '%s' out of range %ld..%ld", what, attr, v, min,
+                     max);
     else
         *ret = x;
     free(v);
@@ -593,7 +615,7 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
     char *grp = flow_prop(n, "amount-group");
     size_t cap = 0;
 
-    t->line = flow_line(n);
+    t->line = flow_line(c, n);
     t->rows = flow_prop(n, "rows");
     t->empty = flow_prop(n, "empty");
     t->next = flow_prop(n, "next");
@@ -611,13 +633,13 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
 
         if (!flow_is(k, "column"))
             continue;
-        if (!flow_room(c, (void **)&t->cols, &cap, t->n_cols, sizeof(*t->cols), flow_line(k),
+        if (!flow_room(c, (void **)&t->cols, &cap, t->n_cols, sizeof(*t->cols), flow_line(c, k),
                        "columns in one table"))
             break;
         col = &t->cols[t->n_cols++];
         col->name = flow_prop(k, "name");
         col->xpath = flow_prop(k, "xpath");
-        col->line = flow_line(k);
+        col->line = flow_line(c, k);
     }
 }
 
@@ -627,7 +649,7 @@ static void flow_build_marker(struct flow_ctx *c, xmlNode *k, struct flow_marker
     char *redirect = flow_prop(k, "redirect");
     char *pat = flow_text(k);
 
-    m->line = flow_line(k);
+    m->line = flow_line(c, k);
     m->status = flow_prop(k, "status");
     m->raw = flow_prop_true(k, "raw");
     if (redirect)
@@ -648,7 +670,7 @@ static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
     size_t cap = 0;
 
     f->base_url = flow_prop(n, "base-url");
-    f->erp_line = flow_line(n);
+    f->erp_line = flow_line(c, n);
     f->tls_verify = true;
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (flow_is(k, "tls")) {
@@ -656,14 +678,15 @@ static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
             f->ca_file = flow_prop(k, "ca-file");
             f->tls_verify = !(verify && strcmp(verify, "false") == 0);
             if (!f->tls_verify && f->ca_file)
-                flow_problem(c, flow_line(k),
+                flow_problem(c, flow_line(c, k),
                              "tls: verify=\"false\" and ca-file contradict each other");
             free(verify);
         } else if (flow_is(k, "http-basic")) {
             f->basic_auth = true;
         } else if (flow_is(k, "session-expired")) {
             if (!flow_room(c, (void **)&f->session_expired, &cap, f->n_session_expired,
-                           sizeof(*f->session_expired), flow_line(k), "<session-expired> markers"))
+                           sizeof(*f->session_expired), flow_line(c, k),
+                           "<session-expired> markers"))
                 continue;
             memset(&f->session_expired[f->n_session_expired], 0, sizeof(*f->session_expired));
             flow_build_marker(c, k, &f->session_expired[f->n_session_expired++]);
@@ -677,7 +700,7 @@ static void flow_build_login(struct flow_ctx *c, xmlNode *n)
     xmlNode *k;
 
     l->present = true;
-    l->line = flow_line(n);
+    l->line = flow_line(c, n);
     l->get = flow_prop(n, "get");
     l->method = flow_prop(n, "method");
     for (k = flow_first(n); k && !flow_is(k, "rule"); k = flow_next(k)) {
@@ -689,9 +712,9 @@ static void flow_build_login(struct flow_ctx *c, xmlNode *n)
             l->success_status = flow_prop(k, "status");
             l->success_raw = flow_prop_true(k, "raw");
             if (*pat)
-                l->success = flow_pattern(c, pat, flow_line(k), "login success");
+                l->success = flow_pattern(c, pat, flow_line(c, k), "login success");
             else if (!l->success_status)
-                flow_problem(c, flow_line(k),
+                flow_problem(c, flow_line(c, k),
                              "login success: give a status, a pattern or both (what does a "
                              "good login answer look like?)");
             free(pat);
@@ -713,7 +736,7 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
     size_t cap = 0;
     long v;
 
-    lk->line = flow_line(n);
+    lk->line = flow_line(c, n);
     lk->get = flow_prop(n, "get");
     lk->key_column = flow_prop(n, "key-column");
     v = 5;
@@ -731,13 +754,13 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
             flow_build_table(c, k, &lk->detail.table);
         } else if (flow_is(k, "expect")) {
             if (!flow_room(c, (void **)&lk->expect, &cap, lk->n_expect, sizeof(*lk->expect),
-                           flow_line(k), "<expect> elements"))
+                           flow_line(c, k), "<expect> elements"))
                 continue;
             memset(&lk->expect[lk->n_expect], 0, sizeof(*lk->expect));
-            flow_read_field(k, "column", &lk->expect[lk->n_expect++]);
+            flow_read_field(c, k, "column", &lk->expect[lk->n_expect++]);
         } else if (flow_is(k, "finished")) {
             lk->has_finished = true;
-            flow_read_field(k, "column", &lk->finished);
+            flow_read_field(c, k, "column", &lk->finished);
         }
     }
 }
@@ -750,7 +773,7 @@ static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
 
     s->name = flow_prop(k, "name");
     s->get = flow_prop(k, "get");
-    s->line = flow_line(k);
+    s->line = flow_line(c, k);
     s->commits = flow_prop_true(k, "commits");
     s->repeat_until_lines = repeat && strcmp(repeat, "until-lines") == 0;
     free(repeat);
@@ -766,13 +789,13 @@ static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
         if (!flow_is(r, "capture"))
             continue;
         if (!flow_room(c, (void **)&s->captures, &cap, s->n_captures, sizeof(*s->captures),
-                       flow_line(r), "captures in one step"))
+                       flow_line(c, r), "captures in one step"))
             continue;
         cp = &s->captures[s->n_captures++];
         memset(cp, 0, sizeof(*cp));
         cp->name = flow_prop(r, "name");
         cp->raw = flow_prop_true(r, "raw");
-        cp->line = flow_line(r);
+        cp->line = flow_line(c, r);
         pat = flow_text(r);
         snprintf(what, sizeof(what), "capture '%s'", cp->name ? cp->name : "");
         if (*pat)
@@ -789,16 +812,16 @@ static void flow_build_post(struct flow_ctx *c, xmlNode *n)
     struct flow *f = c->f;
     size_t cap = 0;
 
-    f->post_line = flow_line(n);
+    f->post_line = flow_line(c, n);
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (flow_is(k, "step")) {
-            if (!flow_room(c, (void **)&f->steps, &cap, f->n_steps, sizeof(*f->steps), flow_line(k),
-                           "steps"))
+            if (!flow_room(c, (void **)&f->steps, &cap, f->n_steps, sizeof(*f->steps),
+                           flow_line(c, k), "steps"))
                 continue;
             memset(&f->steps[f->n_steps], 0, sizeof(*f->steps));
             flow_build_step(c, k, &f->steps[f->n_steps++]);
         } else if (flow_is(k, "outcomes")) {
-            f->outcomes_line = flow_line(k);
+            f->outcomes_line = flow_line(c, k);
             (void)flow_build_rules(c, flow_first(k), &f->outcomes, &f->n_outcomes);
         }
     }
@@ -810,7 +833,7 @@ static void flow_build_list(struct flow_ctx *c, xmlNode *n)
     char *by = flow_prop(n, "by");
     long v = 100;
 
-    ls->line = flow_line(n);
+    ls->line = flow_line(c, n);
     ls->get = flow_prop(n, "get");
     flow_number(c, n, "max-pages", 1, 10000, &v, "list");
     ls->max_pages = (int)v;
@@ -843,7 +866,7 @@ static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, lo
         len--;
     }
     if (!flow_parse_count(p, len, min, max, &v))
-        flow_problem(c, flow_line(n), "policy %s=\"%s\": out of range %ld..%ld%s", attr, s, min,
+        flow_problem(c, flow_line(c, n), "policy %s=\"%s\": out of range %ld..%ld%s", attr, s, min,
                      max, hint ? hint : "");
     else
         *ret = v;
@@ -855,7 +878,7 @@ static void flow_build_policy(struct flow_ctx *c, xmlNode *n)
     struct flow_policy *p = &c->f->policy;
     long v;
 
-    c->f->policy_line = n ? flow_line(n) : 0;
+    c->f->policy_line = n ? flow_line(c, n) : 0;
     if (!n)
         return;
     flow_policy_num(c, n, "connect-timeout-ms", 100, 600000, &p->connect_timeout_ms, NULL);
@@ -894,7 +917,7 @@ static void flow_build(struct flow_ctx *c, xmlNode *root)
     xmlNode *policy = NULL;
 
     f->name = flow_prop(root, "name");
-    f->line = flow_line(root);
+    f->line = flow_line(c, root);
     f->policy = flow_policy_default();
     for (xmlNode *k = flow_first(root); k; k = flow_next(k)) {
         if (flow_is(k, "erp"))
@@ -974,6 +997,23 @@ static int flow_read_file(const char *path, struct apbot_buf *ret, char *err, si
     return rc;
 }
 
+/* Where each line of the file starts, for flow_line(). */
+static void flow_index_lines(struct flow_ctx *c, const struct apbot_buf *text)
+{
+    size_t n = 1, k = 0;
+
+    c->text = apbot_buf_str(text);
+    c->text_len = text->len;
+    for (size_t i = 0; i < text->len; i++)
+        n += c->text[i] == '\n';
+    c->line_starts = apbot_xmalloc(n * sizeof(*c->line_starts));
+    c->line_starts[k++] = 0;
+    for (size_t i = 0; i < text->len; i++)
+        if (c->text[i] == '\n')
+            c->line_starts[k++] = i + 1;
+    c->n_lines = n;
+}
+
 int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
 {
     struct flow_ctx c = {.path = path ? path : "(null)"};
@@ -998,7 +1038,7 @@ int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
     doc = xmlReadMemory(apbot_buf_str(&text), (int)text.len, path, NULL,
                         XML_PARSE_NONET | XML_PARSE_NOCDATA);
     xmlSetStructuredErrorFunc(old_ctx, old);
-    apbot_buf_done(&text);
+    flow_index_lines(&c, &text);
     if (!doc) {
         if (c.n_probs == 0)
             flow_problem(&c, 0, "cannot read the file");
@@ -1034,5 +1074,7 @@ out:
     flow_free(c.f);
     xmlFreeDoc(doc);
     flow_problems_free(&c);
+    free(c.line_starts);
+    apbot_buf_done(&text);
     return rc;
 }
