@@ -116,15 +116,19 @@ static void flow_check_xpath(struct flow_ctx *c, const char *xpath, long line, c
 /*
  * A `completed` or `saved` rule's (?<doc>...) group must not be able to capture the empty
  * string, or the run would learn an empty document number. The group's contents are found in
- * the pattern text (a small scanner that knows escapes, \Q..\E, classes and comments), compiled
- * on their own and asked for PCRE2's minimum match length (PCRE2_INFO_MINLENGTH: "every
- * string that does match is at least that long"). A length of 0 means the group may capture
- * "" in some context (assertions such as \b or lookarounds count as nothing), so the check is
- * conservative: it may refuse a group that cannot really be empty, never the other way round.
- * When the pattern sets the x option anywhere, the contents are compiled with and without it
- * and both must be non-empty. Contents that do not compile alone (a back reference to a group
- * outside them) cannot be checked and are refused. PCRE2 is used directly here because match.h
- * has no such question; it is the same library with the same options (UTF).
+ * the pattern text (a small scanner that knows escapes, \Q..\E, classes and comments), their
+ * assertions (lookahead, lookbehind) are removed, and what is left is compiled on its own and
+ * asked for PCRE2's minimum match length (PCRE2_INFO_MINLENGTH: "every string that does match
+ * is at least that long"). Assertions must go first because PCRE2 counts what a lookahead
+ * needs to see: (?=\d) alone reports 1 yet captures nothing. Removing an assertion only lets
+ * more strings match, so the length left is a lower bound of what the group captures; 0 means
+ * it may capture "" (\b and the like count as nothing). When the pattern sets the x option
+ * anywhere, the contents are compiled with and without it and every variant must need a
+ * character. Contents whose meaning depends on the rest of the pattern (numbered or relative
+ * references, recursion, conditions) or that do not compile alone are refused as unchecked.
+ * The check is conservative: it may refuse a group that cannot really be empty, never the other
+ * way round. PCRE2 is used directly because match.h has no such question; same library, same
+ * UTF option.
  */
 enum flow_group {
     FLOW_GROUP_NONEMPTY = 0, /* every occurrence of the group captures at least one character */
@@ -167,6 +171,54 @@ static size_t flow_re_skip_class(const char *pat, size_t i)
     return n;
 }
 
+/* Index after the item at pat[i] that is not a group boundary: an escape (\Q...\E whole), a
+ * class, a comment (?#...), or one character. pat[i] is not '(' starting a group nor ')'. */
+static size_t flow_re_item_end(const char *pat, size_t i)
+{
+    size_t n = strlen(pat);
+
+    if (pat[i] == '\\' && pat[i + 1] == 'Q') {
+        const char *e = strstr(pat + i + 2, "\\E");
+        return e ? (size_t)(e - pat) + 2 : n;
+    }
+    if (pat[i] == '\\')
+        return i + 1 < n ? i + 2 : n;
+    if (pat[i] == '[')
+        return flow_re_skip_class(pat, i);
+    if (strncmp(pat + i, "(?#", 3) == 0) {
+        const char *e = strchr(pat + i, ')');
+        return e ? (size_t)(e - pat) + 1 : n;
+    }
+    return i + 1;
+}
+
+/* True when pat[i] opens a group (a '(' that is not a comment). */
+static bool flow_re_opens(const char *pat, size_t i)
+{
+    return pat[i] == '(' && strncmp(pat + i, "(?#", 3) != 0;
+}
+
+/* Index of the ')' closing the group opened at pat[i], or (size_t)-1. */
+static size_t flow_re_close(const char *pat, size_t i)
+{
+    size_t n = strlen(pat);
+    int depth = 0;
+
+    while (i < n) {
+        if (flow_re_opens(pat, i)) {
+            depth++;
+            i++;
+        } else if (pat[i] == ')') {
+            if (--depth == 0)
+                return i;
+            i++;
+        } else {
+            i = flow_re_item_end(pat, i);
+        }
+    }
+    return (size_t)-1;
+}
+
 /* Length of the opening of a group named `name` at pat[i] ("(?<name>", "(?'name'",
  * "(?P<name>"), or 0 when the parenthesis at pat[i] opens something else. */
 static size_t flow_re_named_open(const char *pat, size_t i, const char *name)
@@ -198,19 +250,7 @@ static int flow_re_group_spans(const char *pat, const char *name, struct flow_sp
     int sp = 0, found = 0;
 
     while (i < n) {
-        if (pat[i] == '\\' && pat[i + 1] == 'Q') {
-            const char *e = strstr(pat + i + 2, "\\E");
-            i = e ? (size_t)(e - pat) + 2 : n;
-        } else if (pat[i] == '\\') {
-            i += i + 1 < n ? 2 : 1;
-        } else if (pat[i] == '[') {
-            i = flow_re_skip_class(pat, i);
-        } else if (pat[i] == '(' && strncmp(pat + i, "(?#", 3) == 0) {
-            const char *e = strchr(pat + i, ')');
-            if (!e)
-                return -1;
-            i = (size_t)(e - pat) + 1;
-        } else if (pat[i] == '(') {
+        if (flow_re_opens(pat, i)) {
             size_t open = flow_re_named_open(pat, i, name);
             if (sp == FLOW_RE_DEPTH)
                 return -1;
@@ -231,10 +271,82 @@ static int flow_re_group_spans(const char *pat, const char *name, struct flow_sp
             }
             i++;
         } else {
-            i++;
+            i = flow_re_item_end(pat, i);
         }
     }
     return sp == 0 ? found : -1;
+}
+
+/* True when the group opened at p is an assertion (it consumes nothing). */
+static bool flow_re_is_assertion(const char *p)
+{
+    static const char *const opens[] = {
+        "(?=",
+        "(?!",
+        "(?<=",
+        "(?<!",
+        "(?*",
+        "(?<*",
+        "(*pla:",
+        "(*nla:",
+        "(*plb:",
+        "(*nlb:",
+        "(*napla:",
+        "(*naplb:",
+        "(*positive_look",
+        "(*negative_look",
+        "(*non_atomic_positive_look",
+    };
+    for (size_t k = 0; k < sizeof(opens) / sizeof(opens[0]); k++)
+        if (strncmp(p, opens[k], strlen(opens[k])) == 0)
+            return true;
+    return false;
+}
+
+/* True when the contents mean something else without the rest of the pattern: numbered or
+ * relative back references and subroutine calls, recursion, conditions. */
+static bool flow_re_depends(const char *sub)
+{
+    size_t n = strlen(sub);
+
+    for (size_t i = 0; i < n;) {
+        const char *p = sub + i;
+        if (p[0] == '\\' && ((p[1] >= '1' && p[1] <= '9') || p[1] == 'g' || p[1] == 'k'))
+            return true;
+        if (p[0] == '(' && p[1] == '?' &&
+            (p[2] == 'R' || p[2] == '&' || p[2] == '(' || (p[2] >= '0' && p[2] <= '9') ||
+             ((p[2] == '+' || p[2] == '-') && p[3] >= '0' && p[3] <= '9') ||
+             (p[2] == 'P' && (p[3] == '>' || p[3] == '='))))
+            return true;
+        i = flow_re_opens(sub, i) || sub[i] == ')' ? i + 1 : flow_re_item_end(sub, i);
+    }
+    return false;
+}
+
+/* A heap copy of sub without its assertion groups. NULL when it does not scan. */
+static char *flow_re_strip_assertions(const char *sub)
+{
+    size_t n = strlen(sub), o = 0;
+    char *out = apbot_xmalloc(n + 1);
+
+    for (size_t i = 0; i < n;) {
+        size_t end;
+        if (flow_re_opens(sub, i) && flow_re_is_assertion(sub + i)) {
+            end = flow_re_close(sub, i);
+            if (end == (size_t)-1) {
+                free(out);
+                return NULL;
+            }
+            i = end + 1;
+            continue;
+        }
+        end = flow_re_opens(sub, i) || sub[i] == ')' ? i + 1 : flow_re_item_end(sub, i);
+        memcpy(out + o, sub + i, end - i);
+        o += end - i;
+        i = end;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 /* True when the pattern turns the x (extended) option on anywhere: (?x), (?ix:, (?xx) ... */
@@ -243,14 +355,12 @@ static bool flow_re_sets_x(const char *pat)
     for (const char *p = strstr(pat, "(?"); p; p = strstr(p + 2, "(?")) {
         const char *q = p + 2;
         bool x = false;
-        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '^' || *q == '-') {
-            if (*q == '-')
-                break; /* what follows is switched off */
+        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '^') {
             x = x || *q == 'x';
             q++;
         }
         while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '-')
-            q++;
+            q++; /* what follows a '-' is switched off */
         if (x && (*q == ')' || *q == ':'))
             return true;
     }
@@ -259,20 +369,18 @@ static bool flow_re_sets_x(const char *pat)
 
 /* The minimum length the contents can match when compiled alone with `options`; false when
  * they do not compile alone. */
-static bool flow_re_minlength(const char *sub, size_t len, uint32_t options, uint32_t *ret)
+static bool flow_re_minlength(const char *sub, uint32_t options, uint32_t *ret)
 {
     /* In x mode a '#' comment runs to the end of the line: close the group on a new line. */
     bool x = options & PCRE2_EXTENDED;
-    size_t n = len + 5;
-    char *text = malloc(n + 1);
+    size_t n = strlen(sub) + 6;
+    char *text = apbot_xmalloc(n);
     int errcode;
     PCRE2_SIZE erroff;
     pcre2_code *code;
     bool ok;
 
-    if (!text)
-        abort();
-    snprintf(text, n + 1, "(?:%.*s%s", (int)len, sub, x ? "\n)" : ")");
+    snprintf(text, n, "(?:%s%s", sub, x ? "\n)" : ")");
     code = pcre2_compile((PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, PCRE2_UTF | options, &errcode,
                          &erroff, NULL);
     free(text);
@@ -283,12 +391,35 @@ static bool flow_re_minlength(const char *sub, size_t len, uint32_t options, uin
     return ok;
 }
 
+/* Whether every occurrence of the group `name` in one occurrence's contents sub needs at
+ * least one character. */
+static enum flow_group flow_re_contents(const char *sub, bool x)
+{
+    static const uint32_t variants[] = {0, PCRE2_EXTENDED, PCRE2_EXTENDED | PCRE2_EXTENDED_MORE};
+    enum flow_group g = FLOW_GROUP_NONEMPTY;
+    char *stripped;
+
+    if (flow_re_depends(sub))
+        return FLOW_GROUP_UNCHECKED;
+    stripped = flow_re_strip_assertions(sub);
+    if (!stripped)
+        return FLOW_GROUP_UNCHECKED;
+    for (size_t v = 0; v < (x ? 3u : 1u) && g == FLOW_GROUP_NONEMPTY; v++) {
+        uint32_t min = 0;
+        if (!flow_re_minlength(stripped, variants[v], &min))
+            g = FLOW_GROUP_UNCHECKED;
+        else if (min == 0)
+            g = FLOW_GROUP_EMPTY;
+    }
+    free(stripped);
+    return g;
+}
+
 static enum flow_group flow_group_yield(const struct match_re *re, const char *name)
 {
     struct flow_span spans[FLOW_RE_SPANS];
     const char *pat = match_pattern(re);
-    uint32_t variants[3] = {0, PCRE2_EXTENDED, PCRE2_EXTENDED | PCRE2_EXTENDED_MORE};
-    size_t nv = 1;
+    bool x;
     int n;
 
     if (!re || !match_has_group(re, name))
@@ -296,16 +427,14 @@ static enum flow_group flow_group_yield(const struct match_re *re, const char *n
     n = flow_re_group_spans(pat, name, spans, FLOW_RE_SPANS);
     if (n <= 0)
         return FLOW_GROUP_UNCHECKED;
-    if (flow_re_sets_x(pat))
-        nv = 3;
-    for (int i = 0; i < n; i++)
-        for (size_t v = 0; v < nv; v++) {
-            uint32_t min = 0;
-            if (!flow_re_minlength(pat + spans[i].start, spans[i].len, variants[v], &min))
-                return FLOW_GROUP_UNCHECKED;
-            if (min == 0)
-                return FLOW_GROUP_EMPTY;
-        }
+    x = flow_re_sets_x(pat);
+    for (int i = 0; i < n; i++) {
+        char *sub = apbot_xstrndup(pat + spans[i].start, spans[i].len);
+        enum flow_group g = flow_re_contents(sub, x);
+        free(sub);
+        if (g != FLOW_GROUP_NONEMPTY)
+            return g;
+    }
     return FLOW_GROUP_NONEMPTY;
 }
 
