@@ -86,6 +86,12 @@ static void test_flow_acme_struct(void **state)
     assert_int_equal(f->lookup.n_expect, 0);
     assert_string_equal(f->lookup.table.empty, "//p[@id='noResults']");
     assert_null(f->lookup.table.next);
+    assert_string_equal(f->lookup.table.screen, "//form[@id='apSearch']");
+    assert_int_equal(f->lookup.table.max_rows, 200);
+    assert_int_equal(f->lookup.max_pages, 5);
+    assert_false(f->lookup.detail.present);
+    assert_false(f->lookup.has_finished);
+    assert_int_equal(flow_commit_index(f), 1);
     assert_int_equal(f->lookup.table.n_cols, 8);
     assert_string_equal(f->lookup.table.cols[0].name, "doc");
     assert_string_equal(f->lookup.table.cols[0].xpath, "td[@class='docNo']");
