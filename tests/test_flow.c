@@ -1076,7 +1076,7 @@ static char *replace_once(const char *text, const char *find, const char *repl)
     assert_non_null(out);
     memcpy(out, text, (size_t)(at - text));
     memcpy(out + (at - text), repl, strlen(repl));
-    strcpy(out + (at - text) + strlen(repl), at + strlen(find));
+    memcpy(out + (at - text) + strlen(repl), at + strlen(find), strlen(at + strlen(find)) + 1);
     return out;
 }
 
@@ -1251,7 +1251,8 @@ static char *nested_xpath(size_t depth)
     size_t n = 0;
 
     assert_non_null(x);
-    n += (size_t)sprintf(x, "//a[");
+    memcpy(x, "//a[", 4);
+    n += 4;
     for (size_t i = 1; i < depth; i++)
         x[n++] = '(';
     x[n++] = '1';
