@@ -17,6 +17,7 @@
 
 #define FLOW_NS "urn:apbot:flow:1"
 #define FLOW_PROBLEMS_MAX 200   /* problems kept for the report; the rest are counted */
+#define FLOW_LIST_MAX 1000      /* elements of one kind in one place (fields, rules, ...) */
 #define FLOW_XPATH_MAX_LEN 1024 /* bytes of one XPath expression */
 #define FLOW_XPATH_MAX_DEPTH 32 /* nesting of ( and [ in one XPath (libxml2 recurses) */
 

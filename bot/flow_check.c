@@ -1,10 +1,13 @@
 /*
  * flow_check.c - the semantic checks of a built flow (what `apbot flow check` adds to the
- * schema): every template uses variables allowed in its place, XPath compiles, status specs
- * parse, the post's safety rules hold (exactly one committing step, `completed` rules that
- * yield a document number and never match an empty page, at least one of them), tables name
- * known columns, the lookup compares what the post writes, and the policy numbers agree with
- * each other. Each problem is recorded with its line; nothing here stops at the first one.
+ * schema): every template uses variables allowed in its place and only after they are
+ * captured; XPath is short, shallow and compiles; status specs parse; the post's safety rules
+ * hold (exactly one committing step; `completed` and `saved` rules that yield a document
+ * number that cannot be empty and never match an empty page; `saved`, `repeat` and
+ * `missing="skip"` only where they are safe; follow-up steps that can be re-run on the saved
+ * document, with a <finished> lookup to tell a draft from a booking); tables name known
+ * columns; the lookup compares what the post writes; the policy numbers agree with each
+ * other. Each problem is recorded with its line; nothing here stops at the first one.
  * Building the struct and compiling patterns is flow_load.c's; the template grammar is
  * flow_template.c's.
  */
@@ -469,10 +472,13 @@ struct flow_post_scan {
     size_t ci;             /* committing step */
     bool has_commit;       /* some step commits */
     bool doc_by_commit;    /* doc captured at or before the committing step */
-    const char **captures; /* names captured so far, in step order */
+    const char **captures; /* names captured so far, in step order (borrowed from the flow) */
     size_t *capture_step;  /* the step capturing captures[i] */
     size_t n_captures, cap;
 };
+
+/* Bound on captures in a flow: FLOW_LIST_MAX per step, and as many steps. */
+#define FLOW_CAPTURES_MAX ((size_t)FLOW_LIST_MAX * (FLOW_LIST_MAX + 1))
 
 static void flow_check_fields(struct flow_ctx *c, const struct flow_field *fd, size_t n,
                               const struct flow_scope *sc, const char *what)
@@ -753,8 +759,8 @@ static void flow_scan_captures(struct flow_ctx *c, struct flow_post_scan *ps, si
         if (!name)
             continue;
         if (apbot_grow((void **)&ps->captures, &ps->cap, ps->n_captures, sizeof(*ps->captures),
-                       (size_t)-1 / sizeof(size_t)) != APBOT_OK)
-            abort();
+                       FLOW_CAPTURES_MAX) != APBOT_OK)
+            abort(); /* the loader bounds both counts */
         ps->capture_step = apbot_xrealloc(ps->capture_step, ps->cap * sizeof(*ps->capture_step));
         ps->captures[ps->n_captures] = name;
         ps->capture_step[ps->n_captures++] = i;
@@ -839,7 +845,7 @@ static void flow_check_post(struct flow_ctx *c)
     for (size_t i = 0; i < f->n_steps; i++) {
         const struct flow_step *s = &f->steps[i];
         bool after = ps.has_commit && i > ps.ci;
-        const char *avail[FLOW_PROBLEMS_MAX];
+        const char **avail = apbot_xcalloc(ps.n_captures + 1, sizeof(*avail));
         struct flow_scope url = {.place = FLOW_P_STEP_URL}, field;
         char msg[160];
 
@@ -848,7 +854,7 @@ static void flow_check_post(struct flow_ctx *c)
         for (size_t j = 0; j < ps.n_captures; j++) {
             if (strcmp(ps.captures[j], "doc") == 0)
                 url.doc = true;
-            else if ((!after || ps.capture_step[j] > ps.ci) && url.n_captures < FLOW_PROBLEMS_MAX)
+            else if (!after || ps.capture_step[j] > ps.ci)
                 avail[url.n_captures++] = ps.captures[j];
         }
         url.captures = avail;
@@ -906,6 +912,7 @@ static void flow_check_post(struct flow_ctx *c)
         if (!ps.has_commit || i <= ps.ci)
             for (size_t j = 0; j < ps.n_captures; j++)
                 ps.doc_by_commit = ps.doc_by_commit || strcmp(ps.captures[j], "doc") == 0;
+        free(avail);
     }
     flow_check_rules(c, f->outcomes, f->n_outcomes, FLOW_RULES_OUTCOMES, "<outcomes>");
     for (size_t i = 0; i < f->n_outcomes; i++) {

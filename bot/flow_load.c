@@ -31,7 +31,6 @@
 #include "flow-int.h"
 
 #define FLOW_FILE_MAX (1024 * 1024) /* bytes of a flow file: a hand-written file is far smaller */
-#define FLOW_LIST_MAX 1000          /* elements of one kind in one place (fields, rules, ...) */
 
 char *flow_schema_text(void)
 {
