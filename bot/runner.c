@@ -681,6 +681,9 @@ static const struct flow_rule *rule_match(const struct flow_rule *rules, size_t 
         const struct flow_rule *rule = &rules[i];
         if (rule->status && !match_status(rule->status, resp->status))
             continue;
+        if (rule->url && !(resp->effective_url && match_exec(rule->url, resp->effective_url,
+                                                             strlen(resp->effective_url), NULL)))
+            continue;
         struct match_result *m = NULL;
         if (rule->body && !match_exec(rule->body, resp->body ? resp->body : "",
                                       resp->body ? resp->body_len : 0, &m))
@@ -803,6 +806,7 @@ static enum machine_event rule_event(struct job *j, const struct flow_rule *rule
         j->relogin = true;
         snprintf(j->detail, sizeof(j->detail), "the ERP showed the login page (rule %s)", name);
         return MACHINE_EV_NOT_SENT;
+    case FLOW_OUT_SAVED: /* not run by this runner yet: the document exists, reconcile */
     case FLOW_OUT_UNKNOWN:
     case FLOW_OUT__COUNT:
         snprintf(j->detail, sizeof(j->detail), "ambiguous answer (rule %s)", name);
@@ -1441,6 +1445,31 @@ out:
 
 /* ---- the calling thread ----------------------------------------------------------------- */
 
+/* A flow element this runner does not drive yet, or NULL. Refusing the flow is safer than
+ * pressing the first of several buttons or booking one line of many. */
+static const char *flow_unsupported(const struct flow *f)
+{
+    for (size_t i = 0; i < f->n_session_expired; i++)
+        if (f->session_expired[i].status || f->session_expired[i].redirect)
+            return "<session-expired status= or redirect=>";
+    if (f->login.present && !f->login.has_form)
+        return "a login without <form>";
+    if (f->lookup.detail.present || f->lookup.has_finished)
+        return "<detail> or <finished> in the lookup";
+    if (flow_commit_index(f) + 1 < f->n_steps)
+        return "steps after the committing step";
+    for (size_t i = 0; i < f->n_steps; i++) {
+        const struct flow_step *st = &f->steps[i];
+        if (st->form.submit_value || st->form.lines.present || st->n_captures ||
+            st->repeat_until_lines)
+            return "submit-value=, <lines>, <capture> or repeat=";
+        for (size_t k = 0; k < st->form.n_fields; k++)
+            if (st->form.fields[k].option != FLOW_OPTION_DEFAULT)
+                return "option=";
+    }
+    return NULL;
+}
+
 static long pick(long override, long flow_value, long fallback)
 {
     if (override > 0)
@@ -1453,16 +1482,17 @@ static void policy_setup(struct runner *r)
     const struct runner_options *o = r->opt;
     const struct flow_policy *fp = &r->flow->policy;
     struct runner_policy *p = &r->pol;
-    struct machine_policy def = machine_policy_default();
+    struct flow_policy def = flow_policy_default(); /* the one place of the defaults */
 
-    p->timeout_ms = pick(o->timeout_ms, fp->timeout_ms, 30000);
-    p->connect_timeout_ms = pick(o->connect_timeout_ms, fp->connect_timeout_ms, 5000);
-    p->settle_ms = pick(o->settle_ms, fp->settle_ms, 60000);
-    p->backoff_base_ms = pick(o->backoff_base_ms, fp->backoff_base_ms, 1000);
-    p->backoff_cap_ms = pick(o->backoff_cap_ms, fp->backoff_cap_ms, 60000);
+    p->timeout_ms = pick(o->timeout_ms, fp->timeout_ms, def.timeout_ms);
+    p->connect_timeout_ms =
+        pick(o->connect_timeout_ms, fp->connect_timeout_ms, def.connect_timeout_ms);
+    p->settle_ms = pick(o->settle_ms, fp->settle_ms, def.settle_ms);
+    p->backoff_base_ms = pick(o->backoff_base_ms, fp->backoff_base_ms, def.backoff_base_ms);
+    p->backoff_cap_ms = pick(o->backoff_cap_ms, fp->backoff_cap_ms, def.backoff_cap_ms);
     if (p->backoff_cap_ms < p->backoff_base_ms)
         p->backoff_cap_ms = p->backoff_base_ms;
-    p->lease_ms = pick(o->lease_ms, fp->lease_ms, 120000);
+    p->lease_ms = pick(o->lease_ms, fp->lease_ms, def.lease_ms);
     /* A lease must outlast one exchange plus the renewal before it. */
     long min_lease = p->timeout_ms + p->connect_timeout_ms + 2 * RUNNER_LEASE_MARGIN_MS;
     if (p->lease_ms < min_lease)
@@ -1546,6 +1576,13 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     rc = flow_load(opt->flow_path, &r->flow, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "flow %.100s: %.400s", opt->flow_path, err);
+        goto out;
+    }
+    const char *unsupported = flow_unsupported(r->flow);
+    if (unsupported) {
+        rc = APBOT_E_INVAL;
+        snprintf(ret->message, sizeof(ret->message), "flow %.100s: this runner cannot drive %s yet",
+                 opt->flow_path, unsupported);
         goto out;
     }
     r->base_url = opt->erp_url && *opt->erp_url ? opt->erp_url : r->flow->base_url;
