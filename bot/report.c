@@ -664,6 +664,7 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
     if (rc != APBOT_OK)
         return rc;
     switch (res.answer) {
+    case ERP_FOUND_UNFINISHED: /* not produced until the ERP driver reads <finished> */
     case ERP_FAILED:
         rc = apbot_fail(err, errlen, APBOT_E_NET, "checking item %lld in the ERP: %s",
                         (long long)it->id, res.detail);

@@ -608,6 +608,7 @@ static enum machine_event job_lookup(struct job *j)
     }
     enum machine_event ev = MACHINE_EV_LOOKUP_FAILED;
     switch (res.answer) {
+    case ERP_FOUND_UNFINISHED: /* not produced until the ERP driver reads <finished> */
     case ERP_FAILED:
         if (stopping(w->r)) {
             ev = MACHINE_EV_RELEASED;
