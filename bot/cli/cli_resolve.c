@@ -145,6 +145,7 @@ static enum verify_result verify_posted(const struct flow *f, const char *erp_ur
         goto out;
     }
     switch (res.answer) {
+    case ERP_FOUND_UNFINISHED: /* not produced until the ERP driver reads <finished> */
     case ERP_FAILED:
         snprintf(what, len, "the ERP lookup failed: %s", res.detail);
         v = VERIFY_UNREADABLE;
