@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "apbot/invoice.h"
+#include "apbot/csvin.h"
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
 #include "helpers/reader_sink.h"
