@@ -26,6 +26,7 @@
 
 #include <libxml/globals.h>
 #include <libxml/parser.h>
+#include <libxml/parserInternals.h>
 #include <libxml/SAX2.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xpathInternals.h>
@@ -275,10 +276,14 @@ int xmlin_parse(const char *name, const struct xmlin_src *src, xmlDocPtr *ret_do
         enc = XML_CHAR_ENCODING_UTF16BE;
     xmlDocPtr doc = NULL;
     int rc = APBOT_OK;
-    st.ctxt = xmlCreateIOParserCtxt(&sax, NULL, xmlin_io_read, NULL, &st, enc);
+    st.ctxt = xmlCreateIOParserCtxt(&sax, NULL, xmlin_io_read, NULL, &st, XML_CHAR_ENCODING_NONE);
     if (!st.ctxt)
         abort(); /* only out-of-memory lands here */
     st.ctxt->_private = &st;
+    /* After the context holds its input: xmlCreateIOParserCtxt's own encoding argument is
+     * applied before the input is pushed and is lost (libxml2 2.9). */
+    if (enc != XML_CHAR_ENCODING_NONE && xmlSwitchEncoding(st.ctxt, enc) != 0)
+        xmlin_stop(&st, APBOT_E_PARSE, "cannot decode %s", src->encoding);
     int opts = XML_PARSE_NONET | XML_PARSE_NOCDATA | XML_PARSE_NOBLANKS | XML_PARSE_NOERROR |
                XML_PARSE_NOWARNING;
 #if LIBXML_VERSION >= 21300
