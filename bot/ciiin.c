@@ -386,35 +386,25 @@ static int ciiin_extract(struct xmlin *c, const struct vendor_map *vendors, stru
     return APBOT_OK;
 }
 
-int ciiin_read_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-                   const struct invoice_sink *sink)
+void ciiin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+               struct xmlin_result *ret)
 {
     static const char *const ns[] = {"rsm", XMLIN_NS_CII_RSM, "ram", CII_NS_RAM, "udt", CII_NS_UDT};
     struct xmlin c;
     xmlin_init(&c, name, doc, ns, 3);
-    struct invoice inv;
-    invoice_init(&inv);
-    int rc = APBOT_OK;
     const char *href = c.root->ns ? (const char *)c.root->ns->href : "";
-    if (!xmlStrEqual(c.root->name, BAD_CAST "CrossIndustryInvoice") ||
-        strcmp(href, XMLIN_NS_CII_RSM) != 0) {
+    bool cii = xmlStrEqual(c.root->name, BAD_CAST "CrossIndustryInvoice") &&
+               strcmp(href, XMLIN_NS_CII_RSM) == 0;
+    if (!cii)
         xmlin_fail(&c, "",
                    "not a CII D16B CrossIndustryInvoice (root element '%.60s' in namespace "
                    "'%.120s')",
                    (const char *)c.root->name, href);
-        goto refuse;
-    }
-    if (ciiin_extract(&c, vendors, &inv) != APBOT_OK)
-        goto refuse;
-    snprintf(c.where, sizeof(c.where), "%s#/%s", name, c.rootname);
-    rc = sink->accept(sink->ctx, &inv, c.where);
-    goto out;
-refuse:
-    sink->refuse(sink->ctx, c.where, c.reason);
-out:
-    invoice_done(&inv);
+    if (cii && ciiin_extract(&c, vendors, &ret->inv) == APBOT_OK)
+        xmlin_accepted(&c, ret);
+    else
+        xmlin_refused(&c, ret);
     xmlin_done(&c);
-    return rc;
 }
 
 int ciiin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
@@ -425,7 +415,7 @@ int ciiin_read(const char *path, const struct vendor_map *vendors, const struct 
     if (rc)
         return rc;
     struct xmlin_src src = {.fd = fd};
-    rc = xmlin_read(path, &src, ciiin_read_doc, vendors, sink, err, errlen);
+    rc = xmlin_read(path, &src, ciiin_doc, vendors, sink, err, errlen);
     close(fd);
     return rc;
 }
@@ -434,5 +424,5 @@ int ciiin_read_mem(const char *name, const void *data, size_t len, const struct 
                    const struct invoice_sink *sink, char *err, size_t errlen)
 {
     struct xmlin_src src = {.fd = -1, .data = data, .len = len};
-    return xmlin_read(name, &src, ciiin_read_doc, vendors, sink, err, errlen);
+    return xmlin_read(name, &src, ciiin_doc, vendors, sink, err, errlen);
 }

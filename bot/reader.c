@@ -111,24 +111,24 @@ int reader_open(const char *path, int *ret_fd, char *err, size_t errlen)
     return APBOT_OK;
 }
 
-/* XML by its root: CII CrossIndustryInvoice or UBL (whose reader refuses any other root). */
-static int reader_xml_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-                          const struct invoice_sink *sink)
+/* XML by its root: CII CrossIndustryInvoice or UBL; any other root is refused naming both. */
+static void reader_xml_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+                           struct xmlin_result *ret)
 {
     xmlNodePtr root = xmlDocGetRootElement(doc);
     const char *href = root->ns ? (const char *)root->ns->href : "";
-    if (strcmp(href, XMLIN_NS_CII_RSM) == 0)
-        return ciiin_read_doc(name, doc, vendors, sink);
-    if (strcmp(href, XMLIN_NS_UBL_INVOICE) == 0 || strcmp(href, XMLIN_NS_UBL_CREDIT) == 0)
-        return ublin_read_doc(name, doc, vendors, sink);
-    char where[1200], reason[APBOT_ERR_LEN];
-    snprintf(where, sizeof(where), "%s#/%.60s", name, (const char *)root->name);
-    snprintf(reason, sizeof(reason),
-             "not a UBL 2.1 Invoice or CreditNote nor a CII D16B CrossIndustryInvoice (root "
-             "element '%.60s' in namespace '%.120s')",
-             (const char *)root->name, href);
-    sink->refuse(sink->ctx, where, reason);
-    return APBOT_OK;
+    if (strcmp(href, XMLIN_NS_CII_RSM) == 0) {
+        ciiin_doc(name, doc, vendors, ret);
+    } else if (strcmp(href, XMLIN_NS_UBL_INVOICE) == 0 || strcmp(href, XMLIN_NS_UBL_CREDIT) == 0) {
+        ublin_doc(name, doc, vendors, ret);
+    } else {
+        ret->refused = true;
+        snprintf(ret->where, sizeof(ret->where), "%s#/%.60s", name, (const char *)root->name);
+        snprintf(ret->reason, sizeof(ret->reason),
+                 "not a UBL 2.1 Invoice or CreditNote nor a CII D16B CrossIndustryInvoice (root "
+                 "element '%.60s' in namespace '%.120s')",
+                 (const char *)root->name, href);
+    }
 }
 
 int reader_read_file(const char *path, const struct vendor_map *vendors,

@@ -244,42 +244,33 @@ static int ublin_extract(struct xmlin *u, const char *line_el, const struct vend
     return APBOT_OK;
 }
 
-int ublin_read_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-                   const struct invoice_sink *sink)
+void ublin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+               struct xmlin_result *ret)
 {
     static const char *const ns[] = {"cac", UBL_NS_CAC, "cbc", UBL_NS_CBC};
     struct xmlin u;
     xmlin_init(&u, name, doc, ns, 2);
-    struct invoice inv;
-    invoice_init(&inv);
-    int rc = APBOT_OK;
+    struct invoice *inv = &ret->inv;
     const char *href = u.root->ns ? (const char *)u.root->ns->href : "";
     const char *line_el = NULL;
     if (xmlStrEqual(u.root->name, BAD_CAST "Invoice") && strcmp(href, XMLIN_NS_UBL_INVOICE) == 0) {
-        inv.doc_type = INVOICE_DOC_INVOICE;
+        inv->doc_type = INVOICE_DOC_INVOICE;
         line_el = "cac:InvoiceLine";
     } else if (xmlStrEqual(u.root->name, BAD_CAST "CreditNote") &&
                strcmp(href, XMLIN_NS_UBL_CREDIT) == 0) {
-        inv.doc_type = INVOICE_DOC_CREDIT_NOTE;
+        inv->doc_type = INVOICE_DOC_CREDIT_NOTE;
         line_el = "cac:CreditNoteLine";
     } else {
         xmlin_fail(&u, "",
                    "not a UBL 2.1 Invoice or CreditNote (root element '%.60s' in namespace "
                    "'%.120s')",
                    (const char *)u.root->name, href);
-        goto refuse;
     }
-    if (ublin_extract(&u, line_el, vendors, &inv) != APBOT_OK)
-        goto refuse;
-    snprintf(u.where, sizeof(u.where), "%s#/%s", name, u.rootname);
-    rc = sink->accept(sink->ctx, &inv, u.where);
-    goto out;
-refuse:
-    sink->refuse(sink->ctx, u.where, u.reason);
-out:
-    invoice_done(&inv);
+    if (line_el && ublin_extract(&u, line_el, vendors, inv) == APBOT_OK)
+        xmlin_accepted(&u, ret);
+    else
+        xmlin_refused(&u, ret);
     xmlin_done(&u);
-    return rc;
 }
 
 int ublin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
@@ -290,7 +281,7 @@ int ublin_read(const char *path, const struct vendor_map *vendors, const struct 
     if (rc)
         return rc;
     struct xmlin_src src = {.fd = fd};
-    rc = xmlin_read(path, &src, ublin_read_doc, vendors, sink, err, errlen);
+    rc = xmlin_read(path, &src, ublin_doc, vendors, sink, err, errlen);
     close(fd);
     return rc;
 }
@@ -299,5 +290,5 @@ int ublin_read_mem(const char *name, const void *data, size_t len, const struct 
                    const struct invoice_sink *sink, char *err, size_t errlen)
 {
     struct xmlin_src src = {.fd = -1, .data = data, .len = len};
-    return xmlin_read(name, &src, ublin_read_doc, vendors, sink, err, errlen);
+    return xmlin_read(name, &src, ublin_doc, vendors, sink, err, errlen);
 }

@@ -4,7 +4,7 @@
  * read amounts, dates, texts and the seller the same way in every syntax.
  *
  * xmlin.c owns the parse; ublin.c and ciiin.c each turn a parsed document into an invoice
- * (ublin_read_doc, ciiin_read_doc), so reader.c parses once and picks the reader by the root.
+ * (ublin_doc, ciiin_doc), so reader.c parses once and picks the reader by the root.
  */
 #ifndef APBOT_XMLIN_INT_H
 #define APBOT_XMLIN_INT_H
@@ -17,6 +17,7 @@
 #include <libxml/xpath.h>
 
 #include "apbot/error.h"
+#include "apbot/invoice.h"
 
 struct invoice;
 struct invoice_sink;
@@ -96,20 +97,32 @@ struct xmlin_seller_paths {
 int xmlin_seller(struct xmlin *x, const struct xmlin_seller_paths *p,
                  const struct vendor_map *vendors, struct invoice *inv);
 
-/* The readers' document-level entries: read the parsed doc (not freed) into one invoice and
- * hand it to the sink (accept or refuse). Return the sink's accept code or APBOT_OK. */
-int ublin_read_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-                   const struct invoice_sink *sink);
-int ciiin_read_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-                   const struct invoice_sink *sink);
+/* What reading one parsed document gives: an invoice, or a refusal with its place. */
+struct xmlin_result {
+    struct invoice inv; /* the invoice when !refused (invoice_init'ed by xmlin_read) */
+    bool refused;
+    char where[1400]; /* "name#/Invoice" or the refused element's place */
+    char reason[APBOT_ERR_LEN];
+};
 
-/* A reader's document-level entry (ublin_read_doc, ciiin_read_doc, reader.c's dispatcher). */
-typedef int (*xmlin_doc_fn)(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-                            const struct invoice_sink *sink);
+/* Ends a document: where = "name#/<root>" (accepted) or x's refusal into ret. */
+void xmlin_accepted(const struct xmlin *x, struct xmlin_result *ret);
+void xmlin_refused(const struct xmlin *x, struct xmlin_result *ret);
+
+/* A reader's document-level entry: reads the parsed doc (not freed) into ret. ublin_doc reads
+ * UBL 2.1, ciiin_doc CII D16B; each refuses any other root. */
+typedef void (*xmlin_doc_fn)(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+                             struct xmlin_result *ret);
+void ublin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+               struct xmlin_result *ret);
+void ciiin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+               struct xmlin_result *ret);
 
 /*
- * Parses src (xmlin_parse) and hands the document to fn. A DOCTYPE is a refusal of the document
- * (sink->refuse at name), not a file failure. Returns fn's code, or xmlin_parse's with err.
+ * Parses src (xmlin_parse), reads the document with fn, frees the tree and only then hands the
+ * invoice or the refusal to the sink (so the tree and what the sink builds from the invoice are
+ * never in memory together). A DOCTYPE is a refusal of the document (sink->refuse at name), not
+ * a file failure. Returns the sink's accept code or APBOT_OK, or xmlin_parse's code with err.
  */
 int xmlin_read(const char *name, const struct xmlin_src *src, xmlin_doc_fn fn,
                const struct vendor_map *vendors, const struct invoice_sink *sink, char *err,

@@ -81,8 +81,8 @@ static bool xmlin_charge(struct xmlin_parse *st, size_t n, size_t t)
     st->text += t;
     if (st->nodes > READER_XML_MAX_NODES)
         xmlin_stop(st, APBOT_E_LIMIT,
-                   "more than %d XML nodes (elements, attributes, comments) near line %d: "
-                   "apbot reads invoices up to that size",
+                   "more than %d XML nodes (elements, attributes, texts, comments) near line "
+                   "%d: apbot reads invoices up to that size",
                    READER_XML_MAX_NODES, xmlin_line(st));
     else if (st->text > READER_XML_MAX_TEXT)
         xmlin_stop(st, APBOT_E_LIMIT,
@@ -142,7 +142,10 @@ static void xmlin_sax_characters(void *ctx, const xmlChar *ch, int len)
     struct xmlin_parse *st = xmlin_st(ctx);
     if (st->drop_depth || len <= 0)
         return; /* an attachment's base64: nobody reads it, so it is never kept */
-    if (xmlin_charge(st, 0, (size_t)len))
+    /* A new text node, unless the tree builder appends to the one it made last. */
+    xmlNodePtr parent = ((xmlParserCtxtPtr)ctx)->node;
+    size_t n = parent && parent->last && parent->last->type == XML_TEXT_NODE ? 0 : 1;
+    if (xmlin_charge(st, n, (size_t)len))
         xmlSAX2Characters(ctx, ch, len);
 }
 
@@ -332,8 +335,16 @@ int xmlin_read(const char *name, const struct xmlin_src *src, xmlin_doc_fn fn,
     }
     if (rc)
         return apbot_fail(err, errlen, rc, "%s", perr);
-    rc = fn(name, doc, vendors, sink);
+    struct xmlin_result *r = apbot_xcalloc(1, sizeof(*r));
+    invoice_init(&r->inv);
+    fn(name, doc, vendors, r);
     xmlFreeDoc(doc);
+    if (r->refused)
+        sink->refuse(sink->ctx, r->where, r->reason);
+    else
+        rc = sink->accept(sink->ctx, &r->inv, r->where);
+    invoice_done(&r->inv);
+    free(r);
     return rc;
 }
 
@@ -364,6 +375,19 @@ void xmlin_done(struct xmlin *x)
     if (x->xp)
         xmlXPathFreeContext(x->xp);
     x->xp = NULL;
+}
+
+void xmlin_accepted(const struct xmlin *x, struct xmlin_result *ret)
+{
+    ret->refused = false;
+    snprintf(ret->where, sizeof(ret->where), "%s#/%s", x->name, x->rootname);
+}
+
+void xmlin_refused(const struct xmlin *x, struct xmlin_result *ret)
+{
+    ret->refused = true;
+    memcpy(ret->where, x->where, sizeof(ret->where));
+    memcpy(ret->reason, x->reason, sizeof(ret->reason));
 }
 
 int xmlin_fail(struct xmlin *x, const char *rel, const char *fmt, ...)

@@ -348,14 +348,15 @@ static void test_reader_xml_bounds(void **state)
 {
     (void)state;
     char path[512];
-    /* just under the node bound: read (the document's own elements stay well under 100) */
-    expect_limit(write_repeated("nodes.xml", "<cbc:Note>%zu</cbc:Note>\n", READER_XML_MAX_NODES + 1,
-                                path, sizeof(path)),
+    /* a note is two nodes (the element and its text); just past the bound: refused, just under
+     * it (the document's own nodes are well under 200): read */
+    expect_limit(write_repeated("nodes.xml", "<cbc:Note>%zu</cbc:Note>\n",
+                                READER_XML_MAX_NODES / 2 + 1, path, sizeof(path)),
                  "more than 200000 XML nodes");
     struct got g;
     char err[APBOT_ERR_LEN];
     assert_int_equal(read_any(write_repeated("fewer.xml", "<cbc:Note>%zu</cbc:Note>\n",
-                                             READER_XML_MAX_NODES - 100, path, sizeof(path)),
+                                             READER_XML_MAX_NODES / 2 - 100, path, sizeof(path)),
                               &g, err),
                      APBOT_OK);
     assert_int_equal(g.n_inv, 1);

@@ -33,14 +33,15 @@ struct invoice_sink {
  * EmbeddedDocumentBinaryObject or AttachmentBinaryObject element) are skipped as they stream by
  * and never kept, so they cost time, not memory.
  */
-#define READER_XML_MAX_BYTES (64u * 1024 * 1024) /* bytes in one XML file */
-#define READER_XML_MAX_NODES                                                                       \
-    200000 /* elements, attributes, namespace declarations,                                        \
-              comments and PIs in one document */
-#define READER_XML_MAX_TEXT                                                                        \
-    (8u * 1024 * 1024)           /* bytes of text and attribute values kept,                       \
-                                    attachments not counted */
-#define READER_XML_MAX_DEPTH 128 /* element nesting */
+/* bytes in one XML file */
+#define READER_XML_MAX_BYTES (64u * 1024 * 1024)
+/* nodes in one document: elements, attributes, namespace declarations, texts, comments and PIs
+ * (about 6,000 UBL invoice lines) */
+#define READER_XML_MAX_NODES 200000
+/* bytes of text and attribute values kept (attachments are not kept, so not counted) */
+#define READER_XML_MAX_TEXT (4u * 1024 * 1024)
+/* element nesting */
+#define READER_XML_MAX_DEPTH 128
 
 /* What a file is, judged by its first bytes (reader_sniff). */
 enum reader_format {
