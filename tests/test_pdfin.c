@@ -331,6 +331,23 @@ static void test_pdfin_refusals(void **state)
     unlink(path);
     free(p.b);
 
+    /* a good PDF with a broken cross-reference offset: qpdf could rebuild it by scanning the
+     * file, but damaged PDFs are refused, not repaired */
+    struct att ok = {"factur-x.xml", cii_f1, sizeof(cii_f1) - 1, NULL};
+    pdf_build(&p, &ok, 1, true, true);
+    char *sx = strstr(p.b, "startxref\n");
+    assert_non_null(sx);
+    char *d = sx + 10;
+    while (d[1] >= '0' && d[1] <= '9')
+        *d++ = '0';
+    *d = '5'; /* the offset now points into the header line */
+    pdf_file(&p, path, sizeof(path));
+    assert_int_equal(read_path(path, &g, err), APBOT_E_PARSE);
+    assert_has(err, "not a readable PDF");
+    assert_int_equal(g.n_inv + g.n_ref, 0);
+    unlink(path);
+    free(p.b);
+
     /* oversized: refused before qpdf sees it (a sparse file) */
     memset(&p, 0, sizeof(p));
     pdf_printf(&p, "%%PDF-1.7\n");
