@@ -267,14 +267,16 @@ static void pdfin_child(int fd, int out)
         (void)dup2(null, STDERR_FILENO);
     }
     pdfin_limit_child();
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-
     qpdf_data q = qpdf_init();
     qpdf_silence_errors(q);
     qpdf_set_suppress_warnings(q, QPDF_TRUE);
     qpdf_set_attempt_recovery(q, QPDF_FALSE);
-    if (qpdf_read(q, path, "") & QPDF_ERRORS) {
+    /* qpdf opens by name: /proc/self/fd/N is the very file the parent checked (the user's
+     * path is not looked up a second time). */
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    QPDF_ERROR_CODE qrc = qpdf_read(q, path, "");
+    if (qrc & QPDF_ERRORS) {
         qpdf_error e = qpdf_get_error(q);
         bool pw = e && qpdf_get_error_code(q, e) == qpdf_e_password;
         const char *detail = e ? qpdf_get_error_message_detail(q, e) : NULL;

@@ -4,11 +4,12 @@
  * reader_open() refuses anything but a regular file before reading a byte: a FIFO is opened
  * non-blocking (so the open cannot hang waiting for a writer) and refused unread, so a pipe's
  * data stays where it is; a directory, device or socket likewise. reader_sniff() looks only at
- * the first bytes: "%PDF-" is a PDF (Factur-X/ZUGFeRD), a '<' after an optional UTF-8 BOM and
- * blanks is XML, UTF-16 (with a BOM, or ASCII as every other byte NUL) is XML when its first
- * character is '<' and refused otherwise, anything else is CSV. The file name and extension are
- * never trusted (samples come as .xml, .XML and with spaces and commas in the name). XML is
- * parsed once and the root element with its namespace picks UBL 2.1 or CII D16B.
+ * the first bytes, in this order: UTF-16 (a BOM, or an ASCII first character as two bytes, one
+ * NUL) is XML when its first character is '<' and refused otherwise; a '<' after an optional
+ * UTF-8 BOM and blanks is XML; "%PDF-" in the first 1024 bytes is a PDF (Factur-X/ZUGFeRD);
+ * anything else is CSV. The file name and extension are never trusted (samples come as .xml, .XML
+ * and with spaces and commas in the name). XML is parsed once and the root element with its
+ * namespace picks UBL 2.1 or CII D16B.
  */
 #include "apbot/reader.h"
 
@@ -36,10 +37,6 @@ enum reader_format reader_sniff(const unsigned char *head, size_t n)
 {
     if (n > READER_HEAD)
         n = READER_HEAD;
-    static const char pdf[] = "%PDF-";
-    for (size_t i = 0; i + sizeof(pdf) - 1 <= n; i++)
-        if (memcmp(head + i, pdf, sizeof(pdf) - 1) == 0)
-            return READER_PDF;
 
     /* UTF-16: a BOM, or an ASCII first character written as two bytes, one of them NUL. */
     int le = -1;
@@ -68,14 +65,22 @@ enum reader_format reader_sniff(const unsigned char *head, size_t n)
         return n < READER_HEAD ? READER_EMPTY : READER_UTF16_TEXT;
     }
 
-    i = 0;
-    if (n >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF)
-        i = 3;
+    /* UTF-8 XML: a '<' after an optional BOM and blanks, whatever follows it. */
+    i = n >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF ? 3 : 0;
     while (i < n && reader_blank(head[i]))
         i++;
+    if (i < n && head[i] == '<')
+        return READER_XML;
+
+    /* A PDF header may follow some junk (PDF readers accept it in the first 1024 bytes). */
+    static const char pdf[] = "%PDF-";
+    for (size_t k = 0; k + sizeof(pdf) - 1 <= n; k++)
+        if (memcmp(head + k, pdf, sizeof(pdf) - 1) == 0)
+            return READER_PDF;
+
     if (i == n)
         return n < READER_HEAD ? READER_EMPTY : READER_CSV;
-    return head[i] == '<' ? READER_XML : READER_CSV;
+    return READER_CSV;
 }
 
 int reader_open(const char *path, int *ret_fd, char *err, size_t errlen)

@@ -51,6 +51,8 @@ static const struct sniff_row sniff_table[] = {
     ROW("\xEF\xBB\xBFvendor_id;invoice_number", READER_CSV),
     ROW("%PDF-1.7\n", READER_PDF),
     ROW("junk before\n%PDF-1.4\n", READER_PDF),
+    ROW("<Invoice><cbc:Note>%PDF-1.4</cbc:Note>", READER_XML),
+    ROW("\xEF\xBB\xBF<a>%PDF-", READER_XML),
     ROW("\xFF\xFE<\0?\0x\0", READER_XML_UTF16LE),
     ROW("\xFE\xFF\0<\0?", READER_XML_UTF16BE),
     ROW("<\0?\0x\0m\0l\0", READER_XML_UTF16LE),
