@@ -440,7 +440,11 @@ int pdfin_extract(int fd, const char *name, char **ret_xml, size_t *ret_len,
         }
         memcpy(ret_name, d + 1, PDFIN_NAME_MAX);
         ret_name[PDFIN_NAME_MAX - 1] = '\0';
-        *ret_xml = apbot_xstrndup(d + 1 + PDFIN_NAME_MAX + 8, (size_t)len);
+        /* Take the buffer over and move the XML to its front: no second copy of up to 16 MiB. */
+        char *all = apbot_buf_steal(&got, NULL);
+        memmove(all, all + 1 + PDFIN_NAME_MAX + 8, (size_t)len);
+        all[len] = '\0';
+        *ret_xml = all;
         *ret_len = (size_t)len;
         break;
     }
