@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
 # Every C file clang-format keeps in shape; `make format` rewrites them, CI runs format-check.
-FORMAT_FILES = $(wildcard bot/*.c bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
+FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
                  tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
 
 .PHONY: all deps build test test-plain test-asan demo bench clean format format-check

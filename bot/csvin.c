@@ -18,7 +18,7 @@
  *   invoice_number is refused and also refuses the invoice it interrupts (it may be one of
  *   its lines). Memory is bounded by the largest invoice (at most CSVIN_MAX_LINES lines).
  */
-#include "apbot/reader.h"
+#include "apbot/csvin.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,11 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <csv.h>
 
+#include "apbot/buf.h"
 #include "apbot/invoice.h"
+#include "apbot/mem.h"
 #include "apbot/money.h"
+#include "apbot/reader.h"
 #include "apbot/vendors.h"
 
 #define CSVIN_FIELD_MAX (64 * 1024) /* bytes in one field */
@@ -51,6 +55,7 @@ struct csvin_driver {
     bool too_many;   /* this row had more than CSVIN_MAX_FIELDS fields */
     bool nul_byte;   /* a field held a NUL byte */
     size_t line;     /* physical line being fed, 1-based */
+    bool last_cr;    /* the last byte fed was '\r' (a '\n' right after it ends no new line) */
     size_t row_line; /* line the current row started on */
     bool at_boundary;
     int rc; /* first non-zero from fn */
@@ -147,7 +152,11 @@ static int csvin_parse_error(struct csvin_driver *d, struct csv_parser *p)
                       d->path, d->at_boundary ? d->line : d->row_line);
 }
 
-/* Feeds one segment that ends at most at a '\n'. Returns false on a libcsv error. */
+/*
+ * Feeds one segment that ends at most at a line break ('\n' or '\r'); counts physical lines
+ * the way editors do: "\n", "\r\n" and a lone "\r" (old Mac files) each end one line, also when
+ * a "\r\n" is split across two reads. Returns false on a libcsv error.
+ */
 static bool csvin_feed(struct csvin_driver *d, struct csv_parser *p, const char *s, size_t len)
 {
     if (d->at_boundary) {
@@ -161,13 +170,34 @@ static bool csvin_feed(struct csvin_driver *d, struct csv_parser *p, const char 
     }
     if (csv_parse(p, s, len, csvin_cb_field, csvin_cb_row, d) != len)
         return false;
-    if (len && s[len - 1] == '\n')
+    if (!len)
+        return true;
+    char last = s[len - 1];
+    if (last == '\r' || (last == '\n' && !(len == 1 && d->last_cr)))
         d->line++;
+    d->last_cr = last == '\r';
     return true;
 }
 
-int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
-                   size_t errlen)
+/* Reads up to len bytes (fewer only at end of file); -1 on error. */
+static ssize_t csvin_read_full(int fd, char *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+int csvin_each_row_fd(int fd, const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
+                      size_t errlen)
 {
     struct csvin_driver d = {.fn = fn,
                              .ctx = ctx,
@@ -178,33 +208,28 @@ int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char
                              .err = err,
                              .errlen = errlen};
     struct csv_parser p;
-    bool parser_ok = false;
     int rc = APBOT_OK;
-    char *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot seek: %s", path, strerror(errno));
 
-    d.fields = calloc(CSVIN_MAX_FIELDS, sizeof(*d.fields));
-    d.caps = calloc(CSVIN_MAX_FIELDS, sizeof(*d.caps));
-    buf = malloc(CSVIN_CHUNK);
-    if (!d.fields || !d.caps || !buf)
-        abort();
+    d.fields = apbot_xcalloc(CSVIN_MAX_FIELDS, sizeof(*d.fields));
+    d.caps = apbot_xcalloc(CSVIN_MAX_FIELDS, sizeof(*d.caps));
+    char *buf = apbot_xmalloc(CSVIN_CHUNK);
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
         abort();
-    parser_ok = true;
     csv_set_realloc_func(&p, csvin_realloc);
 
     bool first = true;
     for (;;) {
-        size_t got = fread(buf, 1, CSVIN_CHUNK, f);
-        if (got == 0) {
-            if (ferror(f))
-                rc = apbot_fail(err, errlen, APBOT_E_IO, "%s: read error", path);
+        ssize_t got = csvin_read_full(fd, buf, CSVIN_CHUNK);
+        if (got < 0) {
+            rc = apbot_fail(err, errlen, APBOT_E_IO, "%s: read error: %s", path, strerror(errno));
             break;
         }
+        if (got == 0)
+            break;
         const char *s = buf;
-        size_t len = got;
+        size_t len = (size_t)got;
         if (first) {
             first = false;
             if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
@@ -214,8 +239,11 @@ int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char
             csv_set_delim(&p, (unsigned char)(delim ? delim : csvin_sniff(s, len)));
         }
         while (len) {
-            const char *nl = memchr(s, '\n', len);
-            size_t seg = nl ? (size_t)(nl - s) + 1 : len;
+            size_t seg = 0;
+            while (seg < len && s[seg] != '\n' && s[seg] != '\r')
+                seg++;
+            if (seg < len)
+                seg++; /* the line break ends the segment */
             if (!csvin_feed(&d, &p, s, seg)) {
                 rc = d.rc ? d.rc : csvin_parse_error(&d, &p);
                 goto out;
@@ -240,14 +268,24 @@ int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char
     }
     rc = d.rc;
 out:
-    if (parser_ok)
-        csv_free(&p);
-    for (size_t i = 0; d.fields && i < CSVIN_MAX_FIELDS; i++)
+    csv_free(&p);
+    for (size_t i = 0; i < CSVIN_MAX_FIELDS; i++)
         free(d.fields[i]);
     free(d.fields);
     free(d.caps);
     free(buf);
-    fclose(f);
+    return rc;
+}
+
+int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
+                   size_t errlen)
+{
+    int fd = -1;
+    int rc = reader_open(path, &fd, err, errlen);
+    if (rc)
+        return rc;
+    rc = csvin_each_row_fd(fd, path, delim, fn, ctx, err, errlen);
+    close(fd);
     return rc;
 }
 
@@ -703,6 +741,10 @@ static int csvin_row(void *vctx, char *const *f, size_t n, size_t line)
             if (!s->again)
                 s->again = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
         } else {
+            if (c->seen.used >= CSVIN_MAX_INVOICES)
+                return apbot_fail(c->err, c->errlen, APBOT_E_LIMIT,
+                                  "%s:%zu: more than %d invoices in one file: split the file",
+                                  c->path, line, CSVIN_MAX_INVOICES);
             s = csvin_seen_find(&c->seen, h, true);
             s->first = line > UINT32_MAX ? UINT32_MAX : (uint32_t)line;
             s->again = 0;
@@ -751,13 +793,13 @@ static int csvin_row(void *vctx, char *const *f, size_t n, size_t line)
     return APBOT_OK;
 }
 
-int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen)
+int csvin_read_fd(int fd, const char *path, const struct vendor_map *vendors,
+                  const struct invoice_sink *sink, char *err, size_t errlen)
 {
     struct csvin_ctx c = {
         .path = path, .vendors = vendors, .sink = sink, .err = err, .errlen = errlen, .pass = 1};
     invoice_init(&c.inv);
-    int rc = csvin_each_row(path, 0, csvin_row, &c, err, errlen);
+    int rc = csvin_each_row_fd(fd, path, 0, csvin_row, &c, err, errlen);
     if (rc)
         goto out;
     if (!c.have_header) {
@@ -766,12 +808,24 @@ int csvin_read(const char *path, const struct vendor_map *vendors, const struct 
     }
     c.pass = 2;
     c.have_header = false;
-    rc = csvin_each_row(path, 0, csvin_row, &c, err, errlen);
+    rc = csvin_each_row_fd(fd, path, 0, csvin_row, &c, err, errlen);
     if (rc == APBOT_OK)
         rc = csvin_finish_group(&c);
 out:
     invoice_done(&c.inv);
     free(c.g_key);
     free(c.seen.slots);
+    return rc;
+}
+
+int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
+               char *err, size_t errlen)
+{
+    int fd = -1;
+    int rc = reader_open(path, &fd, err, errlen);
+    if (rc)
+        return rc;
+    rc = csvin_read_fd(fd, path, vendors, sink, err, errlen);
+    close(fd);
     return rc;
 }

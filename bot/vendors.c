@@ -18,7 +18,7 @@
 #include <strings.h>
 
 #include "apbot/invoice.h"
-#include "apbot/reader.h"
+#include "apbot/csvin.h"
 
 #define VENDORS_MAX_ENTRIES 1000000
 

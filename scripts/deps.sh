@@ -3,7 +3,8 @@
 # Runs apt-get as root, or through sudo otherwise.
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
-      libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev sqlite3 curl
+      libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
+      zlib1g-dev sqlite3 curl
       chromium)
 pkgs+=("$@")
 missing=()

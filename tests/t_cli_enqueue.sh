@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # t_cli_enqueue.sh - `apbot enqueue`, `status` and `list` from the outside: queued / already
 # queued / conflicting / refused with file:line, exit codes, the summary line, status --json
-# counts and list --json fields; then the same relations on the shared fixtures when present.
-# Env (set by ctest): APBOT_BIN, APBOT_SRC, APBOT_FIXTURES. Needs bash, grep, sed, sqlite3.
+# counts and list --json fields; then the same relations on the shared fixtures when present;
+# CII and Factur-X PDF by content, a FIFO refused without hanging, control characters from input
+# escaped on stderr, and no database created when nothing is queued.
+# Env (set by ctest): APBOT_BIN, APBOT_SRC, APBOT_FIXTURES, APBOT_SAMPLES. Needs bash, grep, sed,
+# sqlite3, mkfifo, timeout.
 set -euo pipefail
 
 : "${APBOT_BIN:?APBOT_BIN not set}"
@@ -122,5 +125,53 @@ if [ -f "$FIX/month-end.csv" ]; then
 else
     echo "skip: $FIX/month-end.csv not present"
 fi
+
+# ---- e-invoices by content, input hygiene ----
+SAMPLES=${APBOT_SAMPLES:-$SRC/tests/data/einvoices}
+db=$work/einv.db
+
+# Nothing queued (a missing file, refusals only): no database is created.
+run nodb enqueue "$work/no-such-file.xml"
+expect_rc nodb 1
+[ ! -e "$db" ] && ok "nodb: no database created" || fail "nodb: $db was created"
+run refused_only enqueue "$SAMPLES/facturx/factur-x-minimum.xml"
+expect_rc refused_only 3
+expect_grep refused_only "$work/refused_only.err" 'no invoice lines and no VAT breakdown'
+[ ! -e "$db" ] && ok "refused_only: no database created" || fail "refused_only: $db was created"
+
+run einv enqueue "$SAMPLES/cii/01.01a-INVOICE_uncefact.xml" "$SAMPLES/facturx/invoice_EN16931.pdf"
+expect_rc einv 0
+expect_grep einv "$work/einv.out" '^queued 2, already queued 0, conflicting 0, refused 0$'
+# the UBL version of the CII case is the same invoice, to the last field of its payload
+run einv_ubl enqueue "$SAMPLES/ubl/01.01a-INVOICE_ubl.xml"
+expect_grep einv_ubl "$work/einv_ubl.out" '^queued 0, already queued 1, conflicting 0, refused 0$'
+
+# A FIFO is refused at once (a writer waiting on it is not served, nothing hangs).
+mkfifo "$work/pipe.csv"
+rc=0
+timeout 20 "$APBOT_BIN" --db "$db" enqueue "$work/pipe.csv" >"$work/fifo.out" 2>"$work/fifo.err" ||
+    rc=$?
+expect_rc fifo 1
+expect_grep fifo "$work/fifo.err" 'pipe\.csv: a FIFO \(named pipe\), not a regular file'
+
+# UTF-16 text is not read as CSV.
+printf '\xff\xfev\0e\0n\0d\0o\0r\0\n\0' >"$work/utf16.csv"
+run utf16 enqueue "$work/utf16.csv"
+expect_rc utf16 1
+expect_grep utf16 "$work/utf16.err" 'UTF-16 text that is not XML'
+
+# Control characters from an input file are escaped on the terminal, never sent raw.
+esc=$(printf '\033')
+printf 'vendor_id,invoice_number,invoice_date,currency,line_net,line_tax\n100001,X%s]0;pwned\a%s[2J,2026-11-03,EUR,1.001,0\n' \
+    "$esc" "$esc" >"$work/esc.csv"
+run esc enqueue "$work/esc.csv"
+expect_rc esc 3
+expect_grep esc "$work/esc.err" '^refused: .*esc\.csv:2: invoice X\\x1B\]0;pwned\\x07\\x1B\[2J'
+if grep -q "$esc" "$work/esc.err" "$work/esc.out"; then fail "esc: a raw ESC reached the terminal"; else
+    ok "esc: no raw ESC on stderr"; fi
+run escname enqueue "$work/no${esc}[2Jfile.csv"
+expect_rc escname 1
+if grep -q "$esc" "$work/escname.err"; then fail "escname: raw ESC in the error line"; else
+    ok "escname: file name escaped"; fi
 
 harness_finish enqueue

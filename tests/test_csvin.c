@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apbot/invoice.h"
+#include "apbot/csvin.h"
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
 #include "helpers/reader_sink.h"
@@ -290,6 +292,89 @@ static void test_csvin_month_end(void **state)
     assert_int_equal(c.refused, 0);
 }
 
+/* Writes n bytes to a fresh temp file; the path goes into buf. */
+static const char *tmp_csv(const char *data, size_t n, char *buf, size_t len)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, len, "%s/apbot-csvin-XXXXXX", t && *t ? t : "/tmp");
+    int fd = mkstemp(buf);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, n), (ssize_t)n);
+    close(fd);
+    return buf;
+}
+
+static int read_tmp(const char *data, size_t n, struct got *g, char *err)
+{
+    char path[512];
+    tmp_csv(data, n, path, sizeof(path));
+    memset(g, 0, sizeof(*g));
+    struct invoice_sink sink = {got_accept, got_refuse, g};
+    int rc = reader_read_file(path, NULL, &sink, err, APBOT_ERR_LEN);
+    unlink(path);
+    return rc;
+}
+
+#define HDR "vendor_id,invoice_number,invoice_date,currency,line_net,line_tax"
+
+/* Old Mac line ends (a lone CR) count lines like LF and CRLF do: refusals name the right line. */
+static void test_csvin_cr_only_line_numbers(void **state)
+{
+    (void)state;
+    static const char *const eols[] = {"\r", "\n", "\r\n"};
+    for (size_t k = 0; k < 3; k++) {
+        const char *e = eols[k];
+        char data[1024];
+        snprintf(data, sizeof(data),
+                 HDR "%s100001,A-1,2026-11-03,EUR,1.00,0%s100001,A-2,2026-11-03,EUR,1.005,0%s"
+                     "%s100001,A-3,2026-11-03,EUR,\"2.00\",0%s100001,A-4,2026-13-03,EUR,1,0%s",
+                 e, e, e, e, e, e);
+        struct got g;
+        char err[APBOT_ERR_LEN];
+        assert_int_equal(read_tmp(data, strlen(data), &g, err), APBOT_OK);
+        assert_int_equal(g.n_inv, 2);
+        assert_where(g.inv[0].where, ":2");
+        assert_where(g.inv[1].where, ":5"); /* line 4 is blank */
+        assert_int_equal(g.n_ref, 2);
+        assert_where(g.ref[0].where, ":3");
+        assert_has(g.ref[0].reason, "line 3:");
+        assert_where(g.ref[1].where, ":6");
+    }
+}
+
+/* A CRLF split across two reads (64 KiB) ends one line, not two. */
+static void test_csvin_crlf_across_reads(void **state)
+{
+    (void)state;
+    size_t cap = 200000, n = 0;
+    char *data = malloc(cap);
+    assert_non_null(data);
+    n += (size_t)snprintf(data, cap, HDR ",note\r\n"); /* an unknown column: ignored */
+    size_t line = 2;
+    /* pad the first row (its ignored note) so that a '\r' is the last byte of the first 64 KiB read
+     */
+    const char *row = "100001,B-%zu,2026-11-03,EUR,1.00,0,%s\r\n";
+    size_t pad = 65536 - n - strlen("100001,B-2,2026-11-03,EUR,1.00,0,") - 1;
+    char *desc = malloc(pad + 1);
+    assert_non_null(desc);
+    memset(desc, 'x', pad);
+    desc[pad] = '\0';
+    n += (size_t)snprintf(data + n, cap - n, row, line++, desc);
+    assert_int_equal(data[65535], '\r');
+    for (; line < 10; line++)
+        n += (size_t)snprintf(data + n, cap - n, row, line, "d");
+    n += (size_t)snprintf(data + n, cap - n, "100001,B-%zu,2026-11-03,EUR,x,0,d\r\n", line);
+    struct got g;
+    char err[APBOT_ERR_LEN];
+    assert_int_equal(read_tmp(data, n, &g, err), APBOT_OK);
+    assert_int_equal(g.n_inv, 8);
+    assert_int_equal(g.n_ref, 1);
+    assert_where(g.ref[0].where, ":10");
+    assert_where(g.inv[7].where, ":9");
+    free(desc);
+    free(data);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -306,6 +391,8 @@ int main(void)
         cmocka_unit_test(test_csvin_file_level_failures),
         cmocka_unit_test(test_csvin_vendor_mapping),
         cmocka_unit_test(test_csvin_month_end),
+        cmocka_unit_test(test_csvin_cr_only_line_numbers),
+        cmocka_unit_test(test_csvin_crlf_across_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

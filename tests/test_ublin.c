@@ -1,7 +1,8 @@
 /*
- * test_ublin.c - the UBL reader on every published sample in $APBOT_SAMPLES/ubl (each file is
- * either in the table of expected values, read off the documents themselves, or in the list
- * of expected refusals; a new sample without an entry fails the test), the vendor mapping
+ * test_ublin.c - the UBL reader on every published sample in $APBOT_SAMPLES/ubl (the in-repo
+ * copy, tests/data/einvoices/ubl; each file is either in the table of expected values, read off
+ * the documents themselves, or in the list of expected refusals; a new sample without an entry
+ * fails the test), the vendor mapping
  * (scheme:value, value only, seller name), the identities samples share, and synthetic
  * documents for each refusal path: DOCTYPE, not UBL, no seller id, bad or missing amounts,
  * foreign currencyID, malformed XML; plus type code 381 on an Invoice.

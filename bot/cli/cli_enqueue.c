@@ -1,11 +1,14 @@
 /*
- * cli_enqueue.c - `apbot enqueue [--vendors MAP.csv] FILE...`: reads CSV / UBL files through
- * the streaming readers and queues every good invoice.
+ * cli_enqueue.c - `apbot enqueue [--vendors MAP.csv] FILE...`: reads CSV, UBL, CII and
+ * Factur-X/ZUGFeRD PDF files through the streaming readers and queues every good invoice.
  *
  * Invoices are committed in batches (one transaction per CLI_ENQ_BATCH invoices and at the
  * end of each file), never one per row, so 100,000 invoices take seconds and memory stays
  * bounded by one invoice plus SQLite's cache. Each refusal and each conflict is printed on
- * stderr with the file and line (or element path) it came from; the summary goes to stdout.
+ * stderr with the file and line (or element path) it came from, through text_escape(): file
+ * names and reasons carry text from the input, which must not drive the terminal. The summary
+ * goes to stdout. The queue database is opened when the first invoice is accepted, so a run
+ * that queues nothing (a missing file, only refusals) never creates an empty one.
  * Exit: 0 all queued (or already queued), 3 something refused or conflicting, 1 a file could
  * not be read (after the other files were processed) or the database failed, 2 usage.
  */
@@ -22,16 +25,19 @@
 #include "apbot/invoice.h"
 #include "apbot/reader.h"
 #include "apbot/store.h"
+#include "apbot/text.h"
 #include "apbot/vendors.h"
 
 #define CLI_ENQ_BATCH 500        /* invoices per transaction */
 #define CLI_ENQ_BATCH_MAX 100000 /* --batch upper bound */
+#define CLI_ENQ_TEXT 2048        /* bytes of an escaped place or reason */
 
 struct enq {
-    struct store *st;
-    long batch_max; /* invoices per transaction */
-    long in_batch;  /* invoices in the open transaction */
-    bool open;      /* a transaction is open */
+    const char *db_path;
+    struct store *st; /* opened on the first accepted invoice */
+    long batch_max;   /* invoices per transaction */
+    long in_batch;    /* invoices in the open transaction */
+    bool open;        /* a transaction is open */
     int64_t queued, already, conflicting, refused;
     int db_rc; /* first database failure: stops everything */
     char err[APBOT_ERR_LEN];
@@ -40,7 +46,8 @@ struct enq {
 static void enq_usage(FILE *out)
 {
     fprintf(out, "usage: apbot enqueue [--vendors MAP.csv] [--batch N] FILE...\n"
-                 "  queues CSV or UBL 2.1 / Peppol BIS 3 invoices and credit notes\n"
+                 "  queues invoices and credit notes from CSV, UBL 2.1 / Peppol BIS 3,\n"
+                 "  CII D16B and Factur-X/ZUGFeRD PDF files (the format is read from the content)\n"
                  "  --vendors MAP.csv  map seller identifiers to ERP vendor ids\n"
                  "  --batch N          invoices per transaction (default 500)\n"
                  "exit: 0 ok, 1 file or database error, 2 usage, 3 refused or conflicting\n");
@@ -61,10 +68,30 @@ static int enq_commit(struct enq *q)
     return APBOT_OK;
 }
 
+/* Prints "what: place: reason" on stderr with both parts escaped for the terminal. */
+static void enq_report(const char *what, const char *where, const char *reason)
+{
+    char w[CLI_ENQ_TEXT], r[CLI_ENQ_TEXT];
+    fprintf(stderr, "%s: %s: %s\n", what, text_escape_into(w, sizeof(w), where, 0),
+            text_escape_into(r, sizeof(r), reason, 0));
+}
+
+/* Prints "apbot enqueue: msg" with msg escaped (it quotes file names and parser messages). */
+static void enq_error(const char *msg)
+{
+    char m[CLI_ENQ_TEXT];
+    fprintf(stderr, "apbot enqueue: %s\n", text_escape_into(m, sizeof(m), msg, 0));
+}
+
 static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
 {
     struct enq *q = ctx;
     int rc;
+    if (!q->st) {
+        rc = store_open(q->db_path, &q->st, q->err, sizeof(q->err));
+        if (rc)
+            goto fail;
+    }
     if (!q->open) {
         rc = store_begin(q->st, q->err, sizeof(q->err));
         if (rc)
@@ -81,7 +108,7 @@ static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
     }
     if (rc) {
         /* The invoice itself could not be keyed: a refusal, not a database failure. */
-        fprintf(stderr, "refused: %s: %s\n", where, err);
+        enq_report("refused", where, err);
         q->refused++;
         return 0;
     }
@@ -93,7 +120,7 @@ static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
         q->already++;
         break;
     case STORE_ENQ_CONFLICT:
-        fprintf(stderr, "conflict: %s: %s\n", where, err);
+        enq_report("conflict", where, err);
         q->conflicting++;
         break;
     }
@@ -111,7 +138,7 @@ fail:
 static void enq_refuse(void *ctx, const char *where, const char *reason)
 {
     struct enq *q = ctx;
-    fprintf(stderr, "refused: %s: %s\n", where, reason);
+    enq_report("refused", where, reason);
     q->refused++;
 }
 
@@ -158,14 +185,10 @@ int cli_enqueue(const struct cli_ctx *ctx, int argc, char **argv)
 
     int ret = CLI_EXIT_ERROR;
     struct vendor_map *vm = NULL;
-    struct enq q = {.batch_max = batch};
+    struct enq q = {.batch_max = batch, .db_path = ctx->db_path};
     char err[APBOT_ERR_LEN];
     if (vendors_path && vendor_map_load(vendors_path, &vm, err, sizeof(err)) != APBOT_OK) {
-        fprintf(stderr, "apbot enqueue: %s\n", err);
-        goto out;
-    }
-    if (store_open(ctx->db_path, &q.st, err, sizeof(err)) != APBOT_OK) {
-        fprintf(stderr, "apbot enqueue: %s\n", err);
+        enq_error(err);
         goto out;
     }
 
@@ -174,18 +197,23 @@ int cli_enqueue(const struct cli_ctx *ctx, int argc, char **argv)
     for (; i < argc; i++) {
         int rc = reader_read_file(argv[i], vm, &sink, err, sizeof(err));
         if (q.db_rc) {
-            fprintf(stderr, "apbot enqueue: %s: %s\n", argv[i], q.err);
-            store_rollback(q.st);
+            char m[CLI_ENQ_TEXT];
+            snprintf(m, sizeof(m), "%s: %s", argv[i], q.err);
+            enq_error(m);
+            if (q.st)
+                store_rollback(q.st);
             q.open = false;
             goto out;
         }
         /* What the file yielded before any failure is good: keep it. */
         if (enq_commit(&q) != APBOT_OK) {
-            fprintf(stderr, "apbot enqueue: %s: %s\n", argv[i], q.err);
+            char m[CLI_ENQ_TEXT];
+            snprintf(m, sizeof(m), "%s: %s", argv[i], q.err);
+            enq_error(m);
             goto out;
         }
         if (rc) {
-            fprintf(stderr, "apbot enqueue: %s\n", err);
+            enq_error(err);
             file_errors++;
         }
     }

@@ -1,9 +1,12 @@
 /*
- * reader.h - what the invoice readers (csvin, ublin) hand their results to.
+ * reader.h - what the invoice readers (csvin, ublin, ciiin, pdfin) hand their results to, and
+ * reader_read_file(), which picks the reader by content.
  *
  * A reader streams: it calls sink->accept once per good invoice and sink->refuse once per
  * bad one (with file, line or element path, and reason), and carries on with the rest of the
- * file. Its return code reports only file-level failure (cannot open, no header, not XML).
+ * file. Its return code reports only file-level failure (cannot open, not a regular file, no
+ * header, not XML, a size bound passed). Each reader has its own header (csvin.h, ublin.h,
+ * ciiin.h, pdfin.h); this one holds what they share.
  */
 #ifndef APBOT_READER_H
 #define APBOT_READER_H
@@ -24,32 +27,53 @@ struct invoice_sink {
     void *ctx;
 };
 
-/* Reads a CSV file (see docs/input-formats.md). vendors may be NULL. */
-int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen) APBOT_MUST_USE;
+/*
+ * The bounds every XML reader applies (UBL, CII, the XML inside a PDF), checked while parsing,
+ * never after: memory stays bounded whatever the file holds. Attachments (the text of any
+ * EmbeddedDocumentBinaryObject or AttachmentBinaryObject element) are skipped as they stream by
+ * and never kept, so they cost time, not memory.
+ */
+/* bytes in one XML file */
+#define READER_XML_MAX_BYTES (64u * 1024 * 1024)
+/* nodes in one document: elements, attributes, namespace declarations, texts, comments and PIs
+ * (about 6,000 UBL invoice lines) */
+#define READER_XML_MAX_NODES 200000
+/* bytes of text and attribute values kept (attachments are not kept, so not counted) */
+#define READER_XML_MAX_TEXT (4u * 1024 * 1024)
+/* element nesting */
+#define READER_XML_MAX_DEPTH 128
 
-/* Reads one UBL 2.1 Invoice or CreditNote document. vendors may be NULL. */
-int ublin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen) APBOT_MUST_USE;
+/* What a file is, judged by its first bytes (reader_sniff). */
+enum reader_format {
+    READER_CSV = 0,     /* anything not recognised below: the CSV reader decides */
+    READER_XML,         /* UTF-8 (optional BOM), first non-blank byte '<' */
+    READER_XML_UTF16LE, /* UTF-16 little-endian XML, with or without BOM */
+    READER_XML_UTF16BE, /* UTF-16 big-endian XML, with or without BOM */
+    READER_PDF,         /* "%PDF-" in the first 1024 bytes */
+    READER_UTF16_TEXT,  /* UTF-16 that is not XML (a CSV saved as "Unicode"): refused */
+    READER_EMPTY,       /* nothing but a BOM and blanks */
+};
 
 /*
- * One CSV row as csvin_each_row hands it over: fields (NUL-terminated, valid only during the
- * call), their count and the physical line the row starts on (1-based). A non-zero return
- * stops the read and is returned by csvin_each_row.
+ * The format of a file from its first n bytes (up to 1024 are looked at). Pure; the table in
+ * test_reader.c is its specification. The file name never matters.
  */
-typedef int (*csvin_row_fn)(void *ctx, char *const *fields, size_t n, size_t line);
+enum reader_format reader_sniff(const unsigned char *head, size_t n);
 
 /*
- * The RFC 4180 row driver the CSV reader and the vendor map share (libcsv, strict quoting):
- * skips a UTF-8 BOM, uses `delim` (',' or ';', or 0 to sniff it from the header line), streams
- * the file in bounded memory (fields over 64 KiB, rows over 256 fields are refused) and calls
- * fn once per row, header included. Returns APBOT_OK, fn's code, APBOT_E_IO (cannot open or
- * read) or APBOT_E_PARSE / APBOT_E_LIMIT with "path:line: reason" in err.
+ * Opens path for reading, refusing anything but a regular file: a FIFO, socket, device or
+ * directory is refused without blocking and without reading a byte from it (a pipe's data stays
+ * in the pipe). On success *ret_fd is an open descriptor (O_CLOEXEC, blocking) the caller closes.
+ * Returns APBOT_E_IO (cannot open; not a regular file) with "path: reason" in err.
  */
-int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
-                   size_t errlen) APBOT_MUST_USE;
+int reader_open(const char *path, int *ret_fd, char *err, size_t errlen) APBOT_MUST_USE;
 
-/* Picks the reader by content (XML or CSV) and reads. */
+/*
+ * Opens path (reader_open), sniffs its first bytes (reader_sniff) and reads it with the reader
+ * for its content: CSV (csvin), UBL 2.1 or CII D16B XML (chosen by the root element and its
+ * namespace), a Factur-X/ZUGFeRD PDF (pdfin). vendors may be NULL. Returns the reader's code,
+ * or APBOT_E_IO / APBOT_E_PARSE / APBOT_E_LIMIT for the file as a whole, with err.
+ */
 int reader_read_file(const char *path, const struct vendor_map *vendors,
                      const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
 

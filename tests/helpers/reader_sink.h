@@ -41,7 +41,7 @@ int got_accept(void *ctx, const struct invoice *inv, const char *where);
 /* Reader refuse callback (ctx is a struct got): copies where and reason. */
 void got_refuse(void *ctx, const char *where, const char *reason);
 
-/* Path of a file under $env/sub into buf, or skips the test when the variable is unset. */
+/* Path of a file under $env/sub into buf; fails the test when the variable is unset. */
 void env_path(char *buf, size_t len, const char *env, const char *sub);
 
 /* Fails the test unless where ends with suffix. */
