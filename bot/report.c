@@ -14,6 +14,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "apbot/docmatch.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
@@ -407,30 +408,55 @@ static struct ritem *find_item(struct build *b, const char *cut)
     return NULL;
 }
 
-/* The amount of an ERP row in minor units, parsing with the item's currency when the row
- * shows none. False when it cannot be read. */
-static bool row_amount(const struct flow_table *t, const struct ritem *it, const char *currency,
-                       const char *amount_text, bool has_amount, int64_t amount, int64_t *ret)
+/* The invoice side of the one matching rule (docmatch.h). */
+static void inv_of(const struct ritem *it, struct docmatch_invoice *ret)
 {
-    if (has_amount) {
-        *ret = amount;
-        return true;
-    }
-    if (!amount_text)
-        return false;
-    return erp_parse_amount(t, amount_text, currency ? currency : it->currency, ret, NULL, 0) ==
-           APBOT_OK;
+    memset(ret, 0, sizeof(*ret));
+    ret->vendor_id = it->vendor_id;
+    ret->currency = it->currency;
+    ret->exponent = it->exponent;
+    ret->total = it->total;
+    ret->credit_note = strcmp(it->doc_type, "credit-note") == 0;
 }
 
-/* Same money: currency (when the ERP shows one) and amount; a credit note may be shown
- * positive by an ERP that books it as a negative amount or the other way round. */
-static bool same_money(const struct ritem *it, const char *erp_currency, int64_t erp_amount)
+/* The record side of an ERP row; an amount the row could not read in a currency of its own is
+ * read in the item's (a listing without a currency column). */
+static void record_of(const struct flow_table *t, const struct ritem *it, const char *doc,
+                      const char *vendor, const char *currency, const char *amount_text,
+                      bool has_amount, int64_t amount, int exponent, struct docmatch_record *ret)
 {
-    if (erp_currency && strcmp(erp_currency, it->currency) != 0)
-        return false;
-    if (erp_amount == it->total)
-        return true;
-    return strcmp(it->doc_type, "credit-note") == 0 && erp_amount == -it->total;
+    memset(ret, 0, sizeof(*ret));
+    ret->doc = doc;
+    ret->vendor = vendor;
+    ret->currency = currency;
+    ret->amount_text = amount_text;
+    ret->has_amount = has_amount;
+    ret->amount = amount;
+    ret->exponent = exponent;
+    if (!has_amount && amount_text && *amount_text) {
+        const char *cur = currency ? currency : it->currency;
+        int64_t v = 0;
+        if (money_exponent(cur) >= 0 &&
+            erp_parse_amount(t, amount_text, cur, &v, NULL, 0) == APBOT_OK) {
+            ret->has_amount = true;
+            ret->amount = v;
+            ret->exponent = money_exponent(cur);
+        }
+    }
+}
+
+static void record_of_rrow(const struct flow_table *t, const struct ritem *it,
+                           const struct rrow *row, struct docmatch_record *ret)
+{
+    record_of(t, it, row->doc, row->vendor, row->currency, row->amount_text, row->has_amount,
+              row->amount, row->exponent, ret);
+}
+
+static void record_of_hit(const struct flow_table *t, const struct ritem *it,
+                          const struct erp_row *h, struct docmatch_record *ret)
+{
+    record_of(t, it, h->doc, h->vendor, h->currency, h->amount_text, h->has_amount, h->amount,
+              h->exponent, ret);
 }
 
 /* ---- the join -------------------------------------------------------------------------- */
@@ -474,49 +500,41 @@ static char *hits_docs(const struct erp_hits *h)
 }
 
 /* Compares a completed item with its only ERP record; adds mismatches, counts a match. */
-static void check_completed_row(struct build *b, const struct flow_table *t, struct ritem *it,
-                                const char *doc, const char *currency, const char *amount_text,
-                                bool has_amount, int64_t amount, bool *ret_matched)
+static void check_completed_row(struct build *b, struct ritem *it,
+                                const struct docmatch_record *rec, bool *ret_matched)
 {
-    char a1[48], a2[48];
-    int64_t erp_amount = 0;
-    bool amount_ok = row_amount(t, it, currency, amount_text, has_amount, amount, &erp_amount);
-    bool doc_ok = doc && it->erp_doc && strcmp(doc, it->erp_doc) == 0;
-    bool money_ok = amount_ok && same_money(it, currency, erp_amount);
+    struct docmatch_invoice inv;
+    char why[512];
+    unsigned diff;
+    bool doc_ok = rec->doc && it->erp_doc && strcmp(rec->doc, it->erp_doc) == 0;
     struct fnew n;
 
-    if (!money_ok) {
+    inv_of(it, &inv);
+    diff = docmatch_compare(&inv, rec);
+    if (diff != DOCMATCH_SAME) {
         memset(&n, 0, sizeof(n));
         n.kind = REPORT_AMOUNT_MISMATCH;
         n.item = it;
-        n.erp_docs = doc;
-        n.has_erp_amount = amount_ok;
-        n.erp_amount = erp_amount;
-        if (amount_ok)
-            n.detail = xprintf("ERP document %s shows %s %s; the invoice is %s %s.", nz(doc),
-                               money_text(erp_amount, it->exponent, a1, sizeof(a1)),
-                               currency ? currency : it->currency,
-                               money_text(it->total, it->exponent, a2, sizeof(a2)), it->currency);
-        else
-            n.detail = xprintf("ERP document %s shows an amount that cannot be read ('%s'); "
-                               "the invoice is %s %s.",
-                               nz(doc), nz(amount_text),
-                               money_text(it->total, it->exponent, a2, sizeof(a2)), it->currency);
+        n.erp_docs = rec->doc;
+        n.has_erp_amount = rec->has_amount && rec->exponent == it->exponent;
+        n.erp_amount = rec->amount;
+        n.detail = xprintf("ERP document %s shows %s.", nz(rec->doc),
+                           docmatch_describe(diff, &inv, rec, why, sizeof(why)));
         add_finding(b, &n);
     }
     if (!doc_ok) {
         memset(&n, 0, sizeof(n));
         n.kind = REPORT_DOC_MISMATCH;
         n.item = it;
-        n.erp_docs = doc;
-        n.has_erp_amount = amount_ok;
-        n.erp_amount = erp_amount;
+        n.erp_docs = rec->doc;
+        n.has_erp_amount = rec->has_amount && rec->exponent == it->exponent;
+        n.erp_amount = rec->amount;
         n.detail = xprintf("The queue recorded document %s; the ERP holds this key as "
                            "document %s.",
-                           it->erp_doc ? it->erp_doc : "(none)", nz(doc));
+                           it->erp_doc ? it->erp_doc : "(none)", nz(rec->doc));
         add_finding(b, &n);
     }
-    *ret_matched = money_ok && doc_ok;
+    *ret_matched = diff == DOCMATCH_SAME && doc_ok;
 }
 
 static void add_duplicate(struct build *b, struct ritem *it, size_t count, const char *docs)
@@ -583,8 +601,9 @@ static void join_listing(struct build *b)
         case MACHINE_COMPLETED:
             if (g->n == 1) {
                 bool matched = false;
-                check_completed_row(b, t, it, first->doc, first->currency, first->amount_text,
-                                    first->has_amount, first->amount, &matched);
+                struct docmatch_record rec;
+                record_of_rrow(t, it, first, &rec);
+                check_completed_row(b, it, &rec, &matched);
                 if (matched)
                     b->r->sum.matched++;
             } else {
@@ -682,8 +701,9 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
             free(docs);
         } else if (h->doc && it->erp_doc && strcmp(h->doc, it->erp_doc) == 0) {
             bool matched = false;
-            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency, h->amount_text,
-                                h->has_amount, h->amount, &matched);
+            struct docmatch_record rec;
+            record_of_hit(&b->flow->lookup.table, it, h, &rec);
+            check_completed_row(b, it, &rec, &matched);
             if (matched) {
                 n.kind = REPORT_OTHER_DAY;
                 n.erp_docs = h->doc;
@@ -693,8 +713,9 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
             }
         } else {
             bool matched = false;
-            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency, h->amount_text,
-                                h->has_amount, h->amount, &matched);
+            struct docmatch_record rec;
+            record_of_hit(&b->flow->lookup.table, it, h, &rec);
+            check_completed_row(b, it, &rec, &matched);
         }
         break;
     }
@@ -707,25 +728,28 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
 static void review_hint(struct build *b, struct ritem *it)
 {
     struct fnew n;
-    char a1[48];
+    struct docmatch_invoice inv;
+    char why[512];
 
+    inv_of(it, &inv);
     memset(&n, 0, sizeof(n));
     n.item = it;
     n.kind = REPORT_REVIEW_OPEN;
     if (it->group >= 0) {
         struct rgroup *g = &b->groups[it->group];
         struct rrow *row = &b->rows[g->first];
-        int64_t amount = 0;
-        bool ok = row_amount(&b->flow->list.table, it, row->currency, row->amount_text,
-                             row->has_amount, row->amount, &amount);
+        struct docmatch_record rec;
+        unsigned diff;
+        record_of_rrow(&b->flow->list.table, it, row, &rec);
+        diff = docmatch_compare(&inv, &rec);
         n.erp_docs = row->doc;
-        n.has_erp_amount = ok;
-        n.erp_amount = amount;
+        n.has_erp_amount = rec.has_amount && rec.exponent == it->exponent;
+        n.erp_amount = rec.amount;
         if (g->n > 1) {
             n.detail = xprintf("Booked %zu times in the ERP (see duplicates): settle the "
                                "duplicates first.",
                                g->n);
-        } else if (ok && same_money(it, row->currency, amount) && row->doc) {
+        } else if (diff == DOCMATCH_SAME && row->doc) {
             n.kind = REPORT_REVIEW_HELD;
             n.detail = xprintf("The ERP holds it as document %s with the same amount "
                                "(booked %s).",
@@ -733,12 +757,9 @@ static void review_hint(struct build *b, struct ritem *it)
             n.command = xprintf("apbot resolve %lld --posted %s --flow %s", (long long)it->id,
                                 row->doc, nz(b->flow->path));
         } else {
-            n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
-                               "invoice's amount: check the booking before resolving.",
-                               nz(row->doc),
-                               ok ? money_text(amount, it->exponent, a1, sizeof(a1))
-                                  : nz(row->amount_text),
-                               row->currency ? row->currency : it->currency);
+            n.detail = xprintf("The ERP holds this key as document %s with %s: check the "
+                               "booking before resolving.",
+                               nz(row->doc), docmatch_describe(diff, &inv, &rec, why, sizeof(why)));
         }
         add_finding(b, &n);
         return;
@@ -773,13 +794,14 @@ static void review_hint(struct build *b, struct ritem *it)
             return;
         } else {
             struct erp_row *h = &res.hits.rows[0];
-            int64_t amount = 0;
-            bool ok = row_amount(&b->flow->lookup.table, it, h->currency, h->amount_text,
-                                 h->has_amount, h->amount, &amount);
+            struct docmatch_record rec;
+            unsigned diff;
+            record_of_hit(&b->flow->lookup.table, it, h, &rec);
+            diff = docmatch_compare(&inv, &rec);
             n.erp_docs = h->doc;
-            n.has_erp_amount = ok;
-            n.erp_amount = amount;
-            if (ok && same_money(it, h->currency, amount) && h->doc) {
+            n.has_erp_amount = rec.has_amount && rec.exponent == it->exponent;
+            n.erp_amount = rec.amount;
+            if (diff == DOCMATCH_SAME && h->doc) {
                 n.kind = REPORT_REVIEW_HELD;
                 if (h->booked)
                     n.detail = xprintf("The ERP holds it as document %s with the same amount "
@@ -791,12 +813,10 @@ static void review_hint(struct build *b, struct ritem *it)
                 n.command = xprintf("apbot resolve %lld --posted %s --flow %s", (long long)it->id,
                                     h->doc, nz(b->flow->path));
             } else {
-                n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
-                                   "invoice's amount: check the booking before resolving.",
-                                   nz(h->doc),
-                                   ok ? money_text(amount, it->exponent, a1, sizeof(a1))
-                                      : nz(h->amount_text),
-                                   h->currency ? h->currency : it->currency);
+                n.detail =
+                    xprintf("The ERP holds this key as document %s with %s: check the "
+                            "booking before resolving.",
+                            nz(h->doc), docmatch_describe(diff, &inv, &rec, why, sizeof(why)));
             }
         }
         erp_lookup_result_done(&res);
