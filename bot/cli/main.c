@@ -16,13 +16,15 @@ static const struct {
     {"enqueue", cli_enqueue,
      "enqueue [--vendors MAP.csv] [--batch N] FILE...   queue CSV / UBL invoices"},
     {"run", cli_run,
-     "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]"},
+     "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]\n"
+     "              [--quiet]"},
     {"status", cli_status, "status [--json]                      counts per state"},
     {"list", cli_list, "list --state STATE|all [--json] [--limit N]   items in one state"},
-    {"review", cli_review, "review [ID] [--all] [--json]         the manual-review queue"},
+    {"review", cli_review,
+     "review [ID] [--all] [--json] [--vendor TEXT] [--reason TEXT]   the manual-review queue"},
     {"resolve", cli_resolve,
      "resolve ID --posted DOC --flow FILE [--force REASON] | --requeue | --reject REASON\n"
-     "              [--by NAME] [--note TEXT]"},
+     "              [--by NAME] [--note TEXT] [--expect-version V]"},
     {"report", cli_report,
      "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
      "[--out FILE]"},
@@ -44,7 +46,8 @@ static void usage(FILE *out)
             "  0  ok\n"
             "  1  error (database, file, ERP unusable for this command)\n"
             "  2  usage error\n"
-            "  3  enqueue refused or found conflicting input; resolve refused\n"
+            "  3  enqueue refused or found conflicting input; resolve refused; review or\n"
+            "     resolve of an unknown item\n"
             "  4  run stopped by the circuit breaker (ERP unreachable, login refused,\n"
             "     entry form missing or changed); untouched items stay queued\n"
             "  5  report found drift (duplicates, missing, orphans, mismatches)\n"
