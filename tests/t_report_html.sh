@@ -4,7 +4,8 @@
 # report exits 5 and every format says so; the HTML page, rendered by headless Chromium
 # (--dump-dom), shows the counts in its DOM and shows a vendor named
 # <script>alert(1)</script> as text (no script element); an unreadable ERP exits 1 without a
-# report; an item in no bucket makes it exit 6. The Chromium part is skipped, with a message,
+# report; an item in no bucket makes it exit 6; --out does not follow a symlink planted at its
+# temporary name. The Chromium part is skipped, with a message,
 # only when /usr/bin/chromium is absent (`make test` installs it).
 # Env (set by ctest): APBOT_BIN, ERPSIM_BIN, APBOT_SRC. Needs bash, curl, grep, sed; sqlite3
 # for the unbalanced case.
@@ -79,6 +80,21 @@ expect_grep html_file "$work/report.html" "&lt;script&gt;alert\(1\)&lt;/script&g
 expect_no_grep html_file "$work/report.html" "<script"
 expect_eq "file count-duplicates" "$(count_in "$work/report.html" count-duplicates)" 1
 expect_eq "file count-orphans" "$(count_in "$work/report.html" count-orphans)" 1
+
+# ---- --out never follows a symlink planted at its temporary name ---------------------------
+# bash -c ... exec keeps the shell's PID, so the symlink sits exactly at FILE.tmp.PID
+echo precious >"$work/victim.txt"
+rc=0
+bash -c 'ln -s "$1" "$2.tmp.$$" && exec "$3" --db "$4" report --flow "$5" --erp "$6" \
+    --format html --out "$2"' _ "$work/victim.txt" "$work/planted.html" "$APBOT_BIN" "$db" \
+    "$FLOW" "$erp" >"$work/planted.out" 2>"$work/planted.err" || rc=$?
+expect_rc planted 5
+expect_eq "planted: the symlink's target" "$(cat "$work/victim.txt")" precious
+expect_grep planted "$work/planted.html" 'id="status"'
+planted_links=$(find "$work" -maxdepth 1 -name 'planted.html.tmp.*' -type l | wc -l)
+planted_files=$(find "$work" -maxdepth 1 -name 'planted.html.tmp.*' -type f | wc -l)
+expect_eq "planted: the symlink left as it was" "$planted_links" 1
+expect_eq "planted: no temporary file left behind" "$planted_files" 0
 
 # ---- the page as a browser sees it ----------------------------------------------------------
 if [ -x "$CHROMIUM" ]; then
