@@ -94,12 +94,13 @@ bexc=$(count business-exception)
 review=$(count manual-review)
 pending=$(( $(count new) + $(count checking) + $(count posting) + $(count reconciling) ))
 bookings=$(( $(wc -l <"$OUT/ledger.csv") - 1 ))
-# reference is the second-to-last ledger column, the document number the first
-dups=$(awk -F, 'NR > 1 { n[$(NF-1)]++ } END { d = 0; for (k in n) if (n[k] > 1) d++; print d }' \
+# reference is the third-to-last ledger column (before booked_at and status), the document
+# number the first
+dups=$(awk -F, 'NR > 1 { n[$(NF-2)]++ } END { d = 0; for (k in n) if (n[k] > 1) d++; print d }' \
   "$OUT/ledger.csv")
 sed -n 's/.*"key":"\([^"]*\)".*"erp_doc":"\([^"]*\)".*/\1 \2/p' "$OUT/completed.json" \
   >"$OUT/completed.txt"
-missing=$(awk -F'[ ,]' 'FNR == NR { if (FNR > 1) doc[$(NF-1)] = $1; next }
+missing=$(awk -F'[ ,]' 'FNR == NR { if (FNR > 1) doc[$(NF-2)] = $1; next }
                         !($1 in doc) || doc[$1] != $2 { m++ } END { print m + 0 }' \
   "$OUT/ledger.csv" "$OUT/completed.txt")
 

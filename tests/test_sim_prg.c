@@ -210,6 +210,7 @@ static void test_sim_prg_other_outcomes_direct(void **state)
     struct fx *f = *state;
     long status = 0;
     char doc[32], loc[256], msg[256];
+    assert_int_equal(simc_set(f->port, "reference_guard", "on"), 0);
     check(f, "PRG-DUP", "AP1-PRG-DUP");
     post_redirected(f, doc, loc);
     /* the same reference again: E111 as a direct 200 */

@@ -278,11 +278,18 @@ static void test_sim_entry_books_once(void **state)
     assert_int_equal(simc_ledger(f->port, &csv), 0);
     assert_true(strncmp(csv,
                         "doc,vendor_id,invoice_number,invoice_date,currency,amount,reference,"
-                        "booked_at\n",
-                        78) == 0);
+                        "booked_at,status\n",
+                        85) == 0);
     char row[256];
     snprintf(row, sizeof row, "\n%s,100001,INV-1,2026-11-03,EUR,1234.56,AP1-once,", doc);
     assert_non_null(strstr(csv, row));
+    assert_non_null(strstr(strstr(csv, row), ",posted\n")); /* acme books posted */
+    free(csv);
+    /* the single-line form books one line: the whole amount on the G/L account, the memo */
+    assert_int_equal(simc_lines(f->port, &csv), 0);
+    snprintf(row, sizeof row, "doc,line,gl_account,amount,description\n%s,1,6000,1234.56,test\n",
+             doc);
+    assert_string_equal(csv, row);
     free(csv);
 
     /* a second invoice gets the next number */
@@ -461,16 +468,29 @@ static void test_sim_token_reuse(void **state)
     assert_int_equal(simc_count_reference(f->port, "AP1-token"), 1);
 }
 
+/* The reference guard is a scenario switch, off by default (real ERPs have none): a post with a
+ * booked reference books again, and counts as a re-post of something booked either way. */
 static void test_sim_reference_guard(void **state)
 {
     struct fx *f = *state;
     char fields[512], doc[64], msg[256];
     login(f);
+    simc_fields(fields, sizeof fields, "G-0", "AP1-unguarded");
+    assert_int_equal(simc_post_invoice(f->ss, fields, NULL, 0), 0);
+    assert_int_equal(simc_stat(f->port, "reposts_of_booked"), 0);
+    simc_fields(fields, sizeof fields, "G-00", "AP1-unguarded");
+    assert_int_equal(simc_post_invoice(f->ss, fields, NULL, 0), 0);
+    assert_int_equal(simc_count_reference(f->port, "AP1-unguarded"), 2);
+    assert_int_equal(simc_stat(f->port, "reposts_of_booked"), 1);
+
+    assert_int_equal(simc_set(f->port, "reference_guard", "on"), 0);
     simc_fields(fields, sizeof fields, "G-1", "AP1-guard");
     assert_int_equal(simc_post_invoice(f->ss, fields, doc, sizeof doc), 0);
+    assert_int_equal(simc_stat(f->port, "reposts_of_booked"), 1);
     /* a different invoice with the same AP1- reference: refused at the post step */
     simc_fields(fields, sizeof fields, "G-2", "AP1-guard");
     assert_int_equal(simc_post_invoice(f->ss, fields, NULL, 0), 1);
+    assert_int_equal(simc_stat(f->port, "reposts_of_booked"), 2);
     snprintf(msg, sizeof msg,
              "E111: A document with reference AP1-guard already exists "
              "(document %s).",

@@ -82,7 +82,7 @@ static long long json_number(const char *json, const char *key)
     return strtoll(p + strlen(pat), NULL, 10);
 }
 
-/* Keys booked more than once in the ledger CSV (reference: second-to-last column). */
+/* Keys booked more than once in the ledger CSV (reference: third-to-last column). */
 static int ledger_duplicates(const char *csv, int *ret_rows)
 {
     size_t cap = 1024, n = 0;
@@ -93,11 +93,12 @@ static int ledger_duplicates(const char *csv, int *ret_rows)
     while (line && *++line) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
-        const char *last = NULL, *prev = NULL;
+        const char *last = NULL, *prev = NULL, *next = NULL;
         for (size_t i = 0; i < len; i++)
             if (line[i] == ',') {
                 prev = last;
-                last = line + i;
+                last = next;
+                next = line + i;
             }
         if (prev && last) {
             if (n == cap) {

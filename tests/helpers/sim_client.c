@@ -141,6 +141,11 @@ int simc_ledger(unsigned short port, char **ret_csv)
     return admin_call(port, "GET", "/_sim/ledger.csv", NULL, ret_csv);
 }
 
+int simc_lines(unsigned short port, char **ret_csv)
+{
+    return admin_call(port, "GET", "/_sim/lines.csv", NULL, ret_csv);
+}
+
 int simc_stats(unsigned short port, char **ret_json)
 {
     return admin_call(port, "GET", "/_sim/stats", NULL, ret_json);
@@ -238,6 +243,33 @@ int simc_count_reference(unsigned short port, const char *reference)
     return rows < 0 ? -1 : c.count;
 }
 
+struct status_ctx {
+    const char *doc;
+    char *dst;
+    size_t len;
+    bool found;
+};
+
+static void find_status(void *arg, char **fields, int n)
+{
+    struct status_ctx *c = arg;
+    if (n >= 9 && strcmp(fields[0], c->doc) == 0) {
+        snprintf(c->dst, c->len, "%s", fields[8]);
+        c->found = true;
+    }
+}
+
+int simc_doc_status(unsigned short port, const char *doc, char *dst, size_t len)
+{
+    char *csv = NULL;
+    if (!len || simc_ledger(port, &csv))
+        return -1;
+    struct status_ctx c = {doc, dst, len, false};
+    int rows = csv_each(csv, find_status, &c);
+    free(csv);
+    return rows >= 0 && c.found ? 0 : -1;
+}
+
 int simc_count_rows(unsigned short port)
 {
     char *csv = NULL;
@@ -303,6 +335,15 @@ int simc_book(unsigned short port, const char *vendor_id, const char *invoice_nu
     if (rc == 0 && ret_doc && doclen)
         snprintf(ret_doc, doclen, "%s", out);
     free(out);
+    return rc;
+}
+
+int simc_amend(unsigned short port, const char *doc, const char *amount)
+{
+    char *body = form_add(NULL, "doc", doc);
+    body = form_add(body, "amount", amount);
+    int rc = admin_call(port, "POST", "/_sim/amend", body, NULL);
+    free(body);
     return rc;
 }
 
@@ -503,6 +544,28 @@ int simc_login(struct simc_session *s, const char *user, const char *password)
     if (simc_get(s, "/erp/home", &status) || status != 200)
         return -1;
     return strstr(simc_body(s), "<h1>Welcome, ") ? 0 : -1;
+}
+
+void simc_session_basic(struct simc_session *s, const char *user, const char *password)
+{
+    if (!user) {
+        curl_easy_setopt(s->h, CURLOPT_HTTPAUTH, CURLAUTH_NONE);
+        curl_easy_setopt(s->h, CURLOPT_USERNAME, NULL);
+        curl_easy_setopt(s->h, CURLOPT_PASSWORD, NULL);
+        return;
+    }
+    curl_easy_setopt(s->h, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+    curl_easy_setopt(s->h, CURLOPT_USERNAME, user);
+    curl_easy_setopt(s->h, CURLOPT_PASSWORD, password ? password : "");
+}
+
+int simc_classic_login(struct simc_session *s, const char *user, const char *password)
+{
+    long status = 0;
+    simc_session_basic(s, user, password);
+    if (simc_get(s, "/login.pl?action=authenticate&company=ACME", &status) || status != 200)
+        return -1;
+    return strncmp(simc_body(s), "Success", 7) == 0 ? 0 : -1;
 }
 
 int simc_check(struct simc_session *s, const char *fields, long *ret_status)

@@ -1,9 +1,10 @@
 /*
  * sim_client.h - small libcurl helpers for tests that run against the simulated ERP
  * (fixtures/erp-sim, started in-process with sim_start or as the erp-sim program): the admin
- * ground truth (/_sim/ledger.csv, /_sim/stats), forcing faults and changing scenario keys, drift
- * bookings, and a cookie-keeping clerk session that can fill in the two-step AP entry. Only
- * talks to 127.0.0.1. Admin helpers need the sim started with admin enabled.
+ * ground truth (/_sim/ledger.csv, /_sim/lines.csv, /_sim/stats), forcing faults and changing
+ * scenario keys, drift bookings and amendments, and a cookie-keeping clerk session that can
+ * fill in the acme UI's two-step AP entry or log in to the classic UI (HTTP Basic). Only talks
+ * to 127.0.0.1. Admin helpers need the sim started with admin enabled.
  */
 #ifndef APBOT_TESTS_SIM_CLIENT_H
 #define APBOT_TESTS_SIM_CLIENT_H
@@ -18,6 +19,13 @@ int simc_ledger(unsigned short port, char **ret_csv);
 int simc_count_reference(unsigned short port, const char *reference);
 /* Number of bookings (ledger rows without the header), or -1. */
 int simc_count_rows(unsigned short port);
+/* GET /_sim/lines.csv (doc,line,gl_account,amount,description) into *ret_csv (malloc'd).
+ * Returns 0 or -1. */
+int simc_lines(unsigned short port, char **ret_csv);
+/* The status (draft/posted) of document doc in the ledger into dst: 0, or -1 (no such doc). */
+int simc_doc_status(unsigned short port, const char *doc, char *dst, size_t len);
+/* POST /_sim/amend: the booked amount of doc becomes `amount` (plain, "1234.56"). 0 or -1. */
+int simc_amend(unsigned short port, const char *doc, const char *amount);
 /* GET /_sim/stats (JSON) into *ret_json (malloc'd). Returns 0 or -1. */
 int simc_stats(unsigned short port, char **ret_json);
 /* A number from the stats JSON by key ("bookings", "overload503", ...: the first occurrence of
@@ -65,6 +73,11 @@ const char *simc_body(const struct simc_session *s);
 int simc_last_header(const struct simc_session *s, const char *name, char *dst, size_t len);
 /* Logs in (fetches the CSRF token first). Returns 0 when /erp/home greets the user. */
 int simc_login(struct simc_session *s, const char *user, const char *password);
+/* HTTP Basic credentials sent with every later request of the session (NULL user: none). */
+void simc_session_basic(struct simc_session *s, const char *user, const char *password);
+/* The classic UI's login: sets Basic credentials and GETs
+ * /login.pl?action=authenticate&company=ACME. Returns 0 when it answered 200 "Success". */
+int simc_classic_login(struct simc_session *s, const char *user, const char *password);
 
 /* Value of the input named `name` in html (first match, entities decoded), 0 or -1. */
 int simc_field(const char *html, const char *name, char *dst, size_t len);
