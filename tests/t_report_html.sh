@@ -80,6 +80,19 @@ expect_grep html_file "$work/report.html" "&lt;script&gt;alert\(1\)&lt;/script&g
 expect_no_grep html_file "$work/report.html" "<script"
 expect_eq "file count-duplicates" "$(count_in "$work/report.html" count-duplicates)" 1
 expect_eq "file count-orphans" "$(count_in "$work/report.html" count-orphans)" 1
+# the money: 119.00 + 238.00 + 300.00 received and completed; the listing adds HT-1's second
+# booking (119.00) and the orphan (5.00): a difference of 124.00, named by its two documents
+expect_eq "money received" "$(count_in "$work/report.html" money-EUR-received-total)" 657.00
+expect_eq "money completed" "$(count_in "$work/report.html" money-EUR-completed-total)" 657.00
+expect_eq "money pending" "$(count_in "$work/report.html" money-EUR-pending-total)" 0.00
+expect_eq "money expected" "$(count_in "$work/report.html" money-EUR-expected)" 657.00
+expect_eq "money ERP total" "$(count_in "$work/report.html" money-EUR-erp-total)" 781.00
+expect_eq "money difference" "$(count_in "$work/report.html" money-EUR-difference)" 124.00
+expect_eq "money difference rows" "$(grep -c 'class="money-diff"' "$work/report.html")" 2
+expect_grep html_file "$work/report.html" 'data-why="duplicate"'
+expect_grep html_file "$work/report.html" 'data-why="orphan"'
+expect_grep html_file "$work/report.html" '<svg id="chart-day"'
+expect_grep drift_text "$work/drift_text.out" "difference +124\.00"
 
 # ---- --out never follows a symlink planted at its temporary name ---------------------------
 # bash -c ... exec keeps the shell's PID, so the symlink sits exactly at FILE.tmp.PID
@@ -116,6 +129,11 @@ if [ -x "$CHROMIUM" ]; then
         expect_eq "dom count-completed-total" "$(count_in "$work/dom.html" count-completed-total)" 3
         expect_eq "dom count-matched" "$(count_in "$work/dom.html" count-matched)" 2
         expect_grep dom "$work/dom.html" 'id="status"[^>]*>DRIFT'
+        expect_eq "dom money difference" "$(count_in "$work/dom.html" money-EUR-difference)" \
+            124.00
+        # the chart is an SVG element the browser built (three bars' worth of outcomes)
+        expect_grep dom "$work/dom.html" '<svg id="chart-day"[^>]*viewBox'
+        expect_grep dom "$work/dom.html" 'class="bar" data-hour="[0-9]+" data-outcome="completed"'
         # the vendor name is text: escaped in the serialised DOM, and no script element exists
         expect_grep dom "$work/dom.html" "&lt;script&gt;alert\(1\)&lt;/script&gt;"
         expect_no_grep dom "$work/dom.html" "<script"
