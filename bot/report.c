@@ -1496,7 +1496,9 @@ static int build_start(struct build *b, struct store *st, const struct flow *f,
     b->flow = f;
     b->date = opt->date;
     b->now = opt->now ? opt->now : store_now_ms();
-    b->max_lookups = opt->max_lookups > 0 ? opt->max_lookups : REPORT_DEFAULT_LOOKUPS;
+    b->max_lookups = opt->max_lookups > 0   ? opt->max_lookups
+                     : opt->max_lookups < 0 ? 0
+                                            : REPORT_DEFAULT_LOOKUPS;
     if (day_bounds(opt->date, &b->day_start, &b->day_end) != APBOT_OK)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "report: no such local day '%s'", opt->date);
     snprintf(r->sum.date, sizeof(r->sum.date), "%s", opt->date);

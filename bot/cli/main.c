@@ -1,6 +1,6 @@
 /*
- * main.c - the apbot command line: global options, dispatch, exit code. Everything else
- * lives in libapbot (bot/cli_*.c and the modules they call).
+ * main.c - the apbot command line: global options, dispatch, exit code. Each command lives in
+ * bot/cli/cli_<name>.c over the library (apbot_core) it calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +28,8 @@ static const struct {
     {"report", cli_report,
      "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
      "[--out FILE]"},
+    {"serve", cli_serve,
+     "serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]   the review page"},
     {"flow", cli_flow, "flow check FILE...                   validate flows"},
 };
 
@@ -41,7 +43,8 @@ static void usage(FILE *out)
             "  --db PATH     queue database (default $APBOT_DB or ./apbot.db)\n"
             "  --erp URL     ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
             "  --help, --version\n"
-            "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged)\n"
+            "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged),\n"
+            "  APBOT_REVIEW_PASSWORD (serve: required to listen beyond loopback)\n"
             "\nexit codes:\n"
             "  0  ok\n"
             "  1  error (database, file, ERP unusable for this command)\n"

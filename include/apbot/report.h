@@ -193,7 +193,7 @@ enum report_status {
 struct report_options {
     const char *date; /* booking day YYYY-MM-DD (required) */
     int64_t now;      /* ms, for ages; 0 = store_now_ms() */
-    int max_lookups;  /* bound on per-key lookups for review hints; 0 = 200 */
+    int max_lookups;  /* bound on per-key lookups for review hints; 0 = 200, -1 = none */
 };
 
 /*
