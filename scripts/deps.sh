@@ -4,7 +4,7 @@
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev sqlite3 curl
-      chromium)
+      chromium nodejs)
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
