@@ -770,8 +770,9 @@ static enum MHD_Result page_today(struct ctx *c)
     }
 
     if (!r) {
-        snprintf(buf, sizeof(buf), "The day's figures could not be made: %s", erp_err);
-        banner(p.main, "refused", "erp-status", buf);
+        xmlNodePtr b =
+            banner(p.main, "refused", "erp-status", "The day's figures could not be made: ");
+        text(b, erp_err);
         return page_send(c, &p);
     }
     sum = report_summary(r);
@@ -995,6 +996,7 @@ static enum MHD_Result page_queue(struct ctx *c)
 /* The outcome of a decision, shown above the item. */
 struct verdict_view {
     bool present;
+    int64_t id; /* the item decided on */
     const struct review_result *res;
     /* what the reviewer typed, shown again when the decision is refused */
     const char *action, *doc, *reason, *reviewer, *note;
@@ -1140,7 +1142,13 @@ static void verdict_banner(struct ctx *c, xmlNodePtr parent, const struct verdic
         b = banner(parent, "refused", "verdict", "Refused, nothing was recorded: ");
         text(b, res->message);
         if (res->stale)
-            text(b, " The page below shows the item as it is now.");
+            text(b, ". The page below shows the item as it is now.");
+        if (res->verify.verdict == REVIEW_ABSENT)
+            textf(b,
+                  ". If it is booked in a way the ERP cannot show (on paper, say), record it "
+                  "from the command line with a reason: apbot resolve %lld --posted DOC --flow "
+                  "FILE --force REASON",
+                  (long long)v->id);
         break;
     case REVIEW_UNVERIFIABLE:
         b = banner(parent, "warn", "verdict", "The ERP did not answer, nothing was recorded: ");
@@ -1464,14 +1472,20 @@ static enum MHD_Result decide(struct ctx *c, int64_t id, const char *body)
     if (c->s->opt->log) {
         char *m = text_escape(res.message, 2048, 0);
         char *who = text_escape(d.operator_name, 128, 0);
-        fprintf(c->s->opt->log, "apbot serve: item=%lld decision=%s by=%s verdict=%d: %s\n",
-                (long long)id, review_action_name(d.action), who, (int)res.verdict, m);
+        static const char *const verdicts[] = {"done", "invalid", "refused", "unverifiable",
+                                               "failed"};
+        fprintf(c->s->opt->log, "apbot serve: item=%lld decision=%s by=%s verdict=%s: %s\n",
+                (long long)id, review_action_name(d.action), who,
+                (size_t)res.verdict < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[res.verdict]
+                                                                             : "?",
+                m);
         fflush(c->s->opt->log);
         free(m);
         free(who);
     }
     memset(&v, 0, sizeof(v));
     v.present = true;
+    v.id = id;
     v.res = &res;
     v.action = action_s;
     v.doc = d.doc;
