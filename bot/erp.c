@@ -98,10 +98,13 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     s->password = apbot_xstrdup(password);
 
     memset(&opt, 0, sizeof(opt));
-    opt.connect_timeout_ms = f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : 5000;
-    opt.timeout_ms = f->policy.timeout_ms > 0 ? f->policy.timeout_ms : 30000;
-    opt.max_redirects = f->policy.max_redirects >= 0 ? f->policy.max_redirects : 5;
-    opt.max_body = f->policy.max_body > 0 ? f->policy.max_body : (size_t)4 << 20;
+    opt.origin = s->base_url;
+    struct flow_policy def = flow_policy_default();
+    opt.connect_timeout_ms =
+        f->policy.connect_timeout_ms > 0 ? f->policy.connect_timeout_ms : def.connect_timeout_ms;
+    opt.timeout_ms = f->policy.timeout_ms > 0 ? f->policy.timeout_ms : def.timeout_ms;
+    opt.max_redirects = f->policy.max_redirects >= 0 ? f->policy.max_redirects : def.max_redirects;
+    opt.max_body = f->policy.max_body > 0 ? f->policy.max_body : def.max_body;
     opt.verify_tls = f->tls_verify;
     opt.ca_file = f->ca_file;
     if (f->basic_auth) {
@@ -171,9 +174,14 @@ char *erp_url(const struct erp_session *s, const char *expanded)
 
 bool erp_is_session_expired(const struct erp_session *s, const char *body, size_t len)
 {
-    if (!s->flow->session_expired || !body)
-        return false;
-    return match_exec(s->flow->session_expired, body, len, NULL);
+    /* Only markers whose one condition is the body pattern can be judged from a body alone;
+     * markers by status or redirect need the whole response. */
+    for (size_t i = 0; body && i < s->flow->n_session_expired; i++) {
+        const struct flow_marker *m = &s->flow->session_expired[i];
+        if (m->body && !m->status && !m->redirect && match_exec(m->body, body, len, NULL))
+            return true;
+    }
+    return false;
 }
 
 /* Hands one exchange to the evidence callback, with a bounded excerpt of the page. */
@@ -216,6 +224,9 @@ static const struct flow_rule *login_rule(const struct flow_login *l, const stru
         const struct flow_rule *rule = &l->rules[i];
         if (rule->status && !match_status(rule->status, r->status))
             continue;
+        if (rule->url && !(r->effective_url &&
+                           match_exec(rule->url, r->effective_url, strlen(r->effective_url), NULL)))
+            continue;
         if (rule->body && !match_exec(rule->body, r->body ? r->body : "", r->body_len, NULL))
             continue;
         return rule;
@@ -250,6 +261,9 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
         s->logged_in = true;
         return APBOT_OK;
     }
+    if (!l->has_form)
+        return apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
+                          "this apbot cannot yet log in without a login <form>");
     http_session_clear_cookies(s->http);
     memset(&vars, 0, sizeof(vars));
     vars.user = s->user;
@@ -301,7 +315,7 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
             goto out;
         }
     }
-    if (l->form.submit && page_form_press(&form, l->form.submit) != APBOT_OK) {
+    if (l->form.submit && page_form_press(&form, l->form.submit, NULL) != APBOT_OK) {
         rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form has no button '%s'",
                         l->form.submit);
         goto out;
@@ -343,6 +357,7 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
         case FLOW_OUT_NOT_SENT:
         case FLOW_OUT_SESSION_EXPIRED:
         case FLOW_OUT_UNKNOWN:
+        case FLOW_OUT_SAVED:
         case FLOW_OUT__COUNT:
             emit(s, "login", "POST", form.action, &r2, p, "failed");
             rc = apbot_fail(err, errlen, APBOT_E_NET, "login not completed (rule %s)",
@@ -350,7 +365,10 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
             goto out;
         }
     }
-    if (!rule && !(l->success && r2.body && match_exec(l->success, r2.body, r2.body_len, NULL))) {
+    if (!rule &&
+        !((l->success || l->success_status) &&
+          (!l->success_status || match_status(l->success_status, r2.status)) &&
+          (!l->success || (r2.body && match_exec(l->success, r2.body, r2.body_len, NULL))))) {
         emit(s, "login", "POST", form.action, &r2, p, "failed");
         if (r2.body && erp_is_session_expired(s, r2.body, r2.body_len))
             rc = apbot_fail(err, errlen, APBOT_E_BUSY,
@@ -851,6 +869,7 @@ int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *c
             char *tmpl_url = NULL;
             memset(&vars, 0, sizeof(vars));
             vars.date = date;
+            vars.from = vars.to = date; /* a range listing, one day of it */
             vars.page = page_no;
             rc = flow_expand(f, ls->get, &vars, &tmpl_url, err, errlen);
             if (rc != APBOT_OK)

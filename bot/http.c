@@ -1,23 +1,32 @@
 /*
  * http.c - one ERP web session over libcurl: an easy handle with its own cookie jar, driven
  * through a per-session multi handle in short poll slices so that a cancel flag interrupts
- * any wait, and a classifier that says what the ERP can have seen of each exchange.
+ * any wait, redirects followed here (libcurl's FOLLOWLOCATION is off) and only within the
+ * ERP's origin, and a classifier that says what the ERP can have seen of each exchange.
  *
  * The classification is the part that matters (DESIGN.md, "never re-post blind"):
- *   ANSWERED  curl finished the transfer (CURLE_OK): a complete final response, any status;
+ *   ANSWERED  curl finished the last hop (CURLE_OK): a complete final response, any status;
  *   NOT_SENT  not a single byte of any HTTP request left this process (counted through the
  *             debug callback and CURLINFO_REQUEST_SIZE), no response byte arrived and no
  *             redirect was followed - resolve and connect failures, TLS handshake failures,
  *             timeouts and cancels before the request went out;
- *   UNKNOWN   everything else, including a response cut at max_body (see http.h).
- * POSTs always go out on a fresh connection that is closed afterwards: libcurl silently
- * re-sends a request whose reused keep-alive connection died without an answer, which for a
- * POST that the ERP already processed would be exactly the blind retry we must never do.
+ *   UNKNOWN   everything else, including a response cut at max_body (see http.h), a body
+ *             shorter than its Content-Length (CURLE_PARTIAL_FILE) and too many redirects.
+ * POSTs and fresh requests go out on a fresh connection that is closed afterwards: libcurl
+ * silently re-sends a request whose reused keep-alive connection died without an answer,
+ * which for a request that the ERP already processed would be exactly the blind retry we
+ * must never do.
+ *
+ * The origin (scheme, host, port of the ERP's base URL) is checked before every hop: a
+ * request for another origin is refused, a redirect leaving it is not followed (the 3xx is
+ * the answer, flagged), and libcurl is only allowed the origin's scheme, so an https session
+ * cannot send anything over http. Credentials (the form body, the Basic header) therefore go
+ * to the origin only.
  *
  * The module never logs and never keeps request bodies (they carry passwords): the body is
  * built in a buffer that is wiped and freed as soon as the exchange ends. Transport detail
  * (curl's error text) goes to the response's detail buffer. What to do with an outcome is
- * the runner's business.
+ * the caller's business.
  */
 #include "apbot/http.h"
 
@@ -39,10 +48,12 @@
 
 #define HTTP_POLL_SLICE_MS 100     /* longest wait before the cancel flag is looked at again */
 #define HTTP_RETRY_AFTER_MAX 86400 /* a Retry-After beyond a day is clamped to a day */
+#define HTTP_LOCATION_MAX 8192     /* a longer Location is not followed */
 
 struct http_session {
     CURL *easy;
     CURLM *multi;
+    char *origin; /* the base URL the session was opened for */
     long connect_timeout_ms;
     long timeout_ms;
     long max_redirects;
@@ -55,12 +66,15 @@ struct http_session {
     struct curl_slist *post_headers; /* "Expect:" off for POST bodies */
     char errbuf[CURL_ERROR_SIZE];
 
-    /* per exchange, reset by exchange_begin() */
+    /* per hop, reset by hop_begin() */
     char *body;
     size_t body_len;
     size_t body_cap;
     bool truncated;
     long retry_after_s;
+    char *location;     /* the Location header of the response under way, raw */
+    bool location_long; /* ... longer than HTTP_LOCATION_MAX */
+    /* per exchange (all hops), reset by exchange_begin() */
     curl_off_t bytes_out; /* HTTP request bytes handed to the connection */
     curl_off_t bytes_in;  /* HTTP response bytes (headers or body) received */
 };
@@ -184,18 +198,46 @@ static long http_parse_retry_after(const char *v, size_t len)
     return (long)(when - now);
 }
 
-/* Header sink: only Retry-After is kept, and only that of the last response of a chain. */
+/* Copies a header value without surrounding white space. Heap. */
+static char *http_header_value(const char *v, size_t len)
+{
+    while (len > 0 &&
+           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;
+    while (len > 0 && (*v == ' ' || *v == '\t')) {
+        v++;
+        len--;
+    }
+    return apbot_xstrndup(v, len);
+}
+
+/* Header sink: Retry-After and Location of the response under way (a hop's last). */
 static size_t http_on_header(char *data, size_t size, size_t nmemb, void *userp)
 {
     struct http_session *s = userp;
     size_t n = size * nmemb;
-    static const char name[] = "retry-after:";
+    static const char retry[] = "retry-after:";
+    static const char location[] = "location:";
 
     s->bytes_in += (curl_off_t)n;
-    if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
-        s->retry_after_s = -1; /* a new response starts */
-    else if (n > sizeof(name) - 1 && strncasecmp(data, name, sizeof(name) - 1) == 0)
-        s->retry_after_s = http_parse_retry_after(data + sizeof(name) - 1, n - (sizeof(name) - 1));
+    if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response starts */
+        s->retry_after_s = -1;
+        free(s->location);
+        s->location = NULL;
+        s->location_long = false;
+    } else if (n > sizeof(retry) - 1 && strncasecmp(data, retry, sizeof(retry) - 1) == 0) {
+        s->retry_after_s =
+            http_parse_retry_after(data + sizeof(retry) - 1, n - (sizeof(retry) - 1));
+    } else if (n >= sizeof(location) - 1 &&
+               strncasecmp(data, location, sizeof(location) - 1) == 0) {
+        free(s->location);
+        s->location = NULL;
+        if (n - (sizeof(location) - 1) > HTTP_LOCATION_MAX)
+            s->location_long = true;
+        else
+            s->location =
+                http_header_value(data + sizeof(location) - 1, n - (sizeof(location) - 1));
+    }
     return n;
 }
 
@@ -231,6 +273,10 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
 
     if (!opt || !ret)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "http: no options");
+    if (!opt->origin || !http_same_origin(opt->origin, opt->origin))
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "http: the origin must be an absolute http:// or https:// URL "
+                          "without user:pass@");
     if (opt->connect_timeout_ms <= 0 || opt->timeout_ms <= 0)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "http: timeouts must be positive");
     if (opt->max_redirects < 0)
@@ -259,6 +305,8 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
         s->basic_password = apbot_xstrdup(opt->basic_password);
     }
     s->user_agent = apbot_xstrdup(opt->user_agent ? opt->user_agent : "apbot/" APBOT_VERSION);
+    s->origin = apbot_xstrdup(opt->origin);
+    bool https = strncasecmp(s->origin, "https:", 6) == 0;
 
     s->easy = curl_easy_init();
     s->multi = curl_multi_init();
@@ -273,16 +321,13 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
         abort();
 
     HTTP_SETOPT(CURLOPT_NOSIGNAL, 1L);
-    HTTP_SETOPT(CURLOPT_PROTOCOLS_STR, "http,https");
-    HTTP_SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    /* Only the origin's scheme: even a bug here cannot send an https session's bytes over
+     * http. Redirects are followed by http_request, hop by hop, after the origin check. */
+    HTTP_SETOPT(CURLOPT_PROTOCOLS_STR, https ? "https" : "http");
+    HTTP_SETOPT(CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http");
+    HTTP_SETOPT(CURLOPT_FOLLOWLOCATION, 0L);
+    HTTP_SETOPT(CURLOPT_UNRESTRICTED_AUTH, 0L);
     HTTP_SETOPT(CURLOPT_COOKIEFILE, ""); /* cookie engine on, nothing loaded */
-    HTTP_SETOPT(CURLOPT_FOLLOWLOCATION, 1L);
-    HTTP_SETOPT(CURLOPT_MAXREDIRS, s->max_redirects);
-    /* CURLOPT_POSTREDIR stays 0: a POST answered 301/302/303 is followed by a GET, as in a
-     * browser. 307/308 re-send the body to the target, as the server asked (never a retry of
-     * an ambiguous answer). The answer then describes the last hop: r->redirects tells the
-     * caller that a submitted form was redirected, so a login page or an overload reply
-     * seen there does not prove the form was never processed. */
     HTTP_SETOPT(CURLOPT_CONNECTTIMEOUT_MS, s->connect_timeout_ms);
     HTTP_SETOPT(CURLOPT_TIMEOUT_MS, s->timeout_ms);
     HTTP_SETOPT(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -324,6 +369,8 @@ void http_session_free(struct http_session *s)
     if (s->multi)
         curl_multi_cleanup(s->multi);
     curl_slist_free_all(s->post_headers);
+    free(s->origin);
+    free(s->location);
     free(s->ca_file);
     http_wipe_free(s->basic_user);
     http_wipe_free(s->basic_password);
@@ -340,13 +387,21 @@ void http_session_clear_cookies(struct http_session *s)
 
 static void exchange_begin(struct http_session *s)
 {
+    s->bytes_out = 0;
+    s->bytes_in = 0;
+}
+
+static void hop_begin(struct http_session *s)
+{
+    free(s->body);
     s->body = NULL;
     s->body_len = 0;
     s->body_cap = 0;
     s->truncated = false;
     s->retry_after_s = -1;
-    s->bytes_out = 0;
-    s->bytes_in = 0;
+    free(s->location);
+    s->location = NULL;
+    s->location_long = false;
     s->errbuf[0] = '\0';
 }
 
@@ -354,7 +409,8 @@ static void exchange_begin(struct http_session *s)
  * Runs the prepared transfer to its end, a cancel, or a multi-interface failure. Returns the
  * transfer's CURLcode, or CURLE_ABORTED_BY_CALLBACK with *cancelled set.
  */
-static CURLcode exchange_run(struct http_session *s, bool *cancelled, bool *started)
+static CURLcode exchange_run(struct http_session *s, int64_t deadline, bool *cancelled,
+                             bool *started)
 {
     CURLcode res = CURLE_FAILED_INIT;
     bool done = false;
@@ -364,7 +420,7 @@ static CURLcode exchange_run(struct http_session *s, bool *cancelled, bool *star
     if (curl_multi_add_handle(s->multi, s->easy) != CURLM_OK)
         return CURLE_FAILED_INIT;
     /* Our own guard over curl's timeouts, in case a callback-free path ever hangs. */
-    int64_t hard_deadline = http_now_ms() + s->timeout_ms + s->connect_timeout_ms + 2000;
+    int64_t hard_deadline = deadline + s->connect_timeout_ms + 2000;
     for (;;) {
         if (s->cancel && *s->cancel) {
             *cancelled = true;
@@ -396,64 +452,6 @@ static CURLcode exchange_run(struct http_session *s, bool *cancelled, bool *star
     return res;
 }
 
-/* Fills r from the finished exchange: the classification described at the top. */
-static void exchange_classify(struct http_session *s, const char *url, CURLcode res, bool cancelled,
-                              bool started, int64_t t0, struct http_response *r)
-{
-    long request_size = 0, redirects = 0, status = 0;
-    char *eff = NULL;
-
-    /* Before the first perform libcurl has not reset its info: it still describes the
-     * previous exchange, so it is only read once this transfer has started. */
-    if (started) {
-        (void)curl_easy_getinfo(s->easy, CURLINFO_REQUEST_SIZE, &request_size);
-        (void)curl_easy_getinfo(s->easy, CURLINFO_REDIRECT_COUNT, &redirects);
-        (void)curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
-        (void)curl_easy_getinfo(s->easy, CURLINFO_EFFECTIVE_URL, &eff);
-    }
-    if (!eff)
-        eff = (char *)url;
-
-    memset(r, 0, sizeof(*r));
-    r->retry_after_s = -1;
-    r->effective_url = eff ? apbot_xstrdup(eff) : NULL;
-    r->redirects = redirects;
-    r->elapsed_ms = http_now_ms() - t0;
-
-    bool sent = s->bytes_out > 0 || request_size > 0 || redirects > 0 || s->bytes_in > 0;
-
-    if (res == CURLE_OK && !cancelled && status > 0) {
-        r->transport = HTTP_ANSWERED;
-        r->status = status;
-        r->retry_after_s = s->retry_after_s;
-        if (!s->body) {
-            s->body = apbot_xmalloc(1);
-            s->body[0] = '\0';
-        }
-        r->body = s->body;
-        r->body_len = s->body_len;
-        s->body = NULL;
-        return;
-    }
-
-    r->transport = sent ? HTTP_UNKNOWN : HTTP_NOT_SENT;
-    r->truncated = s->truncated;
-    if (s->truncated)
-        snprintf(r->detail, sizeof(r->detail),
-                 "response body exceeds %zu bytes (HTTP %ld): cut, outcome unknown", s->max_body,
-                 status);
-    else if (cancelled)
-        snprintf(r->detail, sizeof(r->detail), "cancelled %s",
-                 sent ? "after sending" : "before sending");
-    else if (res == CURLE_OK)
-        snprintf(r->detail, sizeof(r->detail), "no HTTP status received");
-    else
-        snprintf(r->detail, sizeof(r->detail), "%s",
-                 s->errbuf[0] ? s->errbuf : curl_easy_strerror(res));
-    free(s->body);
-    s->body = NULL;
-}
-
 /* Builds "a=1&b=2" with every name and value percent-encoded. Heap, wipe after use. */
 static char *http_form_encode(const struct http_field *fields, size_t n, size_t *ret_len)
 {
@@ -483,6 +481,66 @@ static char *http_form_encode(const struct http_field *fields, size_t n, size_t 
     return out;
 }
 
+/* The parts of an absolute http(s) URL that make its origin; false when it has none (not a
+ * URL, another scheme, no host) or carries user:pass@. Heap parts, free() each. */
+static bool http_origin_parts(const char *url, char **ret_scheme, char **ret_host, char **ret_port)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *password = NULL;
+    bool ok = false;
+    if (!u)
+        abort();
+    if (!url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+        goto out;
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0))
+        goto out;
+    if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PASSWORD, &password, 0) == CURLUE_OK)
+        goto out; /* credentials in a URL never go anywhere */
+    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host)
+        goto out;
+    if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+        goto out;
+    *ret_scheme = apbot_xstrdup(scheme);
+    *ret_host = apbot_xstrdup(host);
+    *ret_port = apbot_xstrdup(port);
+    ok = true;
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(user);
+    curl_free(password);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+bool http_same_origin(const char *a, const char *b)
+{
+    char *sa = NULL, *ha = NULL, *pa = NULL, *sb = NULL, *hb = NULL, *pb = NULL;
+    bool same = http_origin_parts(a, &sa, &ha, &pa) && http_origin_parts(b, &sb, &hb, &pb) &&
+                strcasecmp(sa, sb) == 0 && strcasecmp(ha, hb) == 0 && strcmp(pa, pb) == 0;
+    free(sa);
+    free(ha);
+    free(pa);
+    free(sb);
+    free(hb);
+    free(pb);
+    return same;
+}
+
+enum http_redirect http_redirect_decide(const char *origin, long status, const char *location)
+{
+    bool to_get = status == 301 || status == 302 || status == 303;
+    bool same = status == 307 || status == 308;
+    if (!to_get && !same)
+        return HTTP_REDIRECT_NONE; /* 300, 304, 305, 306 and every other status */
+    if (!location || !http_same_origin(origin, location))
+        return HTTP_REDIRECT_BLOCKED;
+    return to_get ? HTTP_REDIRECT_GET : HTTP_REDIRECT_SAME;
+}
+
 /* True for an absolute http or https URL that libcurl can parse. */
 static bool http_url_ok(const char *url)
 {
@@ -498,62 +556,198 @@ static bool http_url_ok(const char *url)
     return ok;
 }
 
-static int http_exchange(struct http_session *s, const char *url, const struct http_field *fields,
-                         size_t n_fields, bool post, struct http_response *ret)
-{
-    char *form = NULL;
-    size_t form_len = 0;
-    bool cancelled = false, started = false;
-    CURLcode res;
-    int64_t t0 = http_now_ms();
+/* Where one exchange stands between hops. */
+struct http_hops {
+    char *url;        /* the hop under way, heap */
+    bool post;        /* this hop is a POST (the body is re-sent by 307/308) */
+    const char *form; /* the encoded body while post */
+    size_t form_len;
+    bool fresh;
+    long redirects;
+    long first_status;
+    char *first_location;
+    bool blocked;
+};
 
-    exchange_begin(s);
-    if (curl_easy_setopt(s->easy, CURLOPT_URL, url) != CURLE_OK)
-        return APBOT_E_INVAL;
-    if (post) {
-        form = http_form_encode(fields, n_fields, &form_len);
-        (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)form_len);
-        (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, form);
+/* Prepares the easy handle for the next hop. */
+static void hop_setup(struct http_session *s, const struct http_hops *h, int64_t deadline)
+{
+    int64_t left = deadline - http_now_ms();
+    (void)curl_easy_setopt(s->easy, CURLOPT_URL, h->url);
+    (void)curl_easy_setopt(s->easy, CURLOPT_TIMEOUT_MS, (long)(left > 1 ? left : 1));
+    if (h->post) {
+        (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)h->form_len);
+        (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, h->form);
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->post_headers);
-        /* A fresh connection, closed afterwards: libcurl never re-sends this POST on its
-         * own after a dead keep-alive connection (see the top of this file). */
-        (void)curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 1L);
-        (void)curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 1L);
     } else {
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
-        (void)curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, 0L);
-        (void)curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, 0L);
+    }
+    /* A fresh connection, closed afterwards: libcurl never re-sends this request on its own
+     * after a dead keep-alive connection (see the top of this file). */
+    long fresh = h->fresh || h->post ? 1L : 0L;
+    (void)curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, fresh);
+    (void)curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, fresh);
+}
+
+/* Fills r as a failure: NOT_SENT when no byte of any hop left or arrived, else UNKNOWN. */
+static void exchange_fail(struct http_session *s, const struct http_hops *h, CURLcode res,
+                          bool cancelled, long request_size, long status, struct http_response *r)
+{
+    bool sent = s->bytes_out > 0 || request_size > 0 || h->redirects > 0 || s->bytes_in > 0;
+
+    r->transport = sent ? HTTP_UNKNOWN : HTTP_NOT_SENT;
+    r->truncated = s->truncated;
+    if (s->truncated)
+        snprintf(r->detail, sizeof(r->detail),
+                 "response body exceeds %zu bytes (HTTP %ld): cut, outcome unknown", s->max_body,
+                 status);
+    else if (cancelled)
+        snprintf(r->detail, sizeof(r->detail), "cancelled %s",
+                 sent ? "after sending" : "before sending");
+    else if (res == CURLE_OK)
+        snprintf(r->detail, sizeof(r->detail), "no HTTP status received");
+    else
+        snprintf(r->detail, sizeof(r->detail), "%s",
+                 s->errbuf[0] ? s->errbuf : curl_easy_strerror(res));
+}
+
+static int http_exchange(struct http_session *s, const struct http_request *req,
+                         struct http_response *r)
+{
+    struct http_hops h = {.url = apbot_xstrdup(req->url), .fresh = req->fresh};
+    char *form = NULL;
+    int64_t t0 = http_now_ms(), deadline = t0 + s->timeout_ms;
+
+    h.post = req->method && strcmp(req->method, "POST") == 0;
+    if (h.post) {
+        form = http_form_encode(req->fields, req->n_fields, &h.form_len);
+        h.form = form;
+    }
+    exchange_begin(s);
+    memset(r, 0, sizeof(*r));
+    r->retry_after_s = -1;
+
+    for (;;) {
+        bool cancelled = false, started = false;
+        long request_size = 0, status = 0;
+
+        hop_begin(s);
+        hop_setup(s, &h, deadline);
+        CURLcode res = exchange_run(s, deadline, &cancelled, &started);
+        /* Before the first perform libcurl has not reset its info: it still describes the
+         * previous exchange, so it is only read once this transfer has started. */
+        if (started) {
+            (void)curl_easy_getinfo(s->easy, CURLINFO_REQUEST_SIZE, &request_size);
+            (void)curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+        }
+        if (res != CURLE_OK || cancelled || status <= 0) {
+            /* A transfer error, a cut or short body, a timeout, a cancel: whatever this hop's
+             * status line said, the exchange is not answered. */
+            exchange_fail(s, &h, res, cancelled, request_size, status, r);
+            break;
+        }
+        char *location = NULL;
+        if (s->location && !s->location_long)
+            location = http_resolve_url(h.url, s->location);
+        bool has_location = s->location || s->location_long;
+        enum http_redirect d = http_redirect_decide(s->origin, status, location);
+        if (d != HTTP_REDIRECT_NONE && !has_location)
+            d = HTTP_REDIRECT_NONE; /* a 3xx without a Location goes nowhere: an answer */
+        if (h.redirects == 0) {
+            h.first_status = status;
+            if (d != HTTP_REDIRECT_NONE && location)
+                h.first_location = apbot_xstrdup(location);
+        }
+        if (d == HTTP_REDIRECT_GET || d == HTTP_REDIRECT_SAME) {
+            if (h.redirects >= s->max_redirects) {
+                free(location);
+                exchange_fail(s, &h, CURLE_TOO_MANY_REDIRECTS, false, request_size, status, r);
+                snprintf(r->detail, sizeof(r->detail), "more than %ld redirects: outcome unknown",
+                         s->max_redirects);
+                break;
+            }
+            if (s->cancel && *s->cancel) {
+                free(location);
+                exchange_fail(s, &h, CURLE_ABORTED_BY_CALLBACK, true, request_size, status, r);
+                break;
+            }
+            free(h.url);
+            h.url = location;
+            h.redirects++;
+            if (d == HTTP_REDIRECT_GET)
+                h.post = false; /* 301/302/303: a GET without the body, as a browser does */
+            continue;
+        }
+        free(location);
+        h.blocked = d == HTTP_REDIRECT_BLOCKED;
+        r->transport = HTTP_ANSWERED;
+        r->status = status;
+        r->retry_after_s = s->retry_after_s;
+        if (!s->body) {
+            s->body = apbot_xmalloc(1);
+            s->body[0] = '\0';
+        }
+        r->body = s->body;
+        r->body_len = s->body_len;
+        s->body = NULL;
+        break;
     }
 
-    res = exchange_run(s, &cancelled, &started);
-
     if (form) {
-        explicit_bzero(form, form_len);
+        explicit_bzero(form, h.form_len);
         free(form);
         (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, (char *)NULL);
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
     }
-    exchange_classify(s, url, res, cancelled, started, t0, ret);
+    hop_begin(s); /* drops a failed hop's partial body */
+    r->effective_url = h.url;
+    r->redirects = h.redirects;
+    r->first_status = h.first_status;
+    r->first_location = h.first_location;
+    r->redirect_blocked = h.blocked;
+    r->elapsed_ms = http_now_ms() - t0;
     return APBOT_OK;
+}
+
+int http_request(struct http_session *s, const struct http_request *req, struct http_response *ret)
+{
+    if (!s || !req || !req->url || !ret || (req->n_fields > 0 && !req->fields))
+        return APBOT_E_INVAL;
+    bool post = req->method && strcmp(req->method, "POST") == 0;
+    if (req->method && !post && strcmp(req->method, "GET") != 0)
+        return APBOT_E_INVAL;
+    if (!post && req->n_fields > 0)
+        return APBOT_E_INVAL; /* a GET carries its query in the URL */
+    for (size_t i = 0; i < req->n_fields; i++)
+        if (!req->fields[i].name)
+            return APBOT_E_INVAL;
+    if (!http_url_ok(req->url))
+        return APBOT_E_INVAL;
+    char *sc = NULL, *ho = NULL, *po = NULL;
+    bool has_origin = http_origin_parts(req->url, &sc, &ho, &po);
+    free(sc);
+    free(ho);
+    free(po);
+    if (!has_origin)
+        return APBOT_E_INVAL; /* user:pass@ in the URL */
+    if (!http_same_origin(s->origin, req->url))
+        return APBOT_E_ORIGIN; /* nothing is sent */
+    return http_exchange(s, req, ret);
 }
 
 int http_get(struct http_session *s, const char *url, struct http_response *ret)
 {
-    if (!s || !url || !ret || !http_url_ok(url))
-        return APBOT_E_INVAL;
-    return http_exchange(s, url, NULL, 0, false, ret);
+    const struct http_request req = {.method = "GET", .url = url};
+    return http_request(s, &req, ret);
 }
 
 int http_post_form(struct http_session *s, const char *url, const struct http_field *fields,
                    size_t n_fields, struct http_response *ret)
 {
-    if (!s || !url || !ret || (n_fields > 0 && !fields) || !http_url_ok(url))
-        return APBOT_E_INVAL;
-    for (size_t i = 0; i < n_fields; i++)
-        if (!fields[i].name)
-            return APBOT_E_INVAL;
-    return http_exchange(s, url, fields, n_fields, true, ret);
+    const struct http_request req = {
+        .method = "POST", .url = url, .fields = fields, .n_fields = n_fields, .fresh = true};
+    return http_request(s, &req, ret);
 }
 
 void http_response_done(struct http_response *r)
@@ -562,8 +756,10 @@ void http_response_done(struct http_response *r)
         return;
     free(r->body);
     free(r->effective_url);
+    free(r->first_location);
     r->body = NULL;
     r->effective_url = NULL;
+    r->first_location = NULL;
     r->body_len = 0;
 }
 

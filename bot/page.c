@@ -29,6 +29,7 @@
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
 
+#include "apbot/buf.h"
 #include "apbot/http.h"
 #include "apbot/mem.h"
 
@@ -569,18 +570,24 @@ static void form_add_control(struct page_form *f, const char *name)
     f->controls[f->n_controls++] = apbot_xstrdup(name);
 }
 
-static void form_add_button(struct page_form *f, const char *name, const char *value)
+static void form_add_button(struct page_form *f, const char *name, const char *value, bool image)
 {
     form_grow(&f->buttons, f->n_buttons);
     form_grow(&f->button_values, f->n_buttons);
+    f->button_image = apbot_xrealloc(f->button_image, (f->n_buttons + 1) * sizeof(bool));
     f->buttons[f->n_buttons] = apbot_xstrdup(name);
     f->button_values[f->n_buttons] = apbot_xstrdup(value);
+    f->button_image[f->n_buttons] = image;
     f->n_buttons++;
 }
 
-/* Adds the value a selected option submits: its value attribute, else its text with white
- * space collapsed, as a browser does. */
-static void form_add_option(struct page_form *f, const char *name, xmlNodePtr opt)
+/* What a form may hold: far beyond any real screen, and a 4 MB page cannot reach them. */
+#define PAGE_MAX_SELECTS 10000
+#define PAGE_MAX_OPTIONS 200000 /* per select */
+
+/* The value an option submits: its value attribute, else its text with white space
+ * collapsed, as a browser does. Heap. */
+static char *option_value(xmlNodePtr opt)
 {
     char *v = page_prop(opt, "value");
     if (!v) {
@@ -588,43 +595,83 @@ static void form_add_option(struct page_form *f, const char *name, xmlNodePtr op
         v = page_collapse_dup(t);
         free(t);
     }
-    form_add(f, name, v, false);
-    free(v);
+    return v;
 }
 
-static void form_select(struct page_form *f, xmlNodePtr sel, const char *name)
+/* The label a browser shows: the label attribute unless empty, else the text; collapsed. */
+static char *option_label(xmlNodePtr opt)
 {
+    char *l = page_prop(opt, "label");
+    if (!l || !*l) {
+        free(l);
+        l = page_content(opt);
+    }
+    char *c = page_collapse_dup(l);
+    free(l);
+    return c;
+}
+
+/* A form under construction: the array capacities apbot_grow needs. */
+struct form_build {
+    struct page_form f;
+    size_t selects_cap;
+};
+
+static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
+{
+    struct page_form *f = &fb->f;
     bool multiple = page_has_prop(sel, "multiple");
     xmlNodePtr chosen = NULL, first = NULL;
+    struct page_select ps = {.multiple = multiple};
+    size_t cap = 0;
+    int rc = apbot_grow((void **)&f->selects, &fb->selects_cap, f->n_selects, sizeof(*f->selects),
+                        PAGE_MAX_SELECTS);
+    if (rc != APBOT_OK)
+        return rc;
 
     for (xmlNodePtr n = sel->children; n; n = page_walk_next(n, sel, true)) {
         if (!page_is_elem(n, "option"))
             continue;
         bool disabled = page_has_prop(n, "disabled") || (page_is_elem(n->parent, "optgroup") &&
                                                          page_has_prop(n->parent, "disabled"));
+        rc = apbot_grow((void **)&ps.options, &cap, ps.n_options, sizeof(*ps.options),
+                        PAGE_MAX_OPTIONS);
+        if (rc != APBOT_OK)
+            break;
+        struct page_option *o = &ps.options[ps.n_options++];
+        o->value = option_value(n);
+        o->label = option_label(n);
+        o->disabled = disabled;
         if (!first && !disabled)
             first = n;
         if (!page_has_prop(n, "selected"))
             continue;
         if (multiple) {
             if (!disabled)
-                form_add_option(f, name, n);
+                form_add(f, name, o->value, false);
         } else {
             chosen = n; /* the last selected option wins, as in a browser */
         }
     }
-    if (multiple)
-        return;
+    ps.name = apbot_xstrdup(name);
+    f->selects[f->n_selects++] = ps; /* kept even when cut, so page_form_done frees it */
+    if (rc != APBOT_OK || multiple)
+        return rc;
     if (!chosen)
         chosen = first;
     if (!chosen || page_has_prop(chosen, "disabled"))
-        return;
-    form_add_option(f, name, chosen);
+        return APBOT_OK;
+    char *v = option_value(chosen);
+    form_add(f, name, v, false);
+    free(v);
+    return APBOT_OK;
 }
 
 /* One control of the form (n is an input, select, textarea or button). */
-static void form_control(struct page_form *f, xmlNodePtr n)
+static int form_control(struct form_build *fb, xmlNodePtr n)
 {
+    struct page_form *f = &fb->f;
+    int rc = APBOT_OK;
     char *name = page_prop(n, "name");
     if (!name || !*name || page_has_prop(n, "disabled"))
         goto out;
@@ -633,15 +680,15 @@ static void form_control(struct page_form *f, xmlNodePtr n)
         char *type = page_prop(n, "type");
         const char *t = type ? type : "text";
         char *value = page_prop(n, "value");
-        if (strcasecmp(t, "submit") == 0) {
-            form_add_button(f, name, value ? value : "");
+        if (strcasecmp(t, "submit") == 0 || strcasecmp(t, "image") == 0) {
+            form_add_button(f, name, value ? value : "", strcasecmp(t, "image") == 0);
         } else if (strcasecmp(t, "checkbox") == 0 || strcasecmp(t, "radio") == 0) {
             form_add_control(f, name);
             if (page_has_prop(n, "checked"))
                 form_add(f, name, value ? value : "on", false);
         } else if (strcasecmp(t, "reset") == 0 || strcasecmp(t, "button") == 0 ||
-                   strcasecmp(t, "file") == 0 || strcasecmp(t, "image") == 0) {
-            /* not submitted by a script-less browser without a file or a click position */
+                   strcasecmp(t, "file") == 0) {
+            /* not submitted by a script-less browser without a file */
         } else {
             form_add_control(f, name);
             form_add(f, name, value ? value : "", strcasecmp(t, "hidden") == 0);
@@ -649,14 +696,15 @@ static void form_control(struct page_form *f, xmlNodePtr n)
         free(type);
         free(value);
     } else if (page_is_elem(n, "button")) {
-        if (!page_has_prop(n, "type") || page_prop_is(n, "type", "submit")) {
+        /* HTML: a button without a type, or with one the browser does not know, submits */
+        if (!page_prop_is(n, "type", "reset") && !page_prop_is(n, "type", "button")) {
             char *value = page_prop(n, "value");
-            form_add_button(f, name, value ? value : "");
+            form_add_button(f, name, value ? value : "", false);
             free(value);
         }
     } else if (page_is_elem(n, "select")) {
         form_add_control(f, name);
-        form_select(f, n, name);
+        rc = form_select(fb, n, name);
     } else if (page_is_elem(n, "textarea")) {
         form_add_control(f, name);
         char *t = page_content(n);
@@ -671,6 +719,7 @@ static void form_control(struct page_form *f, xmlNodePtr n)
     }
 out:
     free(name);
+    return rc;
 }
 
 static bool form_owns(xmlNodePtr form, const char *form_id, xmlNodePtr n)
@@ -692,14 +741,14 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
 {
     struct page_quiet q;
     struct page_xerr e;
-    struct page_form f;
+    struct form_build fb;
     xmlNodePtr form = NULL;
     char *form_id = NULL, *action = NULL, *method = NULL;
     int rc = APBOT_OK;
 
     if (!p || !xpath || !ret)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "page_find_form: bad arguments");
-    memset(&f, 0, sizeof(f));
+    memset(&fb, 0, sizeof(fb));
 
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx(p->doc, &e);
@@ -746,19 +795,27 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
             continue;
         if (page_is_elem(n, "input") || page_is_elem(n, "select") || page_is_elem(n, "textarea") ||
             page_is_elem(n, "button")) {
-            if (form_owns(form, form_id, n))
-                form_control(&f, n);
+            if (form_owns(form, form_id, n)) {
+                rc = form_control(&fb, n);
+                if (rc != APBOT_OK) {
+                    rc = apbot_fail(err, errlen, rc,
+                                    "form %s has more selects or options "
+                                    "than apbot reads",
+                                    xpath);
+                    goto out;
+                }
+            }
         }
     }
 
-    f.action = action;
-    f.method = method;
+    fb.f.action = action;
+    fb.f.method = method;
     action = NULL;
     method = NULL;
-    *ret = f;
-    memset(&f, 0, sizeof(f));
+    *ret = fb.f;
+    memset(&fb, 0, sizeof(fb));
 out:
-    page_form_done(&f);
+    page_form_done(&fb.f);
     free(form_id);
     free(action);
     free(method);
@@ -782,21 +839,49 @@ void page_form_done(struct page_form *f)
     }
     for (size_t i = 0; i < f->n_controls; i++)
         free(f->controls[i]);
+    for (size_t i = 0; i < f->n_selects; i++) {
+        for (size_t k = 0; k < f->selects[i].n_options; k++) {
+            free(f->selects[i].options[k].value);
+            free(f->selects[i].options[k].label);
+        }
+        free(f->selects[i].options);
+        free(f->selects[i].name);
+    }
     free(f->names);
     free(f->values);
     free(f->hidden);
     free(f->buttons);
     free(f->button_values);
+    free(f->button_image);
     free(f->controls);
+    free(f->selects);
     free(f->action);
     free(f->method);
     memset(f, 0, sizeof(*f));
 }
 
-int page_form_set(struct page_form *f, const char *name, const char *value)
+static const struct page_select *form_find_select(const struct page_form *f, const char *name)
 {
-    if (!f || !name || !value)
-        return APBOT_E_INVAL;
+    for (size_t i = 0; i < f->n_selects; i++)
+        if (strcmp(f->selects[i].name, name) == 0)
+            return &f->selects[i];
+    return NULL;
+}
+
+bool page_form_has(const struct page_form *f, const char *name)
+{
+    if (!f || !name)
+        return false;
+    for (size_t i = 0; i < f->n_controls; i++)
+        if (strcmp(f->controls[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* Sets an existing control's value (no select check): the first submitted field of that name
+ * gets it and later ones go; a control not submitted yet is added. */
+static int form_set_value(struct page_form *f, const char *name, const char *value)
+{
     size_t first = f->n;
     for (size_t i = 0; i < f->n; i++)
         if (strcmp(f->names[i], name) == 0) {
@@ -805,10 +890,7 @@ int page_form_set(struct page_form *f, const char *name, const char *value)
         }
     if (first == f->n) {
         /* Not submitted yet, but the form has it (an unchecked box, an empty select)? */
-        bool known = false;
-        for (size_t i = 0; i < f->n_controls && !known; i++)
-            known = strcmp(f->controls[i], name) == 0;
-        if (!known)
+        if (!page_form_has(f, name))
             return APBOT_E_NOTFOUND;
         form_add(f, name, value, false);
         return APBOT_OK;
@@ -822,27 +904,154 @@ int page_form_set(struct page_form *f, const char *name, const char *value)
     return APBOT_OK;
 }
 
-int page_form_press(struct page_form *f, const char *name)
+int page_form_set(struct page_form *f, const char *name, const char *value)
+{
+    if (!f || !name || !value)
+        return APBOT_E_INVAL;
+    if (!page_form_has(f, name))
+        return APBOT_E_NOTFOUND;
+    const struct page_select *sel = form_find_select(f, name);
+    if (sel) {
+        bool offered = false;
+        for (size_t k = 0; k < sel->n_options && !offered; k++)
+            offered = !sel->options[k].disabled && strcmp(sel->options[k].value, value) == 0;
+        if (!offered)
+            return APBOT_E_DATA; /* a browser could not send it; never another option */
+    }
+    return form_set_value(f, name, value);
+}
+
+/* True when the option's label (collapsed already) is designated by text (collapsed). */
+static bool option_matches(const struct page_option *o, const char *text, const char *collapsed,
+                           enum page_option_mode mode)
+{
+    switch (mode) {
+    case PAGE_OPTION_VALUE:
+        return strcmp(o->value, text) == 0;
+    case PAGE_OPTION_LABEL:
+        return strcmp(o->label, collapsed) == 0;
+    case PAGE_OPTION_LABEL_PREFIX:
+        return collapsed[0] && strncmp(o->label, collapsed, strlen(collapsed)) == 0;
+    }
+    return false;
+}
+
+int page_form_select(struct page_form *f, const char *name, const char *text,
+                     enum page_option_mode mode, const struct page_option **ret_chosen)
+{
+    if (!f || !name || !text)
+        return APBOT_E_INVAL;
+    if (mode != PAGE_OPTION_VALUE && mode != PAGE_OPTION_LABEL && mode != PAGE_OPTION_LABEL_PREFIX)
+        return APBOT_E_INVAL;
+    if (!page_form_has(f, name))
+        return APBOT_E_NOTFOUND;
+    const struct page_select *sel = form_find_select(f, name);
+    if (!sel)
+        return APBOT_E_INVAL; /* the control is not a select: the form changed */
+
+    char *collapsed = page_collapse_dup(text);
+    const struct page_option *chosen = NULL;
+    int rc = APBOT_OK;
+    for (size_t k = 0; k < sel->n_options; k++) {
+        const struct page_option *o = &sel->options[k];
+        if (o->disabled || !option_matches(o, text, collapsed, mode))
+            continue;
+        if (chosen && strcmp(chosen->value, o->value) != 0) {
+            rc = APBOT_E_CONFLICT; /* two different submissions: which one is a guess */
+            break;
+        }
+        if (!chosen)
+            chosen = o;
+    }
+    free(collapsed);
+    if (rc == APBOT_OK && !chosen)
+        rc = APBOT_E_DATA;
+    if (rc != APBOT_OK)
+        return rc;
+    rc = form_set_value(f, name, chosen->value);
+    if (rc == APBOT_OK && ret_chosen)
+        *ret_chosen = chosen;
+    return rc;
+}
+
+int page_form_add(struct page_form *f, const char *name, const char *value)
+{
+    if (!f || !name || !*name || !value)
+        return APBOT_E_INVAL;
+    if (page_form_has(f, name))
+        return APBOT_E_CONFLICT;
+    form_add_control(f, name);
+    form_add(f, name, value, false);
+    return APBOT_OK;
+}
+
+/* Removes the last submitted field name=value, if any. */
+static void form_remove_last(struct page_form *f, const char *name, const char *value)
+{
+    for (size_t i = f->n; i-- > 0;)
+        if (strcmp(f->names[i], name) == 0 && strcmp(f->values[i], value) == 0) {
+            form_remove(f, i);
+            return;
+        }
+}
+
+/* The fields button b submits: name=value, or name.x=0 and name.y=0 for an image. */
+static void form_button_fields(const struct page_form *f, size_t b, char *x, char *y, size_t cap)
+{
+    snprintf(x, cap, "%s.x", f->buttons[b]);
+    snprintf(y, cap, "%s.y", f->buttons[b]);
+}
+
+/* True when buttons a and b submit the same fields. */
+static bool form_same_press(const struct page_form *f, size_t a, size_t b)
+{
+    return strcmp(f->buttons[a], f->buttons[b]) == 0 && f->button_image[a] == f->button_image[b] &&
+           (f->button_image[a] || strcmp(f->button_values[a], f->button_values[b]) == 0);
+}
+
+int page_form_press(struct page_form *f, const char *name, const char *value)
 {
     if (!f || !name)
         return APBOT_E_INVAL;
     size_t b = f->n_buttons;
-    for (size_t i = 0; i < f->n_buttons; i++)
-        if (strcmp(f->buttons[i], name) == 0) {
+    for (size_t i = 0; i < f->n_buttons; i++) {
+        if (strcmp(f->buttons[i], name) != 0 || (value && strcmp(f->button_values[i], value) != 0))
+            continue;
+        if (b == f->n_buttons)
             b = i;
-            break;
-        }
+        else if (!form_same_press(f, b, i))
+            return APBOT_E_CONFLICT; /* never "the first one" */
+    }
     if (b == f->n_buttons)
         return APBOT_E_NOTFOUND;
-    /* Only one button is ever pressed: forget an earlier press. */
-    for (size_t i = f->n; i-- > 0;)
-        for (size_t k = 0; k < f->n_buttons; k++)
-            if (strcmp(f->names[i], f->buttons[k]) == 0 &&
-                strcmp(f->values[i], f->button_values[k]) == 0) {
-                form_remove(f, i);
-                break;
-            }
-    form_add(f, f->buttons[b], f->button_values[b], false);
+
+    size_t cap = strlen(name) + 3;
+    char *x = apbot_xmalloc(cap), *y = apbot_xmalloc(cap);
+    /* Only one button is ever pressed: undo an earlier press. */
+    if (f->pressed > 0 && f->pressed <= f->n_buttons) {
+        size_t old = f->pressed - 1;
+        if (f->button_image[old]) {
+            size_t ocap = strlen(f->buttons[old]) + 3;
+            char *ox = apbot_xmalloc(ocap), *oy = apbot_xmalloc(ocap);
+            form_button_fields(f, old, ox, oy, ocap);
+            form_remove_last(f, ox, "0");
+            form_remove_last(f, oy, "0");
+            free(ox);
+            free(oy);
+        } else {
+            form_remove_last(f, f->buttons[old], f->button_values[old]);
+        }
+    }
+    if (f->button_image[b]) {
+        form_button_fields(f, b, x, y, cap);
+        form_add(f, x, "0", false);
+        form_add(f, y, "0", false);
+    } else {
+        form_add(f, f->buttons[b], f->button_values[b], false);
+    }
+    f->pressed = b + 1;
+    free(x);
+    free(y);
     return APBOT_OK;
 }
 
@@ -996,4 +1205,338 @@ char *page_excerpt(const struct page *p, size_t max)
 out:
     t.buf[t.len] = '\0';
     return t.buf;
+}
+
+/* ---- what outcome rules see ---- */
+
+/* Elements whose content is not markup (HTML's raw text and escapable raw text elements) and
+ * whether rules see it. Script has its own comment-escape states (rt_script). */
+enum rt_content {
+    RT_MARKUP = 0, /* an ordinary element */
+    RT_SCRIPT,     /* script data: blanked */
+    RT_HIDDEN,     /* raw text nobody sees or the ERP echoes: blanked */
+    RT_SHOWN,      /* raw text a browser shows (title, xmp): kept */
+    RT_PLAINTEXT,  /* everything after it is text: kept */
+};
+
+static const struct {
+    const char *name;
+    enum rt_content content;
+} rt_elements[] = {
+    {"script", RT_SCRIPT},       {"style", RT_HIDDEN},  {"textarea", RT_HIDDEN},
+    {"noscript", RT_HIDDEN},     {"iframe", RT_HIDDEN}, {"noembed", RT_HIDDEN},
+    {"noframes", RT_HIDDEN},     {"title", RT_SHOWN},   {"xmp", RT_SHOWN},
+    {"plaintext", RT_PLAINTEXT},
+};
+
+/* Attributes whose values rules may anchor on: markup the ERP writes, not data it echoes. */
+static const char *const rt_kept_attrs[] = {"id", "class", "name", "type", "role"};
+
+static bool rt_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+static bool rt_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static char rt_lower(char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+/* True when body[at..) starts with the lower-case word w, any case (NULs are bytes too). */
+static bool rt_word_at(const char *body, size_t len, size_t at, const char *w)
+{
+    size_t n = strlen(w);
+    if (at > len || len - at < n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (rt_lower(body[at + i]) != w[i])
+            return false;
+    return true;
+}
+
+/* True when body[at..) is the tag name w followed by white space, '/' or '>' (HTML's
+ * "appropriate end tag"; at the end of the body it is not one). */
+static bool rt_name_at(const char *body, size_t len, size_t at, const char *w)
+{
+    size_t n = strlen(w);
+    if (!rt_word_at(body, len, at, w) || at + n >= len)
+        return false;
+    char c = body[at + n];
+    return rt_space(c) || c == '/' || c == '>';
+}
+
+static void rt_blank(char *out, size_t from, size_t to)
+{
+    if (to > from)
+        memset(out + from, ' ', to - from);
+}
+
+/* Position after the first '>' at or after i, or len. */
+static size_t rt_past_gt(const char *body, size_t len, size_t i)
+{
+    const char *gt = memchr(body + i, '>', len - i);
+    return gt ? (size_t)(gt - body) + 1 : len;
+}
+
+/* A comment starting at i ("<!--"): its end (after "-->", "--!>", or the abrupt "<!-->" and
+ * "<!--->"), or len when it never ends. */
+static size_t rt_comment_end(const char *body, size_t len, size_t i)
+{
+    size_t k = i + 4;
+    if (k < len && body[k] == '>')
+        return k + 1;
+    if (k + 1 < len && body[k] == '-' && body[k + 1] == '>')
+        return k + 2;
+    while (k < len) {
+        const char *dash = memchr(body + k, '-', len - k);
+        if (!dash)
+            return len;
+        k = (size_t)(dash - body);
+        if (k + 2 < len && body[k + 1] == '-' && body[k + 2] == '>')
+            return k + 3;
+        if (k + 3 < len && body[k + 1] == '-' && body[k + 2] == '!' && body[k + 3] == '>')
+            return k + 4;
+        k++;
+    }
+    return len;
+}
+
+/*
+ * Script data from k: the position of the '<' of its end tag, or len. Follows HTML's script
+ * states: inside "<!--" a "<script>" opens a double-escaped part in which "</script>" does
+ * not end the element - text a browser keeps inside the script, so it stays blanked here.
+ */
+static size_t rt_script_end(const char *body, size_t len, size_t k)
+{
+    enum { DATA, ESC, ESC_DASH, ESC_DASH_DASH, DESC, DESC_DASH, DESC_DASH_DASH } st = DATA;
+    while (k < len) {
+        char c = body[k];
+        switch (st) {
+        case DATA:
+            if (c == '<') {
+                if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, "script"))
+                    return k;
+                if (k + 3 < len && body[k + 1] == '!' && body[k + 2] == '-' && body[k + 3] == '-') {
+                    st = ESC_DASH_DASH;
+                    k += 4;
+                    continue;
+                }
+            }
+            k++;
+            continue;
+        case ESC:
+        case ESC_DASH:
+        case ESC_DASH_DASH:
+            if (c == '<') {
+                if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, "script"))
+                    return k;
+                if (rt_name_at(body, len, k + 1, "script")) {
+                    st = DESC;
+                    k += 7;
+                    continue;
+                }
+                st = ESC;
+            } else if (c == '-') {
+                st = st == ESC ? ESC_DASH : ESC_DASH_DASH;
+            } else if (c == '>' && st == ESC_DASH_DASH) {
+                st = DATA;
+            } else {
+                st = ESC;
+            }
+            k++;
+            continue;
+        case DESC:
+        case DESC_DASH:
+        case DESC_DASH_DASH:
+            if (c == '<') {
+                if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, "script")) {
+                    st = ESC;
+                    k += 8;
+                    continue;
+                }
+                st = DESC;
+            } else if (c == '-') {
+                st = st == DESC ? DESC_DASH : DESC_DASH_DASH;
+            } else if (c == '>' && st == DESC_DASH_DASH) {
+                st = DATA;
+            } else {
+                st = DESC;
+            }
+            k++;
+            continue;
+        }
+    }
+    return len;
+}
+
+/* Raw text of element `name` from k: the position of the '<' of its end tag, or len. */
+static size_t rt_raw_end(const char *body, size_t len, size_t k, const char *name)
+{
+    while (k < len) {
+        const char *lt = memchr(body + k, '<', len - k);
+        if (!lt)
+            return len;
+        k = (size_t)(lt - body);
+        if (k + 1 < len && body[k + 1] == '/' && rt_name_at(body, len, k + 2, name))
+            return k;
+        k++;
+    }
+    return len;
+}
+
+/*
+ * A start or end tag whose name begins at p (after "<" or "</"): blanks the values of the
+ * attributes rules must not see and returns the position after the tag's '>' (len when the
+ * tag never closes). *ret_elem gets the index in rt_elements of a start tag whose content is
+ * not markup, else SIZE_MAX.
+ */
+static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end_tag,
+                     size_t *ret_elem)
+{
+    char name[16];
+    size_t nl = 0;
+    *ret_elem = SIZE_MAX;
+    while (p < len && !rt_space(body[p]) && body[p] != '/' && body[p] != '>') {
+        if (nl < sizeof(name) - 1)
+            name[nl] = rt_lower(body[p]);
+        nl++;
+        p++;
+    }
+    if (!end_tag && nl < sizeof(name)) {
+        name[nl] = '\0';
+        for (size_t e = 0; e < sizeof(rt_elements) / sizeof(rt_elements[0]); e++)
+            if (strcmp(name, rt_elements[e].name) == 0)
+                *ret_elem = e;
+    }
+    for (;;) {
+        while (p < len && (rt_space(body[p]) || body[p] == '/'))
+            p++;
+        if (p >= len)
+            return len;
+        if (body[p] == '>')
+            return p + 1;
+        /* an attribute name: up to white space, '/', '>' or '=' (a leading '=' belongs to it) */
+        size_t a = p++;
+        while (p < len && !rt_space(body[p]) && body[p] != '/' && body[p] != '>' && body[p] != '=')
+            p++;
+        bool kept = false;
+        for (size_t k = 0; k < sizeof(rt_kept_attrs) / sizeof(rt_kept_attrs[0]); k++)
+            if (p - a == strlen(rt_kept_attrs[k]) && rt_word_at(body, len, a, rt_kept_attrs[k]))
+                kept = true;
+        size_t q = p;
+        while (q < len && rt_space(body[q]))
+            q++;
+        if (q >= len || body[q] != '=') {
+            p = q; /* no value */
+            continue;
+        }
+        q++;
+        while (q < len && rt_space(body[q]))
+            q++;
+        if (q >= len)
+            return len;
+        if (body[q] == '"' || body[q] == '\'') {
+            const char *close = memchr(body + q + 1, body[q], len - q - 1);
+            size_t e = close ? (size_t)(close - body) : len;
+            if (!kept)
+                rt_blank(out, q + 1, e);
+            if (!close)
+                return len;
+            p = e + 1;
+        } else if (body[q] == '>') {
+            return q + 1; /* "a=>": no value */
+        } else {
+            size_t e = q;
+            while (e < len && !rt_space(body[e]) && body[e] != '>')
+                e++;
+            if (!kept)
+                rt_blank(out, q, e);
+            p = e;
+        }
+    }
+}
+
+char *page_rule_text(const char *body, size_t len)
+{
+    if (!body && len > 0)
+        return NULL;
+    char *out = apbot_xmalloc(len + 1);
+    if (len > 0)
+        memcpy(out, body, len);
+    out[len] = '\0';
+
+    size_t i = 0;
+    while (i < len) {
+        const char *lt = memchr(body + i, '<', len - i);
+        if (!lt)
+            break;
+        i = (size_t)(lt - body);
+        if (i + 1 >= len)
+            break; /* a lone '<' at the end is text */
+        char c = body[i + 1];
+        if (c == '!') {
+            size_t e;
+            if (i + 3 < len && body[i + 2] == '-' && body[i + 3] == '-') {
+                e = rt_comment_end(body, len, i);
+            } else if (rt_word_at(body, len, i + 2, "doctype")) {
+                i = rt_past_gt(body, len, i); /* markup, not echo: kept */
+                continue;
+            } else {
+                e = rt_past_gt(body, len, i); /* <!...>, <![CDATA[...>: a bogus comment */
+            }
+            rt_blank(out, i, e);
+            i = e;
+        } else if (c == '?') {
+            size_t e = rt_past_gt(body, len, i);
+            rt_blank(out, i, e);
+            i = e;
+        } else if (c == '/') {
+            if (i + 2 < len && rt_alpha(body[i + 2])) {
+                size_t elem;
+                i = rt_tag(body, len, i + 2, out, true, &elem);
+            } else if (i + 2 < len && body[i + 2] == '>') {
+                i += 3; /* "</>" is nothing */
+            } else if (i + 2 >= len) {
+                break; /* "</" at the end is text */
+            } else {
+                size_t e = rt_past_gt(body, len, i);
+                rt_blank(out, i, e);
+                i = e;
+            }
+        } else if (rt_alpha(c)) {
+            size_t elem;
+            i = rt_tag(body, len, i + 1, out, false, &elem);
+            if (elem == SIZE_MAX || i >= len)
+                continue;
+            size_t e;
+            switch (rt_elements[elem].content) {
+            case RT_MARKUP:
+                break;
+            case RT_SCRIPT:
+                e = rt_script_end(body, len, i);
+                rt_blank(out, i, e);
+                i = e;
+                break;
+            case RT_HIDDEN:
+                e = rt_raw_end(body, len, i, rt_elements[elem].name);
+                rt_blank(out, i, e);
+                i = e;
+                break;
+            case RT_SHOWN:
+                i = rt_raw_end(body, len, i, rt_elements[elem].name);
+                break;
+            case RT_PLAINTEXT:
+                i = len;
+                break;
+            }
+        } else {
+            i++; /* '<' as text */
+        }
+    }
+    return out;
 }

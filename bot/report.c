@@ -711,6 +711,7 @@ static void join_listing(struct build *b)
         case MACHINE_CHECKING:
         case MACHINE_POSTING:
         case MACHINE_RECONCILING:
+        case MACHINE_FINISHING:
         case MACHINE_MANUAL_REVIEW:
         case MACHINE_STATE__COUNT:
         case MACHINE_STATE_INVALID:
@@ -752,6 +753,7 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
     if (rc != APBOT_OK)
         return rc;
     switch (res.answer) {
+    case ERP_FOUND_UNFINISHED: /* not produced until the ERP driver reads <finished> */
     case ERP_FAILED:
         rc = apbot_fail(err, errlen, APBOT_E_NET, "checking item %lld in the ERP: %s",
                         (long long)it->id, res.detail);
@@ -844,7 +846,7 @@ static void review_hint(struct build *b, struct ritem *it)
         struct erp_lookup_result res;
         char lerr[APBOT_ERR_LEN] = "";
         int rc = lookup(b, it, &res, lerr, sizeof(lerr));
-        if (rc != APBOT_OK || res.answer == ERP_FAILED) {
+        if (rc != APBOT_OK || res.answer == ERP_FAILED || res.answer == ERP_FOUND_UNFINISHED) {
             n.detail = xprintf("Could not check the ERP: %s", rc != APBOT_OK ? lerr : res.detail);
         } else if (res.answer == ERP_NOT_FOUND) {
             n.detail = xprintf("The ERP does not hold it: requeue it (apbot resolve %lld "
@@ -910,6 +912,7 @@ static enum bucket_id bucket_id(const struct ritem *it)
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         return BUCKET_PENDING;
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
@@ -1622,7 +1625,8 @@ static int build_items(struct build *b, const struct store_counts *counts, char 
         case MACHINE_NEW:
         case MACHINE_CHECKING:
         case MACHINE_POSTING:
-        case MACHINE_RECONCILING: {
+        case MACHINE_RECONCILING:
+        case MACHINE_FINISHING: {
             struct fnew n;
             memset(&n, 0, sizeof(n));
             n.kind = REPORT_PENDING;

@@ -497,6 +497,7 @@ int review_allowed(enum machine_state state, enum review_action action, const ch
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         return apbot_fail(why, len, APBOT_E_STATE,
                           "it is %s: the bot is still working on it; only manual-review and "
                           "business-exception items can be resolved",
@@ -581,6 +582,14 @@ enum review_verify review_verify_classify(const struct store_item *it, const cha
     case ERP_FAILED:
         snprintf(what, len, "the ERP lookup failed: %s", res->detail);
         return REVIEW_UNREADABLE;
+    case ERP_FOUND_UNFINISHED:
+        /* a draft carrying the key is not a posting: the bot finishes it (never forced) */
+        snprintf(what, len,
+                 "the ERP holds key %s as document %s saved but not finished (a draft): it "
+                 "is not posted; requeue it and the bot finishes it",
+                 it->key,
+                 res->hits.n > 0 && res->hits.rows[0].doc ? res->hits.rows[0].doc : "?");
+        return REVIEW_CONFLICT;
     case ERP_NOT_FOUND:
         snprintf(what, len, "the ERP holds no document for key %s", it->key);
         return REVIEW_ABSENT;
@@ -780,7 +789,7 @@ static void keep_evidence(struct store *st, int64_t id, const struct review_veri
             .excerpt = x->excerpt,
         };
         snprintf(step, sizeof(step), "verify:%s", x->step ? x->step : "lookup");
-        if (store_add_evidence(st, id, &ev, x->at, err, sizeof(err)) != APBOT_OK)
+        if (store_add_evidence(st, id, &ev, NULL, err, sizeof(err)) != APBOT_OK)
             break;
     }
 }
@@ -868,7 +877,7 @@ int review_decide(struct store *st, const struct flow *f, const char *erp_url,
     struct machine_step step;
     struct store_change ch;
     char err[APBOT_ERR_LEN], why[512];
-    int64_t seen = 0, now;
+    int64_t seen = 0, holder = 0;
     bool have_item = false;
     int rc;
 
@@ -987,23 +996,26 @@ int review_decide(struct store *st, const struct flow *f, const char *erp_url,
             goto out;
         }
     }
-    now = store_now_ms();
     memset(&ch, 0, sizeof(ch));
     ch.from = it.state;
     ch.event = action_event(d->action);
     ch.step = &step;
-    ch.next_at = now;
     ch.erp_doc = d->action == REVIEW_POSTED ? d->doc : NULL;
     ch.reason = d->action == REVIEW_REJECT ? d->reason : "";
     ch.detail = ret->detail;
     ch.actor = ret->actor;
     ch.keep_lease = false;
-    rc = store_apply(st, d->id, NULL, &ch, now, err, sizeof(err));
+    rc = store_apply(st, d->id, NULL, &ch, NULL, &holder, err, sizeof(err));
     if (rc == APBOT_OK)
         rc = store_commit(st, err, sizeof(err));
     if (rc != APBOT_OK) {
         store_rollback(st);
-        if (rc == APBOT_E_STATE) {
+        if (rc == APBOT_E_CONFLICT) {
+            /* one document, one item: another item already holds it */
+            result_set(ret, REVIEW_REFUSED,
+                       "document %s is already held by item #%lld: one document, one item",
+                       d->doc ? d->doc : "?", (long long)holder);
+        } else if (rc == APBOT_E_STATE) {
             ret->stale = true;
             result_set(ret, REVIEW_REFUSED,
                        "item #%lld changed meanwhile or is held by a runner: %s", (long long)d->id,

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apbot/clock.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
@@ -134,10 +135,9 @@ struct job {
     struct store_item item;
     struct invoice inv;
     bool inv_ok;
-    int64_t lease_until;
-    int64_t settle_base; /* when the current reconciliation's ambiguity was recorded */
-    int64_t looked_at;   /* when the last lookup started (0: none): an absence counts as
-                          * confirmed only if the lookup began after the settle delay */
+    int64_t lease_until; /* lease expiry on the store's mono clock (apbot_clock_mono_ms) */
+    int64_t looked_at;   /* mono ms when the last lookup started (0: none): an absence counts
+                          * as confirmed only if the lookup began after the settle delay */
     bool lost;           /* lease lost: touch the item no more */
     bool systemic;       /* the breaker tripped while this item was in hand */
     bool commit_sent;    /* the committing step went on the wire (or may have) */
@@ -447,7 +447,7 @@ static void evidence_put(struct worker *w, const struct store_evidence *ev)
     if (w->reconciling && e.step && strcmp(e.step, "lookup") == 0)
         e.step = "reconcile";
     char err[APBOT_ERR_LEN];
-    if (store_add_evidence(w->st, w->item_id, &e, store_now_ms(), err, sizeof(err)) != APBOT_OK)
+    if (store_add_evidence(w->st, w->item_id, &e, NULL, err, sizeof(err)) != APBOT_OK)
         log_msg(r, "warn", "evidence not stored", err);
     free(url);
     free(excerpt);
@@ -505,12 +505,12 @@ static bool job_lease(struct job *j)
 {
     struct worker *w = j->w;
     const struct runner_policy *pol = &w->r->pol;
-    int64_t now = store_now_ms();
+    int64_t now = apbot_clock_mono_ms();
     int64_t need = pol->timeout_ms + pol->connect_timeout_ms + RUNNER_LEASE_MARGIN_MS;
     if (j->lease_until - now >= need)
         return true;
     char err[APBOT_ERR_LEN];
-    int rc = store_renew(w->st, j->item.id, w->owner, now, pol->lease_ms, err, sizeof(err));
+    int rc = store_renew(w->st, j->item.id, w->owner, NULL, pol->lease_ms, err, sizeof(err));
     if (rc == APBOT_OK) {
         j->lease_until = now + pol->lease_ms;
         return true;
@@ -595,7 +595,7 @@ static enum machine_event job_lookup(struct job *j)
     if (!job_lease(j))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
-    j->looked_at = store_now_ms();
+    j->looked_at = apbot_clock_mono_ms();
     int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
         w->logged_in = false;
@@ -608,6 +608,7 @@ static enum machine_event job_lookup(struct job *j)
     }
     enum machine_event ev = MACHINE_EV_LOOKUP_FAILED;
     switch (res.answer) {
+    case ERP_FOUND_UNFINISHED: /* not produced until the ERP driver reads <finished> */
     case ERP_FAILED:
         if (stopping(w->r)) {
             ev = MACHINE_EV_RELEASED;
@@ -680,6 +681,9 @@ static const struct flow_rule *rule_match(const struct flow_rule *rules, size_t 
     for (size_t i = 0; i < n; i++) {
         const struct flow_rule *rule = &rules[i];
         if (rule->status && !match_status(rule->status, resp->status))
+            continue;
+        if (rule->url && !(resp->effective_url && match_exec(rule->url, resp->effective_url,
+                                                             strlen(resp->effective_url), NULL)))
             continue;
         struct match_result *m = NULL;
         if (rule->body && !match_exec(rule->body, resp->body ? resp->body : "",
@@ -803,6 +807,7 @@ static enum machine_event rule_event(struct job *j, const struct flow_rule *rule
         j->relogin = true;
         snprintf(j->detail, sizeof(j->detail), "the ERP showed the login page (rule %s)", name);
         return MACHINE_EV_NOT_SENT;
+    case FLOW_OUT_SAVED: /* not run by this runner yet: the document exists, reconcile */
     case FLOW_OUT_UNKNOWN:
     case FLOW_OUT__COUNT:
         snprintf(j->detail, sizeof(j->detail), "ambiguous answer (rule %s)", name);
@@ -933,7 +938,7 @@ static enum machine_event post_pass(struct job *j, bool *ret_restart)
             }
         }
         vars.user = vars.password = NULL;
-        if (st->form.submit && page_form_press(&form, st->form.submit) != APBOT_OK) {
+        if (st->form.submit && page_form_press(&form, st->form.submit, NULL) != APBOT_OK) {
             snprintf(msg, sizeof(msg), "form %s of step %s has no button '%s'", st->form.xpath,
                      st->name, st->form.submit);
             ev = step_systemic(j, msg);
@@ -1112,48 +1117,16 @@ static enum machine_event job_post(struct job *j)
 
 /* ---- one claimed item ------------------------------------------------------------------- */
 
-struct settle_walk {
-    int64_t at;
-};
-
-static int settle_event(void *ctx, const struct store_event_row *row)
-{
-    struct settle_walk *s = ctx;
-    if (row->to && strcmp(row->to, "reconciling") == 0 && row->from &&
-        strcmp(row->from, "posting") == 0)
-        s->at = row->at;
-    return 0;
-}
-
-/* When the item's current reconciliation began (the posting -> reconciling event). */
-static int64_t settle_base(struct worker *w, const struct store_item *it)
-{
-    struct settle_walk s = {.at = it->last_post_at};
-    char err[APBOT_ERR_LEN];
-    if (store_each_event(w->st, it->id, settle_event, &s, err, sizeof(err)) != APBOT_OK)
-        s.at = it->updated_at > s.at ? it->updated_at : s.at; /* later is safer */
-    return s.at;
-}
-
-/* The due time the machine's delay asks for. */
-static int64_t due_at(struct job *j, enum machine_state from, const struct machine_step *step,
-                      int64_t now)
+/* The backoff the machine's delay asks for (the store turns delays into due times). */
+static int64_t backoff_of(struct job *j, const struct machine_step *step)
 {
     struct worker *w = j->w;
     const struct runner_policy *pol = &w->r->pol;
-    switch (step->delay) {
-    case MACHINE_DELAY_NONE:
-        return now;
-    case MACHINE_DELAY_BACKOFF: {
-        int n = step->next == MACHINE_RECONCILING ? step->counters.cycles : step->counters.attempts;
-        return now + runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
-                                       j->retry_after_ms, rng_next(&w->rng));
-    }
-    case MACHINE_DELAY_SETTLE:
-        /* From posting the ambiguity is recorded now; a reconciliation keeps its start. */
-        return (from == MACHINE_POSTING ? now : j->settle_base) + pol->settle_ms;
-    }
-    return now;
+    if (step->delay != MACHINE_DELAY_BACKOFF)
+        return 0;
+    int n = step->next == MACHINE_RECONCILING ? step->counters.cycles : step->counters.attempts;
+    return runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
+                             j->retry_after_ms, rng_next(&w->rng));
 }
 
 /*
@@ -1165,10 +1138,14 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     struct worker *w = j->w;
     struct runner *r = w->r;
     struct machine_counters c = j->item.counters;
-    int64_t now = store_now_ms();
+    struct apbot_now now;
+    apbot_clock_now(&now);
     /* Judged when the lookup began: a search that started before the deadline and ended
      * after it may have missed a late commit. */
-    c.settled = (j->looked_at ? j->looked_at : now) - j->settle_base >= r->pol.settle_ms;
+    struct apbot_now looked = now;
+    if (j->looked_at)
+        looked.mono_ms = j->looked_at;
+    c.settled = store_settled(&j->item, &looked, r->pol.settle_ms);
     struct machine_step step;
     char err[APBOT_ERR_LEN];
 
@@ -1207,6 +1184,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
@@ -1224,14 +1202,56 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
         .from = *state,
         .event = ev,
         .step = &step,
-        .next_at = due_at(j, *state, &step, now),
+        .backoff_ms = backoff_of(j, &step),
+        .settle_ms = r->pol.settle_ms,
         .erp_doc = doc,
         .reason = reason_p,
         .detail = j->detail[0] ? j->detail : NULL,
         .actor = actor,
         .keep_lease = keep,
     };
-    rc = store_apply(w->st, j->item.id, w->owner, &ch, now, err, sizeof(err));
+    int64_t holder = 0;
+    rc = store_apply(w->st, j->item.id, w->owner, &ch, &now, &holder, err, sizeof(err));
+    if (rc == APBOT_E_CONFLICT) {
+        /* One document, one item: both go to a human. */
+        log_msg(r, "warn", "document held by another item", err);
+        snprintf(j->detail, sizeof(j->detail), "document %.100s is held by item #%" PRId64,
+                 doc ? doc : "?", holder);
+        char hdetail[200];
+        snprintf(hdetail, sizeof(hdetail), "document %.100s is claimed by item #%" PRId64 " too",
+                 doc ? doc : "?", j->item.id);
+        struct machine_step dc;
+        struct machine_counters hc = {0};
+        struct store_change hch = {.event = MACHINE_EV_DOC_CONFLICT,
+                                   .step = &dc,
+                                   .detail = hdetail,
+                                   .reason = hdetail,
+                                   .actor = actor,
+                                   .take_over = true};
+        struct store_item h;
+        if (store_get(w->st, holder, &h, NULL, 0) == APBOT_OK) {
+            hc = h.counters;
+            hch.from = h.state;
+            char herr[APBOT_ERR_LEN];
+            if (machine_next(h.state, MACHINE_EV_DOC_CONFLICT, &hc, &r->pol.machine, &dc) ==
+                    APBOT_OK &&
+                store_apply(w->st, holder, NULL, &hch, &now, NULL, herr, sizeof(herr)) != APBOT_OK)
+                log_msg(r, "warn", "document holder not sent to review", herr);
+            store_item_done(&h);
+        }
+        ev = MACHINE_EV_DOC_CONFLICT;
+        rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
+        if (rc != APBOT_OK)
+            return false;
+        snprintf(reason, sizeof(reason), "%s; %s", step.why, j->detail);
+        ch.event = ev;
+        ch.erp_doc = NULL;
+        ch.reason = reason;
+        ch.keep_lease = keep = false;
+        doc = NULL;
+        reason_p = reason;
+        rc = store_apply(w->st, j->item.id, w->owner, &ch, &now, NULL, err, sizeof(err));
+    }
     if (rc != APBOT_OK) {
         j->lost = true;
         if (rc == APBOT_E_STATE) {
@@ -1257,6 +1277,7 @@ static bool job_apply(struct job *j, enum machine_state *state, enum machine_eve
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
@@ -1278,13 +1299,12 @@ static void job_run(struct worker *w, struct store_item *it)
     memset(&j, 0, sizeof(j));
     j.w = w;
     j.item = *it;
-    j.lease_until = it->lease_until;
+    j.lease_until = it->lease_mono;
     invoice_init(&j.inv);
     j.inv_ok = invoice_from_json(it->payload, &j.inv, err, sizeof(err)) == APBOT_OK;
     if (!j.inv_ok)
         log_msg(w->r, "error", "payload unreadable", err);
     enum machine_state state = it->state;
-    j.settle_base = state == MACHINE_RECONCILING ? settle_base(w, it) : it->last_post_at;
     w->item_id = it->id;
     w->stats.claims++;
     if (state == MACHINE_CHECKING) {
@@ -1303,10 +1323,10 @@ static void job_run(struct worker *w, struct store_item *it)
             break;
         case MACHINE_POSTING:
             w->reconciling = false;
-            j.settle_base = store_now_ms();
             ev = job_post(&j);
             break;
         case MACHINE_NEW:
+        case MACHINE_FINISHING: /* follow-up steps: not driven by this runner yet */
         case MACHINE_COMPLETED:
         case MACHINE_BUSINESS_EXCEPTION:
         case MACHINE_MANUAL_REVIEW:
@@ -1382,13 +1402,17 @@ static void *worker_main(void *arg)
             }
         }
         struct store_item it;
-        int rc = store_claim(w->st, w->owner, store_now_ms(), r->pol.lease_ms, &r->pol.machine, &it,
-                             err, sizeof(err));
+        struct machine_step claimed;
+        struct machine_counters fresh = {0};
+        int rc = machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &r->pol.machine, &claimed);
+        if (rc == APBOT_OK)
+            rc = store_claim(w->st, w->owner, NULL, r->pol.lease_ms, &claimed, &it, err,
+                             sizeof(err));
         if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
-            int64_t due = 0, now = store_now_ms();
+            int64_t wait = -1;
             int64_t pause = r->pol.poll_ms;
-            if (store_next_due(w->st, &due, NULL, 0) == APBOT_OK && due > now && due - now < pause)
-                pause = due - now;
+            if (store_next_due(w->st, NULL, &wait, NULL, 0) == APBOT_OK && wait > 0 && wait < pause)
+                pause = wait;
             worker_sleep(w, pause < 5 ? 5 : pause);
             continue;
         }
@@ -1422,6 +1446,31 @@ out:
 
 /* ---- the calling thread ----------------------------------------------------------------- */
 
+/* A flow element this runner does not drive yet, or NULL. Refusing the flow is safer than
+ * pressing the first of several buttons or booking one line of many. */
+static const char *flow_unsupported(const struct flow *f)
+{
+    for (size_t i = 0; i < f->n_session_expired; i++)
+        if (f->session_expired[i].status || f->session_expired[i].redirect)
+            return "<session-expired status= or redirect=>";
+    if (f->login.present && !f->login.has_form)
+        return "a login without <form>";
+    if (f->lookup.detail.present || f->lookup.has_finished)
+        return "<detail> or <finished> in the lookup";
+    if (flow_commit_index(f) + 1 < f->n_steps)
+        return "steps after the committing step";
+    for (size_t i = 0; i < f->n_steps; i++) {
+        const struct flow_step *st = &f->steps[i];
+        if (st->form.submit_value || st->form.lines.present || st->n_captures ||
+            st->repeat_until_lines)
+            return "submit-value=, <lines>, <capture> or repeat=";
+        for (size_t k = 0; k < st->form.n_fields; k++)
+            if (st->form.fields[k].option != FLOW_OPTION_DEFAULT)
+                return "option=";
+    }
+    return NULL;
+}
+
 static long pick(long override, long flow_value, long fallback)
 {
     if (override > 0)
@@ -1434,16 +1483,17 @@ static void policy_setup(struct runner *r)
     const struct runner_options *o = r->opt;
     const struct flow_policy *fp = &r->flow->policy;
     struct runner_policy *p = &r->pol;
-    struct machine_policy def = machine_policy_default();
+    struct flow_policy def = flow_policy_default(); /* the one place of the defaults */
 
-    p->timeout_ms = pick(o->timeout_ms, fp->timeout_ms, 30000);
-    p->connect_timeout_ms = pick(o->connect_timeout_ms, fp->connect_timeout_ms, 5000);
-    p->settle_ms = pick(o->settle_ms, fp->settle_ms, 60000);
-    p->backoff_base_ms = pick(o->backoff_base_ms, fp->backoff_base_ms, 1000);
-    p->backoff_cap_ms = pick(o->backoff_cap_ms, fp->backoff_cap_ms, 60000);
+    p->timeout_ms = pick(o->timeout_ms, fp->timeout_ms, def.timeout_ms);
+    p->connect_timeout_ms =
+        pick(o->connect_timeout_ms, fp->connect_timeout_ms, def.connect_timeout_ms);
+    p->settle_ms = pick(o->settle_ms, fp->settle_ms, def.settle_ms);
+    p->backoff_base_ms = pick(o->backoff_base_ms, fp->backoff_base_ms, def.backoff_base_ms);
+    p->backoff_cap_ms = pick(o->backoff_cap_ms, fp->backoff_cap_ms, def.backoff_cap_ms);
     if (p->backoff_cap_ms < p->backoff_base_ms)
         p->backoff_cap_ms = p->backoff_base_ms;
-    p->lease_ms = pick(o->lease_ms, fp->lease_ms, 120000);
+    p->lease_ms = pick(o->lease_ms, fp->lease_ms, def.lease_ms);
     /* A lease must outlast one exchange plus the renewal before it. */
     long min_lease = p->timeout_ms + p->connect_timeout_ms + 2 * RUNNER_LEASE_MARGIN_MS;
     if (p->lease_ms < min_lease)
@@ -1494,7 +1544,7 @@ static void progress_draw(const struct store_counts *c, int64_t elapsed_ms, bool
 static int64_t pending_of(const struct store_counts *c)
 {
     return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] + c->by_state[MACHINE_POSTING] +
-           c->by_state[MACHINE_RECONCILING];
+           c->by_state[MACHINE_RECONCILING] + c->by_state[MACHINE_FINISHING];
 }
 
 int runner_run(const struct runner_options *opt, struct runner_stats *ret)
@@ -1529,6 +1579,13 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         snprintf(ret->message, sizeof(ret->message), "flow %.100s: %.400s", opt->flow_path, err);
         goto out;
     }
+    const char *unsupported = flow_unsupported(r->flow);
+    if (unsupported) {
+        rc = APBOT_E_INVAL;
+        snprintf(ret->message, sizeof(ret->message), "flow %.100s: this runner cannot drive %s yet",
+                 opt->flow_path, unsupported);
+        goto out;
+    }
     r->base_url = opt->erp_url && *opt->erp_url ? opt->erp_url : r->flow->base_url;
     r->user = getenv("APBOT_ERP_USER");
     r->password = getenv("APBOT_ERP_PASSWORD");
@@ -1541,8 +1598,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         goto out;
     }
     int recovered = 0;
-    rc = store_recover_settle(st, store_now_ms(), r->pol.settle_ms, &r->pol.machine, &recovered,
-                              err, sizeof(err));
+    rc = store_recover_settle(st, NULL, r->pol.settle_ms, &r->pol.machine, &recovered, err,
+                              sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "recovery: %.400s", err);
         goto out;
@@ -1621,8 +1678,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         if (now - last_recover >= RUNNER_RECOVER_EVERY_MS) {
             last_recover = now;
             int nrec = 0;
-            if (store_recover_settle(st, store_now_ms(), r->pol.settle_ms, &r->pol.machine, &nrec,
-                                     err, sizeof(err)) != APBOT_OK)
+            if (store_recover_settle(st, NULL, r->pol.settle_ms, &r->pol.machine, &nrec, err,
+                                     sizeof(err)) != APBOT_OK)
                 log_msg(r, "warn", "recovery", err);
             else if (nrec > 0)
                 log_msg(r, "info", "recovered expired leases", NULL);

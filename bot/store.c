@@ -4,30 +4,48 @@
  *
  * The database runs in WAL mode with synchronous=FULL, foreign keys on and a busy timeout;
  * PRAGMA user_version is the schema version and the migrations below bring any older file
- * forward, in order, each in its own transaction. Every state change is one BEGIN IMMEDIATE
- * transaction that updates the row and appends its event, so a crash leaves either both or
- * neither. Leases: a claimed item carries lease_owner/lease_until; claiming is one write
+ * forward, in order, each in its own transaction. Every write is one BEGIN IMMEDIATE
+ * transaction (run_write) that a busy database makes retry, whole, a bounded number of
+ * times with a jittered pause; a state change updates the row and appends its event, so a
+ * crash leaves either both or neither.
+ *
+ * Clocks: each row keeps its safety stamps (due, lease, settle base) on CLOCK_BOOTTIME
+ * under the row's clock_boot; the wall columns are for people. Every row is under the boot
+ * store_meta 'clock_boot' names: the first write under another boot re-stamps every row in
+ * that same transaction (store_restamp's rule, in SQL), so every query compares mono
+ * stamps of one boot only.
+ *
+ * Leases: a claimed item carries lease_owner and its expiry; claiming is one write
  * transaction, so two processes can never take the same row. A lease stays its owner's
- * until someone else takes the row over (a claim after expiry, or store_recover), which
- * clears or replaces lease_owner; store_apply only checks that the owner still matches.
- * The store never decides a transition: it persists the machine_step its caller computed,
- * and calls machine_next() itself only for `claimed` (store_claim) and `lease-expired`
- * (store_recover). A state text it cannot map is MACHINE_STATE_INVALID and never acted on.
- * A store handle is for one thread at a time; open one per thread.
+ * until someone else takes the row over (a claim after expiry, or a take-over change),
+ * which clears or replaces lease_owner. The store never decides a transition: it persists
+ * the machine_step its caller computed (store_claim takes the claimed step; store_recover
+ * is a convenience over store_each_expired + store_apply that calls machine_next itself). A
+ * state text it cannot map is MACHINE_STATE_INVALID and never acted on. A store handle is
+ * for one thread at a time; open one per thread.
  */
 #include "apbot/store.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "apbot/buf.h"
 #include "apbot/invoice.h"
+#include "apbot/mem.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
-#define STORE_TEXT_MAX 2048 /* url, detail, reason and other short texts are cut here */
+#define STORE_BUSY_RETRIES 6        /* whole-transaction retries after the busy timeout */
+#define STORE_BUSY_PAUSE_BASE_MS 20 /* pause before retry n: in [d/2, d], d = base * 2^n */
+#define STORE_BUSY_PAUSE_CAP_MS 1000
+#define STORE_TEXT_MAX 2048      /* url, detail, reason and other short texts are cut here */
+#define STORE_EXPIRED_MAX 100000 /* items one store_each_expired call lists at most */
 
 /*
  * Forward migrations: entry i brings schema version i to i + 1. Append, never edit a
@@ -99,6 +117,36 @@ static const char *const migrations[] = {
     " BEGIN SELECT RAISE(ABORT, 'evidence is append-only'); END;"
     "CREATE TRIGGER evidence_no_delete BEFORE DELETE ON evidence"
     " BEGIN SELECT RAISE(ABORT, 'evidence is append-only'); END;",
+    /* 1 -> 2: safety clocks, one document per item, late commits (issue 9). Every safety
+     * stamp is on (boot, CLOCK_BOOTTIME); clock_boot '' belongs to no boot, so every row
+     * of an older queue is re-stamped when this boot first sees it: due now, leases
+     * expired (stop runners before upgrading), and the settle delay counted again for
+     * every item that ever posted. settle_at keeps, for people, when the ambiguity began. */
+    "ALTER TABLE items ADD COLUMN clock_boot TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE items ADD COLUMN next_mono INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE items ADD COLUMN lease_mono INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE items ADD COLUMN settle_mono INTEGER;" /* NULL: nothing to settle */
+    "ALTER TABLE items ADD COLUMN settle_at INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE items SET settle_mono = 0, settle_at = MAX(last_post_at, COALESCE("
+    " (SELECT MAX(e.at) FROM events e WHERE e.item_id = items.id"
+    " AND e.from_state = 'posting' AND e.to_state = 'reconciling'), 0))"
+    " WHERE last_post_at > 0;"
+    "DROP INDEX items_claim;"
+    "DROP INDEX items_lease;"
+    /* claim and next-due: due rows of one state under one boot, in due order */
+    "CREATE INDEX items_due ON items(state, clock_boot, next_mono);"
+    /* recovery looks only at leased rows */
+    "CREATE INDEX items_leased ON items(clock_boot, lease_mono) WHERE lease_owner IS NOT NULL;"
+    /* one document, one item: who holds a document number (not UNIQUE: an older queue may
+     * already hold duplicates, which the report shows; new ones are refused in store_apply) */
+    "CREATE INDEX items_doc ON items(erp_doc) WHERE erp_doc IS NOT NULL;"
+    "CREATE TABLE late_commits ("
+    " flow TEXT PRIMARY KEY,"
+    " max_ms INTEGER NOT NULL,"
+    " at INTEGER NOT NULL,"
+    " observations INTEGER NOT NULL);"
+    /* store_meta 'clock_boot': the boot every row's stamps were last brought under */
+    "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);",
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -106,7 +154,8 @@ static const char *const migrations[] = {
 #define ITEM_COLS                                                                                  \
     "id, key, fingerprint, state, posts, cycles, attempts, next_at, last_post_at, created_at,"     \
     " updated_at, lease_owner, lease_until, payload, source, erp_doc, reason, vendor_id,"          \
-    " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total"
+    " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total, clock_boot,"   \
+    " next_mono, lease_mono, settle_mono, settle_at"
 
 /* Cached statements. If you add one: add its SQL in stmt_sql at the same index. */
 enum stmt_id {
@@ -121,18 +170,21 @@ enum stmt_id {
     Q_INSERT_EVENT,
     Q_GET_ID,
     Q_GET_KEY,
-    Q_DUE_NEW,
-    Q_DUE_RECONCILING,
+    Q_DUE,
     Q_CLAIM_UPDATE,
     Q_RENEW,
-    Q_APPLY_READ,
+    Q_DOC_HOLDER,
     Q_APPLY_UPDATE,
     Q_INSERT_EVIDENCE,
     Q_EXPIRED,
-    Q_RECOVER_UPDATE,
     Q_COUNTS,
     Q_OLDEST_PENDING,
     Q_NEXT_DUE,
+    Q_META_BOOT,
+    Q_SET_META_BOOT,
+    Q_RESTAMP_ALL,
+    Q_NOTE_LATE,
+    Q_GET_LATE,
     Q__COUNT
 };
 
@@ -147,48 +199,64 @@ static const char *const stmt_sql[] = {
     [Q_INSERT_ITEM] =
         "INSERT INTO items (key, fingerprint, payload, state, next_at, source, vendor_id,"
         " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total,"
-        " created_at, updated_at)"
-        " VALUES (?1, ?2, ?3, 'new', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?4, ?4)",
+        " created_at, updated_at, clock_boot, next_mono)"
+        " VALUES (?1, ?2, ?3, 'new', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?4, ?4, ?14, ?15)",
     [Q_INSERT_EVENT] = "INSERT INTO events (item_id, at, from_state, to_state, event, detail,"
                        " actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [Q_GET_ID] = "SELECT " ITEM_COLS " FROM items WHERE id = ?1",
     [Q_GET_KEY] = "SELECT " ITEM_COLS " FROM items WHERE key = ?1",
-    /* New items carry no lease (claiming moves them on), so the first due row is the one. */
-    [Q_DUE_NEW] = "SELECT id, next_at FROM items WHERE state = 'new' AND next_at <= ?1"
-                  " AND (lease_owner IS NULL OR lease_until <= ?1) ORDER BY next_at, id LIMIT 1",
-    [Q_DUE_RECONCILING] =
-        "SELECT id, next_at FROM items WHERE state = 'reconciling' AND next_at <= ?1"
-        " AND (lease_owner IS NULL OR lease_until <= ?1) ORDER BY next_at, id LIMIT 1",
-    [Q_CLAIM_UPDATE] = "UPDATE items SET state = ?2, posts = ?3, cycles = ?4, attempts = ?5,"
-                       " lease_owner = ?6, lease_until = ?7, updated_at = ?8 WHERE id = ?1",
-    [Q_RENEW] = "UPDATE items SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2",
-    [Q_APPLY_READ] = "SELECT state, posts, cycles, attempts, lease_owner, lease_until"
-                     " FROM items WHERE id = ?1",
+    /* store_due and !store_lease_live in SQL, for one state, on the items_due index. Rows of
+     * another boot were re-stamped by the caller's transaction first. */
+    [Q_DUE] = "SELECT id, next_mono FROM items WHERE state = ?1 AND clock_boot = ?2"
+              " AND next_mono <= ?3 AND (lease_owner IS NULL OR lease_mono <= ?3)"
+              " ORDER BY next_mono, id LIMIT 1",
+    [Q_CLAIM_UPDATE] =
+        "UPDATE items SET state = ?2, lease_owner = ?3, lease_until = ?4, lease_mono = ?5,"
+        " clock_boot = ?6, next_at = ?7, next_mono = ?8, settle_mono = ?9, updated_at = ?10"
+        " WHERE id = ?1",
+    [Q_RENEW] = "UPDATE items SET lease_until = ?3, lease_mono = ?4"
+                " WHERE id = ?1 AND lease_owner = ?2 AND clock_boot = ?5",
+    [Q_DOC_HOLDER] = "SELECT id FROM items WHERE erp_doc = ?1 AND id <> ?2 ORDER BY id LIMIT 1",
     [Q_APPLY_UPDATE] =
         "UPDATE items SET state = ?2, posts = ?3, cycles = ?4, attempts = ?5, next_at = ?6,"
-        " erp_doc = COALESCE(?7, erp_doc),"
-        " reason = CASE WHEN ?8 IS NULL THEN reason WHEN ?8 = '' THEN NULL ELSE ?8 END,"
-        " last_post_at = CASE WHEN ?9 THEN ?12 ELSE last_post_at END,"
-        " lease_owner = ?10, lease_until = ?11, updated_at = ?12 WHERE id = ?1",
+        " next_mono = ?7, erp_doc = COALESCE(?8, erp_doc),"
+        " reason = CASE WHEN ?9 IS NULL THEN reason WHEN ?9 = '' THEN NULL ELSE ?9 END,"
+        " last_post_at = CASE WHEN ?10 THEN ?13 ELSE last_post_at END,"
+        " lease_owner = ?11, lease_until = ?12, lease_mono = ?14, clock_boot = ?15,"
+        " settle_mono = ?16, settle_at = ?17, updated_at = ?13 WHERE id = ?1",
     [Q_INSERT_EVIDENCE] =
         "INSERT INTO evidence (item_id, at, step, method, url, http_status, elapsed_ms,"
         " transport, rule, outcome, excerpt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    [Q_EXPIRED] = "SELECT id FROM items WHERE lease_owner IS NOT NULL AND lease_until <= ?1"
-                  " ORDER BY id",
-    [Q_RECOVER_UPDATE] = "UPDATE items SET state = ?2, posts = ?3, cycles = ?4, attempts = ?5,"
-                         " next_at = ?6, lease_owner = NULL, lease_until = 0, updated_at = ?7"
-                         " WHERE id = ?1",
+    [Q_EXPIRED] = "SELECT id FROM items WHERE lease_owner IS NOT NULL"
+                  " AND (clock_boot <> ?1 OR lease_mono <= ?2) ORDER BY id LIMIT ?3",
     [Q_COUNTS] = "SELECT state, COUNT(*) FROM items GROUP BY state",
     /* One index probe per pending state instead of a scan. */
-    [Q_OLDEST_PENDING] =
-        "SELECT MIN(m) FROM ("
-        " SELECT MIN(created_at) AS m FROM items WHERE state = 'new'"
-        " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'checking'"
-        " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'posting'"
-        " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'reconciling')",
+    [Q_OLDEST_PENDING] = "SELECT MIN(m) FROM ("
+                         " SELECT MIN(created_at) AS m FROM items WHERE state = 'new'"
+                         " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'checking'"
+                         " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'posting'"
+                         " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'reconciling'"
+                         " UNION ALL SELECT MIN(created_at) FROM items WHERE state = 'finishing')",
     [Q_NEXT_DUE] = "SELECT MIN(m) FROM ("
-                   " SELECT MIN(next_at) AS m FROM items WHERE state = 'new'"
-                   " UNION ALL SELECT MIN(next_at) FROM items WHERE state = 'reconciling')",
+                   " SELECT MIN(next_mono) AS m FROM items WHERE state = 'new' AND clock_boot = ?1"
+                   " UNION ALL SELECT MIN(next_mono) FROM items WHERE state = 'reconciling'"
+                   " AND clock_boot = ?1"
+                   " UNION ALL SELECT MIN(next_mono) FROM items WHERE state = 'finishing'"
+                   " AND clock_boot = ?1)",
+    [Q_META_BOOT] = "SELECT value FROM store_meta WHERE key = 'clock_boot'",
+    [Q_SET_META_BOOT] = "INSERT INTO store_meta (key, value) VALUES ('clock_boot', ?1)"
+                        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    /* store_restamp for every row of another boot (settle_at keeps the original moment). */
+    [Q_RESTAMP_ALL] = "UPDATE items SET clock_boot = ?1, next_mono = ?2, next_at = ?3,"
+                      " lease_mono = CASE WHEN lease_owner IS NULL THEN 0 ELSE ?2 END,"
+                      " settle_mono = CASE WHEN settle_mono IS NULL THEN NULL ELSE ?2 END"
+                      " WHERE clock_boot <> ?1",
+    [Q_NOTE_LATE] =
+        "INSERT INTO late_commits (flow, max_ms, at, observations) VALUES (?1, ?2, ?3, 1)"
+        " ON CONFLICT (flow) DO UPDATE SET observations = observations + 1,"
+        " at = CASE WHEN excluded.max_ms > max_ms THEN excluded.at ELSE at END,"
+        " max_ms = MAX(max_ms, excluded.max_ms)",
+    [Q_GET_LATE] = "SELECT max_ms, at, observations FROM late_commits WHERE flow = ?1",
 };
 _Static_assert(sizeof(stmt_sql) / sizeof(stmt_sql[0]) == Q__COUNT, "every statement needs SQL");
 
@@ -196,13 +264,23 @@ struct store {
     sqlite3 *db;
     sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by store_close */
     bool in_batch;                /* between store_begin and store_commit/rollback */
+    int busy_retries;             /* whole-transaction retries after the busy timeout */
+    int64_t busy_retried;         /* how many this handle did */
+    uint64_t rng;                 /* xorshift state for the retry jitter */
 };
 
 int64_t store_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return apbot_clock_wall_ms();
+}
+
+/* The caller's clock reading, or a fresh one in *buf. */
+static const struct apbot_now *now_or_read(const struct apbot_now *now, struct apbot_now *buf)
+{
+    if (now)
+        return now;
+    apbot_clock_now(buf);
+    return buf;
 }
 
 /* Maps a SQLite result to ours: busy/locked is "retry later", the rest a database error. */
@@ -291,12 +369,7 @@ static int bind_text_max(sqlite3_stmt *s, int i, const char *v, size_t max)
 static char *col_dup(sqlite3_stmt *s, int i)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
-    if (!t)
-        return NULL;
-    char *d = strdup((const char *)t);
-    if (!d)
-        abort(); /* out-of-memory policy: abort; the queue is durable */
-    return d;
+    return t ? apbot_xstrdup((const char *)t) : NULL;
 }
 
 static void col_copy(sqlite3_stmt *s, int i, char *buf, size_t len)
@@ -362,6 +435,12 @@ static void row_to_item(sqlite3_stmt *s, struct store_item *it)
     col_copy(s, 22, it->currency, sizeof(it->currency));
     it->exponent = sqlite3_column_int(s, 23);
     it->total = sqlite3_column_int64(s, 24);
+    col_copy(s, 25, it->clock_boot, sizeof(it->clock_boot));
+    it->next_mono = sqlite3_column_int64(s, 26);
+    it->lease_mono = sqlite3_column_int64(s, 27);
+    it->has_settle = sqlite3_column_type(s, 28) != SQLITE_NULL;
+    it->settle_mono = it->has_settle ? sqlite3_column_int64(s, 28) : 0;
+    it->settle_at = sqlite3_column_int64(s, 29);
 }
 
 /*
@@ -400,6 +479,55 @@ static int tx_end(struct store *st, int r, char *err, size_t errlen)
     if (r)
         tx_rollback(st);
     return r;
+}
+
+/* xorshift64*: jitter only, never a secret. */
+static uint64_t rng_next(struct store *st)
+{
+    uint64_t x = st->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    st->rng = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+/* The pause before retry n: uniform in [d/2, d], d = min(cap, base * 2^n). */
+static void busy_pause(struct store *st, int n)
+{
+    int64_t d = STORE_BUSY_PAUSE_BASE_MS;
+    for (int i = 0; i < n && d < STORE_BUSY_PAUSE_CAP_MS; i++)
+        d *= 2;
+    if (d > STORE_BUSY_PAUSE_CAP_MS)
+        d = STORE_BUSY_PAUSE_CAP_MS;
+    int64_t ms = d / 2 + (int64_t)(rng_next(st) % (uint64_t)(d / 2 + 1));
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The body of one write transaction; writes its results into ctx only (it may run again). */
+typedef int (*tx_body)(struct store *st, void *ctx, char *err, size_t errlen);
+
+/*
+ * Runs body in one write transaction. A busy database (after the busy timeout) rolls the
+ * whole transaction back and runs it again after a jittered pause, up to busy_retries times;
+ * inside a batch there is nothing to retry (the batch holds the lock) and the error goes
+ * back to the caller. Returns the body's result, or the transaction's error.
+ */
+static int run_write(struct store *st, tx_body body, void *ctx, char *err, size_t errlen)
+{
+    for (int attempt = 0;; attempt++) {
+        int r = tx_begin(st, err, errlen);
+        if (r == APBOT_OK) {
+            r = body(st, ctx, err, errlen);
+            r = tx_end(st, r, err, errlen);
+        }
+        if (r != APBOT_E_BUSY || st->in_batch || attempt >= st->busy_retries)
+            return r;
+        st->busy_retried++;
+        busy_pause(st, attempt);
+    }
 }
 
 static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
@@ -466,14 +594,32 @@ static int migrate(struct store *st, char *err, size_t errlen)
     return APBOT_OK;
 }
 
+/*
+ * A new database file is created here, owner-only, before SQLite opens it: O_EXCL means no
+ * window in which it exists with a wider mode, and SQLite creates -wal and -shm with the
+ * database file's mode. An existing file is left as it is; ":memory:" and URIs are SQLite's.
+ */
+static void create_private(const char *path)
+{
+    if (!*path || strcmp(path, ":memory:") == 0 || strncmp(path, "file:", 5) == 0)
+        return;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd); /* an empty file is an empty database */
+}
+
 int store_open(const char *path, struct store **ret, char *err, size_t errlen)
 {
     if (!path || !ret)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no database path");
-    struct store *st = calloc(1, sizeof(*st));
-    if (!st)
-        abort();
+    struct store *st = apbot_xcalloc(1, sizeof(*st));
+    st->busy_retries = STORE_BUSY_RETRIES;
+    st->rng =
+        (uint64_t)apbot_clock_mono_ms() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)st;
+    if (!st->rng)
+        st->rng = 1;
     int r;
+    create_private(path);
     int rc = sqlite3_open_v2(
         path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
@@ -541,6 +687,55 @@ void store_rollback(struct store *st)
     st->in_batch = false;
 }
 
+/* Whether the queue's rows are all under `boot` (store_meta 'clock_boot'). */
+static int queue_boot_is(struct store *st, const char *boot, bool *ret_same, char *err,
+                         size_t errlen)
+{
+    sqlite3_stmt *s = stmt_get(st, Q_META_BOOT, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    int rc = sqlite3_step(s);
+    *ret_same =
+        rc == SQLITE_ROW && apbot_clock_same_boot((const char *)sqlite3_column_text(s, 0), boot);
+    stmt_done(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "reading the queue's boot");
+    return APBOT_OK;
+}
+
+/*
+ * Inside a write transaction: makes sure every row's stamps are under now->boot. Invariant
+ * after every write: all rows are under the boot store_meta names. The first write under
+ * another boot re-stamps the rows of the older one (store_restamp's rule, in SQL) and
+ * records the new boot, in that same transaction; every other write pays one small read.
+ */
+static int ensure_boot(struct store *st, const struct apbot_now *now, char *err, size_t errlen)
+{
+    bool same = false;
+    int r = queue_boot_is(st, now->boot, &same, err, errlen);
+    if (r || same)
+        return r;
+    sqlite3_stmt *s = stmt_get(st, Q_RESTAMP_ALL, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text(s, 1, now->boot);
+    sqlite3_bind_int64(s, 2, now->mono_ms);
+    sqlite3_bind_int64(s, 3, now->wall_ms);
+    int rc = sqlite3_step(s);
+    stmt_done(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "re-stamping rows of another boot");
+    s = stmt_get(st, Q_SET_META_BOOT, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text(s, 1, now->boot);
+    rc = sqlite3_step(s);
+    stmt_done(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "recording the queue's boot");
+    return APBOT_OK;
+}
+
 /* Appends one audit event; part of the caller's transaction. */
 static int add_event(struct store *st, int64_t item_id, int64_t at, const char *from,
                      const char *to, const char *event, const char *detail, const char *actor,
@@ -563,59 +758,83 @@ static int add_event(struct store *st, int64_t item_id, int64_t at, const char *
     return APBOT_OK;
 }
 
-int store_enqueue_raw(struct store *st, const struct store_new_item *ni, int64_t now,
-                      enum store_enqueue_result *ret_result, int64_t *ret_id, char *err,
-                      size_t errlen)
+/* Reads one item by a cached ITEM_COLS query; APBOT_E_NOTFOUND if none. */
+static int get_item(struct store *st, enum stmt_id q, int64_t id, const char *key,
+                    struct store_item *ret, char *err, size_t errlen)
 {
-    if (!st || !ni || !ni->key || !ni->fingerprint || !ni->payload || !ni->vendor_id ||
-        !ni->invoice_number || !ni->doc_type || !ni->issue_date || !ni->currency)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: incomplete item");
+    sqlite3_stmt *s = stmt_get(st, q, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    if (key)
+        bind_text(s, 1, key);
+    else
+        sqlite3_bind_int64(s, 1, id);
+    int rc = sqlite3_step(s);
+    int r = APBOT_OK;
+    if (rc == SQLITE_ROW)
+        row_to_item(s, ret);
+    else if (rc == SQLITE_DONE)
+        r = key ? apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no item with key %s", key)
+                : apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no item #%" PRId64, id);
+    else
+        r = db_fail(st, rc, err, errlen, "reading an item");
+    stmt_done(s);
+    return r;
+}
+
+/* ---- enqueue ---------------------------------------------------------------------------- */
+
+struct enqueue_op {
+    const struct store_new_item *ni;
+    const struct apbot_now *now;
+    enum store_enqueue_result result;
+    int64_t id;
+};
+
+static int enqueue_body(struct store *st, void *ctx, char *err, size_t errlen)
+{
+    struct enqueue_op *op = ctx;
+    const struct store_new_item *ni = op->ni;
     const char *source = ni->source ? ni->source : "";
-    enum store_enqueue_result result = STORE_ENQ_QUEUED;
-    int64_t id = 0;
-    int r = tx_begin(st, err, errlen);
+    op->result = STORE_ENQ_QUEUED;
+    op->id = 0;
+    int r = ensure_boot(st, op->now, err, errlen); /* the new row joins the queue's boot */
     if (r)
         return r;
 
     sqlite3_stmt *s = stmt_get(st, Q_FIND_KEY, err, errlen);
-    if (!s) {
-        r = APBOT_E_DB;
-        goto out;
-    }
+    if (!s)
+        return APBOT_E_DB;
     bind_text(s, 1, ni->key);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW) {
-        id = sqlite3_column_int64(s, 0);
+        op->id = sqlite3_column_int64(s, 0);
         const char *fp = (const char *)sqlite3_column_text(s, 1);
         if (fp && strcmp(fp, ni->fingerprint) == 0) {
-            result = STORE_ENQ_ALREADY;
+            op->result = STORE_ENQ_ALREADY;
         } else {
             const char *src = (const char *)sqlite3_column_text(s, 2);
             const char *state = (const char *)sqlite3_column_text(s, 3);
-            result = STORE_ENQ_CONFLICT;
+            op->result = STORE_ENQ_CONFLICT;
             apbot_fail(err, errlen, APBOT_E_CONFLICT,
                        "same identity as queued item #%" PRId64 " (%s, from %s, state %s) "
                        "but different content; not queued",
-                       id, ni->key, src ? src : "?", state ? state : "?");
+                       op->id, ni->key, src ? src : "?", state ? state : "?");
         }
         stmt_done(s);
-        goto out;
+        return APBOT_OK;
     }
     stmt_done(s);
-    if (rc != SQLITE_DONE) {
-        r = db_fail(st, rc, err, errlen, "looking up the key");
-        goto out;
-    }
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "looking up the key");
 
     s = stmt_get(st, Q_INSERT_ITEM, err, errlen);
-    if (!s) {
-        r = APBOT_E_DB;
-        goto out;
-    }
+    if (!s)
+        return APBOT_E_DB;
     bind_text(s, 1, ni->key);
     bind_text(s, 2, ni->fingerprint);
     bind_text(s, 3, ni->payload);
-    sqlite3_bind_int64(s, 4, now);
+    sqlite3_bind_int64(s, 4, op->now->wall_ms);
     bind_text_max(s, 5, source, STORE_TEXT_MAX);
     bind_text(s, 6, ni->vendor_id);
     bind_text(s, 7, ni->vendor_name);
@@ -625,26 +844,38 @@ int store_enqueue_raw(struct store *st, const struct store_new_item *ni, int64_t
     bind_text(s, 11, ni->currency);
     sqlite3_bind_int(s, 12, ni->exponent);
     sqlite3_bind_int64(s, 13, ni->total);
+    bind_text(s, 14, op->now->boot);
+    sqlite3_bind_int64(s, 15, op->now->mono_ms);
     rc = sqlite3_step(s);
     stmt_done(s);
-    if (rc != SQLITE_DONE) {
-        r = db_fail(st, rc, err, errlen, "inserting the item");
-        goto out;
-    }
-    id = sqlite3_last_insert_rowid(st->db);
-    r = add_event(st, id, now, NULL, machine_state_name(MACHINE_NEW), "enqueued", source, "enqueue",
-                  err, errlen);
-out:
-    r = tx_end(st, r, err, errlen);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "inserting the item");
+    op->id = sqlite3_last_insert_rowid(st->db);
+    return add_event(st, op->id, op->now->wall_ms, NULL, machine_state_name(MACHINE_NEW),
+                     "enqueued", source, "enqueue", err, errlen);
+}
+
+int store_enqueue_raw(struct store *st, const struct store_new_item *ni,
+                      const struct apbot_now *now, enum store_enqueue_result *ret_result,
+                      int64_t *ret_id, char *err, size_t errlen)
+{
+    if (!st || !ni || !ni->key || !ni->fingerprint || !ni->payload || !ni->vendor_id ||
+        !ni->invoice_number || !ni->doc_type || !ni->issue_date || !ni->currency || !ret_result ||
+        !ret_id)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: incomplete item");
+    struct apbot_now buf;
+    struct enqueue_op op = {.ni = ni, .now = now_or_read(now, &buf)};
+    int r = run_write(st, enqueue_body, &op, err, errlen);
     if (r)
         return r;
-    *ret_result = result;
-    *ret_id = id;
+    *ret_result = op.result;
+    *ret_id = op.id;
     return APBOT_OK;
 }
 
-int store_enqueue(struct store *st, const struct invoice *inv, const char *source, int64_t now,
-                  enum store_enqueue_result *ret_result, int64_t *ret_id, char *err, size_t errlen)
+int store_enqueue(struct store *st, const struct invoice *inv, const char *source,
+                  const struct apbot_now *now, enum store_enqueue_result *ret_result,
+                  int64_t *ret_id, char *err, size_t errlen)
 {
     if (!st || !inv)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no invoice");
@@ -678,51 +909,33 @@ int store_enqueue(struct store *st, const struct invoice *inv, const char *sourc
     return r;
 }
 
-/* Reads one item by a cached ITEM_COLS query; APBOT_E_NOTFOUND if none. */
-static int get_item(struct store *st, enum stmt_id q, int64_t id, const char *key,
-                    struct store_item *ret, char *err, size_t errlen)
-{
-    sqlite3_stmt *s = stmt_get(st, q, err, errlen);
-    if (!s)
-        return APBOT_E_DB;
-    if (key)
-        bind_text(s, 1, key);
-    else
-        sqlite3_bind_int64(s, 1, id);
-    int rc = sqlite3_step(s);
-    int r = APBOT_OK;
-    if (rc == SQLITE_ROW)
-        row_to_item(s, ret);
-    else if (rc == SQLITE_DONE)
-        r = key ? apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no item with key %s", key)
-                : apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no item #%" PRId64, id);
-    else
-        r = db_fail(st, rc, err, errlen, "reading an item");
-    stmt_done(s);
-    return r;
-}
-
 int store_get(struct store *st, int64_t id, struct store_item *ret, char *err, size_t errlen)
 {
+    if (!st || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     return get_item(st, Q_GET_ID, id, NULL, ret, err, errlen);
 }
 
 int store_get_by_key(struct store *st, const char *key, struct store_item *ret, char *err,
                      size_t errlen)
 {
-    if (!key)
+    if (!st || !key || !ret)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no key");
     return get_item(st, Q_GET_KEY, 0, key, ret, err, errlen);
 }
 
-/* First due row of one state: *ret_id 0 when none. */
-static int first_due(struct store *st, enum stmt_id q, int64_t now, int64_t *ret_id,
-                     int64_t *ret_next, char *err, size_t errlen)
+/* ---- claim and leases ------------------------------------------------------------------- */
+
+/* First due, unleased row of one state: *ret_id 0 when none. */
+static int first_due(struct store *st, enum machine_state state, const struct apbot_now *now,
+                     int64_t *ret_id, int64_t *ret_next, char *err, size_t errlen)
 {
-    sqlite3_stmt *s = stmt_get(st, q, err, errlen);
+    sqlite3_stmt *s = stmt_get(st, Q_DUE, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, now);
+    bind_text(s, 1, machine_state_name(state));
+    bind_text(s, 2, now->boot);
+    sqlite3_bind_int64(s, 3, now->mono_ms);
     int rc = sqlite3_step(s);
     int r = APBOT_OK;
     *ret_id = 0;
@@ -736,50 +949,53 @@ static int first_due(struct store *st, enum stmt_id q, int64_t now, int64_t *ret
     return r;
 }
 
-int store_claim(struct store *st, const char *owner, int64_t now, int64_t lease_ms,
-                const struct machine_policy *policy, struct store_item *ret, char *err,
-                size_t errlen)
+struct claim_op {
+    const char *owner;
+    const struct apbot_now *now;
+    int64_t lease_ms;
+    const struct machine_step *claimed;
+    struct store_item it; /* the result, valid when have_item */
+    bool have_item;
+};
+
+static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
-    if (!st || !owner || !*owner || !policy || !ret || lease_ms <= 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: claim needs owner, lease, policy");
-    struct store_item it;
-    bool have_item = false;
-    int r = tx_begin(st, err, errlen);
+    struct claim_op *op = ctx;
+    const struct apbot_now *now = op->now;
+    if (op->have_item) {
+        store_item_done(&op->it); /* a retried attempt starts over */
+        op->have_item = false;
+    }
+    int r = ensure_boot(st, now, err, errlen);
     if (r)
         return r;
 
     /*
-     * A due reconciliation goes before any new item: an ambiguous outcome is settled while
-     * its evidence is fresh, and a month-end backlog of new items must not hold it back for
-     * minutes. Reconciling items reschedule themselves (settle, backoff), so new items are
-     * not starved. Each query uses the claim index.
+     * A due reconciliation (or a saved document to finish) goes before any new item: an
+     * ambiguous outcome is settled while its evidence is fresh, and a month-end backlog of
+     * new items must not hold it back for minutes. They reschedule themselves (settle,
+     * backoff), so new items are not starved. Each query uses the items_due index.
      */
-    int64_t id_new = 0, next_new = 0, id_rec = 0, next_rec = 0;
-    r = first_due(st, Q_DUE_RECONCILING, now, &id_rec, &next_rec, err, errlen);
-    if (r == APBOT_OK && !id_rec)
-        r = first_due(st, Q_DUE_NEW, now, &id_new, &next_new, err, errlen);
+    int64_t id_rec = 0, next_rec = 0, id_fin = 0, next_fin = 0, id_new = 0, next_new = 0;
+    r = first_due(st, MACHINE_RECONCILING, now, &id_rec, &next_rec, err, errlen);
+    if (r == APBOT_OK)
+        r = first_due(st, MACHINE_FINISHING, now, &id_fin, &next_fin, err, errlen);
+    if (r == APBOT_OK && !id_rec && !id_fin)
+        r = first_due(st, MACHINE_NEW, now, &id_new, &next_new, err, errlen);
     if (r)
-        goto out;
-    int64_t id = id_rec ? id_rec : id_new;
-    if (!id) {
-        r = apbot_fail(err, errlen, APBOT_E_NOTFOUND, "nothing is due");
-        goto out;
-    }
+        return r;
+    int64_t id = id_rec && (!id_fin || next_rec <= next_fin) ? id_rec : id_fin ? id_fin : id_new;
+    if (!id)
+        return apbot_fail(err, errlen, APBOT_E_NOTFOUND, "nothing is due");
 
+    struct store_item it;
     r = get_item(st, Q_GET_ID, id, NULL, &it, err, errlen);
     if (r)
-        goto out;
-    have_item = true;
-    struct machine_step step = {.next = it.state, .counters = it.counters, .why = "claimed"};
-    if (it.state == MACHINE_NEW) {
-        r = machine_next(it.state, MACHINE_EV_CLAIMED, &it.counters, policy, &step);
-        if (r) {
-            r = apbot_fail(err, errlen, r, "store: item #%" PRId64 " cannot be claimed", id);
-            goto out;
-        }
-    }
+        return r;
+    (void)store_restamp(&it, now); /* the rows were brought under this boot; belt and braces */
+    enum machine_state next = it.state == MACHINE_NEW ? op->claimed->next : it.state;
     char actor[160];
-    snprintf(actor, sizeof(actor), "runner:%s", owner);
+    snprintf(actor, sizeof(actor), "runner:%s", op->owner);
 
     sqlite3_stmt *s = stmt_get(st, Q_CLAIM_UPDATE, err, errlen);
     if (!s) {
@@ -787,130 +1003,228 @@ int store_claim(struct store *st, const char *owner, int64_t now, int64_t lease_
         goto out;
     }
     sqlite3_bind_int64(s, 1, id);
-    bind_text(s, 2, machine_state_name(step.next));
-    sqlite3_bind_int(s, 3, step.counters.posts);
-    sqlite3_bind_int(s, 4, step.counters.cycles);
-    sqlite3_bind_int(s, 5, step.counters.attempts);
-    bind_text(s, 6, owner);
-    sqlite3_bind_int64(s, 7, now + lease_ms);
-    sqlite3_bind_int64(s, 8, now);
+    bind_text(s, 2, machine_state_name(next));
+    bind_text(s, 3, op->owner);
+    sqlite3_bind_int64(s, 4, now->wall_ms + op->lease_ms);
+    sqlite3_bind_int64(s, 5, now->mono_ms + op->lease_ms);
+    bind_text(s, 6, now->boot);
+    sqlite3_bind_int64(s, 7, it.next_at);
+    sqlite3_bind_int64(s, 8, it.next_mono);
+    if (it.has_settle)
+        sqlite3_bind_int64(s, 9, it.settle_mono);
+    else
+        sqlite3_bind_null(s, 9);
+    sqlite3_bind_int64(s, 10, now->wall_ms);
     int rc = sqlite3_step(s);
     stmt_done(s);
     if (rc != SQLITE_DONE) {
         r = db_fail(st, rc, err, errlen, "claiming an item");
         goto out;
     }
-    if (step.next != it.state)
-        r = add_event(st, id, now, machine_state_name(it.state), machine_state_name(step.next),
-                      machine_event_name(MACHINE_EV_CLAIMED), step.why, actor, err, errlen);
+    if (next != it.state)
+        r = add_event(st, id, now->wall_ms, machine_state_name(it.state), machine_state_name(next),
+                      machine_event_name(MACHINE_EV_CLAIMED),
+                      op->claimed->why ? op->claimed->why : "claimed", actor, err, errlen);
     if (r)
         goto out;
     /* Hand back what is now in the row. */
-    store_item_done(&it);
-    have_item = false;
-    r = get_item(st, Q_GET_ID, id, NULL, &it, err, errlen);
-    if (r == APBOT_OK)
-        have_item = true;
+    r = get_item(st, Q_GET_ID, id, NULL, &op->it, err, errlen);
+    op->have_item = r == APBOT_OK;
 out:
-    r = tx_end(st, r, err, errlen);
+    store_item_done(&it);
+    return r;
+}
+
+int store_claim(struct store *st, const char *owner, const struct apbot_now *now, int64_t lease_ms,
+                const struct machine_step *claimed, struct store_item *ret, char *err,
+                size_t errlen)
+{
+    if (!st || !owner || !*owner || !claimed || !ret || lease_ms <= 0 || (int)claimed->next < 0 ||
+        claimed->next >= MACHINE_STATE__COUNT)
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "store: claim needs an owner, a lease and the claimed step");
+    struct apbot_now buf;
+    struct claim_op op = {
+        .owner = owner, .now = now_or_read(now, &buf), .lease_ms = lease_ms, .claimed = claimed};
+    int r = run_write(st, claim_body, &op, err, errlen);
     if (r) {
-        if (have_item)
-            store_item_done(&it);
+        if (op.have_item)
+            store_item_done(&op.it);
         return r;
     }
-    *ret = it;
+    *ret = op.it;
     return APBOT_OK;
 }
 
-int store_renew(struct store *st, int64_t id, const char *owner, int64_t now, int64_t lease_ms,
-                char *err, size_t errlen)
+struct renew_op {
+    int64_t id;
+    const char *owner;
+    const struct apbot_now *now;
+    int64_t lease_ms;
+};
+
+static int renew_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
-    if (!st || !owner || lease_ms <= 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: renew needs owner and lease");
+    struct renew_op *op = ctx;
+    int r = ensure_boot(st, op->now, err, errlen);
+    if (r)
+        return r;
     sqlite3_stmt *s = stmt_get(st, Q_RENEW, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, id);
-    bind_text(s, 2, owner);
-    sqlite3_bind_int64(s, 3, now + lease_ms);
+    sqlite3_bind_int64(s, 1, op->id);
+    bind_text(s, 2, op->owner);
+    sqlite3_bind_int64(s, 3, op->now->wall_ms + op->lease_ms);
+    sqlite3_bind_int64(s, 4, op->now->mono_ms + op->lease_ms);
+    bind_text(s, 5, op->now->boot);
     int rc = sqlite3_step(s);
     stmt_done(s);
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "renewing a lease");
     if (sqlite3_changes(st->db) != 1)
         return apbot_fail(err, errlen, APBOT_E_STATE,
-                          "item #%" PRId64 ": lease lost (not held by %s)", id, owner);
+                          "item #%" PRId64 ": lease lost (not held by %s)", op->id, op->owner);
     return APBOT_OK;
 }
 
-int store_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                int64_t now, char *err, size_t errlen)
+int store_renew(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                int64_t lease_ms, char *err, size_t errlen)
 {
-    if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
-        (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
-        ch->event >= MACHINE_EVENT__COUNT)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invalid change");
-    int r = tx_begin(st, err, errlen);
+    if (!st || !owner || lease_ms <= 0)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: renew needs owner and lease");
+    struct apbot_now buf;
+    struct renew_op op = {
+        .id = id, .owner = owner, .now = now_or_read(now, &buf), .lease_ms = lease_ms};
+    return run_write(st, renew_body, &op, err, errlen);
+}
+
+/* ---- apply ------------------------------------------------------------------------------ */
+
+struct apply_op {
+    int64_t id;
+    const char *owner;
+    const struct store_change *ch;
+    const struct apbot_now *now;
+    int64_t holder; /* APBOT_E_CONFLICT: the item holding the document */
+};
+
+/* The id of another item holding doc, 0 if none. */
+static int doc_holder(struct store *st, const char *doc, int64_t id, int64_t *ret_holder, char *err,
+                      size_t errlen)
+{
+    sqlite3_stmt *s = stmt_get(st, Q_DOC_HOLDER, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text_max(s, 1, doc, STORE_TEXT_MAX);
+    sqlite3_bind_int64(s, 2, id);
+    int rc = sqlite3_step(s);
+    *ret_holder = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+    stmt_done(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "looking up the document's holder");
+    return APBOT_OK;
+}
+
+/* APBOT_E_STATE naming the state text this version cannot map (never acted on). */
+static int unknown_state(struct store *st, int64_t id, char *err, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    char text[64] = "";
+    if (sqlite3_prepare_v2(st->db, "SELECT state FROM items WHERE id = ?1", -1, &s, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        if (sqlite3_step(s) == SQLITE_ROW)
+            col_copy(s, 0, text, sizeof(text));
+    }
+    sqlite3_finalize(s);
+    return apbot_fail(err, errlen, APBOT_E_STATE,
+                      "item #%" PRId64 " is in unknown state '%s'; not touched", id, text);
+}
+
+static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
+{
+    struct apply_op *op = ctx;
+    const struct store_change *ch = op->ch;
+    const struct apbot_now *now = op->now;
+    op->holder = 0;
+    int r = ensure_boot(st, now, err, errlen);
     if (r)
         return r;
-
-    sqlite3_stmt *s = stmt_get(st, Q_APPLY_READ, err, errlen);
-    if (!s) {
-        r = APBOT_E_DB;
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        r = rc == SQLITE_DONE ? apbot_fail(err, errlen, APBOT_E_NOTFOUND, "no item #%" PRId64, id)
-                              : db_fail(st, rc, err, errlen, "reading an item");
-        stmt_done(s);
-        goto out;
-    }
-    enum machine_state cur = col_state(s, 0);
-    const char *cur_name = (const char *)sqlite3_column_text(s, 0);
-    const char *lease_owner = (const char *)sqlite3_column_text(s, 4);
-    int64_t lease_until = sqlite3_column_int64(s, 5);
-    if (cur == MACHINE_STATE_INVALID) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE,
-                       "item #%" PRId64 " is in unknown state '%s'; not touched", id,
-                       cur_name ? cur_name : "");
-    } else if (cur != ch->from) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 " is %s, not %s", id,
-                       machine_state_name(cur), machine_state_name(ch->from));
-    } else if (owner && (!lease_owner || strcmp(lease_owner, owner) != 0)) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 ": lease lost (held by %s)", id,
-                       lease_owner ? lease_owner : "nobody");
-    } else if (!owner && lease_owner && lease_until > now) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE,
-                       "item #%" PRId64 " is leased by %s; try again when it is released", id,
-                       lease_owner);
-    }
-    int64_t keep_until = lease_until;
-    stmt_done(s);
+    struct store_item it;
+    r = get_item(st, Q_GET_ID, op->id, NULL, &it, err, errlen);
     if (r)
+        return r;
+    (void)store_restamp(&it, now);
+
+    if (it.state == MACHINE_STATE_INVALID) {
+        r = unknown_state(st, op->id, err, errlen);
         goto out;
+    }
+    if (it.state != ch->from) {
+        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 " is %s, not %s", op->id,
+                       machine_state_name(it.state), machine_state_name(ch->from));
+        goto out;
+    }
+    r = store_lease_allows(&it, now, op->owner, ch->take_over, ch->event);
+    if (r) {
+        if (op->owner)
+            r = apbot_fail(err, errlen, r, "item #%" PRId64 ": lease lost (held by %s)", op->id,
+                           it.lease_owner ? it.lease_owner : "nobody");
+        else if (ch->take_over && !it.lease_owner)
+            r = apbot_fail(err, errlen, r, "item #%" PRId64 " is not leased: nothing to take over",
+                           op->id);
+        else
+            r = apbot_fail(err, errlen, r,
+                           "item #%" PRId64 " is leased by %s; try again when it is released",
+                           op->id, it.lease_owner ? it.lease_owner : "?");
+        goto out;
+    }
+    /* One document, one item: checked in the same write transaction that sets it. */
+    if (ch->erp_doc) {
+        r = doc_holder(st, ch->erp_doc, op->id, &op->holder, err, errlen);
+        if (r == APBOT_OK && op->holder)
+            r = apbot_fail(err, errlen, APBOT_E_CONFLICT,
+                           "document %s is already held by item #%" PRId64 "; item #%" PRId64
+                           " not changed",
+                           ch->erp_doc, op->holder, op->id);
+        if (r)
+            goto out;
+    }
 
     const struct machine_step *step = ch->step;
-    bool keep = owner && ch->keep_lease;
-    s = stmt_get(st, Q_APPLY_UPDATE, err, errlen);
+    int64_t delay = store_step_delay_ms(&it, step, now, ch->backoff_ms, ch->settle_ms);
+    bool keep = op->owner && ch->keep_lease;
+    if (step->settle_mark) {
+        it.has_settle = true;
+        it.settle_mono = now->mono_ms;
+        it.settle_at = now->wall_ms;
+    }
+    sqlite3_stmt *s = stmt_get(st, Q_APPLY_UPDATE, err, errlen);
     if (!s) {
         r = APBOT_E_DB;
         goto out;
     }
-    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 1, op->id);
     bind_text(s, 2, machine_state_name(step->next));
     sqlite3_bind_int(s, 3, step->counters.posts);
     sqlite3_bind_int(s, 4, step->counters.cycles);
     sqlite3_bind_int(s, 5, step->counters.attempts);
-    sqlite3_bind_int64(s, 6, ch->next_at);
-    bind_text_max(s, 7, ch->erp_doc, STORE_TEXT_MAX);
-    bind_text_max(s, 8, ch->reason, STORE_TEXT_MAX);
-    sqlite3_bind_int(s, 9, step->next == MACHINE_POSTING && cur != MACHINE_POSTING);
-    bind_text(s, 10, keep ? owner : NULL);
-    sqlite3_bind_int64(s, 11, keep ? keep_until : 0);
-    sqlite3_bind_int64(s, 12, now);
-    rc = sqlite3_step(s);
+    sqlite3_bind_int64(s, 6, now->wall_ms + delay);
+    sqlite3_bind_int64(s, 7, now->mono_ms + delay);
+    bind_text_max(s, 8, ch->erp_doc, STORE_TEXT_MAX);
+    bind_text_max(s, 9, ch->reason, STORE_TEXT_MAX);
+    sqlite3_bind_int(s, 10, step->next == MACHINE_POSTING && it.state != MACHINE_POSTING);
+    bind_text(s, 11, keep ? op->owner : NULL);
+    sqlite3_bind_int64(s, 12, keep ? it.lease_until : 0);
+    sqlite3_bind_int64(s, 13, now->wall_ms);
+    sqlite3_bind_int64(s, 14, keep ? it.lease_mono : 0);
+    bind_text(s, 15, now->boot);
+    if (it.has_settle)
+        sqlite3_bind_int64(s, 16, it.settle_mono);
+    else
+        sqlite3_bind_null(s, 16);
+    sqlite3_bind_int64(s, 17, it.settle_at);
+    int rc = sqlite3_step(s);
     stmt_done(s);
     if (rc != SQLITE_DONE) {
         r = db_fail(st, rc, err, errlen, "updating an item");
@@ -923,23 +1237,47 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
         snprintf(detail, sizeof(detail), "%s: %s", step->why ? step->why : "", ch->detail);
     else
         snprintf(detail, sizeof(detail), "%s", step->why ? step->why : "");
-    r = add_event(st, id, now, machine_state_name(cur), machine_state_name(step->next),
-                  machine_event_name(ch->event), detail,
-                  ch->actor ? ch->actor : (owner ? owner : "operator"), err, errlen);
+    r = add_event(st, op->id, now->wall_ms, machine_state_name(it.state),
+                  machine_state_name(step->next), machine_event_name(ch->event), detail,
+                  ch->actor ? ch->actor : (op->owner ? op->owner : "operator"), err, errlen);
 out:
-    return tx_end(st, r, err, errlen);
+    store_item_done(&it);
+    return r;
 }
 
-int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                       int64_t now, char *err, size_t errlen)
+int store_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
+                const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen)
 {
-    if (!st || !ev || !ev->step)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
+    if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
+        (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
+        ch->event >= MACHINE_EVENT__COUNT || (ch->erp_doc && !*ch->erp_doc) ||
+        (owner && ch->take_over))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invalid change");
+    struct apbot_now buf;
+    struct apply_op op = {.id = id, .owner = owner, .ch = ch, .now = now_or_read(now, &buf)};
+    int r = run_write(st, apply_body, &op, err, errlen);
+    if (r == APBOT_E_CONFLICT && ret_holder)
+        *ret_holder = op.holder;
+    return r;
+}
+
+/* ---- evidence --------------------------------------------------------------------------- */
+
+struct evidence_op {
+    int64_t item_id;
+    const struct store_evidence *ev;
+    int64_t at;
+};
+
+static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
+{
+    struct evidence_op *op = ctx;
+    const struct store_evidence *ev = op->ev;
     sqlite3_stmt *s = stmt_get(st, Q_INSERT_EVIDENCE, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, item_id);
-    sqlite3_bind_int64(s, 2, now);
+    sqlite3_bind_int64(s, 1, op->item_id);
+    sqlite3_bind_int64(s, 2, op->at);
     bind_text_max(s, 3, ev->step, 64);
     bind_text_max(s, 4, ev->method, 16);
     bind_text_max(s, 5, ev->url, STORE_TEXT_MAX);
@@ -949,7 +1287,6 @@ int store_add_evidence(struct store *st, int64_t item_id, const struct store_evi
     bind_text_max(s, 9, ev->rule, 256);
     bind_text_max(s, 10, ev->outcome, 64);
     bind_text_max(s, 11, ev->excerpt, STORE_EXCERPT_MAX);
-    /* A single INSERT is its own transaction (or part of the caller's batch). */
     int rc = sqlite3_step(s);
     stmt_done(s);
     if (rc != SQLITE_DONE)
@@ -957,139 +1294,162 @@ int store_add_evidence(struct store *st, int64_t item_id, const struct store_evi
     return APBOT_OK;
 }
 
-/* Recovers one item if its lease is still expired; *ret_done says whether it moved. */
-static int recover_one(struct store *st, int64_t id, int64_t now, int64_t settle_ms,
-                       const struct machine_policy *policy, bool *ret_done, char *err,
-                       size_t errlen)
+int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                       const struct apbot_now *now, char *err, size_t errlen)
 {
-    struct store_item it;
-    bool have_item = false;
-    bool done = false;
-    int r = tx_begin(st, err, errlen);
-    if (r)
-        return r;
-    r = get_item(st, Q_GET_ID, id, NULL, &it, err, errlen);
-    if (r)
-        goto out;
-    have_item = true;
-    /* Re-check under the write lock: a runner may have renewed or finished meanwhile. */
-    if (!it.lease_owner || it.lease_until > now)
-        goto out;
-    if (it.state == MACHINE_STATE_INVALID)
-        goto out; /* unknown state text: never act on it */
-
-    struct machine_step step;
-    int mr = machine_next(it.state, MACHINE_EV_LEASE_EXPIRED, &it.counters, policy, &step);
-    if (mr == APBOT_E_STATE) {
-        /* A leased item in a state without a lease-expired row (e.g. `new`): just drop the
-         * stale lease; no transition, so no event. */
-        step.next = it.state;
-        step.counters = it.counters;
-        step.delay = MACHINE_DELAY_NONE;
-        step.why = NULL;
-    } else if (mr) {
-        r = apbot_fail(err, errlen, mr, "store: cannot recover item #%" PRId64, id);
-        goto out;
-    }
-    int64_t next_at = now;
-    switch (step.delay) {
-    case MACHINE_DELAY_NONE:
-    case MACHINE_DELAY_BACKOFF: /* lease-expired never backs off; due at once if it did */
-        break;
-    case MACHINE_DELAY_SETTLE:
-        if (it.last_post_at + settle_ms > next_at)
-            next_at = it.last_post_at + settle_ms;
-        break;
-    }
-    if (step.why == NULL)
-        next_at = it.next_at;
-
-    sqlite3_stmt *s = stmt_get(st, Q_RECOVER_UPDATE, err, errlen);
-    if (!s) {
-        r = APBOT_E_DB;
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, id);
-    bind_text(s, 2, machine_state_name(step.next));
-    sqlite3_bind_int(s, 3, step.counters.posts);
-    sqlite3_bind_int(s, 4, step.counters.cycles);
-    sqlite3_bind_int(s, 5, step.counters.attempts);
-    sqlite3_bind_int64(s, 6, next_at);
-    sqlite3_bind_int64(s, 7, now);
-    int rc = sqlite3_step(s);
-    stmt_done(s);
-    if (rc != SQLITE_DONE) {
-        r = db_fail(st, rc, err, errlen, "recovering an item");
-        goto out;
-    }
-    if (step.why) {
-        char detail[256];
-        snprintf(detail, sizeof(detail), "%s (lease of %s expired)", step.why, it.lease_owner);
-        r = add_event(st, id, now, machine_state_name(it.state), machine_state_name(step.next),
-                      machine_event_name(MACHINE_EV_LEASE_EXPIRED), detail, "recovery", err,
-                      errlen);
-    }
-    done = r == APBOT_OK;
-out:
-    if (have_item)
-        store_item_done(&it);
-    r = tx_end(st, r, err, errlen);
-    if (r)
-        return r;
-    *ret_done = done;
-    return APBOT_OK;
+    if (!st || !ev || !ev->step)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
+    struct apbot_now buf;
+    struct evidence_op op = {.item_id = item_id, .ev = ev, .at = now_or_read(now, &buf)->wall_ms};
+    return run_write(st, evidence_body, &op, err, errlen);
 }
 
-int store_recover_settle(struct store *st, int64_t now, int64_t settle_ms,
-                         const struct machine_policy *policy, int *ret_count, char *err,
-                         size_t errlen)
+/* ---- recovery --------------------------------------------------------------------------- */
+
+struct boot_op {
+    const struct apbot_now *now;
+};
+
+static int boot_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
-    if (!st || !policy || settle_ms < 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: recover needs a policy");
-    /* Collect first, then one transaction per item, so a huge recovery never holds the
-     * write lock for long and each item's move stands on its own. */
+    struct boot_op *op = ctx;
+    return ensure_boot(st, op->now, err, errlen);
+}
+
+/* For the readers that compare stamps: a write transaction only when the boot changed. */
+static int ensure_boot_tx(struct store *st, const struct apbot_now *now, char *err, size_t errlen)
+{
+    if (st->in_batch)
+        return ensure_boot(st, now, err, errlen);
+    bool same = false;
+    int r = queue_boot_is(st, now->boot, &same, err, errlen);
+    if (r || same)
+        return r;
+    struct boot_op op = {.now = now};
+    return run_write(st, boot_body, &op, err, errlen);
+}
+
+int store_each_expired(struct store *st, const struct apbot_now *now, int64_t limit,
+                       store_item_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (!st || !fn || limit < 0)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments to each_expired");
+    struct apbot_now buf;
+    now = now_or_read(now, &buf);
+    int r = ensure_boot_tx(st, now, err, errlen);
+    if (r)
+        return r;
+    /* Collect first, then one item at a time, so fn may write (one transaction each). */
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
-    int r = APBOT_OK;
     sqlite3_stmt *s = stmt_get(st, Q_EXPIRED, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, now);
+    bind_text(s, 1, now->boot);
+    sqlite3_bind_int64(s, 2, now->mono_ms);
+    sqlite3_bind_int64(s, 3, limit > 0 ? limit : STORE_EXPIRED_MAX);
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            ids = realloc(ids, cap * sizeof(*ids));
-            if (!ids)
-                abort();
-        }
+        if (apbot_grow((void **)&ids, &cap, n, sizeof(*ids), STORE_EXPIRED_MAX) != APBOT_OK)
+            break; /* bounded by LIMIT too; the rest waits for the next call */
         ids[n++] = sqlite3_column_int64(s, 0);
     }
     stmt_done(s);
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         r = db_fail(st, rc, err, errlen, "looking for expired leases");
         goto out;
     }
-    int count = 0;
     for (size_t i = 0; i < n; i++) {
-        bool done = false;
-        r = recover_one(st, ids[i], now, settle_ms, policy, &done, err, errlen);
+        struct store_item it;
+        r = get_item(st, Q_GET_ID, ids[i], NULL, &it, err, errlen);
+        if (r == APBOT_E_NOTFOUND) {
+            r = APBOT_OK;
+            continue;
+        }
         if (r)
             goto out;
-        count += done;
+        (void)store_restamp(&it, now);
+        /* Renewed (or finished) since the list was taken: not expired any more. */
+        if (it.lease_owner && !store_lease_live(&it, now))
+            r = fn(ctx, &it);
+        store_item_done(&it);
+        if (r)
+            goto out;
     }
-    if (ret_count)
-        *ret_count = count;
 out:
     free(ids);
     return r;
 }
 
-int store_recover(struct store *st, int64_t now, const struct machine_policy *policy,
-                  int *ret_count, char *err, size_t errlen)
+struct recover_ctx {
+    struct store *st;
+    const struct apbot_now *now;
+    int64_t settle_ms;
+    const struct machine_policy *policy;
+    int count;
+    char *err;
+    size_t errlen;
+};
+
+static int recover_item(void *arg, const struct store_item *it)
+{
+    struct recover_ctx *rc = arg;
+    if (it->state == MACHINE_STATE_INVALID)
+        return APBOT_OK; /* unknown state text: never act on it */
+    struct machine_step step;
+    int mr = machine_next(it->state, MACHINE_EV_LEASE_EXPIRED, &it->counters, rc->policy, &step);
+    if (mr == APBOT_E_STATE)
+        return APBOT_OK; /* no lease-expired row: leave it */
+    if (mr)
+        return apbot_fail(rc->err, rc->errlen, mr, "store: cannot recover item #%" PRId64, it->id);
+    char detail[256];
+    snprintf(detail, sizeof(detail), "lease of %s expired",
+             it->lease_owner ? it->lease_owner : "?");
+    struct store_change ch = {
+        .from = it->state,
+        .event = MACHINE_EV_LEASE_EXPIRED,
+        .step = &step,
+        .settle_ms = rc->settle_ms,
+        .detail = detail,
+        .actor = "recovery",
+        .take_over = true,
+    };
+    int r = store_apply(rc->st, it->id, NULL, &ch, rc->now, NULL, rc->err, rc->errlen);
+    if (r == APBOT_E_STATE)
+        return APBOT_OK; /* renewed, finished or recovered by someone else meanwhile */
+    if (r == APBOT_OK)
+        rc->count++;
+    return r;
+}
+
+int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t settle_ms,
+                         const struct machine_policy *policy, int *ret_count, char *err,
+                         size_t errlen)
+{
+    if (!st || !policy || settle_ms < 0)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: recover needs a policy");
+    struct apbot_now buf;
+    struct recover_ctx rc = {.st = st,
+                             .now = now_or_read(now, &buf),
+                             .settle_ms = settle_ms,
+                             .policy = policy,
+                             .err = err,
+                             .errlen = errlen};
+    int r = store_each_expired(st, rc.now, 0, recover_item, &rc, err, errlen);
+    if (r)
+        return r;
+    if (ret_count)
+        *ret_count = rc.count;
+    return APBOT_OK;
+}
+
+int store_recover(struct store *st, const struct apbot_now *now,
+                  const struct machine_policy *policy, int *ret_count, char *err, size_t errlen)
 {
     return store_recover_settle(st, now, 0, policy, ret_count, err, errlen);
 }
+
+/* ---- readers ---------------------------------------------------------------------------- */
 
 int store_each(struct store *st, enum machine_state state, store_item_fn fn, void *ctx, char *err,
                size_t errlen)
@@ -1254,19 +1614,31 @@ out:
     return APBOT_OK;
 }
 
-int store_next_due(struct store *st, int64_t *ret_at, char *err, size_t errlen)
+int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
+                   size_t errlen)
 {
-    if (!st || !ret_at)
+    if (!st || !ret_wait_ms)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
+    struct apbot_now buf;
+    now = now_or_read(now, &buf);
+    int r = ensure_boot_tx(st, now, err, errlen);
+    if (r)
+        return r;
     sqlite3_stmt *s = stmt_get(st, Q_NEXT_DUE, err, errlen);
     if (!s)
         return APBOT_E_DB;
+    bind_text(s, 1, now->boot);
     int rc = sqlite3_step(s);
-    int r = APBOT_OK;
-    if (rc == SQLITE_ROW)
-        *ret_at = sqlite3_column_int64(s, 0);
-    else
+    if (rc == SQLITE_ROW) {
+        if (sqlite3_column_type(s, 0) == SQLITE_NULL) {
+            *ret_wait_ms = -1;
+        } else {
+            int64_t wait = sqlite3_column_int64(s, 0) - now->mono_ms;
+            *ret_wait_ms = wait > 0 ? wait : 0;
+        }
+    } else {
         r = db_fail(st, rc, err, errlen, "finding the next due item");
+    }
     stmt_done(s);
     return r;
 }
@@ -1282,4 +1654,150 @@ void store_set_busy_timeout(struct store *st, int ms)
 {
     if (st)
         sqlite3_busy_timeout(st->db, ms < 0 ? 0 : ms);
+}
+
+void store_set_busy_retries(struct store *st, int retries)
+{
+    if (st)
+        st->busy_retries = retries < 0 ? 0 : retries > 100 ? 100 : retries;
+}
+
+int64_t store_busy_retried(const struct store *st)
+{
+    return st ? st->busy_retried : 0;
+}
+
+/* ---- late commits ----------------------------------------------------------------------- */
+
+struct late_op {
+    const char *flow;
+    int64_t ms, at;
+};
+
+static int late_body(struct store *st, void *ctx, char *err, size_t errlen)
+{
+    struct late_op *op = ctx;
+    sqlite3_stmt *s = stmt_get(st, Q_NOTE_LATE, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text_max(s, 1, op->flow, 256);
+    sqlite3_bind_int64(s, 2, op->ms);
+    sqlite3_bind_int64(s, 3, op->at);
+    int rc = sqlite3_step(s);
+    stmt_done(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "noting a late commit");
+    return APBOT_OK;
+}
+
+int store_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
+                           const struct apbot_now *now, char *err, size_t errlen)
+{
+    if (!st || !flow_name || !*flow_name || ms < 0)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: a late commit needs a flow and ms");
+    struct apbot_now buf;
+    struct late_op op = {.flow = flow_name, .ms = ms, .at = now_or_read(now, &buf)->wall_ms};
+    return run_write(st, late_body, &op, err, errlen);
+}
+
+int store_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
+                      char *err, size_t errlen)
+{
+    if (!st || !flow_name || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
+    sqlite3_stmt *s = stmt_get(st, Q_GET_LATE, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    bind_text_max(s, 1, flow_name, 256);
+    int rc = sqlite3_step(s);
+    int r = APBOT_OK;
+    struct store_late_commit lc = {0};
+    if (rc == SQLITE_ROW) {
+        lc.max_ms = sqlite3_column_int64(s, 0);
+        lc.at = sqlite3_column_int64(s, 1);
+        lc.observations = sqlite3_column_int64(s, 2);
+    } else if (rc != SQLITE_DONE) {
+        r = db_fail(st, rc, err, errlen, "reading late commits");
+    }
+    stmt_done(s);
+    if (r == APBOT_OK)
+        *ret = lc;
+    return r;
+}
+
+/* ---- pure decisions --------------------------------------------------------------------- */
+
+static bool foreign(const struct store_item *it, const struct apbot_now *now)
+{
+    return !apbot_clock_same_boot(it->clock_boot, now->boot);
+}
+
+int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now *now,
+                             int64_t settle_ms)
+{
+    if (settle_ms <= 0 || !it->has_settle)
+        return 0;
+    if (foreign(it, now))
+        return settle_ms; /* counted again from now: never shortened */
+    int64_t left = it->settle_mono + settle_ms - now->mono_ms;
+    return left > 0 ? left : 0;
+}
+
+bool store_settled(const struct store_item *it, const struct apbot_now *now, int64_t settle_ms)
+{
+    return store_settle_wait_ms(it, now, settle_ms) == 0;
+}
+
+int64_t store_step_delay_ms(const struct store_item *it, const struct machine_step *step,
+                            const struct apbot_now *now, int64_t backoff_ms, int64_t settle_ms)
+{
+    switch (step->delay) {
+    case MACHINE_DELAY_NONE:
+        return 0;
+    case MACHINE_DELAY_BACKOFF:
+        return backoff_ms > 0 ? backoff_ms : 0;
+    case MACHINE_DELAY_SETTLE:
+        if (settle_ms <= 0)
+            return 0;
+        return step->settle_mark ? settle_ms : store_settle_wait_ms(it, now, settle_ms);
+    }
+    return 0;
+}
+
+bool store_due(const struct store_item *it, const struct apbot_now *now)
+{
+    return foreign(it, now) || it->next_mono <= now->mono_ms;
+}
+
+bool store_lease_live(const struct store_item *it, const struct apbot_now *now)
+{
+    return it->lease_owner && !foreign(it, now) && it->lease_mono > now->mono_ms;
+}
+
+int store_lease_allows(const struct store_item *it, const struct apbot_now *now, const char *owner,
+                       bool take_over, enum machine_event event)
+{
+    if (owner) {
+        if (take_over)
+            return APBOT_E_INVAL;
+        return it->lease_owner && strcmp(it->lease_owner, owner) == 0 ? APBOT_OK : APBOT_E_STATE;
+    }
+    if (!take_over)
+        return store_lease_live(it, now) ? APBOT_E_STATE : APBOT_OK;
+    if (event == MACHINE_EV_DOC_CONFLICT)
+        return APBOT_OK;
+    return it->lease_owner && !store_lease_live(it, now) ? APBOT_OK : APBOT_E_STATE;
+}
+
+bool store_restamp(struct store_item *it, const struct apbot_now *now)
+{
+    if (!foreign(it, now))
+        return false;
+    snprintf(it->clock_boot, sizeof(it->clock_boot), "%s", now->boot);
+    it->next_mono = now->mono_ms;
+    it->next_at = now->wall_ms;
+    it->lease_mono = it->lease_owner ? now->mono_ms : 0;
+    if (it->has_settle)
+        it->settle_mono = now->mono_ms;
+    return true;
 }

@@ -2,7 +2,7 @@
  * test_flow.c - the flow loader and templates: flows/acme.xml loads into exactly the struct
  * the file describes and its outcome rules classify the simulator's pages as docs/erp-sim.md
  * says; every broken flow under tests/data/flows is refused with the right message and line;
- * the compiled-in schema is flows/flow.rng; every variable and formatter expands as
+ * the embedded schema is flows/flow.rng byte for byte; every variable and formatter expands as
  * documented (amounts for JPY, KWD and negatives, dates, maps, URL encoding, the key cut).
  */
 #include <setjmp.h>
@@ -17,6 +17,7 @@
 
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
+#include "apbot/machine.h"
 #include "apbot/match.h"
 
 static char *src_path(const char *rel)
@@ -59,7 +60,10 @@ static void test_flow_acme_struct(void **state)
     assert_true(f->tls_verify);
     assert_null(f->ca_file);
     assert_false(f->basic_auth);
-    assert_non_null(f->session_expired);
+    assert_int_equal(f->n_session_expired, 1);
+    assert_non_null(f->session_expired[0].body);
+    assert_null(f->session_expired[0].status);
+    assert_null(f->session_expired[0].redirect);
 
     /* login */
     assert_true(f->login.present);
@@ -82,6 +86,12 @@ static void test_flow_acme_struct(void **state)
     assert_int_equal(f->lookup.n_expect, 0);
     assert_string_equal(f->lookup.table.empty, "//p[@id='noResults']");
     assert_null(f->lookup.table.next);
+    assert_string_equal(f->lookup.table.screen, "//form[@id='apSearch']");
+    assert_int_equal(f->lookup.table.max_rows, 200);
+    assert_int_equal(f->lookup.max_pages, 5);
+    assert_false(f->lookup.detail.present);
+    assert_false(f->lookup.has_finished);
+    assert_int_equal(flow_commit_index(f), 1);
     assert_int_equal(f->lookup.table.n_cols, 8);
     assert_string_equal(f->lookup.table.cols[0].name, "doc");
     assert_string_equal(f->lookup.table.cols[0].xpath, "td[@class='docNo']");
@@ -222,7 +232,7 @@ static void test_flow_acme_outcomes(void **state)
     assert_int_equal(f->outcomes[i].outcome, FLOW_OUT_NOT_SENT);
     i = classify(f->outcomes, f->n_outcomes, 200, login_page, NULL, NULL);
     assert_int_equal(f->outcomes[i].outcome, FLOW_OUT_SESSION_EXPIRED);
-    assert_true(match_exec(f->session_expired, login_page, strlen(login_page), NULL));
+    assert_true(match_exec(f->session_expired[0].body, login_page, strlen(login_page), NULL));
 
     /* ambiguous answers match no rule: the runner calls them unknown */
     assert_int_equal(
@@ -397,9 +407,63 @@ static void test_flow_schema_is_flow_rng(void **state)
     file[n] = '\0';
     fclose(in);
     if (strcmp(file, text) != 0)
-        fail_msg("bot/flow.c's compiled-in schema differs from flows/flow.rng: regenerate it");
+        fail_msg(
+            "the embedded schema differs from flows/flow.rng: the build did not regenerate it");
     free(file);
     free(text);
+    free(path);
+}
+
+/* The default of a policy attribute as docs/writing-flows.md's table gives it, or -1. */
+static long doc_default(const char *doc, const char *attr)
+{
+    char want[80];
+    const char *p;
+
+    snprintf(want, sizeof(want), "\n| `%s` | ", attr);
+    p = strstr(doc, want);
+    if (!p)
+        return -1;
+    return strtol(p + strlen(want), NULL, 10);
+}
+
+/* flow_policy_default() is the one place of the defaults: the guide's table and the state
+ * machine's own budget defaults must say the same. */
+static void test_flow_policy_defaults_one_place(void **state)
+{
+    (void)state;
+    struct flow_policy d = flow_policy_default();
+    struct machine_policy m = machine_policy_default();
+    char *path = src_path("docs/writing-flows.md");
+    FILE *in = fopen(path, "rb");
+    static char doc[256 * 1024];
+    size_t n;
+
+    assert_non_null(in);
+    n = fread(doc, 1, sizeof(doc) - 1, in);
+    fclose(in);
+    doc[n] = '\0';
+    assert_int_equal(doc_default(doc, "connect-timeout-ms"), d.connect_timeout_ms);
+    assert_int_equal(doc_default(doc, "timeout-ms"), d.timeout_ms);
+    assert_int_equal(doc_default(doc, "settle-ms"), d.settle_ms);
+    assert_int_equal(doc_default(doc, "max-posts"), d.max_posts);
+    assert_int_equal(doc_default(doc, "max-cycles"), d.max_cycles);
+    assert_int_equal(doc_default(doc, "max-attempts"), d.max_attempts);
+    assert_int_equal(doc_default(doc, "max-sessions"), d.max_sessions);
+    assert_int_equal(doc_default(doc, "key-length"), d.key_length);
+    assert_int_equal(doc_default(doc, "backoff-base-ms"), d.backoff_base_ms);
+    assert_int_equal(doc_default(doc, "backoff-cap-ms"), d.backoff_cap_ms);
+    assert_int_equal(doc_default(doc, "lease-ms"), d.lease_ms);
+    assert_int_equal(doc_default(doc, "max-body-bytes"), (long)d.max_body);
+    assert_int_equal(doc_default(doc, "max-redirects"), d.max_redirects);
+    assert_int_equal(m.max_posts, d.max_posts);
+    assert_int_equal(m.max_cycles, d.max_cycles);
+    assert_int_equal(m.max_attempts, d.max_attempts);
+    /* the defaults pass their own relation checks */
+    assert_true(d.settle_ms >= d.timeout_ms);
+    assert_true(d.lease_ms > d.timeout_ms);
+    assert_true(d.connect_timeout_ms <= d.timeout_ms);
+    assert_true(d.backoff_cap_ms >= d.backoff_base_ms);
     free(path);
 }
 
@@ -539,7 +603,7 @@ static void test_flow_expand_formatters(void **state)
     inv.doc_type = INVOICE_DOC_CREDIT_NOTE;
     expect(f, "${invoice.doc_type|map:invoice=KR,credit-note=KG}", &v, "KG");
     expect(f, "${invoice.doc_type|upper}", &v, "CREDIT-NOTE");
-    expect_fail(f, "${invoice.doc_type|map:invoice=KR}", &v, "map has no entry for 'credit-note'");
+    expect_fail(f, "${invoice.doc_type|map:invoice=KR}", &v, "no mapping for 'credit-note'");
     expect(f, "${invoice.currency|lower}", &v, "eur");
     expect(f, "${invoice.vendor_name|upper}", &v, "MüLLER & SöHNE GMBH");
     expect(f, "${invoice.vendor_name|trunc:3}", &v, "Mül");
@@ -597,6 +661,770 @@ static void test_flow_url_and_names(void **state)
     assert_string_equal(flow_outcome_name(FLOW_OUT_ALREADY_EXISTS), "already-exists");
 }
 
+/* ------------------------------------------------------------------------------------- */
+/* Round 2: every new element loads into the struct the file describes. */
+
+/* Reads a whole file under APBOT_SRC into a heap string. */
+static char *read_src(const char *rel)
+{
+    char *path = src_path(rel);
+    FILE *in = fopen(path, "rb");
+    char *text;
+    long n;
+
+    if (!in)
+        fail_msg("cannot open %s", path);
+    fseek(in, 0, SEEK_END);
+    n = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, in), (size_t)n);
+    text[n] = '\0';
+    fclose(in);
+    free(path);
+    return text;
+}
+
+static void test_flow_full_struct(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("tests/data/flows/ok-full.xml");
+    const struct flow_lookup *lk = &f->lookup;
+
+    /* erp: three markers, each with its own conditions */
+    assert_true(f->basic_auth);
+    assert_int_equal(f->n_session_expired, 3);
+    assert_string_equal(f->session_expired[0].status, "401");
+    assert_null(f->session_expired[0].redirect);
+    assert_null(f->session_expired[0].body);
+    assert_string_equal(f->session_expired[1].status, "3xx");
+    assert_non_null(f->session_expired[1].redirect);
+    assert_true(match_exec(f->session_expired[1].redirect, "http://h/login.pl?x=1", 21, NULL));
+    assert_null(f->session_expired[2].status);
+    assert_non_null(f->session_expired[2].body);
+    assert_true(f->session_expired[2].raw);
+    assert_false(f->session_expired[1].raw);
+    assert_true(f->session_expired[0].line < f->session_expired[2].line);
+
+    /* a login without a form */
+    assert_true(f->login.present);
+    assert_false(f->login.has_form);
+    assert_string_equal(f->login.method, "GET");
+    assert_string_equal(f->login.success_status, "200");
+    assert_non_null(f->login.success);
+    assert_false(f->login.success_raw);
+
+    /* lookup: bounds, screen, detail, finished */
+    assert_int_equal(lk->max_pages, 3);
+    assert_int_equal(lk->max_candidates, 4);
+    assert_string_equal(lk->table.screen, "//form[@id='search']");
+    assert_int_equal(lk->table.max_rows, 50);
+    assert_string_equal(lk->table.next, "//a[@rel='next']/@href");
+    assert_true(lk->detail.present);
+    assert_string_equal(lk->detail.get, "/edit?id=${row.doc|url}");
+    assert_null(lk->detail.table.rows);
+    assert_int_equal(lk->detail.table.n_cols, 2);
+    assert_string_equal(lk->detail.table.cols[0].name, "reference");
+    assert_int_equal(lk->detail.table.amount_decimal, ',');
+    assert_int_equal(lk->detail.table.amount_group, '.');
+    assert_int_equal(lk->n_expect, 1);
+    assert_true(lk->has_finished);
+    assert_string_equal(lk->finished.name, "status");
+    assert_string_equal(lk->finished.value, "posted");
+
+    /* post: four steps, the second commits */
+    assert_int_equal(f->n_steps, 4);
+    assert_int_equal(flow_commit_index(f), 1);
+    assert_true(f->steps[0].repeat_until_lines);
+    assert_false(f->steps[1].repeat_until_lines);
+    assert_string_equal(f->steps[0].form.submit, "action");
+    assert_string_equal(f->steps[0].form.submit_value, "update");
+    assert_int_equal(f->steps[0].form.n_fields, 5); /* 4 before <lines>, 1 after */
+    assert_string_equal(f->steps[0].form.fields[4].name, "memo");
+    assert_int_equal(f->steps[0].form.fields[0].option, FLOW_OPTION_DEFAULT);
+    assert_int_equal(f->steps[0].form.fields[1].option, FLOW_OPTION_VALUE);
+    assert_true(f->steps[0].form.lines.present);
+    assert_int_equal(f->steps[0].form.lines.missing, FLOW_MISSING_SKIP);
+    assert_int_equal(f->steps[0].form.lines.n_fields, 2);
+    assert_string_equal(f->steps[0].form.lines.fields[0].name, "account_${line.n}");
+    assert_int_equal(f->steps[0].form.lines.fields[0].option, FLOW_OPTION_LABEL_PREFIX);
+    assert_int_equal(f->steps[1].form.lines.missing, FLOW_MISSING_ADD);
+    assert_int_equal(f->steps[1].form.lines.fields[0].option, FLOW_OPTION_LABEL);
+    assert_false(f->steps[2].form.lines.present);
+    assert_int_equal(f->steps[0].n_captures, 1);
+    assert_string_equal(f->steps[0].captures[0].name, "token");
+    assert_false(f->steps[0].captures[0].raw);
+    assert_true(f->steps[2].captures[0].raw);
+    assert_int_equal(f->steps[1].rules[1].outcome, FLOW_OUT_SAVED);
+    assert_false(f->steps[1].rules[1].raw);
+    assert_true(f->steps[1].rules[0].raw);
+
+    /* outcomes: one by URL alone */
+    assert_int_equal(f->n_outcomes, 3);
+    assert_null(f->outcomes[1].body);
+    assert_null(f->outcomes[1].status);
+    assert_non_null(f->outcomes[1].url);
+
+    /* list: a range by invoice date */
+    assert_int_equal(f->list.by, FLOW_LIST_BY_INVOICE);
+    assert_int_equal(f->list.max_pages, 1);
+    flow_free(f);
+
+    /* the older flow gets the defaults of every new attribute */
+    f = load_ok("tests/data/flows/ok-minimal.xml");
+    assert_true(f->login.has_form);
+    assert_null(f->login.method);
+    assert_null(f->login.success_status);
+    assert_int_equal(f->lookup.max_pages, 5);
+    assert_int_equal(f->lookup.max_candidates, 10);
+    assert_null(f->lookup.table.screen);
+    assert_int_equal(f->lookup.table.max_rows, 0);
+    assert_false(f->lookup.detail.present);
+    assert_false(f->lookup.has_finished);
+    assert_int_equal(f->list.by, FLOW_LIST_BY_BOOKED);
+    assert_false(f->steps[0].form.lines.present);
+    assert_null(f->steps[0].form.submit_value);
+    assert_int_equal(f->steps[0].n_captures, 0);
+    assert_int_equal(flow_commit_index(f), 0);
+    flow_free(f);
+}
+
+/* Tries rules in order: status, final URL and body. Returns the index or -1. */
+static int classify_url(const struct flow_rule *rules, size_t n, long status, const char *url,
+                        const char *body, char **ret_doc)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct match_result *m = NULL;
+        if (rules[i].status && !match_status(rules[i].status, status))
+            continue;
+        if (rules[i].url && !match_exec(rules[i].url, url, strlen(url), NULL))
+            continue;
+        if (rules[i].body && !match_exec(rules[i].body, body, strlen(body), &m))
+            continue;
+        if (ret_doc)
+            *ret_doc = match_group(m, "doc");
+        match_result_free(m);
+        return (int)i;
+    }
+    return -1;
+}
+
+/* flows/classic.xml: the shape the spec gives, and its rules read the classic pages. */
+static void test_flow_classic(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("flows/classic.xml");
+    size_t ci = flow_commit_index(f);
+    char *doc = NULL;
+    int i;
+
+    assert_string_equal(f->name, "classic");
+    assert_true(f->basic_auth);
+    assert_true(f->n_session_expired >= 2);
+    assert_false(f->login.has_form);
+    assert_string_equal(f->login.method, "GET");
+    assert_string_equal(f->lookup.key_column, "reference");
+    assert_true(f->lookup.detail.present);
+    assert_true(f->lookup.has_finished);
+    assert_int_equal(f->lookup.table.max_rows, 100);
+    assert_int_equal(f->list.by, FLOW_LIST_BY_INVOICE);
+    /* enter (repeated until every line has its row), save (commits), approve by ${doc} */
+    assert_int_equal(f->n_steps, 3);
+    assert_int_equal(ci, 1);
+    assert_true(f->steps[0].repeat_until_lines);
+    assert_true(f->steps[0].form.lines.present);
+    assert_string_equal(f->steps[1].form.submit_value, "save");
+    assert_string_equal(f->steps[2].form.submit_value, "approve");
+    assert_non_null(strstr(f->steps[2].get, "${doc"));
+
+    /* the save answer names the draft; a validation page is a rejection */
+    i = classify_url(f->steps[ci].rules, f->steps[ci].n_rules, 200, "http://h/ap.pl",
+                     "<p class=\"info\">Invoice AP-2026-000042 saved as draft</p>", &doc);
+    assert_true(i >= 0);
+    assert_int_equal(f->steps[ci].rules[i].outcome, FLOW_OUT_SAVED);
+    assert_string_equal(doc, "AP-2026-000042");
+    free(doc);
+    i = classify_url(f->steps[ci].rules, f->steps[ci].n_rules, 500, "http://h/ap.pl",
+                     "<h2 class=\"error\">Account 9999 does not exist</h2>", NULL);
+    assert_int_equal(f->steps[ci].rules[i].outcome, FLOW_OUT_REJECTED);
+    /* the approve answer names no document: completed by text or by the redirect target */
+    i = classify_url(f->outcomes, f->n_outcomes, 200, "http://h/ap.pl",
+                     "<p class=\"info\">Draft Posted</p>", NULL);
+    assert_int_equal(f->outcomes[i].outcome, FLOW_OUT_COMPLETED);
+    i = classify_url(f->outcomes, f->n_outcomes, 200, "http://h/ap.pl?action=add", "<html>", NULL);
+    assert_int_equal(f->outcomes[i].outcome, FLOW_OUT_COMPLETED);
+    assert_int_equal(
+        classify_url(f->outcomes, f->n_outcomes, 200, "http://h/ap.pl?action=edit", "<html>", NULL),
+        -1);
+    /* a session marker by status, another by the redirect to the login */
+    bool by_status = false, by_redirect = false;
+    for (size_t k = 0; k < f->n_session_expired; k++) {
+        const struct flow_marker *m = &f->session_expired[k];
+        by_status = by_status || (m->status && match_status(m->status, 401) && !m->redirect);
+        by_redirect =
+            by_redirect ||
+            (m->redirect && match_exec(m->redirect, "http://h/login.pl?action=x", 26, NULL));
+    }
+    assert_true(by_status);
+    assert_true(by_redirect);
+    flow_free(f);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Every new check, as a table of edits to a good flow: the edit, and what flow check says. */
+
+struct mutation {
+    const char *base;   /* flow under tests/data/flows */
+    const char *find;   /* text replaced (its first occurrence) */
+    const char *repl;   /* replacement (XML) */
+    int rc;             /* APBOT_OK: still a good flow */
+    const char *anchor; /* the message's line is this text's line after the edit (NULL: repl's) */
+    const char *text;   /* expected in the message */
+};
+
+#define FULL "ok-full.xml"
+#define MINI "ok-minimal.xml"
+#define INV APBOT_E_INVAL
+#define SAVED_RULE "(?&lt;doc&gt;AP-\\d+) saved</rule>"
+
+static const struct mutation mutations[] = {
+    /* good variants */
+    {FULL, "<erp", "<erp", APBOT_OK, NULL, NULL},
+    {FULL, "<field name=\"form_id\">${capture.token}</field>", "", APBOT_OK, NULL, NULL},
+    /* doc from a <capture name="doc"> on the committing step instead of the saved rule's group */
+    {FULL, SAVED_RULE,
+     "AP-\\d+ saved</rule><capture name=\"doc\">Invoice (?&lt;doc&gt;AP-\\d+)</capture>", APBOT_OK,
+     NULL, NULL},
+    /* a one-day list */
+    {FULL, "from=${from|date:%m/%d/%Y}&amp;to=${to|date:%m/%d/%Y}", "d=${date}", APBOT_OK, NULL,
+     NULL},
+
+    /* erp */
+    {FULL, "<session-expired status=\"401\"/>", "<session-expired/>", INV, NULL,
+     "session-expired: give a status, a redirect or a pattern"},
+    {FULL, "<session-expired status=\"401\"/>", "<session-expired status=\"4x1\"/>", INV, NULL,
+     "session-expired: bad status spec '4x1'"},
+    {FULL, "redirect=\"/login\\.pl\"", "redirect=\"(login\"", INV, NULL,
+     "session-expired redirect: bad pattern"},
+    {FULL, "base-url=\"http://127.0.0.1:8080/erp\"", "base-url=\"http://u:p@127.0.0.1:8080/erp\"",
+     INV, NULL, "erp: base-url must not carry user:password@"},
+    {FULL, "<session-expired status=\"401\"/>", "", APBOT_OK, NULL, NULL}, /* two are left */
+    {MINI, "<session-expired>id=\"loginForm\"</session-expired>", "", INV, "<flow xmlns",
+     "erp: a flow with <login> needs <session-expired>"},
+
+    /* login */
+    {FULL, "<http-basic/>", "", INV, "<login get",
+     "login: a login without <form> sends no credentials"},
+    {FULL, "<success status=\"200\">^Success</success>", "<success/>", INV, NULL,
+     "login success: give a status, a pattern or both"},
+    {FULL, "<success status=\"200\">",
+     "<form xpath=\"//form\"><field name=\"u\">${secret.user}</field></form><success "
+     "status=\"200\">",
+     INV, "<login get", "login: method=\"GET\" is for a login without <form>"},
+    {FULL, "<success status=\"200\">", "<success status=\"20\">", INV, "<login get",
+     "login success: bad status spec '20'"},
+    {MINI, "<field name=\"user\">${secret.user}</field>",
+     "<field name=\"u_${secret.user}\">x</field>", INV, NULL,
+     "field 'u_${secret.user}': ${secret.user} in a field name: secrets only go into login "
+     "form field values"},
+
+    /* where variables may be used */
+    {FULL, "<field name=\"ref\">${key}</field>", "<field name=\"ref\">${secret.password}</field>",
+     INV, NULL,
+     "field 'ref': ${secret.password} is not available here (secrets only go into login form"},
+    {FULL, "<field name=\"memo\">${invoice.description|trunc:60}</field>",
+     "<field name=\"memo\">${line.description}</field>", INV, NULL,
+     "field 'memo': ${line.description} is not available here (only inside <lines>)"},
+    {FULL, "<field name=\"vendor\">${vendor.id}</field>", "<field name=\"vendor\">${doc}</field>",
+     INV, NULL, "field 'vendor': ${doc} is not captured before this step"},
+    {FULL, "get=\"/search?ref=${key|url}\"", "get=\"/search?ref=${doc}\"", INV, NULL,
+     "lookup get: ${doc} is not available here (only in post steps after"},
+    {FULL, "<field name=\"vendor\">${vendor.id}</field>",
+     "<field name=\"vendor\">${capture.token}</field>", INV, NULL,
+     "field 'vendor': ${capture.token}: no earlier step captures 'token'"},
+    {FULL, "get=\"/receipt?r=${capture.receipt|url}", "get=\"/receipt?r=${capture.token|url}", INV,
+     NULL,
+     "step 'confirm': ${capture.token}: no earlier step captures 'token' (a follow-up step is "
+     "re-run on DOC"},
+    {FULL, "<field name=\"form_id\">${capture.token}</field>",
+     "<field name=\"form_id\">${capture.receipt}</field>", INV, NULL,
+     "field 'form_id': ${capture.receipt}: no earlier step captures 'receipt'"},
+    {FULL, "get=\"/edit?id=${row.doc|url}\"", "get=\"/edit?id=${row.nope|url}\"", INV, NULL,
+     "detail get: ${row.nope}: 'nope' is not a column of the lookup table"},
+    {FULL, "get=\"/search?ref=${key|url}\"", "get=\"/search?ref=${row.doc}\"", INV, NULL,
+     "lookup get: ${row.doc} is not available here (only in <detail get>)"},
+    {FULL, "get=\"/add\"", "get=\"/add?d=${from}\"", INV, NULL,
+     "step 'enter': ${from} is not available here (only in <list get>)"},
+    {FULL, "<expect column=\"amount\">${invoice.payable|amount:,.}</expect>",
+     "<expect column=\"amount\">${line.net}</expect>", INV, NULL,
+     "expect 'amount': ${line.net} is not available here (only inside <lines>)"},
+    {FULL, "by=\"invoice\"", "by=\"posted\"", APBOT_E_PARSE, NULL, "schema: "},
+
+    /* rules */
+    {FULL, "url=\"/add$\"", "url=\"(add\"", INV, NULL, "rule 'posted-redirect' url: bad pattern"},
+    {FULL, "url=\"/add$\"", "url=\".*\"", INV, NULL,
+     "rule 'posted-redirect': a completed rule's url pattern must not match an empty URL"},
+    {FULL, "outcome=\"completed\" url=\"/add$\"", "outcome=\"completed\" status=\"303\"", INV, NULL,
+     "rule 'posted-redirect': a completed rule needs a pattern or a url"},
+    {FULL, "<rule name=\"enter-invalid\" outcome=\"rejected\"",
+     "<rule name=\"enter-invalid\" outcome=\"saved\"", INV, NULL,
+     "rule 'enter-invalid': outcome 'saved' only on the committing step"},
+    {FULL, "<rule name=\"refused\" outcome=\"rejected\"",
+     "<rule name=\"refused\" outcome=\"saved\"", INV, NULL,
+     "rule 'refused': outcome 'saved' only on the committing step"},
+    {FULL, SAVED_RULE, "AP-\\d+ saved</rule>", INV, "<rule name=\"saved\"",
+     "rule 'saved': a saved rule must yield the document number, but it has no (?<doc>...) group"},
+    {FULL, SAVED_RULE, "(?&lt;doc&gt;\\d*) saved</rule>", INV, "<rule name=\"saved\"",
+     "rule 'saved': a saved rule must yield the document number, but its (?<doc>...) group "
+     "can match the empty string"},
+    /* the completed rules of ok-full rely on the saved doc: without it they must yield it */
+    {FULL, "<rule name=\"saved\" outcome=\"saved\"", "<rule name=\"saved\" outcome=\"unknown\"",
+     INV, "<rule name=\"posted\"",
+     "rule 'posted': a completed rule must yield the document number"},
+    {MINI, "(?&lt;doc&gt;D-\\d+)", "D-\\d+", INV, "<rule name=\"booked\"",
+     "rule 'booked': a completed rule must yield the document number, but it has no (?<doc>...) "
+     "group"},
+
+    /* captures */
+    {FULL, "value=\"(?&lt;token&gt;[0-9a-f]+)\"", "value=\"([0-9a-f]+)\"", INV,
+     "<capture name=\"token\"", "capture 'token': the pattern needs a (?<token>...) group"},
+    {FULL, "<capture name=\"receipt\" raw=\"true\">Receipt (?&lt;receipt&gt;R\\d+)",
+     "<capture name=\"token\">Receipt (?&lt;token&gt;R\\d+)", INV, NULL,
+     "capture 'token': step 'enter' already captures it"},
+    {FULL, "<capture name=\"receipt\" raw=\"true\">Receipt (?&lt;receipt&gt;R\\d+)",
+     "<capture name=\"doc\">Receipt (?&lt;doc&gt;\\d*)", INV, NULL,
+     "capture 'doc': its (?<doc>...) group can match the empty string"},
+    {FULL, "<capture name=\"token\">", "<capture name=\"to-ken\">", APBOT_E_PARSE, NULL,
+     "schema: "},
+
+    /* forms and lines */
+    {FULL, "submit=\"ok\"", "submit-value=\"ok\"", INV, NULL,
+     "step 'confirm' form: submit-value=\"ok\" without submit=\"NAME\""},
+    {FULL, "<field name=\"amount_${line.n}\">", "<field name=\"amount\">", INV, NULL,
+     "lines field 'amount': its name must use ${line.n}"},
+    {FULL, "<field name=\"memo\">", "<field name=\"vendor\">", INV,
+     "<field name=\"vendor\">${invoice.description", "field 'vendor' is set twice in this form"},
+    {FULL, "<field name=\"tax_${line.n}\"", "<field name=\"account_${line.n}\"", APBOT_OK, NULL,
+     NULL}, /* another form: no clash */
+    {FULL, "<lines missing=\"add\">", "<lines missing=\"skip\">", INV,
+     "<lines missing=\"skip\">\n          <field name=\"tax_",
+     "step 'save': missing=\"skip\" only before the committing step"},
+    {FULL, "<field name=\"currency\" option=\"value\">", "<field name=\"currency\" option=\"v\">",
+     APBOT_E_PARSE, NULL, "schema: "},
+
+    /* steps */
+    {FULL, "<step name=\"approve\" get=\"/edit?id=${doc|url}\">",
+     "<step name=\"approve\" get=\"/edit?id=${doc|url}\" repeat=\"until-lines\">", INV, NULL,
+     "step 'approve': repeat=\"until-lines\" needs a <lines> in its form"},
+    {FULL, "<step name=\"approve\" get=\"/edit?id=${doc|url}\">",
+     "<step name=\"approve\" get=\"/edit?id=${doc|url}\" repeat=\"until-lines\">", INV, NULL,
+     "step 'approve': repeat=\"until-lines\" only before the committing step"},
+    {FULL, "<step name=\"approve\" get=\"/edit?id=${doc|url}\">",
+     "<step name=\"approve\" get=\"/edit?id=1\">", INV, NULL,
+     "step 'approve': the first step after the committing one must fetch its page by the "
+     "document"},
+    {FULL, "<step name=\"approve\" get=\"/edit?id=${doc|url}\">", "<step name=\"approve\">", INV,
+     NULL, "step 'approve': the first step after the committing one must fetch its page"},
+
+    /* lookup */
+    {FULL, "<finished column=\"status\">posted</finished>", "", INV, "<lookup get",
+     "lookup: steps follow the committing step 'save', so the lookup needs <finished"},
+    {FULL, "<finished column=\"status\">", "<finished column=\"booked\">", INV, NULL,
+     "finished: 'booked' is not a column of the table or the detail"},
+    {FULL, "<finished column=\"status\">posted", "<finished column=\"status\">${key}", APBOT_OK,
+     NULL, NULL},
+    {FULL, "key-column=\"reference\"", "key-column=\"vendor\"", INV, NULL,
+     "lookup: key-column 'vendor' is not a column of its table or its detail"},
+    {FULL, "get=\"/edit?id=${row.doc|url}\"", "get=\"/edit?id=1\"", INV, NULL,
+     "detail get: use ${row.COLUMN}"},
+    {FULL, "max-candidates=\"4\"", "max-candidates=\"500\"", INV, NULL,
+     "lookup: max-candidates '500' out of range 1..100"},
+    {FULL, "max-pages=\"3\"", "max-pages=\"101\"", INV, NULL,
+     "lookup: max-pages '101' out of range 1..100"},
+    {FULL, "max-rows=\"50\"", "max-rows=\"0\"", APBOT_E_PARSE, NULL, "schema: "},
+    {FULL, "screen=\"//form[@id='search']\"", "screen=\"//form[\"", INV,
+     "<table rows=\"//table[@id='results']",
+     "lookup table screen: XPath '//form[' does not compile"},
+    {FULL, "<column name=\"reference\" xpath=\"//input[@name='ref']/@value\"/>",
+     "<column name=\"reference\" xpath=\"//input[\"/>", INV, NULL, "column 'reference': XPath"},
+    {FULL, "<column name=\"status\" xpath=\"td[2]\"/>", "<column name=\"state\" xpath=\"td[2]\"/>",
+     INV, NULL, "column 'state': unknown name"},
+
+    /* list */
+    {FULL, "&amp;to=${to|date:%m/%d/%Y}", "", INV, "<list get",
+     "list: get must use ${date} (one day) or both ${from} and ${to}"},
+    {FULL, "&amp;to=${to|date:%m/%d/%Y}", "&amp;to=${date}", INV, "<list get",
+     "list: get uses ${date} and a range"},
+    {FULL, "to=${to|date:%m/%d/%Y}", "to=${to|amount:.}", INV, "<list get",
+     "list get: 'amount' formats an amount, not ${to}"},
+    {FULL, "<list get=\"/list?from", "<list get=\"/list?n=${invoice.line_count}&amp;from", INV,
+     NULL, "list get: ${invoice.line_count} is not available here"},
+};
+
+/* Replaces the first `find` in text with `repl`. Heap. */
+static char *replace_once(const char *text, const char *find, const char *repl)
+{
+    const char *at = strstr(text, find);
+    size_t n;
+    char *out;
+
+    if (!at)
+        fail_msg("'%s' not in the base flow", find);
+    n = strlen(text) - strlen(find) + strlen(repl);
+    out = malloc(n + 1);
+    assert_non_null(out);
+    memcpy(out, text, (size_t)(at - text));
+    memcpy(out + (at - text), repl, strlen(repl));
+    memcpy(out + (at - text) + strlen(repl), at + strlen(find), strlen(at + strlen(find)) + 1);
+    return out;
+}
+
+/* The 1-based line of the first `what` in text, 0 when absent. */
+static int line_of(const char *text, const char *what)
+{
+    const char *at = strstr(text, what);
+    int line = 1;
+
+    if (!at)
+        return 0;
+    for (const char *p = text; p < at; p++)
+        line += *p == '\n';
+    return line;
+}
+
+/* Writes text to a fresh temporary .xml file; its path into tmp (a "/tmp/...XXXXXX.xml"). */
+static void write_temp(char *tmp, const char *text)
+{
+    int fd = mkstemps(tmp, 4);
+    FILE *out;
+
+    assert_true(fd >= 0);
+    out = fdopen(fd, "wb");
+    assert_non_null(out);
+    fputs(text, out);
+    fclose(out);
+}
+
+/* Loads text as a flow; rc, with every problem in err. */
+static int load_text(const char *text, char *tmp, char *err, size_t errlen)
+{
+    struct flow *f = NULL;
+    int rc;
+
+    write_temp(tmp, text);
+    rc = flow_load(tmp, &f, err, errlen);
+    flow_free(f);
+    remove(tmp);
+    return rc;
+}
+
+static void test_flow_mutations(void **state)
+{
+    (void)state;
+    int failures = 0;
+
+    for (size_t i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+        const struct mutation *m = &mutations[i];
+        char rel[128], tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[8192] = "", want[1200];
+        char *base, *text;
+        int rc;
+
+        snprintf(rel, sizeof(rel), "tests/data/flows/%s", m->base);
+        base = read_src(rel);
+        text = replace_once(base, m->find, m->repl);
+        rc = load_text(text, tmp, err, sizeof(err));
+        /* the message starts with the text, on the line of the edit (or of the anchor);
+         * schema messages carry libxml2's own line */
+        if (m->text && m->rc == APBOT_E_PARSE)
+            snprintf(want, sizeof(want), "%s", m->text);
+        else if (m->text)
+            snprintf(want, sizeof(want), "%s:%d: %s", tmp,
+                     line_of(text, m->anchor ? m->anchor : m->repl), m->text);
+        if (rc != m->rc || (m->text && !strstr(err, want))) {
+            print_error("mutation %zu (%s -> %s): rc %d (want %d), want '%s' in:\n%s\n", i, m->find,
+                        m->repl, rc, m->rc, m->text ? want : "", err);
+            failures++;
+        }
+        free(text);
+        free(base);
+    }
+    assert_int_equal(failures, 0);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Does a completed rule's (?<doc>...) group yield a document number? Patterns are plain
+ * PCRE2 here and XML-escaped into ok-minimal's completed rule. */
+
+struct doc_case {
+    const char *pattern;
+    bool ok; /* the group can never capture "" */
+};
+
+static const struct doc_case doc_cases[] = {
+    {"Saved as (?<doc>D-\\d+)", true},
+    {"Saved as (?'doc'D-\\d+)", true},
+    {"Saved as (?P<doc>\\d+)", true},
+    {"Saved as (?<doc>[A-Z]{2}-\\d{4})", true},
+    {"Saved as (?<doc>\\d+|[A-Z]+)", true},
+    {"Saved as (?<doc>(?:D|E)-(\\d+))", true},
+    {"Saved as (?<doc>[)(]\\d)", true},              /* parentheses in a class */
+    {"Saved as (?<doc>\\Q)(\\E\\d)", true},          /* and quoted */
+    {"Saved as (?<doc>(?#(not a group)\\d+)", true}, /* and in a comment */
+    {"(?x) Saved \\s as \\s (?<doc> D - \\d+ )", true},
+    {"Saved as (?<doc>\\d*)", false},
+    {"Saved as (?<doc>)", false},
+    {"Saved as (?<doc>\\d+|)", false},
+    {"Saved as (?<doc>(?:\\d+)?)", false},
+    {"Saved as (?<doc>\\b)", false},          /* "" fails alone, but the group is empty */
+    {"Saved as (?<doc>(?=\\d))\\d+", false},  /* a lookahead captures nothing */
+    {"Saved as (?<doc>(?<=as ))\\d+", false}, /* a lookbehind neither */
+    {"Saved as (?<doc>\\d{0,3})", false},
+    {"(?x) Saved as (?<doc> \\d* )", false}, /* " \\d* " is 2 long without x, 0 with it */
+    {"(?J)Saved as (?<doc>\\d+)|Stored (?<doc>\\d*)", false}, /* every occurrence counts */
+    {"Saved as (?<n>\\d)(?<doc>\\k<n>)", false},              /* cannot be checked alone: refused */
+    {"Saved as (?<doc>(?=\\d{3})\\d)", true}, /* a lookahead before what it consumes */
+    {"Saved as (?<doc>\\d(?!x))", true},
+    {"Saved as (?<doc>(?<=as )\\d+)", true},
+    {"(x?)Saved as (?<doc>(y)?\\1)", false},  /* \1 would be another group alone */
+    {"(a?)Saved as (?<doc>(?1)(b)?)", false}, /* alone, (?1) would call (b) */
+    {"Saved as (?<doc>(?(?=a)ab|))", false},  /* a condition: unchecked */
+    {"Saved as (?<doc>(*ACCEPT)\\d)", false}, /* accepts before the digit */
+    {"Saved as D-\\d+", false},               /* no group at all */
+};
+
+/* XML-escapes s (<, >, &). Heap. */
+static char *xml_escape(const char *s)
+{
+    size_t n = strlen(s) * 5 + 1;
+    char *out = malloc(n), *o = out;
+
+    assert_non_null(out);
+    for (; *s; s++) {
+        const char *e = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
+        if (e) {
+            memcpy(o, e, strlen(e));
+            o += strlen(e);
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void test_flow_doc_group(void **state)
+{
+    (void)state;
+    char *base = read_src("tests/data/flows/ok-minimal.xml");
+
+    for (size_t i = 0; i < sizeof(doc_cases) / sizeof(doc_cases[0]); i++) {
+        char tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[4096] = "", want[300];
+        char *pat = xml_escape(doc_cases[i].pattern);
+        char *text = replace_once(base, "Saved as (?&lt;doc&gt;D-\\d+)", pat);
+        int rc = load_text(text, tmp, err, sizeof(err));
+
+        if (doc_cases[i].ok && rc != APBOT_OK)
+            fail_msg("'%s' refused: %s", doc_cases[i].pattern, err);
+        if (!doc_cases[i].ok) {
+            snprintf(want, sizeof(want),
+                     "%s:%d: rule 'booked': a completed rule must yield the "
+                     "document number",
+                     tmp, line_of(text, "<rule name=\"booked\""));
+            if (rc != APBOT_E_INVAL || !strstr(err, want))
+                fail_msg("'%s' accepted or wrong message (rc %d): %s", doc_cases[i].pattern, rc,
+                         err);
+        }
+        free(text);
+        free(pat);
+    }
+    free(base);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* XPath limits: refused before libxml2 (whose compiler recurses per level) sees them. */
+
+/* "//a[((...1...))]": nested `depth` deep (the predicate's bracket counts). Heap. */
+static char *nested_xpath(size_t depth)
+{
+    char *x = malloc(depth * 2 + 16);
+    size_t n = 0;
+
+    assert_non_null(x);
+    memcpy(x, "//a[", 4);
+    n += 4;
+    for (size_t i = 1; i < depth; i++)
+        x[n++] = '(';
+    x[n++] = '1';
+    for (size_t i = 1; i < depth; i++)
+        x[n++] = ')';
+    x[n++] = ']';
+    x[n] = '\0';
+    return x;
+}
+
+static void test_flow_xpath_limits(void **state)
+{
+    (void)state;
+    char *base = read_src("tests/data/flows/ok-minimal.xml");
+    struct {
+        size_t depth;
+        const char *want; /* NULL: accepted */
+    } cases[] = {
+        {32, NULL},
+        {33, "XPath nested deeper than 32 levels: refused"},
+        {50000, "XPath longer than 1024 bytes"}, /* crashed libxml2's compiler before */
+        {0, NULL},                               /* brackets inside a string literal do not nest */
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[4096] = "", want[300];
+        char *x = cases[i].depth ? nested_xpath(cases[i].depth)
+                                 : strdup("//a[@x='((((((((((((((((((((((((((((((((((((((((']");
+        char *attr = malloc(strlen(x) + 16), *text;
+        int rc;
+
+        assert_non_null(attr);
+        snprintf(attr, strlen(x) + 16, "rows=\"%s\" empty", x);
+        text = replace_once(base, "rows=\"//tr[@class='row']\" empty", attr);
+        rc = load_text(text, tmp, err, sizeof(err));
+        if (!cases[i].want) {
+            if (rc != APBOT_OK)
+                fail_msg("depth %zu refused: %s", cases[i].depth, err);
+        } else {
+            snprintf(want, sizeof(want), "%s:%d: lookup table rows: %s", tmp,
+                     line_of(text, "<table rows=\"//a"), cases[i].want);
+            if (rc != APBOT_E_INVAL || !strstr(err, want))
+                fail_msg("depth %zu: want '%s' in: %s", cases[i].depth, want, err);
+        }
+        free(text);
+        free(attr);
+        free(x);
+    }
+    free(base);
+}
+
+/* ------------------------------------------------------------------------------------- */
+/* Expansion of the round-2 variables. */
+
+static void test_flow_expand_round2(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("tests/data/flows/ok-full.xml");
+    struct invoice inv;
+    struct invoice_line lines[2] = {
+        {.description = "Paper, A4",
+         .gl_account = "5700",
+         .quantity = "10",
+         .net = 12345,
+         .tax = 2346},
+        {.description = NULL, .gl_account = "6000", .quantity = NULL, .net = -500, .tax = 0},
+    };
+    const char *cap_names[] = {"token", "receipt"}, *cap_values[] = {"ab12", "R7"};
+    const char *row_names[] = {"doc", "status"}, *row_values[] = {"AP-2026-000042", "draft"};
+    struct flow_vars v = {.inv = &inv,
+                          .key = "AP1-ABCDEFGHIJKLMNOPQRST",
+                          .from = "2026-11-01",
+                          .to = "2026-11-30",
+                          .doc = "AP-2026-000042",
+                          .capture_names = cap_names,
+                          .capture_values = cap_values,
+                          .n_captures = 2,
+                          .row_names = row_names,
+                          .row_values = row_values,
+                          .n_row = 2};
+
+    make_invoice(&inv, "EUR", 2, 14191);
+    inv.lines = lines;
+    inv.n_lines = 2;
+    expect(f, "${invoice.line_count}", &v, "2");
+
+    /* line.* follow the line being filled; names are templates too */
+    v.line = &lines[0];
+    v.line_n = 1;
+    expect(f, "amount_${line.n}", &v, "amount_1");
+    expect(f, "${line.net} ${line.tax}", &v, "123.45 23.46");
+    expect(f, "${line.net|amount:,.}", &v, "123,45");
+    expect(f, "${line.gl_account}--", &v, "5700--");
+    expect(f, "${line.description|upper}", &v, "PAPER, A4");
+    expect(f, "${line.quantity}", &v, "10");
+    v.line = &lines[1];
+    v.line_n = 2;
+    expect(f, "account_${line.n}=${line.gl_account}", &v, "account_2=6000");
+    expect(f, "${line.net|amount:.}|${line.net|abs|amount:.}", &v, "-5.00|5.00");
+    expect(f, "[${line.description}][${line.quantity}]", &v, "[][]"); /* unknown: empty */
+    make_invoice(&inv, "JPY", 0, 1500);
+    inv.lines = lines;
+    inv.n_lines = 2;
+    expect(f, "${line.net}", &v, "-500"); /* the invoice's currency decides the decimals */
+
+    /* doc, captures, a lookup row's cells */
+    expect(f, "/edit?id=${doc|url}", &v, "/edit?id=AP-2026-000042");
+    expect(f, "${capture.token}/${capture.receipt}", &v, "ab12/R7");
+    expect(f, "[${capture.nope}]", &v, "[]");
+    expect(f, "/edit?id=${row.doc|url}&s=${row.status|upper}", &v,
+           "/edit?id=AP-2026-000042&s=DRAFT");
+
+    /* the list's range */
+    expect(f, "from=${from|date:%m/%d/%Y}&to=${to|date:%m/%d/%Y}", &v,
+           "from=11/01/2026&to=11/30/2026");
+
+    /* nothing given: every new variable is empty */
+    struct flow_vars none = {0};
+    expect(f,
+           "[${line.n}][${line.net}][${line.gl_account}][${doc}][${capture.token}][${row.doc}]"
+           "[${from}][${to|date:%d.%m.%Y}][${invoice.line_count}]",
+           &none, "[][][][][][][][][]");
+    /* a line without an invoice has no currency: its amounts are empty */
+    struct flow_vars only_line = {.line = &lines[0], .line_n = 1};
+    expect(f, "[${line.n}][${line.net}]", &only_line, "[1][]");
+    flow_free(f);
+}
+
+/* map: without a mapping for the invoice's value is a business exception naming the value. */
+static void test_flow_map_miss_is_data(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("flows/acme.xml");
+    struct invoice inv;
+    struct flow_vars v = {.inv = &inv};
+    char err[APBOT_ERR_LEN] = "";
+    char *got = NULL;
+
+    make_invoice(&inv, "EUR", 2, 100);
+    assert_int_equal(
+        flow_expand(f, "${invoice.currency|map:USD=1,GBP=2}", &v, &got, err, sizeof(err)),
+        APBOT_E_DATA);
+    assert_null(got);
+    assert_non_null(strstr(err, "'EUR'"));
+    assert_int_equal(
+        flow_expand(f, "${invoice.currency|map:USD=1,EUR=2}", &v, &got, err, sizeof(err)),
+        APBOT_OK);
+    assert_string_equal(got, "2");
+    free(got);
+    /* a value of the wrong shape is not a business exception */
+    memcpy(inv.issue_date, "3.11.2026", 10);
+    assert_int_equal(flow_expand(f, "${invoice.issue_date|date:%d}", &v, &got, err, sizeof(err)),
+                     APBOT_E_INVAL);
+    flow_free(f);
+}
+
+static void test_flow_names(void **state)
+{
+    (void)state;
+    assert_string_equal(flow_outcome_name(FLOW_OUT_SAVED), "saved");
+    assert_int_equal(flow_outcome_from_name("saved"), FLOW_OUT_SAVED);
+    for (int o = 0; o < FLOW_OPTION__COUNT; o++)
+        assert_string_not_equal(flow_option_name((enum flow_option)o), "invalid");
+    assert_string_equal(flow_option_name(FLOW_OPTION_LABEL_PREFIX), "label-prefix");
+    assert_string_equal(flow_missing_name(FLOW_MISSING_SKIP), "skip");
+    assert_string_equal(flow_list_by_name(FLOW_LIST_BY_INVOICE), "invoice");
+    assert_string_equal(flow_option_name(FLOW_OPTION__COUNT), "invalid");
+    assert_string_equal(flow_missing_name(FLOW_MISSING__COUNT), "invalid");
+    assert_string_equal(flow_list_by_name(FLOW_LIST_BY__COUNT), "invalid");
+    assert_int_equal(flow_commit_index(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,10 +1434,19 @@ int main(void)
         cmocka_unit_test(test_flow_minimal_ok_and_defaults),
         cmocka_unit_test(test_flow_every_problem_reported),
         cmocka_unit_test(test_flow_schema_is_flow_rng),
+        cmocka_unit_test(test_flow_policy_defaults_one_place),
         cmocka_unit_test(test_flow_expand_variables),
         cmocka_unit_test(test_flow_expand_formatters),
         cmocka_unit_test(test_flow_key_cut),
         cmocka_unit_test(test_flow_url_and_names),
+        cmocka_unit_test(test_flow_full_struct),
+        cmocka_unit_test(test_flow_classic),
+        cmocka_unit_test(test_flow_mutations),
+        cmocka_unit_test(test_flow_doc_group),
+        cmocka_unit_test(test_flow_xpath_limits),
+        cmocka_unit_test(test_flow_expand_round2),
+        cmocka_unit_test(test_flow_map_miss_is_data),
+        cmocka_unit_test(test_flow_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,9 +3,13 @@
  * sockets on 127.0.0.1, a thread per connection): answered responses of any status,
  * Retry-After, cookies kept and cleared, HTTP Basic, POST then 303 then GET, and above all the
  * classification of every failure - refused (not sent), TLS handshake refused (not sent),
- * closed without a reply, stalled past the timeout, cut short, too big, too many redirects,
- * cancelled (unknown) - plus that POSTs never reuse a connection (libcurl would silently
- * re-send them) and that a POSTed password never shows up in a response.
+ * closed without a reply, stalled past the timeout, cut short (Content-Length or chunked),
+ * too big, too many redirects, cancelled (unknown) - plus that POSTs and fresh GETs never
+ * reuse a connection (libcurl would silently re-send them) and that a POSTed password never
+ * shows up in a response. The hostile part: a second server on another port plays the
+ * attacker, and must see nothing - not the password of a login answered 307 to it, not the
+ * Basic header, not a request redirected to it by host or port; an https session sends
+ * nothing over http; the origin and redirect decisions as tables.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -230,6 +234,43 @@ static void *conn_main(void *arg)
                 respond(fd, 302, "Found", loc, "", 0, true);
             }
             continue;
+        } else if (strncmp(path, "/to-port/", 9) == 0) {
+            /* /to-port/STATUS/PORT: a redirect of that status to another port of this host */
+            long status = strtol(path + 9, NULL, 10);
+            const char *slash = strchr(path + 9, '/');
+            char loc[128];
+            snprintf(loc, sizeof(loc), "Location: http://127.0.0.1:%ld/steal\r\n",
+                     slash ? strtol(slash + 1, NULL, 10) : 0L);
+            respond(fd, (int)status, "Redirect", loc, "moved", 5, true);
+            continue;
+        } else if (strncmp(path, "/to-host/", 9) == 0) {
+            /* /to-host/PORT: 302 to this very server under another host name */
+            char loc[128];
+            snprintf(loc, sizeof(loc), "Location: http://localhost:%ld/ok\r\n",
+                     strtol(path + 9, NULL, 10));
+            respond(fd, 302, "Found", loc, "", 0, true);
+            continue;
+        } else if (strcmp(path, "/to-https") == 0) {
+            respond(fd, 302, "Found", "Location: https://127.0.0.1/ok\r\n", "", 0, true);
+            continue;
+        } else if (strcmp(path, "/to-ftp") == 0) {
+            respond(fd, 301, "Moved", "Location: ftp://127.0.0.1/x\r\n", "", 0, true);
+            continue;
+        } else if (strcmp(path, "/to-nowhere") == 0) {
+            respond(fd, 302, "Found", NULL, "no location", 11, true);
+            continue;
+        } else if (strncmp(path, "/same/", 6) == 0) {
+            /* /same/STATUS: a redirect of that status to /echo-body on this origin */
+            respond(fd, (int)strtol(path + 6, NULL, 10), "Redirect",
+                    "Location: /echo-body?from=same\r\n", "", 0, true);
+            continue;
+        } else if (strncmp(path, "/echo-body", 10) == 0) {
+            respond(fd, 200, "OK", NULL, b, strlen(b), true);
+            continue;
+        } else if (strcmp(path, "/chunked-cut") == 0) {
+            static const char cut[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                      "5\r\nhello\r\n";
+            send_all(fd, cut, sizeof(cut) - 1);
         } else if (strcmp(path, "/close") == 0) {
             /* read the request, then hang up without a word */
         } else if (strcmp(path, "/stall") == 0) {
@@ -345,6 +386,7 @@ struct fx {
     struct http_session *http;
     struct http_options opt;
     atomic_int cancel;
+    char origin[64]; /* http://127.0.0.1:PORT of srv */
     char url[256];
 };
 
@@ -354,10 +396,12 @@ static const char *url(struct fx *f, const char *path)
     return f->url;
 }
 
-static struct http_options default_options(void)
+/* Options of a session on origin (e.g. f->origin). */
+static struct http_options default_options(const char *origin)
 {
     struct http_options o;
     memset(&o, 0, sizeof(o));
+    o.origin = origin;
     o.connect_timeout_ms = 300;
     o.timeout_ms = 400;
     o.max_redirects = 3;
@@ -371,7 +415,8 @@ static int setup(void **state)
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     f->srv = srv_start(false);
-    f->opt = default_options();
+    snprintf(f->origin, sizeof(f->origin), "http://127.0.0.1:%d", f->srv->port);
+    f->opt = default_options(f->origin);
     f->opt.cancel = &f->cancel;
     char err[APBOT_ERR_LEN] = "";
     assert_int_equal(http_session_new(&f->opt, &f->http, err, sizeof(err)), APBOT_OK);
@@ -529,11 +574,15 @@ static void test_http_refused_is_not_sent(void **state)
     struct http_response r;
     int port;
     int fd = listen_loopback(&port); /* bound, never listening: connect is refused */
-    char u[128];
+    char u[128], origin[64];
+    struct http_session *s = NULL;
     snprintf(u, sizeof(u), "http://127.0.0.1:%d/erp/ap/invoice/post", port);
+    snprintf(origin, sizeof(origin), "http://127.0.0.1:%d", port);
+    struct http_options o = default_options(origin);
+    assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_OK);
 
     const struct http_field fields[] = {{"amount", "1,00"}};
-    assert_int_equal(http_post_form(f->http, u, fields, 1, &r), APBOT_OK);
+    assert_int_equal(http_post_form(s, u, fields, 1, &r), APBOT_OK);
     assert_int_equal(r.transport, HTTP_NOT_SENT);
     assert_string_equal(http_transport_name(r.transport), "not-sent");
     assert_int_equal(r.status, 0);
@@ -541,10 +590,11 @@ static void test_http_refused_is_not_sent(void **state)
     assert_true(strlen(r.detail) > 0);
     http_response_done(&r);
 
-    assert_int_equal(http_get(f->http, u, &r), APBOT_OK);
+    assert_int_equal(http_get(s, u, &r), APBOT_OK);
     assert_int_equal(r.transport, HTTP_NOT_SENT);
     http_response_done(&r);
     close(fd);
+    http_session_free(s);
 
     /* anything but an absolute http(s) URL is a bad argument: nothing happens */
     memset(&r, 0x5a, sizeof(r));
@@ -559,14 +609,20 @@ static void test_http_tls_handshake_failure_is_not_sent(void **state)
     struct fx *f = *state;
     struct srv *plain = srv_start(true);
     struct http_response r;
-    char u[128];
+    struct http_session *s = NULL;
+    char u[128], origin[64];
+    (void)f;
     snprintf(u, sizeof(u), "https://127.0.0.1:%d/erp/ap/invoice/post", plain->port);
+    snprintf(origin, sizeof(origin), "https://127.0.0.1:%d", plain->port);
+    struct http_options o = default_options(origin);
+    assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_OK);
 
     const struct http_field fields[] = {{"amount", "1,00"}};
-    assert_int_equal(http_post_form(f->http, u, fields, 1, &r), APBOT_OK);
+    assert_int_equal(http_post_form(s, u, fields, 1, &r), APBOT_OK);
     assert_int_equal(r.transport, HTTP_NOT_SENT); /* the request never left the TLS layer */
     assert_int_equal(r.status, 0);
     http_response_done(&r);
+    http_session_free(s);
     srv_stop(plain);
 }
 
@@ -716,7 +772,7 @@ static void *cancel_later(void *arg)
 static void test_http_cancel_interrupts(void **state)
 {
     struct fx *f = *state;
-    struct http_options o = default_options();
+    struct http_options o = default_options(f->origin);
     struct http_session *slow = NULL;
     struct http_response r;
     atomic_int flag = 0;
@@ -757,7 +813,7 @@ static void test_http_cancel_interrupts(void **state)
 static void test_http_basic_auth(void **state)
 {
     struct fx *f = *state;
-    struct http_options o = default_options();
+    struct http_options o = default_options(f->origin);
     struct http_session *s = NULL;
     struct http_response r;
 
@@ -782,7 +838,8 @@ static void test_http_basic_auth(void **state)
 static void test_http_bad_arguments(void **state)
 {
     (void)state;
-    struct http_options o = default_options();
+    static const char origin[] = "http://127.0.0.1:9";
+    struct http_options o = default_options(origin);
     struct http_session *s = (struct http_session *)0x1;
     char err[APBOT_ERR_LEN];
 
@@ -790,28 +847,372 @@ static void test_http_bad_arguments(void **state)
     err[0] = '\0';
     assert_int_equal(http_session_new(&o, &s, err, sizeof(err)), APBOT_E_INVAL);
     assert_true(strlen(err) > 0);
-    o = default_options();
+    o = default_options(origin);
     o.max_body = 0;
     assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_E_INVAL);
-    o = default_options();
+    o = default_options(origin);
     o.max_redirects = -1;
     assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_E_INVAL);
-    o = default_options();
+    o = default_options(origin);
     o.basic_user = "u";
     assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_E_INVAL);
-    o = default_options();
+    o = default_options(origin);
     o.ca_file = "/nonexistent/apbot-ca.pem";
     assert_int_equal(http_session_new(&o, &s, err, sizeof(err)), APBOT_E_INVAL);
     assert_non_null(strstr(err, "CA file"));
+    /* a session needs an origin it can state: http(s), a host, no credentials in it */
+    static const char *const bad_origins[] = {
+        NULL,
+        "",
+        "/erp",
+        "127.0.0.1:8080",
+        "ftp://127.0.0.1/",
+        "file:///etc/passwd",
+        "http://clerk:pw@127.0.0.1:8080/",
+        "http://clerk@127.0.0.1/",
+        "http://",
+    };
+    for (size_t i = 0; i < sizeof(bad_origins) / sizeof(bad_origins[0]); i++) {
+        o = default_options(bad_origins[i]);
+        err[0] = '\0';
+        if (http_session_new(&o, &s, err, sizeof(err)) != APBOT_E_INVAL)
+            fail_msg("origin %zu accepted", i);
+        assert_non_null(strstr(err, "origin"));
+    }
     assert_ptr_equal(s, (struct http_session *)0x1); /* untouched on failure */
     assert_int_equal(http_session_new(NULL, &s, NULL, 0), APBOT_E_INVAL);
 
     struct http_response r;
     assert_int_equal(http_get(NULL, "http://127.0.0.1/", &r), APBOT_E_INVAL);
     assert_int_equal(http_post_form(NULL, "http://127.0.0.1/", NULL, 0, &r), APBOT_E_INVAL);
+    assert_int_equal(http_request(NULL, NULL, &r), APBOT_E_INVAL);
+
+    /* requests: bad methods, a GET with a body, credentials in the URL - nothing sent */
+    o = default_options(origin);
+    assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_OK);
+    const struct http_field fl[] = {{"a", "b"}};
+    const struct http_request bad[] = {
+        {.method = "PUT", .url = "http://127.0.0.1:9/x"},
+        {.method = "get", .url = "http://127.0.0.1:9/x"},
+        {.method = "GET", .url = "http://127.0.0.1:9/x", .fields = fl, .n_fields = 1},
+        {.method = "POST", .url = "http://127.0.0.1:9/x", .fields = NULL, .n_fields = 1},
+        {.method = "GET", .url = "http://clerk:pw@127.0.0.1:9/x"},
+        {.method = "GET", .url = NULL},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&r, 0x5a, sizeof(r));
+        if (http_request(s, &bad[i], &r) != APBOT_E_INVAL)
+            fail_msg("bad request %zu accepted", i);
+        assert_int_equal(r.status, 0x5a5a5a5a5a5a5a5aLL); /* untouched */
+    }
+    http_session_free(s);
     http_session_free(NULL);
     http_response_done(NULL);
     assert_string_equal(http_transport_name((enum http_transport)99), "unknown");
+}
+
+/* ---- the origin and redirect decisions, as tables ---- */
+
+static void test_http_same_origin_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *a, *b;
+        bool same;
+    } cases[] = {
+        {"http://erp.example:8080/erp", "http://erp.example:8080/other?x=1", true},
+        {"http://erp.example/", "http://ERP.example:80/x", true}, /* default port, any case */
+        {"HTTPS://erp.example/", "https://erp.example:443/x", true},
+        {"http://127.0.0.1:8080/", "http://127.0.0.1:8081/", false}, /* port */
+        {"http://127.0.0.1:8080/", "http://localhost:8080/", false}, /* host, same machine */
+        {"https://erp.example/", "http://erp.example/", false},      /* https -> http */
+        {"https://erp.example/", "http://erp.example:443/", false},
+        {"http://erp.example/", "https://erp.example/", false},
+        {"http://erp.example/", "http://erp.example.evil.example/", false},
+        {"http://erp.example/", "http://clerk:pw@erp.example/", false}, /* credentials */
+        {"http://erp.example/", "ftp://erp.example/", false},
+        {"http://erp.example/", "/relative", false},
+        {"http://erp.example/", NULL, false},
+        {NULL, NULL, false},
+        {"http://[::1]:8080/", "http://[::1]:8080/x", true},
+        {"http://[::1]:8080/", "http://127.0.0.1:8080/x", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (http_same_origin(cases[i].a, cases[i].b) != cases[i].same)
+            fail_msg("case %zu: %s vs %s", i, cases[i].a ? cases[i].a : "NULL",
+                     cases[i].b ? cases[i].b : "NULL");
+        if (http_same_origin(cases[i].b, cases[i].a) != cases[i].same)
+            fail_msg("case %zu reversed", i);
+    }
+}
+
+static void test_http_redirect_decide_table(void **state)
+{
+    (void)state;
+    static const char o[] = "https://erp.example:8443/erp";
+    static const struct {
+        long status;
+        const char *location;
+        enum http_redirect want;
+    } cases[] = {
+        {200, NULL, HTTP_REDIRECT_NONE},
+        {200, "https://erp.example:8443/x", HTTP_REDIRECT_NONE}, /* a Location is no redirect */
+        {301, "https://erp.example:8443/x", HTTP_REDIRECT_GET},
+        {302, "https://erp.example:8443/x", HTTP_REDIRECT_GET},
+        {303, "https://erp.example:8443/x", HTTP_REDIRECT_GET},
+        {307, "https://erp.example:8443/x", HTTP_REDIRECT_SAME},
+        {308, "https://erp.example:8443/x", HTTP_REDIRECT_SAME},
+        {300, "https://erp.example:8443/x", HTTP_REDIRECT_NONE},
+        {304, "https://erp.example:8443/x", HTTP_REDIRECT_NONE},
+        {305, "https://erp.example:8443/x", HTTP_REDIRECT_NONE},
+        {302, "http://erp.example:8443/x", HTTP_REDIRECT_BLOCKED},  /* https -> http */
+        {307, "https://erp.example:9443/x", HTTP_REDIRECT_BLOCKED}, /* another port */
+        {303, "https://evil.example:8443/x", HTTP_REDIRECT_BLOCKED},
+        {308, "https://u:p@erp.example:8443/x", HTTP_REDIRECT_BLOCKED},
+        {301, "javascript:alert(1)", HTTP_REDIRECT_BLOCKED},
+        {302, NULL, HTTP_REDIRECT_BLOCKED}, /* unresolvable */
+        {404, "http://evil.example/", HTTP_REDIRECT_NONE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (http_redirect_decide(o, cases[i].status, cases[i].location) != cases[i].want)
+            fail_msg("case %zu: %ld %s", i, cases[i].status,
+                     cases[i].location ? cases[i].location : "NULL");
+}
+
+/* ---- the hostile ERP: a second server on another port must see nothing ---- */
+
+static size_t count_lines(struct srv *s, const char *line)
+{
+    size_t n = 0, l = strlen(line);
+    pthread_mutex_lock(&s->lock);
+    for (const char *p = s->paths; (p = strstr(p, line)) != NULL; p += l)
+        n++;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+static void test_http_login_307_elsewhere_keeps_the_password(void **state)
+{
+    struct fx *f = *state;
+    struct srv *thief = srv_start(false);
+    struct http_response r;
+    static const char secret[] = "S3cr3t-P@ss";
+    const struct http_field fields[] = {{"j_username", "clerk"}, {"j_password", secret}};
+    char path[64], want_loc[128];
+
+    for (int status = 307; status <= 308; status++) {
+        snprintf(path, sizeof(path), "/to-port/%d/%d", status, thief->port);
+        assert_int_equal(http_post_form(f->http, url(f, path), fields, 2, &r), APBOT_OK);
+        /* the 3xx is the answer: not followed, flagged, and the target recorded */
+        assert_int_equal(r.transport, HTTP_ANSWERED);
+        assert_int_equal(r.status, status);
+        assert_true(r.redirect_blocked);
+        assert_int_equal(r.redirects, 0);
+        assert_int_equal(r.first_status, status);
+        snprintf(want_loc, sizeof(want_loc), "http://127.0.0.1:%d/steal", thief->port);
+        assert_string_equal(r.first_location, want_loc);
+        assert_string_equal(r.effective_url, url(f, path));
+        assert_string_equal(r.body, "moved");
+        http_response_done(&r);
+    }
+    /* the ERP got the login twice; the other port never saw a connection */
+    assert_int_equal(srv_count(f->srv, &f->srv->n_posts), 2);
+    assert_int_equal(srv_connections(thief), 0);
+
+    /* on the origin, 307 and 308 repeat the POST with its body; 303 turns it into a GET */
+    for (int status = 307; status <= 308; status++) {
+        snprintf(path, sizeof(path), "/same/%d", status);
+        assert_int_equal(http_post_form(f->http, url(f, path), fields, 2, &r), APBOT_OK);
+        assert_int_equal(r.transport, HTTP_ANSWERED);
+        assert_int_equal(r.status, 200);
+        assert_false(r.redirect_blocked);
+        assert_int_equal(r.redirects, 1);
+        assert_int_equal(r.first_status, status);
+        assert_string_equal(r.first_location, url(f, "/echo-body?from=same"));
+        assert_string_equal(r.body, "j_username=clerk&j_password=S3cr3t-P%40ss");
+        http_response_done(&r);
+    }
+    assert_int_equal(count_lines(f->srv, "POST /echo-body?from=same\n"), 2);
+    assert_int_equal(http_post_form(f->http, url(f, "/same/303"), fields, 2, &r), APBOT_OK);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, ""); /* the GET carried no body */
+    http_response_done(&r);
+    assert_int_equal(count_lines(f->srv, "GET /echo-body?from=same\n"), 1);
+
+    /* and a request for the other port itself is refused before anything is sent */
+    snprintf(want_loc, sizeof(want_loc), "http://127.0.0.1:%d/steal", thief->port);
+    memset(&r, 0x5a, sizeof(r));
+    assert_int_equal(http_post_form(f->http, want_loc, fields, 2, &r), APBOT_E_ORIGIN);
+    assert_int_equal(r.status, 0x5a5a5a5a5a5a5a5aLL); /* untouched */
+    assert_int_equal(srv_connections(thief), 0);
+    srv_stop(thief);
+}
+
+static void test_http_redirect_off_origin_not_followed(void **state)
+{
+    struct fx *f = *state;
+    struct http_response r;
+    char path[64], want[128];
+
+    /* the same server under another host name is another origin */
+    snprintf(path, sizeof(path), "/to-host/%d", f->srv->port);
+    assert_int_equal(http_get(f->http, url(f, path), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_ANSWERED);
+    assert_int_equal(r.status, 302);
+    assert_true(r.redirect_blocked);
+    snprintf(want, sizeof(want), "http://localhost:%d/ok", f->srv->port);
+    assert_string_equal(r.first_location, want);
+    http_response_done(&r);
+    assert_int_equal(srv_count(f->srv, &f->srv->n_requests), 1);
+
+    /* another scheme: https from an http origin, or no web scheme at all */
+    static const char *const blocked[] = {"/to-https", "/to-ftp"};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(http_get(f->http, url(f, blocked[i]), &r), APBOT_OK);
+        assert_int_equal(r.transport, HTTP_ANSWERED);
+        assert_true(r.status == 302 || r.status == 301);
+        assert_true(r.redirect_blocked);
+        http_response_done(&r);
+    }
+    assert_int_equal(srv_count(f->srv, &f->srv->n_requests), 3);
+
+    /* a 3xx without a Location is just an answer */
+    assert_int_equal(http_get(f->http, url(f, "/to-nowhere"), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_ANSWERED);
+    assert_int_equal(r.status, 302);
+    assert_false(r.redirect_blocked);
+    assert_null(r.first_location);
+    assert_int_equal(r.first_status, 302);
+    assert_string_equal(r.body, "no location");
+    http_response_done(&r);
+
+    /* without a redirect the first hop is the answer */
+    assert_int_equal(http_get(f->http, url(f, "/ok"), &r), APBOT_OK);
+    assert_int_equal(r.first_status, 200);
+    assert_null(r.first_location);
+    assert_false(r.redirect_blocked);
+    http_response_done(&r);
+}
+
+static void test_http_https_session_sends_nothing_over_http(void **state)
+{
+    struct fx *f = *state;
+    struct http_session *tls = NULL;
+    struct http_response r;
+    char origin[64], plain[128];
+
+    snprintf(origin, sizeof(origin), "https://127.0.0.1:%d", f->srv->port);
+    struct http_options o = default_options(origin);
+    assert_int_equal(http_session_new(&o, &tls, NULL, 0), APBOT_OK);
+    snprintf(plain, sizeof(plain), "http://127.0.0.1:%d/ok", f->srv->port);
+    memset(&r, 0x5a, sizeof(r));
+    assert_int_equal(http_get(tls, plain, &r), APBOT_E_ORIGIN);
+    const struct http_field fields[] = {{"j_password", "pw"}};
+    assert_int_equal(http_post_form(tls, plain, fields, 1, &r), APBOT_E_ORIGIN);
+    const struct http_request req = {.method = "GET", .url = plain, .fresh = true};
+    assert_int_equal(http_request(tls, &req, &r), APBOT_E_ORIGIN);
+    assert_int_equal(r.status, 0x5a5a5a5a5a5a5a5aLL);
+    assert_int_equal(srv_connections(f->srv), 0);
+    http_session_free(tls);
+}
+
+static void test_http_basic_never_leaves_the_origin(void **state)
+{
+    struct fx *f = *state;
+    struct srv *thief = srv_start(false);
+    struct http_options o = default_options(f->origin);
+    struct http_session *s = NULL;
+    struct http_response r;
+    char path[64], other[128];
+
+    o.basic_user = "clerk";
+    o.basic_password = "acme-demo";
+    assert_int_equal(http_session_new(&o, &s, NULL, 0), APBOT_OK);
+    for (int status = 301; status <= 308; status++) {
+        if (status > 303 && status < 307)
+            continue;
+        snprintf(path, sizeof(path), "/to-port/%d/%d", status, thief->port);
+        assert_int_equal(http_get(s, url(f, path), &r), APBOT_OK);
+        assert_int_equal(r.status, status);
+        assert_true(r.redirect_blocked);
+        http_response_done(&r);
+        pthread_mutex_lock(&f->srv->lock); /* the origin got it, as it should */
+        assert_non_null(strstr(f->srv->last_head, "Authorization: Basic Y2xlcms6YWNtZS1kZW1v"));
+        pthread_mutex_unlock(&f->srv->lock);
+    }
+    snprintf(other, sizeof(other), "http://127.0.0.1:%d/echo", thief->port);
+    assert_int_equal(http_get(s, other, &r), APBOT_E_ORIGIN);
+    assert_int_equal(srv_connections(thief), 0);
+
+    /* a redirect within the origin keeps it (the next hop is the ERP too) */
+    assert_int_equal(http_get(s, url(f, "/hop/1"), &r), APBOT_OK);
+    assert_int_equal(r.redirects, 1);
+    http_response_done(&r);
+    pthread_mutex_lock(&f->srv->lock);
+    assert_non_null(strstr(f->srv->last_head, "GET /hop/0 HTTP/1.1"));
+    assert_non_null(strstr(f->srv->last_head, "Authorization: Basic Y2xlcms6YWNtZS1kZW1v"));
+    pthread_mutex_unlock(&f->srv->lock);
+    http_session_free(s);
+    srv_stop(thief);
+}
+
+static void test_http_fresh_get_never_resent(void **state)
+{
+    struct fx *f = *state;
+    struct http_response r;
+    const struct http_request fresh_ok = {.method = "GET", .url = url(f, "/ok"), .fresh = true};
+
+    /* A fresh connection is never kept: the next GET opens another, which is kept alive. */
+    assert_int_equal(http_request(f->http, &fresh_ok, &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_ANSWERED);
+    http_response_done(&r);
+    assert_int_equal(srv_connections(f->srv), 1);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(http_get(f->http, url(f, "/ok"), &r), APBOT_OK);
+        http_response_done(&r);
+    }
+    assert_int_equal(srv_connections(f->srv), 2);
+
+    /* A committing GET that the ERP reads and answers by hanging up. Fresh, it goes out on a
+     * new connection, is reported unknown, and the ERP saw it exactly once. */
+    const struct http_request commit = {.method = "GET", .url = url(f, "/close"), .fresh = true};
+    assert_int_equal(http_request(f->http, &commit, &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_UNKNOWN);
+    http_response_done(&r);
+    assert_int_equal(count_lines(f->srv, "GET /close\n"), 1);
+    assert_int_equal(srv_connections(f->srv), 3);
+
+    /* The same GET, not fresh, rides the kept-alive connection: when that dies after the
+     * request was read, libcurl sends the request again by itself - what fresh prevents. */
+    const struct http_request plain = {.method = "GET", .url = url(f, "/close"), .fresh = false};
+    assert_int_equal(http_request(f->http, &plain, &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_UNKNOWN);
+    http_response_done(&r);
+    assert_int_equal(count_lines(f->srv, "GET /close\n"), 3);
+}
+
+static void test_http_cut_bodies_are_unknown(void **state)
+{
+    struct fx *f = *state;
+    struct http_response r;
+
+    /* Content-Length 100, ten bytes, then the connection closes */
+    assert_int_equal(http_get(f->http, url(f, "/short"), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_UNKNOWN);
+    assert_null(r.body);
+    assert_int_equal(r.status, 0);
+    assert_true(strlen(r.detail) > 0);
+    http_response_done(&r);
+    /* chunked, closed before the last chunk */
+    assert_int_equal(http_get(f->http, url(f, "/chunked-cut"), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_UNKNOWN);
+    assert_null(r.body);
+    http_response_done(&r);
+    /* the same after a same-origin redirect: the last hop decides */
+    const struct http_field fields[] = {{"a", "b"}};
+    assert_int_equal(http_post_form(f->http, url(f, "/short"), fields, 1, &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_UNKNOWN);
+    http_response_done(&r);
 }
 
 static void test_http_resolve_and_escape(void **state)
@@ -886,6 +1287,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_redirects_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_cancel_interrupts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_basic_auth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_login_307_elsewhere_keeps_the_password, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_http_redirect_off_origin_not_followed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_http_https_session_sends_nothing_over_http, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_http_basic_never_leaves_the_origin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_fresh_get_never_resent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_cut_bodies_are_unknown, setup, teardown),
+        cmocka_unit_test(test_http_same_origin_table),
+        cmocka_unit_test(test_http_redirect_decide_table),
         cmocka_unit_test(test_http_bad_arguments),
         cmocka_unit_test(test_http_resolve_and_escape),
     };

@@ -3,7 +3,10 @@
  * docs/erp-sim.md): the forms a browser would submit (hidden fields kept, select defaults,
  * set/press and the refusal of fields the form does not have), result rows and columns, the
  * journal's next link, garbled and broken pages, excerpt bounds and UTF-8 safety, XPath
- * validity, and several threads parsing at once.
+ * validity, and several threads parsing at once. Then the classic ERP's traits as tables:
+ * buttons pressed by name and value (none or several different = error), select options by
+ * value, label or label prefix (no silent fallback), controls added, and what outcome rules
+ * see (page_rule_text) on hostile markup up to 2 MB.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 
 #include "apbot/error.h"
 #include "apbot/http.h"
+#include "apbot/match.h"
 #include "apbot/page.h"
 
 #define BASE "http://127.0.0.1:8080"
@@ -144,10 +148,10 @@ static void test_page_login_form(void **state)
     assert_int_equal(page_form_set(&f, "login", "x"), APBOT_E_NOTFOUND);
     assert_int_equal(f.n, 3);
 
-    assert_int_equal(page_form_press(&f, "cancel"), APBOT_E_NOTFOUND);
+    assert_int_equal(page_form_press(&f, "cancel", NULL), APBOT_E_NOTFOUND);
     assert_int_equal(f.n, 3);
-    assert_int_equal(page_form_press(&f, "login"), APBOT_OK);
-    assert_int_equal(page_form_press(&f, "login"), APBOT_OK); /* twice is still once */
+    assert_int_equal(page_form_press(&f, "login", NULL), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "login", NULL), APBOT_OK); /* twice is still once */
     assert_int_equal(f.n, 4);
     assert_string_equal(field(&f, "login"), "Log in");
 
@@ -191,7 +195,7 @@ static void test_page_entry_form_defaults(void **state)
     /* vendorId exists only on the confirmation form */
     assert_int_equal(page_form_set(&f, "vendorId", "V-000017"), APBOT_E_NOTFOUND);
     assert_int_equal(f.n, sizeof(order) / sizeof(order[0]));
-    assert_int_equal(page_form_press(&f, "check"), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "check", NULL), APBOT_OK);
     assert_string_equal(f.names[f.n - 1], "check");
     assert_string_equal(f.values[f.n - 1], "Check");
     page_form_done(&f);
@@ -257,7 +261,7 @@ static void test_page_confirm_form_hidden_fields(void **state)
     assert_string_equal(field(&f, "dueDate"), "03.12.2026");
     assert_string_equal(field(&f, "amount"), "1.234,56");
     assert_string_equal(field(&f, "formToken"), "tok-fresh-91d2");
-    assert_int_equal(page_form_press(&f, "post"), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "post", NULL), APBOT_OK);
     assert_int_equal(f.n, 13);
     assert_string_equal(field(&f, "post"), "Post");
     assert_int_equal(page_form_set(&f, "check", "Check"), APBOT_E_NOTFOUND);
@@ -468,7 +472,7 @@ static void test_page_broken_markup(void **state)
     assert_null(field(&f, "approve")); /* unchecked: not submitted ... */
     assert_int_equal(page_form_set(&f, "approve", "yes"), APBOT_OK); /* ... but the form has it */
     assert_string_equal(field(&f, "approve"), "yes");
-    assert_int_equal(page_form_press(&f, "again"), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "again", NULL), APBOT_OK);
     page_form_done(&f);
 
     char *e = page_excerpt(p, 4096);
@@ -535,19 +539,25 @@ static void test_page_form_controls(void **state)
     assert_string_equal(f.button_values[0], "1");
     assert_string_equal(f.buttons[1], "save");
 
-    /* set on a multi-value name leaves exactly one value; an empty select may be set */
-    assert_int_equal(page_form_set(&f, "m", "2"), APBOT_OK);
+    /* set on a multi-value name leaves exactly one value, and only one the select offers;
+     * an empty select takes nothing (a browser could not send it) */
+    assert_int_equal(page_form_set(&f, "m", "2"), APBOT_E_DATA);
+    at = field_at(&f, "m", &c);
+    assert_int_equal(c, 2); /* untouched */
+    assert_int_equal(page_form_set(&f, "m", "Two"), APBOT_OK);
     at = field_at(&f, "m", &c);
     assert_int_equal(c, 1);
-    assert_string_equal(f.values[at], "2");
-    assert_int_equal(page_form_set(&f, "empty", "e"), APBOT_OK);
-    assert_string_equal(field(&f, "empty"), "e");
+    assert_string_equal(f.values[at], "Two");
+    assert_int_equal(page_form_set(&f, "empty", "e"), APBOT_E_DATA);
+    assert_null(field(&f, "empty"));
+    assert_int_equal(page_form_set(&f, "s1", "X"), APBOT_E_DATA); /* disabled option */
+    assert_string_equal(field(&f, "s1"), "Plain text");
     assert_int_equal(page_form_set(&f, "stray", "s"), APBOT_E_NOTFOUND);
     assert_int_equal(page_form_set(&f, "gx", "s"), APBOT_E_NOTFOUND);
 
     /* pressing another button replaces the first press */
-    assert_int_equal(page_form_press(&f, "go"), APBOT_OK);
-    assert_int_equal(page_form_press(&f, "save"), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "go", NULL), APBOT_OK);
+    assert_int_equal(page_form_press(&f, "save", NULL), APBOT_OK);
     assert_null(field(&f, "go"));
     assert_string_equal(field(&f, "save"), "Save");
     page_form_done(&f);
@@ -674,6 +684,425 @@ static void test_page_threads(void **state)
     free(body);
 }
 
+/* ---- buttons by name and value ---- */
+
+static const char classic_form[] =
+    "<html><body><form name='invoice' method='post' action='/ap.pl'>"
+    "<input type='hidden' name='form_id' value='f1'>"
+    "<button name='action' value='save'>Save</button>" /* top of the form ... */
+    "<input name='vendor' value=''>"
+    "<textarea name='memo'>m</textarea>"
+    "<select name='currency'><option value='EUR' selected>Euro</option>"
+    "<option value='USD'>US dollar</option><option label='Swiss franc' value='CHF'>CHF</option>"
+    "</select>"
+    "<select name='account_1'><option value=''>-- choose --</option>"
+    "<option>5700--Office Supplies</option><option>5710--Office Equipment</option>"
+    "<option>5800--Travel</option><option disabled>6000--Rent</option>"
+    "<optgroup label='old' disabled><option>6100--Old</option></optgroup>"
+    "<option value='5900--Misc'>5900--Misc</option><option>5900--Misc</option>"
+    "<option value='A'>Dup label</option><option value='B'>Dup  label</option>"
+    "</select>"
+    "<input name='amount_1' value=''>"
+    "<button name='action' value='update'>Update</button>"
+    "<button name='action' value='save' type='submit'>Save</button>" /* ... and bottom */
+    "<button name='action' value='approve' type='bogus'>Approve</button>"
+    "<button name='action' value='js' type='button'>JS</button>"
+    "<button name='action' value='clear' type='reset'>Clear</button>"
+    "<button name='action' value='off' disabled>Off</button>"
+    "<button name='nav'>Next</button>"
+    "<input type='image' name='go' value='g' src='go.png'>"
+    "<input type='submit' name='other' value='Other'>"
+    "</form></body></html>";
+
+/* The submitted fields as "n=v&n=v" (a small buffer is enough for these forms). */
+static void fields_str(const struct page_form *f, char *buf, size_t cap)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < f->n; i++)
+        n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%s=%s", i ? "&" : "", f->names[i],
+                              f->values[i]);
+    assert_true(n < cap);
+}
+
+static void test_page_press_by_name_and_value(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *value;
+        int rc;
+        const char *fields; /* after the press (a failed press changes nothing) */
+    } cases[] = {
+        {"action", "save", APBOT_OK, "P&action=save"}, /* top and bottom: one button */
+        {"action", "update", APBOT_OK, "P&action=update"},
+        {"action", "approve", APBOT_OK, "P&action=approve"},    /* an unknown type submits */
+        {"action", NULL, APBOT_E_CONFLICT, "P&action=approve"}, /* never "the first one" */
+        {"action", "delete", APBOT_E_NOTFOUND, "P&action=approve"},
+        {"action", "js", APBOT_E_NOTFOUND, "P&action=approve"},    /* type=button */
+        {"action", "clear", APBOT_E_NOTFOUND, "P&action=approve"}, /* type=reset */
+        {"action", "off", APBOT_E_NOTFOUND, "P&action=approve"},   /* disabled */
+        {"action", "Save", APBOT_E_NOTFOUND, "P&action=approve"},  /* values are exact */
+        {"nav", NULL, APBOT_OK, "P&nav="},                         /* by name only */
+        {"go", NULL, APBOT_OK, "P&go.x=0&go.y=0"},                 /* image: a click */
+        {"go", "g", APBOT_OK, "P&go.x=0&go.y=0"},
+        {"other", "Other", APBOT_OK, "P&other=Other"},
+        {"vendor", NULL, APBOT_E_NOTFOUND, "P&other=Other"}, /* a field is no button */
+        {"nothing", NULL, APBOT_E_NOTFOUND, "P&other=Other"},
+    };
+    static const char prefix[] = "form_id=f1&vendor=&memo=m&currency=EUR&account_1=&amount_1=";
+    struct page *p = parse_str(classic_form, BASE "/ap.pl?action=add");
+    struct page_form f;
+    char got[1024], want[1024];
+
+    assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.n_buttons, 7); /* save twice, update, approve, nav, go, other */
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = page_form_press(&f, cases[i].name, cases[i].value);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu (%s=%s): rc %d, want %d", i, cases[i].name,
+                     cases[i].value ? cases[i].value : "(any)", rc, cases[i].rc);
+        fields_str(&f, got, sizeof(got));
+        snprintf(want, sizeof(want), "%s%s", prefix, cases[i].fields + 1);
+        if (strcmp(got, want) != 0)
+            fail_msg("case %zu: fields %s, want %s", i, got, want);
+    }
+    assert_int_equal(page_form_press(&f, NULL, "save"), APBOT_E_INVAL);
+    page_form_done(&f);
+    page_free(p);
+}
+
+/* ---- select options ---- */
+
+static void test_page_select_options(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *text;
+        enum page_option_mode mode;
+        int rc;
+        const char *value, *label; /* the chosen option */
+    } cases[] = {
+        {"account_1", "5700--", PAGE_OPTION_LABEL_PREFIX, APBOT_OK, "5700--Office Supplies",
+         "5700--Office Supplies"},
+        {"account_1", "57", PAGE_OPTION_LABEL_PREFIX, APBOT_E_CONFLICT, NULL, NULL},
+        {"account_1", "5700--Office Supplies", PAGE_OPTION_VALUE, APBOT_OK, "5700--Office Supplies",
+         "5700--Office Supplies"},
+        {"account_1", "5700", PAGE_OPTION_VALUE, APBOT_E_DATA, NULL, NULL},
+        {"account_1", " 5710--Office \t Equipment ", PAGE_OPTION_LABEL, APBOT_OK,
+         "5710--Office Equipment", "5710--Office Equipment"},
+        {"account_1", "5710--Office", PAGE_OPTION_LABEL, APBOT_E_DATA, NULL, NULL},
+        {"account_1", "6000--", PAGE_OPTION_LABEL_PREFIX, APBOT_E_DATA, NULL, NULL}, /* disabled */
+        {"account_1", "6100--Old", PAGE_OPTION_LABEL, APBOT_E_DATA, NULL, NULL},     /* optgroup */
+        {"account_1", "5900--", PAGE_OPTION_LABEL_PREFIX, APBOT_OK, "5900--Misc", "5900--Misc"},
+        {"account_1", "Dup label", PAGE_OPTION_LABEL, APBOT_E_CONFLICT, NULL, NULL},
+        {"account_1", "", PAGE_OPTION_LABEL_PREFIX, APBOT_E_DATA, NULL, NULL},
+        {"account_1", "", PAGE_OPTION_VALUE, APBOT_OK, "", "-- choose --"},
+        {"account_1", "9999--", PAGE_OPTION_LABEL_PREFIX, APBOT_E_DATA, NULL, NULL},
+        {"currency", "Euro", PAGE_OPTION_LABEL, APBOT_OK, "EUR", "Euro"},
+        {"currency", "EUR", PAGE_OPTION_LABEL, APBOT_E_DATA, NULL, NULL},
+        {"currency", "USD", PAGE_OPTION_VALUE, APBOT_OK, "USD", "US dollar"},
+        {"currency", "Swiss franc", PAGE_OPTION_LABEL, APBOT_OK, "CHF", "Swiss franc"},
+        {"currency", "CHF", PAGE_OPTION_LABEL, APBOT_E_DATA, NULL, NULL}, /* label attribute */
+        {"currency", "usd", PAGE_OPTION_VALUE, APBOT_E_DATA, NULL, NULL},
+        {"memo", "m", PAGE_OPTION_VALUE, APBOT_E_INVAL, NULL, NULL}, /* not a select */
+        {"vendor", "x", PAGE_OPTION_LABEL, APBOT_E_INVAL, NULL, NULL},
+        {"account_2", "5700--", PAGE_OPTION_LABEL_PREFIX, APBOT_E_NOTFOUND, NULL, NULL},
+        {"currency", "EUR", (enum page_option_mode)9, APBOT_E_INVAL, NULL, NULL},
+    };
+    struct page *p = parse_str(classic_form, BASE "/ap.pl?action=add");
+    struct page_form f;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+        const char *before = field(&f, cases[i].name);
+        char *was = before ? strdup(before) : NULL;
+        const struct page_option *chosen = (const struct page_option *)&f;
+        int rc = page_form_select(&f, cases[i].name, cases[i].text, cases[i].mode, &chosen);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu (%s <- '%s'): rc %d, want %d", i, cases[i].name, cases[i].text, rc,
+                     cases[i].rc);
+        if (rc == APBOT_OK) {
+            assert_string_equal(chosen->value, cases[i].value);
+            assert_string_equal(chosen->label, cases[i].label);
+            assert_string_equal(field(&f, cases[i].name), cases[i].value);
+        } else {
+            assert_ptr_equal(chosen, (const struct page_option *)&f); /* untouched */
+            if (was)
+                assert_string_equal(field(&f, cases[i].name), was); /* no fallback */
+        }
+        free(was);
+        page_form_done(&f);
+    }
+
+    /* a plain set must name an offered value too: never another option */
+    assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "currency", "Euro"), APBOT_E_DATA);
+    assert_string_equal(field(&f, "currency"), "EUR");
+    assert_int_equal(page_form_set(&f, "currency", "GBP"), APBOT_E_DATA);
+    assert_int_equal(page_form_set(&f, "account_1", "6000--Rent"), APBOT_E_DATA); /* disabled */
+    assert_int_equal(page_form_set(&f, "account_1", "5800--Travel"), APBOT_OK);
+    assert_string_equal(field(&f, "account_1"), "5800--Travel");
+    assert_int_equal(page_form_set(&f, "currency", "USD"), APBOT_OK);
+    assert_string_equal(field(&f, "currency"), "USD");
+    assert_int_equal(page_form_set(&f, "vendor", "anything"), APBOT_OK); /* not a select */
+    /* what the form offers is there for traces */
+    assert_int_equal(f.n_selects, 2);
+    assert_string_equal(f.selects[0].name, "currency");
+    assert_int_equal(f.selects[0].n_options, 3);
+    assert_string_equal(f.selects[0].options[2].label, "Swiss franc");
+    assert_int_equal(f.selects[1].n_options, 10);
+    assert_true(f.selects[1].options[4].disabled);
+    assert_true(f.selects[1].options[5].disabled);
+    assert_int_equal(page_form_select(NULL, "a", "b", PAGE_OPTION_VALUE, NULL), APBOT_E_INVAL);
+    assert_int_equal(page_form_select(&f, "currency", NULL, PAGE_OPTION_VALUE, NULL),
+                     APBOT_E_INVAL);
+    assert_int_equal(page_form_select(&f, "currency", "EUR", PAGE_OPTION_VALUE, NULL), APBOT_OK);
+    page_form_done(&f);
+    page_free(p);
+}
+
+static void test_page_form_has_and_add(void **state)
+{
+    (void)state;
+    struct page *p = parse_str(classic_form, BASE "/ap.pl?action=add");
+    struct page_form f;
+    char got[1024];
+
+    assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+    assert_true(page_form_has(&f, "amount_1"));
+    assert_true(page_form_has(&f, "account_1"));
+    assert_true(page_form_has(&f, "form_id"));
+    assert_false(page_form_has(&f, "action")); /* a button is not a control to fill */
+    assert_false(page_form_has(&f, "amount_2"));
+    assert_int_equal(page_form_set(&f, "amount_2", "1.00"), APBOT_E_NOTFOUND);
+
+    /* the line the ERP's JavaScript would add */
+    assert_int_equal(page_form_add(&f, "amount_2", "12.50"), APBOT_OK);
+    assert_true(page_form_has(&f, "amount_2"));
+    assert_int_equal(page_form_add(&f, "amount_2", "1"), APBOT_E_CONFLICT);
+    assert_int_equal(page_form_add(&f, "amount_1", "1"), APBOT_E_CONFLICT);
+    assert_int_equal(page_form_set(&f, "amount_2", "13.00"), APBOT_OK);
+    assert_int_equal(page_form_add(&f, "", "1"), APBOT_E_INVAL);
+    assert_int_equal(page_form_add(&f, "x", NULL), APBOT_E_INVAL);
+    assert_int_equal(page_form_add(NULL, "x", "1"), APBOT_E_INVAL);
+    assert_false(page_form_has(NULL, "x"));
+    assert_int_equal(page_form_press(&f, "action", "save"), APBOT_OK);
+    fields_str(&f, got, sizeof(got));
+    assert_string_equal(got, "form_id=f1&vendor=&memo=m&currency=EUR&account_1=&amount_1="
+                             "&amount_2=13.00&action=save");
+    page_form_done(&f);
+    page_free(p);
+}
+
+/* ---- what rules see ---- */
+
+/* page_rule_text on `in` must give `want`, where '~' in want stands for a blanked byte. */
+static void check_rule_text(size_t i, const char *in, const char *want)
+{
+    size_t n = strlen(in);
+    if (strlen(want) != n)
+        fail_msg("case %zu: the table's want has %zu bytes, in %zu", i, strlen(want), n);
+    char *got = page_rule_text(in, n);
+    assert_non_null(got);
+    char *exp = strdup(want);
+    for (char *c = exp; *c; c++)
+        if (*c == '~')
+            *c = ' ';
+    if (memcmp(got, exp, n + 1) != 0)
+        fail_msg("case %zu:\n  in:   [%s]\n  got:  [%s]\n  want: [%s]", i, in, got, exp);
+    free(exp);
+    free(got);
+}
+
+static void test_page_rule_text_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"<p class=\"info\">ok</p>", "<p class=\"info\">ok</p>"},
+        {"", ""},
+        {"plain text, no markup", "plain text, no markup"},
+        /* comments, whole */
+        {"a<!-- I020 -->b", "a~~~~~~~~~~~~~b"},
+        {"a<!-- x -- y --!>b", "a~~~~~~~~~~~~~~~~b"},
+        {"a<!---->b<!-->c<!--->d", "a~~~~~~~b~~~~~c~~~~~~d"},
+        {"a<!-- never closed <p>I020</p>", "a~~~~~~~~~~~~~~~~~~~~~~~~~~~~~"},
+        {"a<!-x->b", "a~~~~~~b"}, /* <!...>: a bogus comment */
+        {"<?xml version=\"1\"?>x", "~~~~~~~~~~~~~~~~~~~x"},
+        {"<![CDATA[y]]>z", "~~~~~~~~~~~~~z"},
+        {"<!DOCTYPE html>x", "<!DOCTYPE html>x"},
+        {"a</ 3>b</>c", "a~~~~~b</>c"},
+        /* attribute values: blanked unless id, class, name, type, role */
+        {"<input value=\"I020 done\" name=\"n\">", "<input value=\"~~~~~~~~~\" name=\"n\">"},
+        {"<div id=\"x\" CLASS='y' data-x=\"z\" role=r title=t>",
+         "<div id=\"x\" CLASS='y' data-x=\"~\" role=r title=~>"},
+        {"<img alt=\"a > b\" src=x.png>text", "<img alt=\"~~~~~\" src=~~~~~>text"},
+        {"<a href='/x?a=\"1\"'>l</a>", "<a href='~~~~~~~~'>l</a>"},
+        {"<a title = \"t\" x=>y", "<a title = \"~\" x=>y"},
+        {"<input value=abc def>", "<input value=~~~ def>"},
+        {"<input disabled value=\"v\"/>", "<input disabled value=\"~\"/>"},
+        {"<input value=\"v\"name=\"n\">", "<input value=\"~\"name=\"n\">"},
+        {"<p =\"x\">", "<p =\"x\">"}, /* "=" is an attribute name here, not a value */
+        {"<input value=\"never closed <p>I020", "<input value=\"~~~~~~~~~~~~~~~~~~~~"},
+        {"<input value=\"\xc3\xbc\xe2\x82\xac\">", "<input value=\"~~~~~\">"},
+        {"</p title=\"x\">", "</p title=\"~\">"},
+        {"<p title=\"a\" id=\"b\"", "<p title=\"~\" id=\"b\""},
+        {"a < b <3 <", "a < b <3 <"},
+        /* script, style and the other hidden raw texts: contents */
+        {"<script>var s='<span>I020</span>';</script>ok",
+         "<script>~~~~~~~~~~~~~~~~~~~~~~~~~~</script>ok"},
+        {"<SCRIPT type=\"text/javascript\">x</ScRiPt >ok",
+         "<SCRIPT type=\"text/javascript\">~</ScRiPt >ok"},
+        {"<script>a</scriptx>b</script>c", "<script>~~~~~~~~~~~~</script>c"},
+        {"<script>never closed", "<script>~~~~~~~~~~~~"},
+        {"<script src=\"/a.js\"></script>x", "<script src=\"~~~~~\"></script>x"},
+        /* a browser keeps "<!--<script></script>..." inside the script: so do rules */
+        {"<script>s='<!--<script></script><b>I020</b>';</script><p>ok</p>",
+         "<script>~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~</script><p>ok</p>"},
+        {"<script><!-- x --></script>y", "<script>~~~~~~~~~~</script>y"},
+        {"<script><!-- x </script>y", "<script>~~~~~~~</script>y"},
+        {"<style>p{color:red}</style>x", "<style>~~~~~~~~~~~~</style>x"},
+        {"<textarea name=memo>I020: Document AP-1</textarea>x",
+         "<textarea name=memo>~~~~~~~~~~~~~~~~~~~</textarea>x"},
+        {"<noscript>n</noscript><iframe>i</iframe>", "<noscript>~</noscript><iframe>~</iframe>"},
+        /* shown raw text: kept, and no markup inside it */
+        {"<title>A <!-- b</title><p>c</p>", "<title>A <!-- b</title><p>c</p>"},
+        {"<xmp><b title=x></xmp>", "<xmp><b title=x></xmp>"},
+        {"<plaintext><!-- a", "<plaintext><!-- a"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check_rule_text(i, cases[i].in, cases[i].want);
+
+    /* NUL bytes are bytes; NULL only for a NULL body with a length */
+    char *t = page_rule_text("<p title=\"a\0b\">\0<!--x-->", 24);
+    assert_non_null(t);
+    assert_memory_equal(t, "<p title=\"   \">\0        ", 25);
+    free(t);
+    t = page_rule_text(NULL, 0);
+    assert_string_equal(t, "");
+    free(t);
+    assert_null(page_rule_text(NULL, 1));
+}
+
+/* The acme and classic outcome rules on pages that echo a forged banner: they must see only
+ * what the ERP said. */
+static void test_page_rule_text_forged_banners(void **state)
+{
+    (void)state;
+    static const char *const rules[] = {
+        "<span class=\"msgText\">I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted\\.</span>",
+        "<p class=\"info\">Invoice (?<doc>AP-\\d{4}-\\d{6}) saved as draft",
+        "I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted", /* a careless, unanchored rule */
+    };
+    static const char *const forged[] = {
+        "<!-- <span class=\"msgText\">I020: Document AP-2026-999999 was posted.</span>"
+        " <p class=\"info\">Invoice AP-2026-999999 saved as draft -->",
+        "<script>var memo = '<span class=\"msgText\">I020: Document AP-2026-999999 was posted."
+        "</span><p class=\"info\">Invoice AP-2026-999999 saved as draft';</script>",
+        "<script>x='<!--<script></script><span class=\"msgText\">I020: Document AP-2026-999999"
+        " was posted.</span><p class=\"info\">Invoice AP-2026-999999 saved as draft';</script>",
+        "<input name=\"memo\" value='<span class=\"msgText\">I020: Document AP-2026-999999 was "
+        "posted.</span><p class=\"info\">Invoice AP-2026-999999 saved as draft'>",
+        "<textarea name=\"memo\"><span class=\"msgText\">I020: Document AP-2026-999999 was "
+        "posted.</span><p class=\"info\">Invoice AP-2026-999999 saved as draft</textarea>",
+        "<a title=\"<span class=&quot;msgText&quot;>\" href='<p class=\"info\">Invoice "
+        "AP-2026-999999 saved as draft'>I020: Document </a>",
+        "<input value='<span class=\"msgText\">I020: Document AP-2026-999999 was posted.</span>"
+        "<p class=\"info\">Invoice AP-2026-999999 saved as draft", /* never closed */
+    };
+    static const char real[] = "<span class=\"msgText\">I020: Document AP-2026-000123 was "
+                               "posted.</span><p class=\"info\">Invoice AP-2026-000123 saved as "
+                               "draft</p>";
+    struct match_re *re[3];
+    for (size_t r = 0; r < 3; r++)
+        assert_int_equal(match_compile(rules[r], &re[r], NULL, 0), APBOT_OK);
+
+    for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+        char page[2048];
+        int n =
+            snprintf(page, sizeof(page), "<html><body><h1>Entry</h1>%s</body></html>", forged[i]);
+        char *seen = page_rule_text(page, (size_t)n);
+        size_t raw_hits = 0;
+        for (size_t r = 0; r < 3; r++) {
+            struct match_budget b;
+            match_budget_init(&b, match_budget_for((size_t)n), NULL);
+            raw_hits += match_run(re[r], page, (size_t)n, &b, NULL) == MATCH_FOUND;
+            match_budget_init(&b, match_budget_for((size_t)n), NULL);
+            if (match_run(re[r], seen, (size_t)n, &b, NULL) != MATCH_NONE)
+                fail_msg("forgery %zu passes rule %zu: [%s]", i, r, seen);
+        }
+        if (raw_hits == 0) /* the forgery must work on the raw page, else it proves nothing */
+            fail_msg("forgery %zu fools no rule even raw", i);
+        free(seen);
+    }
+    /* the ERP's own banner still counts, with its document number */
+    char *seen = page_rule_text(real, sizeof(real) - 1);
+    for (size_t r = 0; r < 3; r++) {
+        struct match_budget b;
+        struct match_result *m = NULL;
+        match_budget_init(&b, match_budget_for(sizeof(real)), NULL);
+        assert_int_equal(match_run(re[r], seen, sizeof(real) - 1, &b, &m), MATCH_FOUND);
+        char *doc = match_group(m, "doc");
+        assert_string_equal(doc, "AP-2026-000123");
+        free(doc);
+        match_result_free(m);
+        match_free(re[r]);
+    }
+    free(seen);
+}
+
+/* 2 MB of each hostile construct: one pass each, the right bytes blanked. A tokenizer that
+ * rescans would take minutes here (the test has no clock: ctest's timeout is the guard). */
+static void test_page_rule_text_2mb(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *head, *unit, *tail;
+        bool blanked; /* the repeated part must come out blanked (else unchanged) */
+    } cases[] = {
+        {"<!--", "I020 x ", "", true},                   /* an unterminated comment */
+        {"<input value=\"", "I020 > ", "", true},        /* an unterminated value */
+        {"<script>", "</scrip <!-- ", "", true},         /* script that never ends */
+        {"<script><!--", "<script></script>", "", true}, /* double-escaped, never ends */
+        {"<style>", "</styl ", "</style>", true},        /* near-miss end tags */
+        {"<p>", "<<<<<<<<", "</p>", false},              /* lone '<' are text */
+        {"<p>", "a <b =c d e f g> ", "</p>", false},     /* many attributes without values */
+        {"<p>", "<!--x-->", "", true},                   /* many tiny comments */
+        {"<p>", "<!-->", "", true},
+        {"<p>", "</ ", "", false},       /* "</ " to a '>' that never comes */
+        {"<title>", "<!-- ", "", false}, /* raw title: no comment inside */
+    };
+    const size_t size = (size_t)2 << 20;
+    char *page = malloc(size + 64);
+    assert_non_null(page);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t hl = strlen(cases[i].head), ul = strlen(cases[i].unit), tl = strlen(cases[i].tail);
+        size_t n = 0;
+        memcpy(page, cases[i].head, hl);
+        n = hl;
+        while (n + ul + tl <= size) {
+            memcpy(page + n, cases[i].unit, ul);
+            n += ul;
+        }
+        size_t body_end = n;
+        memcpy(page + n, cases[i].tail, tl);
+        n += tl;
+        char *seen = page_rule_text(page, n);
+        assert_non_null(seen);
+        assert_int_equal(seen[n], '\0');
+        if (cases[i].blanked) {
+            for (size_t k = hl + ul; k < body_end; k += 4099)
+                if (seen[k] != ' ')
+                    fail_msg("case %zu: byte %zu not blanked", i, k);
+        } else if (i != 9) {
+            assert_memory_equal(seen + hl, page + hl, body_end - hl);
+        }
+        free(seen);
+    }
+    free(page);
+}
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -684,13 +1113,19 @@ static void test_page_bad_arguments(void **state)
     assert_false(page_has(NULL, "//x"));
     assert_null(page_string(NULL, "//x"));
     assert_int_equal(page_form_set(NULL, "a", "b"), APBOT_E_INVAL);
-    assert_int_equal(page_form_press(NULL, "a"), APBOT_E_INVAL);
+    assert_int_equal(page_form_press(NULL, "a", NULL), APBOT_E_INVAL);
     page_form_done(NULL);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_page_press_by_name_and_value),
+        cmocka_unit_test(test_page_select_options),
+        cmocka_unit_test(test_page_form_has_and_add),
+        cmocka_unit_test(test_page_rule_text_table),
+        cmocka_unit_test(test_page_rule_text_forged_banners),
+        cmocka_unit_test(test_page_rule_text_2mb),
         cmocka_unit_test(test_page_login_form),
         cmocka_unit_test(test_page_entry_form_defaults),
         cmocka_unit_test(test_page_validation_page),

@@ -82,18 +82,18 @@ static void apply(struct fx *x, int64_t id, enum machine_state from, enum machin
     char err[APBOT_ERR_LEN];
 
     assert_int_equal(store_get(x->st, id, &it, err, sizeof(err)), APBOT_OK);
+    it.counters.settled = true; /* the report test has no settle delay */
     assert_int_equal(machine_next(from, ev, &it.counters, &pol, &step), APBOT_OK);
     memset(&ch, 0, sizeof(ch));
     ch.from = from;
     ch.event = ev;
     ch.step = &step;
-    ch.next_at = store_now_ms();
     ch.erp_doc = doc;
     ch.reason = reason;
     ch.detail = "test";
     ch.actor = "runner:test";
     ch.keep_lease = keep_lease;
-    if (store_apply(x->st, id, "test", &ch, store_now_ms(), err, sizeof(err)) != APBOT_OK)
+    if (store_apply(x->st, id, "test", &ch, NULL, NULL, err, sizeof(err)) != APBOT_OK)
         fail_msg("store_apply: %s", err);
     store_item_done(&it);
 }
@@ -122,7 +122,11 @@ static int64_t add(struct fx *x, const char *number, int64_t amount, enum target
     store_item_done(&it);
     if (t == T_PENDING)
         return id;
-    assert_int_equal(store_claim(x->st, "test", store_now_ms(), 60000, &pol, &it, err, sizeof(err)),
+    struct machine_step claimed;
+    struct machine_counters fresh = {0};
+    assert_int_equal(machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed),
+                     APBOT_OK);
+    assert_int_equal(store_claim(x->st, "test", NULL, 60000, &claimed, &it, err, sizeof(err)),
                      APBOT_OK);
     assert_int_equal(it.id, id);
     store_item_done(&it);
@@ -240,7 +244,11 @@ static int64_t add_completed_booked(struct fx *x, const char *number, int64_t am
     int64_t id = add(x, number, amount, T_PENDING, NULL, key);
 
     book(x, key, erp_amount, doc);
-    assert_int_equal(store_claim(x->st, "test", store_now_ms(), 60000, &pol, &it, err, sizeof(err)),
+    struct machine_step claimed;
+    struct machine_counters fresh = {0};
+    assert_int_equal(machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed),
+                     APBOT_OK);
+    assert_int_equal(store_claim(x->st, "test", NULL, 60000, &claimed, &it, err, sizeof(err)),
                      APBOT_OK);
     assert_int_equal(it.id, id);
     store_item_done(&it);
@@ -564,8 +572,15 @@ static int64_t add_money_item(struct fx *x, const char *number, const char *curr
         assert_int_equal(simc_book(x->e.port, "100001", number, "2026-11-03", currency, erp_amount,
                                    key, doc, 32),
                          0);
-    assert_int_equal(store_claim(x->st, "test", store_now_ms(), 60000, &pol, &it, err, sizeof(err)),
-                     APBOT_OK);
+    {
+        struct machine_step claimed;
+        struct machine_counters fresh = {0};
+        assert_int_equal(machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed),
+                         APBOT_OK);
+        assert_int_equal(store_claim(x->st, "test", NULL, 60000, &claimed, &it, err, sizeof(err)),
+                         APBOT_OK);
+        it.counters.settled = true; /* these tests have no settle delay */
+    }
     assert_int_equal(it.id, id);
     store_item_done(&it);
     switch (t) {

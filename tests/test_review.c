@@ -149,6 +149,7 @@ static const struct vrow vtable[] = {
     {"held twice", ERP_FOUND, 2, {"AP-1", "AP-3"}, {11900, 11900}, "AP-1", REVIEW_CONFLICT, "2 times (a duplicate)"},
     {"not held", ERP_NOT_FOUND, 0, {NULL}, {0}, "AP-1", REVIEW_ABSENT, "holds no document for key"},
     {"lookup failed", ERP_FAILED, 0, {NULL}, {0}, "AP-1", REVIEW_UNREADABLE, "the ERP lookup failed"},
+    {"a draft, not posted", ERP_FOUND_UNFINISHED, 1, {"AP-1"}, {11900}, "AP-1", REVIEW_CONFLICT, "saved but not finished"},
 };
 /* clang-format on */
 
@@ -240,8 +241,15 @@ static int64_t add(struct fx *x, const char *number, int64_t amount, bool except
     int64_t id;
 
     e2e_add(&x->e, &in, key);
-    assert_int_equal(store_claim(x->st, "test", store_now_ms(), 60000, &pol, &it, err, sizeof(err)),
-                     APBOT_OK);
+    {
+        struct machine_step claimed;
+        struct machine_counters fresh = {0};
+        assert_int_equal(machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed),
+                         APBOT_OK);
+        assert_int_equal(store_claim(x->st, "test", NULL, 60000, &claimed, &it, err, sizeof(err)),
+                         APBOT_OK);
+        it.counters.settled = true; /* these tests have no settle delay */
+    }
     id = it.id;
     if (exception) {
         assert_int_equal(
@@ -251,10 +259,9 @@ static int64_t add(struct fx *x, const char *number, int64_t amount, bool except
         ch.from = MACHINE_CHECKING;
         ch.event = MACHINE_EV_NOT_FOUND;
         ch.step = &step;
-        ch.next_at = store_now_ms();
         ch.actor = "runner:test";
         ch.keep_lease = true;
-        assert_int_equal(store_apply(x->st, id, "test", &ch, store_now_ms(), err, sizeof(err)),
+        assert_int_equal(store_apply(x->st, id, "test", &ch, NULL, NULL, err, sizeof(err)),
                          APBOT_OK);
         it.counters = step.counters;
         assert_int_equal(
@@ -273,11 +280,9 @@ static int64_t add(struct fx *x, const char *number, int64_t amount, bool except
         ch.reason = "the ERP holds this key with a different vendor or amount; last outcome: x";
     }
     ch.step = &step;
-    ch.next_at = store_now_ms();
     ch.actor = "runner:test";
     ch.keep_lease = false;
-    assert_int_equal(store_apply(x->st, id, "test", &ch, store_now_ms(), err, sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(store_apply(x->st, id, "test", &ch, NULL, NULL, err, sizeof(err)), APBOT_OK);
     store_item_done(&it);
     return id;
 }
@@ -373,6 +378,25 @@ static void test_review_decide_posted(void **state)
     assert_int_equal(res.verdict, REVIEW_REFUSED);
     assert_true(res.stale);
     review_result_done(&res);
+
+    /* one document, one item: another item cannot be recorded as the same document, even
+     * forced (the ERP does not hold its key, the reason says why it is forced) */
+    {
+        char key2[INVOICE_KEY_LEN + 1];
+        int64_t other = add(&x, "RV-9", 500, false, key2);
+        memset(&d, 0, sizeof(d));
+        d.id = other;
+        d.action = REVIEW_POSTED;
+        d.doc = doc;
+        d.force = "booked on paper";
+        d.operator_name = "alice";
+        assert_int_equal(review_decide(x.st, x.flow, x.e.url, &d, &res), APBOT_OK);
+        assert_int_equal(res.verdict, REVIEW_REFUSED);
+        assert_int_equal(res.verify.verdict, REVIEW_ABSENT);
+        assert_non_null(strstr(res.message, "already held by item #"));
+        review_result_done(&res);
+        assert_int_equal(state_of(&x, other), MACHINE_MANUAL_REVIEW);
+    }
     fx_stop(&x);
 }
 

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "helpers/sim_client.h"
 #include "sim.h"
 
@@ -106,8 +108,10 @@ static void test_sim_scenarios_load(void **state)
     static const struct {
         const char *file;
         long long slots;
-    } scn[] = {
-        {"scenarios/calm.scn", 8}, {"scenarios/month-end.scn", 4}, {"scenarios/chaos.scn", 3}};
+    } scn[] = {{"scenarios/calm.scn", 8},
+               {"scenarios/month-end.scn", 4},
+               {"scenarios/chaos.scn", 3},
+               {"scenarios/varying.scn", 8}};
     for (size_t i = 0; i < sizeof scn / sizeof scn[0]; i++) {
         char path[1024];
         fixture_path(path, sizeof path, scn[i].file);
@@ -116,6 +120,9 @@ static void test_sim_scenarios_load(void **state)
         char err[256];
         assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
         assert_int_equal(simc_stat(sim_port(s), "capacity"), scn[i].slots);
+        /* every scenario tests, demo and bench use runs without the ERP's reference guard */
+        assert_int_equal(simc_stat(sim_port(s), "reference_guard"), 0);
+        assert_int_equal(simc_stat(sim_port(s), "queue_wait_max_ms"), i == 3 ? 30000 : 120000);
         sim_stop(s);
     }
     /* a bad line names itself */
@@ -190,6 +197,133 @@ static void test_sim_admin_endpoints(void **state)
     assert_int_equal(status, 404);
     assert_int_equal(simc_fault(port, "overload503", 1), -1);
     sim_stop(s);
+}
+
+/* Ground truth of lines and approval, drafts booked by hand, and amendments. */
+static void test_sim_admin_lines_status_amend(void **state)
+{
+    (void)state;
+    struct sim *s = start(fast, 1, true);
+    unsigned short port = sim_port(s);
+    char doc[64], doc2[64], row[256], st[16];
+    long status = 0;
+    char *body = NULL;
+    assert_int_equal(
+        simc_book(port, "100005", "L-1", "2026-11-02", "EUR", "99.5", "AP1-L1", doc, sizeof doc),
+        0);
+    /* a hand-booked document has one line: its amount on its G/L account (default 6000) */
+    char *csv = NULL;
+    assert_int_equal(simc_lines(port, &csv), 0);
+    snprintf(row, sizeof row, "doc,line,gl_account,amount,description\n%s,1,6000,99.50,\n", doc);
+    assert_string_equal(csv, row);
+    free(csv);
+    assert_int_equal(simc_doc_status(port, doc, st, sizeof st), 0);
+    assert_string_equal(st, "posted");
+    /* status=draft books a draft */
+    assert_int_equal(simc_request(port, "POST", "/_sim/book",
+                                  "vendor_id=100006&invoice_number=L-2&invoice_date=2026-11-03"
+                                  "&currency=EUR&amount=5.00&reference=AP1-L2&status=draft"
+                                  "&gl_account=4711",
+                                  5000, &status, &body),
+                     0);
+    assert_int_equal(status, 200);
+    snprintf(doc2, sizeof doc2, "%s", body);
+    free(body);
+    assert_int_equal(simc_doc_status(port, doc2, st, sizeof st), 0);
+    assert_string_equal(st, "draft");
+    assert_int_equal(simc_stat(port, "drafts"), 1);
+    assert_int_equal(simc_lines(port, &csv), 0);
+    snprintf(row, sizeof row, "\n%s,1,4711,5.00,\n", doc2);
+    assert_non_null(strstr(csv, row));
+    free(csv);
+    assert_int_equal(simc_request(port, "POST", "/_sim/book",
+                                  "vendor_id=100006&invoice_number=L-3&invoice_date=2026-11-03"
+                                  "&currency=EUR&amount=5.00&status=maybe",
+                                  5000, &status, NULL),
+                     0);
+    assert_int_equal(status, 400);
+
+    /* amend changes the booked amount, nothing else */
+    assert_int_equal(simc_amend(port, doc, "1234.5"), 0);
+    assert_int_equal(simc_ledger(port, &csv), 0);
+    snprintf(row, sizeof row, "\n%s,100005,L-1,2026-11-02,EUR,1234.50,AP1-L1,", doc);
+    assert_non_null(strstr(csv, row));
+    free(csv);
+    assert_int_equal(simc_lines(port, &csv), 0);
+    snprintf(row, sizeof row, "\n%s,1,6000,99.50,\n", doc);
+    assert_non_null(strstr(csv, row));
+    free(csv);
+    assert_int_equal(simc_request(port, "POST", "/_sim/amend", "doc=AP-1999-000001&amount=1.00",
+                                  5000, &status, NULL),
+                     0);
+    assert_int_equal(status, 404);
+    char bad[96];
+    snprintf(bad, sizeof bad, "doc=%s&amount=1.001", doc);
+    assert_int_equal(simc_request(port, "POST", "/_sim/amend", bad, 5000, &status, NULL), 0);
+    assert_int_equal(status, 400);
+    snprintf(bad, sizeof bad, "doc=%s&amount=1%%2C00", doc);
+    assert_int_equal(simc_request(port, "POST", "/_sim/amend", bad, 5000, &status, NULL), 0);
+    assert_int_equal(status, 400);
+    assert_int_equal(simc_request(port, "POST", "/_sim/amend", "amount=1.00", 5000, &status, NULL),
+                     0);
+    assert_int_equal(status, 400);
+    /* a deleted document takes its lines along */
+    assert_int_equal(simc_delete(port, doc), 0);
+    assert_int_equal(simc_lines(port, &csv), 0);
+    assert_null(strstr(csv, doc));
+    free(csv);
+    sim_stop(s);
+}
+
+/* A ledger file written before drafts and lines existed is migrated: its bookings are posted
+ * and new bookings get lines. */
+static void test_sim_db_migrates_old_ledger(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/apbot-simdb-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], side[300];
+    snprintf(path, sizeof path, "%s/ledger.db", dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(
+            db,
+            "CREATE TABLE ledger(doc TEXT PRIMARY KEY, doc_type TEXT NOT NULL,"
+            " vendor_no TEXT NOT NULL, vendor_id TEXT NOT NULL,"
+            " invoice_number TEXT NOT NULL, invoice_date TEXT NOT NULL,"
+            " due_date TEXT NOT NULL, currency TEXT NOT NULL, exp INTEGER NOT NULL,"
+            " amount INTEGER NOT NULL, gl_account TEXT NOT NULL,"
+            " reference TEXT NOT NULL, memo TEXT NOT NULL, booked_at TEXT NOT NULL,"
+            " booked_date TEXT NOT NULL, booked_ms INTEGER NOT NULL);"
+            "CREATE TABLE doc_seq(year INTEGER PRIMARY KEY, last INTEGER NOT NULL);"
+            "INSERT INTO ledger VALUES('AP-2026-000001','KR','100001','V-000001','OLD-1',"
+            " '2026-11-02','2026-12-02','EUR',2,100,'6000','AP1-old','','2026-11-30T10:00:00',"
+            " '2026-11-30',0);"
+            "INSERT INTO doc_seq VALUES(2026, 1);",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    struct sim_options opt = {.port = 0, .scenario_text = fast, .db_path = path, .admin = true};
+    struct sim *s = NULL;
+    char err[256], st[16], doc[64];
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
+    assert_int_equal(simc_doc_status(sim_port(s), "AP-2026-000001", st, sizeof st), 0);
+    assert_string_equal(st, "posted");
+    assert_int_equal(simc_book(sim_port(s), "100001", "NEW-1", "2026-11-02", "EUR", "2.00", "n1",
+                               doc, sizeof doc),
+                     0);
+    char *csv = NULL;
+    assert_int_equal(simc_lines(sim_port(s), &csv), 0);
+    assert_non_null(strstr(csv, ",1,6000,2.00,"));
+    free(csv);
+    sim_stop(s);
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    rmdir(dir);
 }
 
 static void test_sim_db_file_survives_restart(void **state)
@@ -273,6 +407,121 @@ static void test_sim_capacity_queues(void **state)
     took = parallel_searches(port, 4);
     assert_true(took < 550);
     assert_int_equal(simc_stat(port, "search"), 8);
+    sim_stop(s);
+}
+
+/* queue_wait_max_ms: a request that cannot get a slot within the bound is answered 503 (not
+ * processed) and counted. One slot is held by a search that takes 700 ms; the bound is 100 ms. */
+static void test_sim_queue_wait_bound(void **state)
+{
+    (void)state;
+    struct sim *s = start("slots = 1\nservice_ms.search = 700\nqueue_wait_max_ms = 100\n", 1, true);
+    unsigned short port = sim_port(s);
+    assert_int_equal(simc_stat(port, "queue_wait_max_ms"), 100);
+    pthread_t t;
+    struct bg b = {port, -1};
+    assert_int_equal(pthread_create(&t, NULL, bg_search, &b), 0);
+    for (int i = 0; i < 200 && simc_stat(port, "busy") != 1; i++)
+        sleep_ms(5);
+    assert_int_equal(simc_stat(port, "busy"), 1);
+    long status = 0;
+    char *body = NULL;
+    assert_int_equal(simc_request(port, "GET", "/erp/login", NULL, 5000, &status, &body), 0);
+    assert_int_equal(status, 503);
+    assert_non_null(strstr(body, "Request queue timeout."));
+    free(body);
+    pthread_join(t, NULL);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(simc_stat(port, "queue_timeouts"), 1);
+    assert_int_equal(simc_stat(port, "answers_503"), 1);
+    assert_int_equal(simc_stat(port, "overload_answers"), 1);
+    assert_int_equal(simc_set(port, "queue_wait_max_ms", "-1"), -1);
+    sim_stop(s);
+}
+
+static void *bg_slow_search(void *arg)
+{
+    struct bg *b = arg;
+    long status = 0;
+    b->rc = simc_request(b->port, "GET", "/erp/ap/invoice/search?reference=x", NULL, 20000, &status,
+                         NULL);
+    if (b->rc == 0 && status != 200)
+        b->rc = -1;
+    return NULL;
+}
+
+/* The capacity schedule: slots change at the steps (counted from when it was set), a request
+ * waiting for a slot gets one at the step that adds it, and the slot-milliseconds available
+ * integrate the schedule. */
+static void test_sim_capacity_schedule(void **state)
+{
+    (void)state;
+    struct sim *s =
+        start("slots = 4\ncapacity = 0:1, 600000:3\nservice_ms.search = 1000\n", 1, true);
+    unsigned short port = sim_port(s);
+    assert_int_equal(simc_stat(port, "capacity"), 1);
+    /* two searches of 1 s with one slot: the second waits; the step at +500 ms gives it one
+     * while the first still runs */
+    long long a0 = simc_stat(port, "slot_ms_available");
+    assert_int_equal(simc_set(port, "capacity", "0:1, 500:2"), 0);
+    pthread_t t[2];
+    struct bg b[2] = {{port, -1}, {port, -1}};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, bg_slow_search, &b[i]), 0);
+    int saw_waiting = 0, saw_two = 0;
+    for (int i = 0; i < 400 && !saw_two; i++) {
+        if (simc_stat(port, "waiting") == 1 && simc_stat(port, "capacity") == 1)
+            saw_waiting = 1;
+        if (simc_stat(port, "busy") == 2)
+            saw_two = 1;
+        sleep_ms(5);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(b[i].rc, 0);
+    }
+    assert_true(saw_waiting);
+    assert_true(saw_two);
+    assert_int_equal(simc_stat(port, "capacity"), 2);
+    /* the second search started at the step (+500 ms) and took 1 s: since the schedule was set
+     * 500 ms of 1 slot and at least 1 s of 2 slots passed, and 2 s of slot time were busy */
+    long long a1 = simc_stat(port, "slot_ms_available");
+    assert_true(a1 - a0 >= 500 * 1 + 1000 * 2);
+    assert_true(simc_stat(port, "slot_ms_busy") >= 2000);
+    /* bad schedules */
+    assert_int_equal(simc_set(port, "capacity", "0:2, 0:3"), -1);
+    assert_int_equal(simc_set(port, "capacity", "0:0"), -1);
+    assert_int_equal(simc_set(port, "capacity", "500"), -1);
+    assert_int_equal(simc_set(port, "capacity", "off"), 0);
+    assert_int_equal(simc_stat(port, "capacity"), 4);
+    sim_stop(s);
+}
+
+/* /_sim/stats: requests by screen, latency percentiles, overload answers. */
+static void test_sim_stats_figures(void **state)
+{
+    (void)state;
+    struct sim *s = start(fast, 1, true);
+    unsigned short port = sim_port(s);
+    long status = 0;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(simc_request(port, "GET", "/erp/login", NULL, 5000, &status, NULL), 0);
+    assert_int_equal(simc_fault(port, "overload429", 1), 0);
+    assert_int_equal(simc_request(port, "GET", "/erp/login", NULL, 5000, &status, NULL), 0);
+    assert_int_equal(status, 429);
+    assert_int_equal(simc_stat(port, "login"), 6);
+    assert_int_equal(simc_stat(port, "count"), 6); /* answered, admin calls aside */
+    assert_int_equal(simc_stat(port, "answers_429"), 1);
+    assert_int_equal(simc_stat(port, "overload_answers"), 1);
+    long long p50 = simc_stat(port, "p50"), p99 = simc_stat(port, "p99");
+    long long mx = simc_stat(port, "max");
+    assert_true(p50 >= 0 && p50 <= p99 && p99 <= mx);
+    assert_int_equal(simc_stat(port, "reposts_of_booked"), 0);
+    char *json = NULL;
+    assert_int_equal(simc_stats(port, &json), 0);
+    assert_non_null(strstr(json, "\"ui\":\"acme\""));
+    assert_non_null(strstr(json, "\"search_garbled\":0"));
+    free(json);
     sim_stop(s);
 }
 
@@ -586,46 +835,55 @@ static void test_sim_program(void **state)
     const char *bin = getenv("ERPSIM_BIN");
     if (!bin || access(bin, X_OK) != 0)
         skip();
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execl(bin, bin, "--port", "0", "--admin", "--seed", "3", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *out = fdopen(fds[0], "r");
-    assert_non_null(out);
-    char line[256] = "";
-    assert_non_null(fgets(line, sizeof line, out));
-    unsigned port = 0;
-    assert_int_equal(sscanf(line, "listening on http://127.0.0.1:%u", &port), 1);
-    assert_true(port > 0 && port < 65536);
-    long status = 0;
-    assert_int_equal(
-        simc_request((unsigned short)port, "GET", "/erp/login", NULL, 5000, &status, NULL), 0);
-    assert_int_equal(status, 200);
-    assert_int_equal(simc_count_rows((unsigned short)port), 0);
-    assert_int_equal(kill(pid, SIGTERM), 0);
+    /* each user interface: its own login screen answers, the other's does not exist */
+    static const char *const uis[] = {"acme", "classic"};
+    static const char *const logins[] = {"/erp/login", "/login.pl"};
+    pid_t pid;
     int wstatus = 0;
-    pid_t done = 0;
-    for (int i = 0; i < 500 && done == 0; i++) {
-        done = waitpid(pid, &wstatus, WNOHANG);
-        if (done == 0)
-            sleep_ms(10);
+    for (int u = 0; u < 2; u++) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+            execl(bin, bin, "--port", "0", "--admin", "--seed", "3", "--ui", uis[u], (char *)NULL);
+            _exit(127);
+        }
+        close(fds[1]);
+        FILE *out = fdopen(fds[0], "r");
+        assert_non_null(out);
+        char line[256] = "";
+        assert_non_null(fgets(line, sizeof line, out));
+        unsigned port = 0;
+        assert_int_equal(sscanf(line, "listening on http://127.0.0.1:%u", &port), 1);
+        assert_true(port > 0 && port < 65536);
+        long status = 0;
+        assert_int_equal(
+            simc_request((unsigned short)port, "GET", logins[u], NULL, 5000, &status, NULL), 0);
+        assert_int_equal(status, 200);
+        assert_int_equal(
+            simc_request((unsigned short)port, "GET", logins[1 - u], NULL, 5000, &status, NULL), 0);
+        assert_int_equal(status, 404);
+        assert_int_equal(simc_count_rows((unsigned short)port), 0);
+        assert_int_equal(kill(pid, SIGTERM), 0);
+        pid_t done = 0;
+        for (int i = 0; i < 500 && done == 0; i++) {
+            done = waitpid(pid, &wstatus, WNOHANG);
+            if (done == 0)
+                sleep_ms(10);
+        }
+        if (done == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &wstatus, 0);
+            fail_msg("erp-sim did not stop on SIGTERM");
+        }
+        fclose(out);
+        assert_true(WIFEXITED(wstatus));
+        assert_int_equal(WEXITSTATUS(wstatus), 0);
     }
-    if (done == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &wstatus, 0);
-        fail_msg("erp-sim did not stop on SIGTERM");
-    }
-    fclose(out);
-    assert_true(WIFEXITED(wstatus));
-    assert_int_equal(WEXITSTATUS(wstatus), 0);
 
     /* usage errors exit 2 */
     pid = fork();
@@ -640,6 +898,18 @@ static void test_sim_program(void **state)
     assert_int_equal(waitpid(pid, &wstatus, 0), pid);
     assert_true(WIFEXITED(wstatus));
     assert_int_equal(WEXITSTATUS(wstatus), 2);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        execl(bin, bin, "--port", "0", "--ui", "sap", (char *)NULL);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &wstatus, 0), pid);
+    assert_true(WIFEXITED(wstatus));
+    assert_int_equal(WEXITSTATUS(wstatus), 2);
 }
 
 int main(void)
@@ -649,8 +919,13 @@ int main(void)
         cmocka_unit_test(test_sim_master_builtin_matches_file),
         cmocka_unit_test(test_sim_scenarios_load),
         cmocka_unit_test(test_sim_admin_endpoints),
+        cmocka_unit_test(test_sim_admin_lines_status_amend),
+        cmocka_unit_test(test_sim_db_migrates_old_ledger),
         cmocka_unit_test(test_sim_db_file_survives_restart),
         cmocka_unit_test(test_sim_capacity_queues),
+        cmocka_unit_test(test_sim_queue_wait_bound),
+        cmocka_unit_test(test_sim_capacity_schedule),
+        cmocka_unit_test(test_sim_stats_figures),
         cmocka_unit_test(test_sim_determinism),
         cmocka_unit_test(test_sim_fuzz),
         cmocka_unit_test(test_sim_program),

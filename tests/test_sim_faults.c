@@ -322,6 +322,38 @@ static void test_sim_fault_garbled_after_commit(void **state)
 
 /* ---- down window, counts, probabilities --------------------------------------------------- */
 
+/* search_garbled: a search answers the no-results marker followed by noise (no title, no
+ * search form, no end) although the document is booked; the next search is genuine. A
+ * scenario without the fault draws nothing for it. */
+static void test_sim_fault_search_garbled(void **state)
+{
+    struct fx *f = *state;
+    long status = 0;
+    prepare(f, "AP1-garbled-search");
+    assert_int_equal(post(f, &status), 0);
+    assert_true(posted(f));
+    sleep_ms(200); /* index lag */
+    assert_int_equal(simc_fault(f->port, "search_garbled", 1), 0);
+    assert_int_equal(
+        simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1-garbled-search", &status), 0);
+    assert_int_equal(status, 200);
+    const char *html = simc_body(f->ss);
+    assert_non_null(strstr(html, "<p id=\"noResults\">No documents found.</p>"));
+    assert_null(strstr(html, "apSearch"));
+    assert_null(strstr(html, "<title>"));
+    assert_null(strstr(html, "</html>"));
+    assert_int_equal(
+        simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1-garbled-search", &status), 0);
+    assert_non_null(strstr(simc_body(f->ss), "<td class=\"reference\">AP1-garbled-search</td>"));
+    assert_int_equal(simc_stat(f->port, "search_garbled"), 1);
+    /* with a probability of 1 every search is garbled */
+    assert_int_equal(simc_set(f->port, "fault.search_garbled", "1"), 0);
+    assert_int_equal(simc_get(f->ss, "/erp/ap/invoice/search?reference=AP1", &status), 0);
+    assert_non_null(strstr(simc_body(f->ss), "noResults"));
+    assert_null(strstr(simc_body(f->ss), "apSearch"));
+    assert_int_equal(simc_stat(f->port, "search_garbled"), 2);
+}
+
 static void test_sim_fault_down_window(void **state)
 {
     struct fx *f = *state;
@@ -474,6 +506,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_fault_late_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_fault_session_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_fault_garbled_after_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_fault_search_garbled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_fault_down_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_fault_forced_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_fault_probability, setup, teardown),

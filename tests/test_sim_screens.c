@@ -335,6 +335,112 @@ static void test_sim_entry_formats(void **state)
     free(csv);
 }
 
+/* The entry form has one line row (lineGl_1, lineAmount_1, lineText_1, lineCount) and an "Add
+ * line" script; rows beyond the first, as that script makes them, are accepted when submitted;
+ * the confirmation carries them; the booking keeps them (lines.csv) with lines + tax = amount. */
+static void test_sim_entry_lines(void **state)
+{
+    struct fx *f = *state;
+    long status = 0;
+    char v[128], doc[64], row[512];
+    login(f);
+    assert_int_equal(simc_get(f->ss, "/erp/ap/invoice/new", &status), 0);
+    const char *html = simc_body(f->ss);
+    static const char *const names[] = {"taxAmount", "lineGl_1", "lineAmount_1", "lineText_1",
+                                        "lineCount"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        assert_int_equal(simc_field(html, names[i], v, sizeof v), 0);
+    assert_int_equal(simc_field(html, "lineCount", v, sizeof v), 0);
+    assert_string_equal(v, "1");
+    assert_int_equal(simc_field(html, "lineGl_2", v, sizeof v), -1);
+    assert_non_null(strstr(html, "<table id=\"lineTable\""));
+    assert_non_null(strstr(html, "onclick=\"addLine()\""));
+    assert_non_null(strstr(html, "'<input type=\"text\" name=\"lineGl_' + n + "));
+
+    /* three lines (the second on the header's G/L account), tax 200,00: 1.234,56 in all */
+    static const char lines[] = "docType=KR&vendorNo=100001&vendorInvNo=ML-1&invDate=03.11.2026"
+                                "&currency=EUR&amount=1.234%2C56&glAccount=6000"
+                                "&reference=AP1-lines&memo=multi&taxAmount=200%2C00&lineCount=3"
+                                "&lineGl_1=5700&lineAmount_1=1.000%2C00&lineText_1=Paper"
+                                "&lineGl_2=&lineAmount_2=30%2C00&lineText_2=Toner"
+                                "&lineGl_3=4400&lineAmount_3=4%2C56&lineText_3=";
+    assert_int_equal(simc_check(f->ss, lines, &status), 0);
+    html = simc_body(f->ss);
+    assert_non_null(strstr(html, "id=\"apConfirm\""));
+    assert_int_equal(simc_field(html, "lineCount", v, sizeof v), 0);
+    assert_string_equal(v, "3");
+    assert_int_equal(simc_field(html, "lineGl_2", v, sizeof v), 0);
+    assert_string_equal(v, "6000");
+    assert_int_equal(simc_field(html, "lineAmount_3", v, sizeof v), 0);
+    assert_string_equal(v, "4,56");
+    assert_int_equal(simc_field(html, "taxAmount", v, sizeof v), 0);
+    assert_string_equal(v, "200,00");
+    assert_int_equal(simc_confirm(f->ss, &status), 0);
+    assert_int_equal(simc_by_id(simc_body(f->ss), "docNo", doc, sizeof doc), 0);
+    char *csv = NULL;
+    assert_int_equal(simc_lines(f->port, &csv), 0);
+    snprintf(row, sizeof row,
+             "doc,line,gl_account,amount,description\n%s,1,5700,1000.00,Paper\n"
+             "%s,2,6000,30.00,Toner\n%s,3,4400,4.56,\n",
+             doc, doc, doc);
+    assert_string_equal(csv, row);
+    free(csv);
+
+    /* the single-line form with a tax amount: one line of amount - tax */
+    assert_int_equal(simc_post_invoice(f->ss,
+                                       "docType=KR&vendorNo=100001&vendorInvNo=ML-2&invDate="
+                                       "03.11.2026&currency=EUR&amount=119%2C00&glAccount=6010"
+                                       "&reference=AP1-tax&memo=one+line&taxAmount=19%2C00",
+                                       doc, sizeof doc),
+                     0);
+    assert_int_equal(simc_lines(f->port, &csv), 0);
+    snprintf(row, sizeof row, "\n%s,1,6010,100.00,one line\n", doc);
+    assert_non_null(strstr(csv, row));
+    free(csv);
+    /* rows left empty are skipped; a row past lineCount is not read */
+    assert_int_equal(simc_post_invoice(f->ss,
+                                       "docType=KR&vendorNo=100001&vendorInvNo=ML-3&invDate="
+                                       "03.11.2026&currency=EUR&amount=10%2C00&glAccount=6000"
+                                       "&reference=AP1-skip&lineCount=2&lineGl_1=&lineAmount_1="
+                                       "&lineText_1=&lineGl_2=5400&lineAmount_2=10%2C00",
+                                       doc, sizeof doc),
+                     0);
+    assert_int_equal(simc_lines(f->port, &csv), 0);
+    snprintf(row, sizeof row, "\n%s,1,5400,10.00,\n", doc);
+    assert_non_null(strstr(csv, row));
+    free(csv);
+
+    /* the line checks, at step 1 */
+    static const struct {
+        const char *rows, *message;
+    } bad[] = {
+        {"lineCount=2&lineAmount_1=1.000%2C00&lineAmount_2=30%2C00",
+         "E113: Lines and tax (1.030,00) do not add up to the amount 1.234,56."},
+        {"lineCount=1&lineAmount_1=1.034%2C56&lineAmount_2=200%2C00",
+         "E113: Lines and tax (1.034,56) do not add up to the amount 1.234,56."},
+        {"lineCount=0", "E114: Invalid number of lines '0'."},
+        {"lineCount=51", "E114: Invalid number of lines '51'."},
+        {"lineCount=x", "E114: Invalid number of lines 'x'."},
+        {"lineCount=1&lineText_1=no+amount", "E101: Mandatory field Line amount 1 is empty."},
+        {"lineCount=1&lineGl_1=1000&lineAmount_1=1.234%2C56",
+         "E107: G/L account 1000 is not allowed for vendor invoices."},
+        {"lineCount=1&lineAmount_1=1234.56", "E105: Invalid amount '1234.56'."},
+        {"taxAmount=abc", "E105: Invalid amount 'abc'."},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char fields[1024];
+        snprintf(fields, sizeof fields,
+                 "%s&docType=KR&vendorNo=100001&vendorInvNo=BAD&invDate=03.11.2026&currency=EUR"
+                 "&amount=1.234%%2C56&glAccount=6000&reference=AP1-bad",
+                 bad[i].rows);
+        assert_int_equal(simc_check(f->ss, fields, &status), 0);
+        assert_message(simc_body(f->ss), bad[i].message);
+        /* the typed rows are shown again */
+        assert_non_null(strstr(simc_body(f->ss), "id=\"lineTable\""));
+    }
+    assert_int_equal(simc_count_rows(f->port), 3);
+}
+
 struct vcase {
     const char *fields;
     const char *message;
@@ -648,6 +754,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_validation_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_token_reuse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_reference_guard, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_entry_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_search_reference_lag, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_search_natural_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_journal_pagination, setup, teardown),

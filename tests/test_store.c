@@ -16,20 +16,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "apbot/clock.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/store.h"
 
-#define T0 INT64_C(1700000000000) /* a fixed "now" in Unix ms */
+#define T0 INT64_C(1700000000000) /* a fixed wall "now" in Unix ms */
+#define M0 INT64_C(5000000)       /* the mono clock at T0 */
+#define BOOT_A "boot-a-0000-0000-0000-000000000000"
+#define BOOT_B "boot-b-0000-0000-0000-000000000000"
+
+/* A clock reading at wall ms, mono moving with it, under boot A. */
+#define AT(ms) (&(struct apbot_now){.wall_ms = (ms), .mono_ms = (ms)-T0 + M0, .boot = BOOT_A})
+/* A reading whose wall and mono disagree (the wall clock was stepped), or another boot. */
+static struct apbot_now now_of(int64_t wall, int64_t mono, const char *boot)
+{
+    struct apbot_now n = {.wall_ms = wall, .mono_ms = mono};
+    snprintf(n.boot, sizeof(n.boot), "%s", boot);
+    return n;
+}
+#define AT2(wall, mono, b) ((struct apbot_now[]){now_of((wall), (mono), (b))})
 
 struct fx {
     char dir[96];
     char path[128];
     struct store *st;
     struct machine_policy pol;
+    struct machine_step claimed; /* machine_next(new, claimed) */
+    int64_t settle_ms;           /* what step_item passes as the settle delay */
     char err[APBOT_ERR_LEN];
 };
 
@@ -49,6 +69,9 @@ static int fx_setup(void **state)
         return -1;
     }
     f->pol = machine_policy_default();
+    struct machine_counters fresh = {0};
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &f->pol, &f->claimed) != APBOT_OK)
+        return -1;
     *state = f;
     return 0;
 }
@@ -96,7 +119,7 @@ static int64_t enq(struct fx *f, int n, int variant, int64_t now,
     struct store_new_item it = mk_item(n, variant, key, fp);
     enum store_enqueue_result res = STORE_ENQ_QUEUED;
     int64_t id = 0;
-    int rc = store_enqueue_raw(f->st, &it, now, &res, &id, f->err, sizeof(f->err));
+    int rc = store_enqueue_raw(f->st, &it, AT(now), &res, &id, f->err, sizeof(f->err));
     if (rc != APBOT_OK)
         fail_msg("enqueue: %s", f->err);
     if (ret_result)
@@ -161,21 +184,21 @@ static int step_item(struct fx *f, struct store *st, int64_t id, const char *own
         return rc;
     struct machine_step step;
     struct machine_counters c = it.counters;
-    c.settled = true;
+    c.settled = store_settled(&it, AT(now), f->settle_ms); /* as a runner judges it */
     rc = machine_next(it.state, ev, &c, &f->pol, &step);
     if (rc == APBOT_OK) {
         struct store_change ch = {
             .from = it.state,
             .event = ev,
             .step = &step,
-            .next_at = now,
+            .settle_ms = f->settle_ms,
             .erp_doc = doc,
             .reason = reason,
             .detail = "test",
             .actor = owner ? "runner:test" : "operator:test",
-            .keep_lease = !machine_is_terminal(step.next),
+            .keep_lease = !machine_is_terminal(step.next) && step.next != MACHINE_NEW,
         };
-        rc = store_apply(st, id, owner, &ch, now, f->err, sizeof(f->err));
+        rc = store_apply(st, id, owner, &ch, AT(now), NULL, f->err, sizeof(f->err));
     }
     store_item_done(&it);
     return rc;
@@ -184,7 +207,7 @@ static int step_item(struct fx *f, struct store *st, int64_t id, const char *own
 static int64_t claim_id(struct fx *f, struct store *st, const char *owner, int64_t now)
 {
     struct store_item it;
-    int rc = store_claim(st, owner, now, 30000, &f->pol, &it, f->err, sizeof(f->err));
+    int rc = store_claim(st, owner, AT(now), 30000, &f->claimed, &it, f->err, sizeof(f->err));
     if (rc == APBOT_E_NOTFOUND)
         return 0;
     if (rc != APBOT_OK)
@@ -250,22 +273,25 @@ static void test_store_busy_and_bad_path(void **state)
 {
     struct fx *f = *state;
     (void)enq(f, 1, 0, T0, NULL);
-    /* Another connection holds the write lock: a claim waits, then says busy. */
+    /* Another connection holds the write lock: a claim waits, retries once, then says busy. */
     sqlite3 *raw = NULL;
     assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
     assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
     store_set_busy_timeout(f->st, 50);
+    store_set_busy_retries(f->st, 1);
     struct store_item it = {.id = -7};
-    assert_int_equal(store_claim(f->st, "w", T0 + 1, 1000, &f->pol, &it, f->err, sizeof(f->err)),
-                     APBOT_E_BUSY);
+    assert_int_equal(
+        store_claim(f->st, "w", AT(T0 + 1), 1000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_E_BUSY);
     assert_int_equal(it.id, -7);
     char key[32], fp[65];
     struct store_new_item ni = mk_item(2, 0, key, fp);
     enum store_enqueue_result r = STORE_ENQ_ALREADY;
     int64_t id = -7;
-    assert_int_equal(store_enqueue_raw(f->st, &ni, T0, &r, &id, f->err, sizeof(f->err)),
+    assert_int_equal(store_enqueue_raw(f->st, &ni, AT(T0), &r, &id, f->err, sizeof(f->err)),
                      APBOT_E_BUSY);
     assert_int_equal(id, -7);
+    assert_int_equal(store_busy_retried(f->st), 2);
     assert_int_equal(sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(raw);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 1), 1);
@@ -363,11 +389,11 @@ static void test_store_enqueue_invoice(void **state)
 
     enum store_enqueue_result r;
     int64_t id = 0;
-    int rc = store_enqueue(f->st, &inv, "a.csv:2", T0, &r, &id, f->err, sizeof(f->err));
+    int rc = store_enqueue(f->st, &inv, "a.csv:2", AT(T0), &r, &id, f->err, sizeof(f->err));
     if (rc)
         fail_msg("enqueue: %s", f->err);
     assert_int_equal(r, STORE_ENQ_QUEUED);
-    assert_int_equal(store_enqueue(f->st, &inv, "a.csv:2", T0, &r, &id, f->err, sizeof(f->err)),
+    assert_int_equal(store_enqueue(f->st, &inv, "a.csv:2", AT(T0), &r, &id, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(r, STORE_ENQ_ALREADY);
 
@@ -385,7 +411,7 @@ static void test_store_enqueue_invoice(void **state)
     inv.lines[0].net = 100001;
     inv.net_total = 100001;
     inv.payable = 119001;
-    assert_int_equal(store_enqueue(f->st, &inv, "b.csv:9", T0, &r, &id, f->err, sizeof(f->err)),
+    assert_int_equal(store_enqueue(f->st, &inv, "b.csv:9", AT(T0), &r, &id, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(r, STORE_ENQ_CONFLICT);
     assert_non_null(strstr(f->err, "a.csv:2"));
@@ -403,7 +429,8 @@ static void test_store_claim_order_and_due(void **state)
 
     struct store_item it;
     assert_int_equal(
-        store_claim(f->st, "w1", T0 + 100, 30000, &f->pol, &it, f->err, sizeof(f->err)), APBOT_OK);
+        store_claim(f->st, "w1", AT(T0 + 100), 30000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_OK);
     assert_int_equal(it.id, b);
     assert_int_equal(it.state, MACHINE_CHECKING);
     assert_string_equal(it.lease_owner, "w1");
@@ -420,9 +447,9 @@ static void test_store_claim_order_and_due(void **state)
     assert_int_equal(claim_id(f, f->st, "w1", T0 + 100), 0); /* c not due */
     assert_int_equal(claim_id(f, f->st, "w1", T0 + 5000), c);
 
-    int64_t due = -1;
-    assert_int_equal(store_next_due(f->st, &due, f->err, sizeof(f->err)), APBOT_OK);
-    assert_int_equal(due, 0);
+    int64_t wait = 0;
+    assert_int_equal(store_next_due(f->st, AT(T0 + 5000), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(wait, -1); /* nothing pending is due-able: all three are checking */
 
     /* A reconciling item with a live lease is not claimable; after expiry it is, and keeps
      * its state (no event: only its lease changes). */
@@ -439,9 +466,9 @@ static void test_store_claim_order_and_due(void **state)
     /* The first owner lost it. */
     assert_int_equal(step_item(f, f->st, a, "w1", MACHINE_EV_FOUND, T0 + 40000, "D-1", NULL),
                      APBOT_E_STATE);
-    assert_int_equal(store_renew(f->st, a, "w1", T0 + 40000, 1000, f->err, sizeof(f->err)),
+    assert_int_equal(store_renew(f->st, a, "w1", AT(T0 + 40000), 1000, f->err, sizeof(f->err)),
                      APBOT_E_STATE);
-    assert_int_equal(store_renew(f->st, a, "w2", T0 + 40000, 1000, f->err, sizeof(f->err)),
+    assert_int_equal(store_renew(f->st, a, "w2", AT(T0 + 40000), 1000, f->err, sizeof(f->err)),
                      APBOT_OK);
 
     /* A due reconciliation goes before a new item that has been due for longer. */
@@ -492,10 +519,14 @@ static int hammer(const char *path, const char *owner, int fd)
     if (store_open(path, &st, err, sizeof(err)) != APBOT_OK)
         return 10;
     struct machine_policy pol = machine_policy_default();
+    struct machine_counters fresh = {0};
+    struct machine_step claimed;
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed) != APBOT_OK)
+        return 13;
     int busy = 0;
     for (;;) {
         struct store_item it;
-        int rc = store_claim(st, owner, T0 + 1000000, 60000, &pol, &it, err, sizeof(err));
+        int rc = store_claim(st, owner, AT(T0 + 1000000), 60000, &claimed, &it, err, sizeof(err));
         if (rc == APBOT_E_NOTFOUND)
             break;
         if (rc == APBOT_E_BUSY && ++busy < 100)
@@ -587,10 +618,9 @@ static void test_store_apply_checks_state_and_lease(void **state)
     struct store_change ch = {.from = MACHINE_POSTING,
                               .event = MACHINE_EV_CONFIRMED,
                               .step = &step,
-                              .next_at = T0,
                               .erp_doc = "D-9",
                               .actor = "runner:w"};
-    assert_int_equal(store_apply(f->st, id, "w", &ch, T0 + 2, f->err, sizeof(f->err)),
+    assert_int_equal(store_apply(f->st, id, "w", &ch, AT(T0 + 2), NULL, f->err, sizeof(f->err)),
                      APBOT_E_STATE);
     assert_int_equal(n_events(f, id), events);
     assert_int_equal(state_of(f, id), MACHINE_CHECKING);
@@ -673,10 +703,12 @@ static void test_store_unknown_state_is_left_alone(void **state)
     struct machine_step step = {.next = MACHINE_NEW, .why = "x"};
     struct store_change ch = {
         .from = MACHINE_NEW, .event = MACHINE_EV_RESOLVE_REQUEUE, .step = &step};
-    assert_int_equal(store_apply(f->st, id, NULL, &ch, T0, f->err, sizeof(f->err)), APBOT_E_STATE);
+    assert_int_equal(store_apply(f->st, id, NULL, &ch, AT(T0), NULL, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
     assert_non_null(strstr(f->err, "parked"));
     int n = -1;
-    assert_int_equal(store_recover(f->st, T0 + 10, &f->pol, &n, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_recover(f->st, AT(T0 + 10), &f->pol, &n, f->err, sizeof(f->err)),
+                     APBOT_OK);
     assert_int_equal(n, 0);
     struct store_counts c;
     assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
@@ -719,7 +751,7 @@ static void test_store_evidence_round_trip(void **state)
                                 .rule = "success-banner",
                                 .outcome = "completed",
                                 .excerpt = "<p>Saved as D-1</p>"};
-    assert_int_equal(store_add_evidence(f->st, id, &ev, T0, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_add_evidence(f->st, id, &ev, AT(T0), f->err, sizeof(f->err)), APBOT_OK);
     struct ev_seen s = {0};
     assert_int_equal(store_each_evidence(f->st, id, grab_evidence, &s, f->err, sizeof(f->err)),
                      APBOT_OK);
@@ -741,7 +773,8 @@ static void test_store_evidence_round_trip(void **state)
     ev.excerpt = page;
     ev.rule = NULL;
     ev.url = "http://erp/ap/search";
-    assert_int_equal(store_add_evidence(f->st, id, &ev, T0 + 1, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_add_evidence(f->st, id, &ev, AT(T0 + 1), f->err, sizeof(f->err)),
+                     APBOT_OK);
     free(page);
     memset(&s, 0, sizeof(s));
     assert_int_equal(store_each_evidence(f->st, id, grab_evidence, &s, f->err, sizeof(f->err)),
@@ -777,12 +810,12 @@ static void test_store_recover_after_crash(void **state)
 
     int n = -1;
     /* Leases of "dead" run to T0+30010: nothing expired yet. */
-    assert_int_equal(store_recover(f->st, T0 + 30005, &f->pol, &n, f->err, sizeof(f->err)),
+    assert_int_equal(store_recover(f->st, AT(T0 + 30005), &f->pol, &n, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(n, 0);
     int ev_post = n_events(f, post);
     assert_int_equal(
-        store_recover_settle(f->st, T0 + 40000, 60000, &f->pol, &n, f->err, sizeof(f->err)),
+        store_recover_settle(f->st, AT(T0 + 40000), 60000, &f->pol, &n, f->err, sizeof(f->err)),
         APBOT_OK);
     assert_int_equal(n, 3);
     assert_int_equal(n_events(f, post), ev_post + 1);
@@ -795,12 +828,21 @@ static void test_store_recover_after_crash(void **state)
     store_item_done(&it);
     assert_int_equal(store_get(f->st, post, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.state, MACHINE_RECONCILING);
-    assert_int_equal(it.next_at, T0 + 20 + 60000); /* last_post_at + settle */
+    /* The form may have gone out until the runner died: the settle delay counts from the
+     * moment the crash was recorded, never from the intent. */
+    assert_int_equal(it.next_at, T0 + 40000 + 60000);
+    assert_int_equal(it.next_mono, M0 + 40000 + 60000);
+    assert_true(it.has_settle);
+    assert_int_equal(it.settle_mono, M0 + 40000);
+    assert_int_equal(it.settle_at, T0 + 40000);
     assert_int_equal(it.counters.posts, 1);
     store_item_done(&it);
     assert_int_equal(store_get(f->st, rec, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.state, MACHINE_RECONCILING);
     assert_null(it.lease_owner);
+    /* already reconciling since T0 + 30: the settle delay keeps its base */
+    assert_int_equal(it.settle_mono, M0 + 30);
+    assert_int_equal(it.next_mono, M0 + 30 + 60000);
     store_item_done(&it);
     struct last_event e = last_event(f, post);
     assert_string_equal(e.event, "lease-expired");
@@ -811,19 +853,22 @@ static void test_store_recover_after_crash(void **state)
     assert_int_equal(step_item(f, f->st, post, "dead", MACHINE_EV_CONFIRMED, T0 + 40001, "D", NULL),
                      APBOT_E_STATE);
     /* checking went back to new, due at once; the reconciling pair waits out the settle
-     * delay after their last post. */
+     * delay from their settle base. */
     assert_int_equal(claim_id(f, f->st, "w", T0 + 40001), chk);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 40001), 0);
-    assert_int_equal(claim_id(f, f->st, "w", T0 + 20 + 60000), post);
-    assert_int_equal(claim_id(f, f->st, "w", T0 + 20 + 60000), rec);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 30 + 60000 - 1), 0);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 30 + 60000), rec);
+    assert_int_equal(step_item(f, f->st, rec, "w", MACHINE_EV_FOUND, T0 + 60031, "D-3", NULL),
+                     APBOT_OK);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 40000 + 60000 - 1), 0);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 40000 + 60000), post);
 
     /* store_recover (no settle delay) makes a reconciling item due at once. */
-    assert_int_equal(store_recover(f->st, T0 + 200000, &f->pol, &n, f->err, sizeof(f->err)),
+    assert_int_equal(store_recover(f->st, AT(T0 + 200000), &f->pol, &n, f->err, sizeof(f->err)),
                      APBOT_OK);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 3);
     /* Reconciliations first (due now, not settled), then the new items. */
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), post);
-    assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), rec);
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), chk);
     assert_int_equal(claim_id(f, f->st, "w2", T0 + 200000), live);
 }
@@ -897,9 +942,1055 @@ static void test_store_counts_and_each(void **state)
     assert_int_equal(it.id, 3);
     store_item_done(&it);
 
-    int64_t due = 0;
-    assert_int_equal(store_next_due(f->st, &due, f->err, sizeof(f->err)), APBOT_OK);
-    assert_int_equal(due, T0 + 4000);
+    int64_t wait = -7;
+    assert_int_equal(store_next_due(f->st, AT(T0 + 1000), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(wait, 3000); /* item 4, due at T0 + 4000 on the mono clock */
+    assert_int_equal(store_next_due(f->st, AT(T0 + 4000), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(wait, 0);
+}
+
+/* ---- pure decisions (the same for every backend) ---- */
+
+/* An item carrying only the stamps the decisions read. lease_owner is borrowed: never pass
+ * the result to store_item_done. */
+static struct store_item stamps(const char *boot, int64_t next_mono, const char *owner,
+                                int64_t lease_mono, bool has_settle, int64_t settle_mono)
+{
+    struct store_item it;
+    memset(&it, 0, sizeof(it));
+    snprintf(it.clock_boot, sizeof(it.clock_boot), "%s", boot);
+    it.next_mono = next_mono;
+    it.lease_owner = (char *)owner;
+    it.lease_mono = lease_mono;
+    it.has_settle = has_settle;
+    it.settle_mono = settle_mono;
+    return it;
+}
+
+static void test_store_settle_table(void **state)
+{
+    (void)state;
+    static const struct {
+        bool has;
+        const char *boot;
+        int64_t base, now_mono, now_wall;
+        const char *now_boot;
+        int64_t settle_ms, want_wait;
+        const char *note;
+    } rows[] = {
+        {false, BOOT_A, 0, 1000, T0, BOOT_A, 5000, 0, "nothing posted: settled"},
+        {true, BOOT_A, 1000, 1000, T0, BOOT_A, 5000, 5000, "just marked"},
+        {true, BOOT_A, 1000, 5999, T0, BOOT_A, 5000, 1, "1 ms short"},
+        {true, BOOT_A, 1000, 6000, T0, BOOT_A, 5000, 0, "exactly passed"},
+        {true, BOOT_A, 1000, 6000, T0 - 3600000, BOOT_A, 5000, 0, "wall stepped back: no matter"},
+        {true, BOOT_A, 1000, 1200, T0 + 3600000, BOOT_A, 5000, 4800, "wall +1 h: no matter"},
+        {true, BOOT_A, 1000, 1200, T0 + 10000, BOOT_A, 5000, 4800, "wall +10 s: no matter"},
+        {true, BOOT_A, 9000, 1000, T0, BOOT_A, 5000, 13000, "base ahead: never shortened"},
+        {true, BOOT_A, 1000, 999999, T0, BOOT_B, 5000, 5000, "another boot: counted again"},
+        {true, BOOT_A, 999999, 10, T0, BOOT_B, 5000, 5000, "another boot, small mono"},
+        {true, "", 0, 999999, T0, BOOT_B, 5000, 5000, "an unstamped (migrated) row"},
+        {true, BOOT_A, 1000, 1000, T0, BOOT_A, 0, 0, "no settle delay configured"},
+        {false, BOOT_A, 0, 1000, T0, BOOT_B, 5000, 0, "nothing posted, any boot"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct store_item it = stamps(rows[i].boot, 0, NULL, 0, rows[i].has, rows[i].base);
+        const struct apbot_now *now = AT2(rows[i].now_wall, rows[i].now_mono, rows[i].now_boot);
+        int64_t wait = store_settle_wait_ms(&it, now, rows[i].settle_ms);
+        if (wait != rows[i].want_wait)
+            fail_msg("row %zu (%s): wait %" PRId64 ", want %" PRId64, i, rows[i].note, wait,
+                     rows[i].want_wait);
+        assert_int_equal(store_settled(&it, now, rows[i].settle_ms), rows[i].want_wait == 0);
+    }
+}
+
+static void test_store_step_delay_table(void **state)
+{
+    (void)state;
+    static const struct {
+        enum machine_delay delay;
+        bool mark, has_settle;
+        int64_t base, now_mono;
+        const char *now_boot;
+        int64_t backoff_ms, settle_ms, want;
+        const char *note;
+    } rows[] = {
+        {MACHINE_DELAY_NONE, false, true, 100, 200, BOOT_A, 700, 5000, 0, "now"},
+        {MACHINE_DELAY_NONE, true, true, 100, 200, BOOT_A, 700, 5000, 0, "now, even if marked"},
+        {MACHINE_DELAY_BACKOFF, false, false, 0, 200, BOOT_A, 700, 5000, 700, "the drawn backoff"},
+        {MACHINE_DELAY_BACKOFF, false, false, 0, 200, BOOT_A, -5, 5000, 0, "never negative"},
+        {MACHINE_DELAY_SETTLE, true, false, 0, 200, BOOT_A, 700, 5000, 5000, "posting -> unknown"},
+        {MACHINE_DELAY_SETTLE, true, true, 100, 4000, BOOT_A, 700, 5000, 5000,
+         "a new mark restarts it"},
+        {MACHINE_DELAY_SETTLE, false, true, 100, 4000, BOOT_A, 700, 5000, 1100,
+         "reconciling keeps its base"},
+        {MACHINE_DELAY_SETTLE, false, true, 100, 9000, BOOT_A, 700, 5000, 0, "already settled"},
+        {MACHINE_DELAY_SETTLE, false, true, 100, 9000, BOOT_B, 700, 5000, 5000,
+         "another boot: counted again"},
+        {MACHINE_DELAY_SETTLE, false, false, 0, 9000, BOOT_A, 700, 5000, 0, "nothing to settle"},
+        {MACHINE_DELAY_SETTLE, true, true, 100, 200, BOOT_A, 700, 0, 0, "no settle delay"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct store_item it = stamps(BOOT_A, 0, NULL, 0, rows[i].has_settle, rows[i].base);
+        struct machine_step step = {.next = MACHINE_RECONCILING,
+                                    .delay = rows[i].delay,
+                                    .settle_mark = rows[i].mark,
+                                    .why = "t"};
+        int64_t got = store_step_delay_ms(&it, &step, AT2(T0, rows[i].now_mono, rows[i].now_boot),
+                                          rows[i].backoff_ms, rows[i].settle_ms);
+        if (got != rows[i].want)
+            fail_msg("row %zu (%s): %" PRId64 ", want %" PRId64, i, rows[i].note, got,
+                     rows[i].want);
+    }
+}
+
+static void test_store_due_and_lease_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *boot, *owner;
+        int64_t next_mono, lease_mono, now_mono;
+        const char *now_boot;
+        bool due, live;
+    } rows[] = {
+        {BOOT_A, NULL, 100, 0, 100, BOOT_A, true, false},
+        {BOOT_A, NULL, 101, 0, 100, BOOT_A, false, false},
+        {BOOT_A, "w", 100, 200, 150, BOOT_A, true, true},
+        {BOOT_A, "w", 100, 200, 200, BOOT_A, true, false}, /* expires at its stamp */
+        {BOOT_A, "w", 900, 9000, 10, BOOT_B, true, false}, /* another boot: due, expired */
+        {"", "w", 900, 9000, 10, BOOT_B, true, false},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct store_item it =
+            stamps(rows[i].boot, rows[i].next_mono, rows[i].owner, rows[i].lease_mono, false, 0);
+        const struct apbot_now *now = AT2(T0, rows[i].now_mono, rows[i].now_boot);
+        if (store_due(&it, now) != rows[i].due || store_lease_live(&it, now) != rows[i].live)
+            fail_msg("row %zu: due %d live %d", i, store_due(&it, now), store_lease_live(&it, now));
+    }
+}
+
+static void test_store_lease_allows_table(void **state)
+{
+    (void)state;
+    enum { LIVE, EXPIRED, NONE };
+    static const struct {
+        int lease;         /* the row's lease */
+        const char *owner; /* the caller */
+        bool take_over;
+        enum machine_event ev;
+        int want;
+        const char *note;
+    } rows[] = {
+        {LIVE, "w", false, MACHINE_EV_FOUND, APBOT_OK, "the owner"},
+        {EXPIRED, "w", false, MACHINE_EV_FOUND, APBOT_OK, "a late but unchallenged owner"},
+        {LIVE, "x", false, MACHINE_EV_FOUND, APBOT_E_STATE, "someone else"},
+        {NONE, "w", false, MACHINE_EV_FOUND, APBOT_E_STATE, "lease lost"},
+        {LIVE, "w", true, MACHINE_EV_FOUND, APBOT_E_INVAL, "owner + take_over"},
+        {LIVE, NULL, false, MACHINE_EV_RESOLVE_POSTED, APBOT_E_STATE, "operator vs live lease"},
+        {EXPIRED, NULL, false, MACHINE_EV_RESOLVE_POSTED, APBOT_OK, "operator, expired lease"},
+        {NONE, NULL, false, MACHINE_EV_RESOLVE_POSTED, APBOT_OK, "operator, no lease"},
+        {EXPIRED, NULL, true, MACHINE_EV_LEASE_EXPIRED, APBOT_OK, "recovery"},
+        {LIVE, NULL, true, MACHINE_EV_LEASE_EXPIRED, APBOT_E_STATE, "recovery vs live lease"},
+        {NONE, NULL, true, MACHINE_EV_LEASE_EXPIRED, APBOT_E_STATE, "already recovered"},
+        {LIVE, NULL, true, MACHINE_EV_DOC_CONFLICT, APBOT_OK, "one document, one item"},
+        {NONE, NULL, true, MACHINE_EV_DOC_CONFLICT, APBOT_OK, "doc-conflict, no lease"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct store_item it = stamps(BOOT_A, 0, rows[i].lease == NONE ? NULL : "w",
+                                      rows[i].lease == LIVE ? 500 : 100, false, 0);
+        int got = store_lease_allows(&it, AT2(T0, 300, BOOT_A), rows[i].owner, rows[i].take_over,
+                                     rows[i].ev);
+        if (got != rows[i].want)
+            fail_msg("row %zu (%s): %d, want %d", i, rows[i].note, got, rows[i].want);
+    }
+}
+
+static void test_store_restamp_table(void **state)
+{
+    (void)state;
+    /* same boot: untouched */
+    struct store_item it = stamps(BOOT_A, 900, "w", 950, true, 800);
+    assert_false(store_restamp(&it, AT2(T0, 10, BOOT_A)));
+    assert_int_equal(it.next_mono, 900);
+    assert_int_equal(it.lease_mono, 950);
+    assert_int_equal(it.settle_mono, 800);
+    /* another boot: due now, lease expired, settle counted again from now */
+    it = stamps(BOOT_A, 900, "w", 950, true, 800);
+    it.settle_at = T0 - 5;
+    assert_true(store_restamp(&it, AT2(T0 + 7, 10, BOOT_B)));
+    assert_string_equal(it.clock_boot, BOOT_B);
+    assert_int_equal(it.next_mono, 10);
+    assert_int_equal(it.next_at, T0 + 7);
+    assert_int_equal(it.lease_mono, 10);
+    assert_false(store_lease_live(&it, AT2(T0 + 7, 10, BOOT_B)));
+    assert_int_equal(it.settle_mono, 10);
+    assert_int_equal(it.settle_at, T0 - 5); /* for people: when it began */
+    assert_false(store_settled(&it, AT2(T0 + 7, 10 + 4999, BOOT_B), 5000));
+    assert_true(store_settled(&it, AT2(T0 + 7, 10 + 5000, BOOT_B), 5000));
+    /* nothing to settle stays so; no lease stays unleased */
+    it = stamps("", 900, NULL, 0, false, 0);
+    assert_true(store_restamp(&it, AT2(T0, 10, BOOT_B)));
+    assert_false(it.has_settle);
+    assert_int_equal(it.lease_mono, 0);
+}
+
+/* ---- clocks in the queue ---- */
+
+static struct store_item get(struct fx *f, int64_t id)
+{
+    struct store_item it;
+    assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    return it;
+}
+
+/* Claims one item with a clock reading of the test's choosing. 0 when nothing is due. */
+static int64_t claim_at(struct fx *f, const char *owner, const struct apbot_now *now)
+{
+    struct store_item it;
+    int rc = store_claim(f->st, owner, now, 30000, &f->claimed, &it, f->err, sizeof(f->err));
+    if (rc == APBOT_E_NOTFOUND)
+        return 0;
+    if (rc != APBOT_OK)
+        fail_msg("claim: %s", f->err);
+    int64_t id = it.id;
+    store_item_done(&it);
+    return id;
+}
+
+/*
+ * The settle delay and the due time run on the mono clock: a wall clock stepped +10 s or
+ * +1 h does not make a reconciliation due, a step back does not stall it, and the settle
+ * base is the moment the ambiguity was recorded (not the intent, not the event log).
+ */
+static void test_store_settle_runs_on_mono_not_wall(void **state)
+{
+    struct fx *f = *state;
+    f->settle_ms = 60000;
+    int64_t id = enq(f, 1, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 10), id);
+    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_NOT_FOUND, T0 + 20, NULL, NULL),
+                     APBOT_OK);
+    struct store_item it = get(f, id);
+    assert_int_equal(it.state, MACHINE_POSTING);
+    assert_false(it.has_settle); /* an intent is not a send */
+    store_item_done(&it);
+    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_UNKNOWN, T0 + 100, NULL, NULL),
+                     APBOT_OK);
+    it = get(f, id);
+    assert_int_equal(it.state, MACHINE_RECONCILING);
+    assert_true(it.has_settle);
+    assert_int_equal(it.settle_mono, M0 + 100);
+    assert_int_equal(it.settle_at, T0 + 100);
+    assert_int_equal(it.next_mono, M0 + 100 + 60000);
+    assert_int_equal(it.next_at, T0 + 100 + 60000);
+    assert_string_equal(it.clock_boot, BOOT_A);
+
+    /* +10 s and +1 h on the wall, 0.2 s on the mono clock: not due, not settled. */
+    const int64_t steps[] = {10000, 3600000, -3600000};
+    for (size_t i = 0; i < 3; i++) {
+        const struct apbot_now *now = AT2(T0 + 300 + 60000 + steps[i], M0 + 300, BOOT_A);
+        assert_false(store_settled(&it, now, 60000));
+        assert_int_equal(store_settle_wait_ms(&it, now, 60000), 59800);
+    }
+    store_item_done(&it);
+    /* the lease was kept (keep_lease): it expires on the mono clock too */
+    assert_int_equal(claim_at(f, "x", AT2(T0 + 3600000, M0 + 30009, BOOT_A)), 0);
+    assert_int_equal(claim_at(f, "x", AT2(T0 + 60000 + 3600000, M0 + 300, BOOT_A)), 0);
+    /* The wall clock stepped back an hour: due on time all the same. */
+    assert_int_equal(claim_at(f, "x", AT2(T0 - 3600000, M0 + 100 + 60000 - 1, BOOT_A)), 0);
+    assert_int_equal(claim_at(f, "x", AT2(T0 - 3600000, M0 + 100 + 60000, BOOT_A)), id);
+    it = get(f, id);
+    assert_true(store_settled(&it, AT2(T0 - 3600000, M0 + 100 + 60000, BOOT_A), 60000));
+    store_item_done(&it);
+
+    /* A post provably never sent does not restart the settle delay. */
+    int64_t ns = enq(f, 2, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1000), ns);
+    assert_int_equal(step_item(f, f->st, ns, "w", MACHINE_EV_NOT_FOUND, T0 + 1001, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, ns, "w", MACHINE_EV_NOT_SENT, T0 + 1002, NULL, NULL),
+                     APBOT_OK);
+    it = get(f, ns);
+    assert_int_equal(it.state, MACHINE_NEW);
+    assert_false(it.has_settle);
+    assert_true(store_settled(&it, AT(T0 + 1003), 60000));
+    store_item_done(&it);
+}
+
+/* resolve --requeue: the settle delay still counts from the item's last possible send. */
+static void test_store_requeue_keeps_the_settle_base(void **state)
+{
+    struct fx *f = *state;
+    f->settle_ms = 10000;
+    int64_t id = enq(f, 1, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), id);
+    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_NOT_FOUND, T0 + 2, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_UNKNOWN, T0 + 100, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(
+        step_item(f, f->st, id, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 200, NULL, "amount differs"),
+        APBOT_OK);
+    assert_int_equal(state_of(f, id), MACHINE_MANUAL_REVIEW);
+    assert_int_equal(step_item(f, f->st, id, NULL, MACHINE_EV_RESOLVE_REQUEUE, T0 + 300, NULL, ""),
+                     APBOT_OK);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 400), id);
+    /* checking, 0.3 s after the ambiguity: not found is no confirmed absence yet */
+    assert_int_equal(step_item(f, f->st, id, "w", MACHINE_EV_NOT_FOUND, T0 + 400, NULL, NULL),
+                     APBOT_OK);
+    struct store_item it = get(f, id);
+    assert_int_equal(it.state, MACHINE_NEW);
+    assert_int_equal(it.counters.posts, 0);
+    assert_int_equal(it.next_mono, M0 + 100 + 10000); /* from the base, not from now */
+    store_item_done(&it);
+    assert_int_equal(claim_id(f, f->st, "w2", T0 + 100 + 10000 - 1), 0);
+    assert_int_equal(claim_id(f, f->st, "w2", T0 + 100 + 10000), id);
+    assert_int_equal(
+        step_item(f, f->st, id, "w2", MACHINE_EV_NOT_FOUND, T0 + 100 + 10000, NULL, NULL),
+        APBOT_OK);
+    assert_int_equal(state_of(f, id), MACHINE_POSTING);
+}
+
+/*
+ * After a reboot (another boot id) every row counts as due now with its lease expired, and
+ * its settle delay is counted again from when this boot first sees it, in that transaction.
+ */
+static void test_store_another_boot_restamps(void **state)
+{
+    struct fx *f = *state;
+    f->settle_ms = 60000;
+    int64_t rec = enq(f, 1, 0, T0, NULL);
+    int64_t chk = enq(f, 2, 0, T0, NULL);
+    int64_t later = enq(f, 3, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 10), rec);
+    assert_int_equal(step_item(f, f->st, rec, "w", MACHINE_EV_NOT_FOUND, T0 + 20, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, rec, "w", MACHINE_EV_UNKNOWN, T0 + 100, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 10), chk);
+    /* `later` backs off for an hour */
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 10), later);
+    struct store_item it = get(f, later);
+    struct machine_step step;
+    assert_int_equal(machine_next(it.state, MACHINE_EV_LOOKUP_FAILED, &it.counters, &f->pol, &step),
+                     APBOT_OK);
+    store_item_done(&it);
+    struct store_change ch = {.from = MACHINE_CHECKING,
+                              .event = MACHINE_EV_LOOKUP_FAILED,
+                              .step = &step,
+                              .backoff_ms = 3600000,
+                              .actor = "runner:w"};
+    assert_int_equal(store_apply(f->st, later, "w", &ch, AT(T0 + 20), NULL, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    /* Under boot A the reconciliation is 1 ms from settled. */
+    it = get(f, rec);
+    assert_int_equal(store_settle_wait_ms(&it, AT(T0 + 100 + 59999), 60000), 1);
+    store_item_done(&it);
+
+    /* Reboot: boot B, whose mono clock starts small. */
+    const int64_t B0 = 50;
+    const int64_t wall = T0 + 100 + 59999;
+    /* Everything is due at once, leases expired: the reconciliation goes first ... */
+    assert_int_equal(claim_at(f, "after", AT2(wall, B0, BOOT_B)), rec);
+    it = get(f, rec);
+    assert_string_equal(it.clock_boot, BOOT_B);
+    assert_string_equal(it.lease_owner, "after");
+    assert_int_equal(it.settle_mono, B0); /* counted again from first sight */
+    assert_int_equal(it.settle_at, T0 + 100);
+    assert_false(store_settled(&it, AT2(wall, B0 + 59999, BOOT_B), 60000)); /* never shortened */
+    assert_true(store_settled(&it, AT2(wall, B0 + 60000, BOOT_B), 60000));
+    store_item_done(&it);
+    /* ... the checking item's lease expired, the hour of backoff is over */
+    int n = 0;
+    assert_int_equal(
+        store_recover(f->st, AT2(wall, B0 + 1, BOOT_B), &f->pol, &n, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(state_of(f, chk), MACHINE_NEW);
+    assert_int_equal(claim_at(f, "after", AT2(wall, B0 + 2, BOOT_B)), later);
+    assert_int_equal(claim_at(f, "after", AT2(wall, B0 + 2, BOOT_B)), chk);
+
+    /* A second handle under the same boot does not re-stamp again. */
+    struct store *st2 = NULL;
+    assert_int_equal(store_open(f->path, &st2, f->err, sizeof(f->err)), APBOT_OK);
+    int64_t wait = -7;
+    assert_int_equal(
+        store_next_due(st2, AT2(wall, B0 + 5000, BOOT_B), &wait, f->err, sizeof(f->err)), APBOT_OK);
+    store_close(st2);
+    it = get(f, rec);
+    assert_int_equal(it.settle_mono, B0);
+    store_item_done(&it);
+}
+
+/* Whatever boot wrote a row last, every row stays visible to the next writer. */
+static void test_store_rows_of_any_boot_stay_claimable(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = enq(f, 1, 0, T0, NULL); /* boot A */
+    char key[32], fp[65];
+    struct store_new_item ni = mk_item(2, 0, key, fp);
+    enum store_enqueue_result r;
+    int64_t b = 0;
+    assert_int_equal(
+        store_enqueue_raw(f->st, &ni, AT2(T0 + 1, 7, BOOT_B), &r, &b, f->err, sizeof(f->err)),
+        APBOT_OK);
+    struct store_item it = get(f, a);
+    assert_string_equal(it.clock_boot, BOOT_B); /* brought under B with the new row */
+    store_item_done(&it);
+    assert_int_equal(claim_at(f, "w", AT(T0 + 2)), a);
+    assert_int_equal(claim_at(f, "w", AT(T0 + 2)), b);
+}
+
+/* ---- one document, one item ---- */
+
+/* step_item, returning the holder on a conflict. */
+static int step_doc(struct fx *f, int64_t id, const char *owner, enum machine_event ev, int64_t now,
+                    const char *doc, int64_t *ret_holder)
+{
+    struct store_item it = get(f, id);
+    struct machine_step step;
+    struct machine_counters c = it.counters;
+    c.settled = true;
+    int rc = machine_next(it.state, ev, &c, &f->pol, &step);
+    if (rc == APBOT_OK) {
+        struct store_change ch = {
+            .from = it.state,
+            .event = ev,
+            .step = &step,
+            .erp_doc = doc,
+            .actor = owner ? "runner:test" : "operator:test",
+            .keep_lease = owner && !machine_is_terminal(step.next),
+            .take_over = !owner && ev == MACHINE_EV_DOC_CONFLICT,
+        };
+        rc = store_apply(f->st, id, owner, &ch, AT(now), ret_holder, f->err, sizeof(f->err));
+    }
+    store_item_done(&it);
+    return rc;
+}
+
+static void test_store_one_document_one_item(void **state)
+{
+    struct fx *f = *state;
+    int64_t x = enq(f, 1, 0, T0, NULL);
+    int64_t y = enq(f, 2, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), x);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), y);
+    assert_int_equal(step_doc(f, x, "w", MACHINE_EV_FOUND, T0 + 2, "D-1", NULL), APBOT_OK);
+
+    /* y's lookup answers the same document: refused, nothing changed, x named. */
+    int events = n_events(f, y);
+    int64_t holder = -1;
+    assert_int_equal(step_doc(f, y, "w", MACHINE_EV_FOUND, T0 + 3, "D-1", &holder),
+                     APBOT_E_CONFLICT);
+    assert_int_equal(holder, x);
+    char want[32];
+    snprintf(want, sizeof(want), "#%" PRId64, x);
+    assert_non_null(strstr(f->err, want));
+    assert_int_equal(n_events(f, y), events);
+    struct store_item it = get(f, y);
+    assert_int_equal(it.state, MACHINE_CHECKING);
+    assert_null(it.erp_doc);
+    assert_string_equal(it.lease_owner, "w");
+    store_item_done(&it);
+
+    /* The caller sends both to a human: y as its owner, x (completed) by take-over. */
+    assert_int_equal(step_doc(f, y, "w", MACHINE_EV_DOC_CONFLICT, T0 + 4, NULL, NULL), APBOT_OK);
+    assert_int_equal(step_doc(f, x, NULL, MACHINE_EV_DOC_CONFLICT, T0 + 4, NULL, NULL), APBOT_OK);
+    assert_int_equal(state_of(f, x), MACHINE_MANUAL_REVIEW);
+    assert_int_equal(state_of(f, y), MACHINE_MANUAL_REVIEW);
+    it = get(f, x);
+    assert_string_equal(it.erp_doc, "D-1"); /* the evidence stays */
+    store_item_done(&it);
+
+    /* An operator cannot give y the same document either; another one is fine. */
+    holder = -1;
+    assert_int_equal(step_doc(f, y, NULL, MACHINE_EV_RESOLVE_POSTED, T0 + 5, "D-1", &holder),
+                     APBOT_E_CONFLICT);
+    assert_int_equal(holder, x);
+    assert_int_equal(step_doc(f, y, NULL, MACHINE_EV_RESOLVE_POSTED, T0 + 5, "D-2", NULL),
+                     APBOT_OK);
+    /* An empty document number is no document. */
+    assert_int_equal(step_doc(f, x, NULL, MACHINE_EV_RESOLVE_POSTED, T0 + 6, "", NULL),
+                     APBOT_E_INVAL);
+
+    /* The same item may carry its own document on: saved as D-5, finished as D-5. */
+    int64_t z = enq(f, 3, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 10), z);
+    assert_int_equal(step_doc(f, z, "w", MACHINE_EV_NOT_FOUND, T0 + 11, NULL, NULL), APBOT_OK);
+    assert_int_equal(step_doc(f, z, "w", MACHINE_EV_SAVED, T0 + 12, "D-5", NULL), APBOT_OK);
+    it = get(f, z);
+    assert_int_equal(it.state, MACHINE_FINISHING);
+    assert_string_equal(it.erp_doc, "D-5");
+    assert_true(it.has_settle); /* the committing step went out */
+    assert_string_equal(it.lease_owner, "w");
+    store_item_done(&it);
+
+    /* A live runner's item goes to review too: one document, one item outranks its work. */
+    int64_t v = enq(f, 4, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w2", T0 + 20), v);
+    holder = -1;
+    assert_int_equal(step_doc(f, v, "w2", MACHINE_EV_FOUND, T0 + 21, "D-5", &holder),
+                     APBOT_E_CONFLICT);
+    assert_int_equal(holder, z);
+    assert_int_equal(step_doc(f, z, NULL, MACHINE_EV_DOC_CONFLICT, T0 + 22, NULL, NULL), APBOT_OK);
+    assert_int_equal(state_of(f, z), MACHINE_MANUAL_REVIEW);
+    /* its runner finds out at its next write */
+    assert_int_equal(store_renew(f->st, z, "w", AT(T0 + 23), 1000, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
+    assert_int_equal(step_doc(f, z, "w", MACHINE_EV_CONFIRMED, T0 + 23, "D-5", NULL),
+                     APBOT_E_STATE);
+}
+
+/* ---- recovery: the store half ---- */
+
+struct expired_seen {
+    int n;
+    int64_t ids[8];
+};
+
+static int note_expired(void *ctx, const struct store_item *it)
+{
+    struct expired_seen *e = ctx;
+    if (e->n < 8)
+        e->ids[e->n] = it->id;
+    e->n++;
+    return 0;
+}
+
+static void test_store_expired_and_take_over(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = enq(f, 1, 0, T0, NULL);
+    int64_t b = enq(f, 2, 0, T0, NULL);
+    (void)enq(f, 3, 0, T0, NULL);                                 /* never leased */
+    assert_int_equal(claim_id(f, f->st, "dead", T0), a);          /* expires T0 + 30000 */
+    assert_int_equal(claim_id(f, f->st, "alive", T0 + 20000), b); /* expires T0 + 50000 */
+
+    struct expired_seen e = {0};
+    assert_int_equal(
+        store_each_expired(f->st, AT(T0 + 29999), 0, note_expired, &e, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(e.n, 0);
+    assert_int_equal(
+        store_each_expired(f->st, AT(T0 + 30000), 0, note_expired, &e, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(e.n, 1);
+    assert_int_equal(e.ids[0], a);
+
+    /* The caller applies lease-expired with take_over. */
+    struct store_item it = get(f, a);
+    struct machine_step step;
+    assert_int_equal(machine_next(it.state, MACHINE_EV_LEASE_EXPIRED, &it.counters, &f->pol, &step),
+                     APBOT_OK);
+    store_item_done(&it);
+    struct store_change ch = {.from = MACHINE_CHECKING,
+                              .event = MACHINE_EV_LEASE_EXPIRED,
+                              .step = &step,
+                              .actor = "recovery",
+                              .take_over = true};
+    assert_int_equal(store_apply(f->st, a, "x", &ch, AT(T0 + 30001), NULL, f->err, sizeof(f->err)),
+                     APBOT_E_INVAL); /* take_over is for owner-less changes */
+    assert_int_equal(store_apply(f->st, a, NULL, &ch, AT(T0 + 30001), NULL, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    it = get(f, a);
+    assert_int_equal(it.state, MACHINE_NEW);
+    assert_null(it.lease_owner);
+    store_item_done(&it);
+    struct last_event le = last_event(f, a);
+    assert_string_equal(le.event, "lease-expired");
+    assert_string_equal(le.actor, "recovery");
+    /* A second recoverer finds nothing to take over. */
+    ch.from = MACHINE_NEW;
+    assert_int_equal(store_apply(f->st, a, NULL, &ch, AT(T0 + 30002), NULL, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
+    /* A live lease is not taken over. */
+    ch.from = MACHINE_CHECKING;
+    assert_int_equal(store_apply(f->st, b, NULL, &ch, AT(T0 + 30002), NULL, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
+    assert_int_equal(state_of(f, b), MACHINE_CHECKING);
+    /* The dead owner is refused; the living one renews and goes on. */
+    assert_int_equal(step_item(f, f->st, a, "dead", MACHINE_EV_NOT_FOUND, T0 + 30003, NULL, NULL),
+                     APBOT_E_STATE);
+    assert_int_equal(store_renew(f->st, b, "alive", AT(T0 + 30003), 60000, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(
+        store_each_expired(f->st, AT(T0 + 60000), 0, note_expired, &e, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(e.n, 0);
+}
+
+/* ---- late commits ---- */
+
+static void test_store_late_commits(void **state)
+{
+    struct fx *f = *state;
+    struct store_late_commit lc = {.max_ms = -1};
+    assert_int_equal(store_late_commit(f->st, "classic", &lc, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(lc.max_ms, 0);
+    assert_int_equal(lc.at, 0);
+    assert_int_equal(lc.observations, 0);
+    assert_int_equal(
+        store_note_late_commit(f->st, "classic", 5000, AT(T0 + 1), f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(
+        store_note_late_commit(f->st, "classic", 12000, AT(T0 + 2), f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(
+        store_note_late_commit(f->st, "classic", 8000, AT(T0 + 3), f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(store_note_late_commit(f->st, "acme", 700, AT(T0 + 4), f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(store_late_commit(f->st, "classic", &lc, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(lc.max_ms, 12000);
+    assert_int_equal(lc.at, T0 + 2);
+    assert_int_equal(lc.observations, 3);
+    assert_int_equal(store_late_commit(f->st, "acme", &lc, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(lc.max_ms, 700);
+    assert_int_equal(store_note_late_commit(f->st, "classic", -1, AT(T0), f->err, sizeof(f->err)),
+                     APBOT_E_INVAL);
+    assert_int_equal(store_note_late_commit(f->st, "", 1, AT(T0), f->err, sizeof(f->err)),
+                     APBOT_E_INVAL);
+    /* kept across handles (and runs) */
+    store_close(f->st);
+    assert_int_equal(store_open(f->path, &f->st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_late_commit(f->st, "classic", &lc, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(lc.max_ms, 12000);
+}
+
+/* ---- a busy database does not end the run ---- */
+
+static int64_t mono_now(void)
+{
+    return apbot_clock_mono_ms();
+}
+
+static void test_store_busy_retries_are_bounded(void **state)
+{
+    struct fx *f = *state;
+    (void)enq(f, 1, 0, T0, NULL);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    store_set_busy_timeout(f->st, 20);
+    store_set_busy_retries(f->st, 3);
+    int64_t t = mono_now();
+    struct store_item it = {.id = -7};
+    assert_int_equal(
+        store_claim(f->st, "w", AT(T0 + 1), 1000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_E_BUSY);
+    int64_t took = mono_now() - t;
+    assert_int_equal(it.id, -7);
+    assert_int_equal(store_busy_retried(f->st), 3);
+    /* four attempts of 20 ms plus pauses of at least 10 + 20 + 40 ms */
+    assert_true(took >= 4 * 20 + 70);
+    assert_int_equal(sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+}
+
+struct holder {
+    sqlite3 *db;
+    int hold_ms;
+};
+
+static void *release_later(void *arg)
+{
+    struct holder *h = arg;
+    struct timespec ts = {.tv_sec = h->hold_ms / 1000, .tv_nsec = (h->hold_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
+    return NULL;
+}
+
+/* A write lock held far longer than the busy timeout: the store retries and gets through. */
+static void test_store_busy_retry_outlasts_a_lock(void **state)
+{
+    struct fx *f = *state;
+    int64_t id = enq(f, 1, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), id);
+    struct holder h = {.hold_ms = 200};
+    assert_int_equal(sqlite3_open(f->path, &h.db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h.db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    store_set_busy_timeout(f->st, 10);
+    /* 20 retries span well over ten seconds: far beyond the 200 ms hold, on any machine */
+    store_set_busy_retries(f->st, 20);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_later, &h), 0);
+    assert_int_equal(store_renew(f->st, id, "w", AT(T0 + 2), 30000, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    sqlite3_close(h.db);
+    assert_true(store_busy_retried(f->st) >= 1); /* the lock was held 20x the timeout */
+}
+
+#define PRESSURE_ITEMS 24
+#define PRESSURE_ROUNDS 40
+
+/* Holds the write lock 80 ms of every 100 for ~2 s; writes "1" to fd once it first holds. */
+static int pressure(const char *path, int fd)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK)
+        return 20;
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS pressure (n INTEGER)", NULL, NULL, NULL) !=
+        SQLITE_OK)
+        return 21;
+    int64_t end = mono_now() + 2000;
+    bool told = false;
+    for (int n = 0; mono_now() < end; n++) {
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+            continue;
+        char sql[64];
+        snprintf(sql, sizeof(sql), "INSERT INTO pressure VALUES (%d)", n);
+        (void)sqlite3_exec(db, sql, NULL, NULL, NULL);
+        if (!told) {
+            char one = '1';
+            if (write(fd, &one, 1) != 1)
+                return 22;
+            told = true;
+        }
+        struct timespec hold = {.tv_nsec = 80 * 1000000L}, gap = {.tv_nsec = 20 * 1000000L};
+        nanosleep(&hold, NULL);
+        if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            return 23;
+        nanosleep(&gap, NULL);
+    }
+    sqlite3_close(db);
+    return 0;
+}
+
+struct tally {
+    int64_t claims, applies, renewals, retried;
+};
+
+/*
+ * A worker: claims, renews twice, records a failed lookup (attempts + 1, due again at once),
+ * PRESSURE_ROUNDS times, under a busy timeout far below the pressure's hold. Any error that
+ * surfaces is a failure (exit code); the tally goes to fd.
+ */
+static int worker(const char *path, const char *owner, int fd)
+{
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    if (store_open(path, &st, err, sizeof(err)) != APBOT_OK)
+        return 30;
+    store_set_busy_timeout(st, 20);
+    store_set_busy_retries(st, 60); /* a window far longer than the pressure lasts */
+    struct machine_policy pol = {.max_posts = 2, .max_cycles = 5, .max_attempts = 100000};
+    struct machine_counters fresh = {0};
+    struct machine_step claimed;
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed) != APBOT_OK)
+        return 31;
+    struct tally t = {0};
+    for (int round = 0; round < PRESSURE_ROUNDS;) {
+        struct store_item it;
+        int rc = store_claim(st, owner, NULL, 60000, &claimed, &it, err, sizeof(err));
+        if (rc == APBOT_E_NOTFOUND) {
+            struct timespec ts = {.tv_nsec = 2 * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (rc != APBOT_OK) {
+            fprintf(stderr, "%s: claim: %s\n", owner, err);
+            return 32;
+        }
+        t.claims++;
+        for (int k = 0; k < 2; k++) {
+            if (store_renew(st, it.id, owner, NULL, 60000, err, sizeof(err)) != APBOT_OK) {
+                fprintf(stderr, "%s: renew: %s\n", owner, err);
+                return 33;
+            }
+            t.renewals++;
+        }
+        struct machine_step step;
+        if (machine_next(it.state, MACHINE_EV_LOOKUP_FAILED, &it.counters, &pol, &step) != APBOT_OK)
+            return 34;
+        struct store_change ch = {.from = it.state,
+                                  .event = MACHINE_EV_LOOKUP_FAILED,
+                                  .step = &step,
+                                  .backoff_ms = 0,
+                                  .actor = owner};
+        rc = store_apply(st, it.id, owner, &ch, NULL, NULL, err, sizeof(err));
+        store_item_done(&it);
+        if (rc != APBOT_OK) {
+            fprintf(stderr, "%s: apply: %s\n", owner, err);
+            return 35;
+        }
+        t.applies++;
+        round++;
+    }
+    t.retried = store_busy_retried(st);
+    store_close(st);
+    if (write(fd, &t, sizeof(t)) != (ssize_t)sizeof(t))
+        return 36;
+    return 0;
+}
+
+struct event_tally {
+    int claimed, failed;
+};
+
+static int tally_event(void *ctx, const struct store_event_row *row)
+{
+    struct event_tally *t = ctx;
+    t->claimed += strcmp(row->event, "claimed") == 0;
+    t->failed += strcmp(row->event, "lookup-failed") == 0;
+    return 0;
+}
+
+static void test_store_busy_two_processes_under_write_pressure(void **state)
+{
+    struct fx *f = *state;
+    for (int i = 0; i < PRESSURE_ITEMS; i++)
+        (void)enq(f, i, 0, T0, NULL);
+    /* The workers read the real clock: their first write re-stamps these rows (another
+     * boot id than the test's), due at once. */
+    int pp[2];
+    assert_int_equal(pipe(pp), 0);
+    pid_t pres = fork();
+    assert_true(pres >= 0);
+    if (pres == 0) {
+        close(pp[0]);
+        _exit(pressure(f->path, pp[1]));
+    }
+    close(pp[1]);
+    char one = 0;
+    assert_int_equal(read(pp[0], &one, 1), 1); /* the pressure holds the lock */
+    close(pp[0]);
+
+    int fds[2][2];
+    pid_t pid[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(pipe(fds[k]), 0);
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            close(fds[k][0]);
+            _exit(worker(f->path, k ? "worker-b" : "worker-a", fds[k][1]));
+        }
+        close(fds[k][1]);
+    }
+    struct tally sum = {0};
+    for (int k = 0; k < 2; k++) {
+        struct tally t;
+        assert_int_equal(read(fds[k][0], &t, sizeof(t)), (ssize_t)sizeof(t));
+        close(fds[k][0]);
+        int status = 0;
+        assert_int_equal(waitpid(pid[k], &status, 0), pid[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0); /* no error surfaced */
+        assert_int_equal(t.claims, PRESSURE_ROUNDS);
+        assert_int_equal(t.applies, PRESSURE_ROUNDS);
+        assert_int_equal(t.renewals, 2 * PRESSURE_ROUNDS);
+        sum.claims += t.claims;
+        sum.applies += t.applies;
+        sum.retried += t.retried;
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pres, &status, 0), pres);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    printf("two workers under write pressure: %" PRId64 " claims, %" PRId64 " applies, %" PRId64
+           " busy transactions retried, none surfaced\n",
+           sum.claims, sum.applies, sum.retried);
+    assert_true(sum.retried > 0); /* the pressure held the lock 4x the timeout, 80% of the time */
+
+    /* No lost update: every apply is in the counters and in the events, exactly once. */
+    int64_t attempts = 0;
+    struct event_tally et = {0};
+    for (int i = 1; i <= PRESSURE_ITEMS; i++) {
+        struct store_item it = get(f, i);
+        attempts += it.counters.attempts;
+        assert_null(it.lease_owner);
+        assert_int_equal(it.state, MACHINE_NEW);
+        store_item_done(&it);
+        assert_int_equal(store_each_event(f->st, i, tally_event, &et, f->err, sizeof(f->err)),
+                         APBOT_OK);
+    }
+    assert_int_equal(attempts, sum.applies);
+    assert_int_equal(et.failed, sum.applies);
+    assert_int_equal(et.claimed, sum.claims);
+}
+
+/* ---- files ---- */
+
+static void test_store_files_are_private(void **state)
+{
+    struct fx *f = *state;
+    char path[160], p[200];
+    snprintf(path, sizeof(path), "%s/private.db", f->dir);
+    mode_t old = umask(0); /* the worst umask: SQLite alone would create 0644 */
+    struct store *st = NULL;
+    assert_int_equal(store_open(path, &st, f->err, sizeof(f->err)), APBOT_OK);
+    char key[32], fp[65];
+    struct store_new_item ni = mk_item(1, 0, key, fp);
+    enum store_enqueue_result r;
+    int64_t id;
+    assert_int_equal(store_enqueue_raw(st, &ni, AT(T0), &r, &id, f->err, sizeof(f->err)), APBOT_OK);
+    umask(old);
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s%s", path, suffix[i]);
+        struct stat sb;
+        if (stat(p, &sb) != 0)
+            fail_msg("%s: missing", p);
+        if ((sb.st_mode & 0777) != 0600)
+            fail_msg("%s: mode %03o, want 600", p, (unsigned)(sb.st_mode & 0777));
+    }
+    store_close(st);
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s%s", path, suffix[i]);
+        unlink(p);
+    }
+}
+
+/* ---- migrations ---- */
+
+/* Schema version 1 exactly as shipped (migration 0 -> 1 of store.c, frozen). */
+static const char v1_schema[] =
+    "CREATE TABLE items ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " key TEXT NOT NULL UNIQUE,"
+    " fingerprint TEXT NOT NULL,"
+    " payload TEXT NOT NULL,"
+    " state TEXT NOT NULL,"
+    " posts INTEGER NOT NULL DEFAULT 0,"
+    " cycles INTEGER NOT NULL DEFAULT 0,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_at INTEGER NOT NULL,"
+    " last_post_at INTEGER NOT NULL DEFAULT 0,"
+    " lease_owner TEXT,"
+    " lease_until INTEGER NOT NULL DEFAULT 0,"
+    " erp_doc TEXT,"
+    " reason TEXT,"
+    " source TEXT NOT NULL,"
+    " vendor_id TEXT NOT NULL,"
+    " vendor_name TEXT,"
+    " invoice_number TEXT NOT NULL,"
+    " doc_type TEXT NOT NULL,"
+    " issue_date TEXT NOT NULL,"
+    " currency TEXT NOT NULL,"
+    " exponent INTEGER NOT NULL,"
+    " total INTEGER NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " updated_at INTEGER NOT NULL);"
+    /* claim: due items of one state in next_at order; also serves the counts per state */
+    "CREATE INDEX items_claim ON items(state, next_at);"
+    /* oldest pending per state, and list/each in age order */
+    "CREATE INDEX items_state_created ON items(state, created_at);"
+    /* recovery looks only at leased rows */
+    "CREATE INDEX items_lease ON items(lease_until) WHERE lease_owner IS NOT NULL;"
+    "CREATE TABLE events ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " item_id INTEGER NOT NULL REFERENCES items(id),"
+    " at INTEGER NOT NULL,"
+    " from_state TEXT,"
+    " to_state TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " detail TEXT,"
+    " actor TEXT NOT NULL);"
+    "CREATE INDEX events_item ON events(item_id, id);"
+    "CREATE TABLE evidence ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " item_id INTEGER NOT NULL REFERENCES items(id),"
+    " at INTEGER NOT NULL,"
+    " step TEXT NOT NULL,"
+    " method TEXT,"
+    " url TEXT,"
+    " http_status INTEGER NOT NULL DEFAULT 0,"
+    " elapsed_ms INTEGER NOT NULL DEFAULT 0,"
+    " transport TEXT,"
+    " rule TEXT,"
+    " outcome TEXT,"
+    " excerpt TEXT);"
+    "CREATE INDEX evidence_item ON evidence(item_id, id);"
+    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events"
+    " BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+    "CREATE TRIGGER events_no_delete BEFORE DELETE ON events"
+    " BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+    "CREATE TRIGGER evidence_no_update BEFORE UPDATE ON evidence"
+    " BEGIN SELECT RAISE(ABORT, 'evidence is append-only'); END;"
+    "CREATE TRIGGER evidence_no_delete BEFORE DELETE ON evidence"
+    " BEGIN SELECT RAISE(ABORT, 'evidence is append-only'); END;";
+
+/*
+ * A version-1 queue (wall-clock stamps only) is brought forward: its rows belong to no boot,
+ * so the first write re-stamps them (due now, leases expired, the settle delay counted again
+ * for every item that ever posted), and settle_at keeps when its ambiguity began.
+ */
+static void test_store_migrates_a_version_1_queue(void **state)
+{
+    struct fx *f = *state;
+    char path[160];
+    snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, v1_schema, NULL, NULL, NULL), SQLITE_OK);
+    char sql[1024];
+    /* a reconciling item leased by a runner of the old version, posted at T0 + 10 and
+     * ambiguous since T0 + 40; a completed one holding D-1 */
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO items (key, fingerprint, payload, state, posts, next_at, last_post_at,"
+             " lease_owner, lease_until, source, vendor_id, invoice_number, doc_type, issue_date,"
+             " currency, exponent, total, created_at, updated_at) VALUES"
+             " ('AP1-OLD1', 'f1', '{}', 'reconciling', 1, %lld, %lld, 'old-runner', %lld, 's',"
+             " 'V1', 'I1', 'invoice', '2024-01-31', 'EUR', 2, 100, %lld, %lld),"
+             " ('AP1-OLD2', 'f2', '{}', 'completed', 1, %lld, %lld, NULL, 0, 's', 'V1', 'I2',"
+             " 'invoice', '2024-01-31', 'EUR', 2, 100, %lld, %lld);"
+             "UPDATE items SET erp_doc = 'D-1' WHERE key = 'AP1-OLD2';"
+             "INSERT INTO events (item_id, at, from_state, to_state, event, actor) VALUES"
+             " (1, %lld, 'posting', 'reconciling', 'unknown', 'runner:old');"
+             "PRAGMA user_version = 1;",
+             (long long)(T0 + 9999999), (long long)(T0 + 10), (long long)(T0 + 9999999),
+             (long long)T0, (long long)T0, (long long)T0, (long long)(T0 + 10), (long long)T0,
+             (long long)T0, (long long)(T0 + 40));
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+
+    struct store *st = NULL;
+    assert_int_equal(store_open(path, &st, f->err, sizeof(f->err)), APBOT_OK);
+    int v = 0;
+    assert_int_equal(store_schema_version(st, &v, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(v, 2);
+    struct store_item it;
+    assert_int_equal(store_get(st, 1, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_string_equal(it.clock_boot, "");
+    assert_true(it.has_settle);
+    assert_int_equal(it.settle_at, T0 + 40);
+    assert_false(store_settled(&it, AT(T0 + 9999999), 60000)); /* belongs to no boot */
+    store_item_done(&it);
+    /* First sight under boot A: due now (the old lease counts as expired) */
+    struct store_item c;
+    assert_int_equal(
+        store_claim(st, "new-runner", AT(T0 + 100), 30000, &f->claimed, &c, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(c.id, 1);
+    assert_string_equal(c.clock_boot, BOOT_A);
+    assert_int_equal(c.settle_mono, M0 + 100);
+    assert_false(store_settled(&c, AT(T0 + 100 + 59999), 60000));
+    assert_true(store_settled(&c, AT(T0 + 100 + 60000), 60000));
+    store_item_done(&c);
+    /* The old duplicate-prone document still counts for one document, one item. */
+    assert_int_equal(store_get(st, 2, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_string_equal(it.erp_doc, "D-1");
+    store_item_done(&it);
+    struct machine_step step;
+    struct machine_counters cnt = {.posts = 1, .settled = true};
+    assert_int_equal(machine_next(MACHINE_RECONCILING, MACHINE_EV_FOUND, &cnt, &f->pol, &step),
+                     APBOT_OK);
+    struct store_change ch = {
+        .from = MACHINE_RECONCILING, .event = MACHINE_EV_FOUND, .step = &step, .erp_doc = "D-1"};
+    int64_t holder = 0;
+    assert_int_equal(
+        store_apply(st, 1, "new-runner", &ch, AT(T0 + 200), &holder, f->err, sizeof(f->err)),
+        APBOT_E_CONFLICT);
+    assert_int_equal(holder, 2);
+    store_close(st);
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(sql, sizeof(sql), "%s%s", path, suffix[i]);
+        unlink(sql);
+    }
 }
 
 int main(void)
@@ -921,6 +2012,23 @@ int main(void)
         T(test_store_evidence_round_trip),
         T(test_store_recover_after_crash),
         T(test_store_counts_and_each),
+        cmocka_unit_test(test_store_settle_table),
+        cmocka_unit_test(test_store_step_delay_table),
+        cmocka_unit_test(test_store_due_and_lease_table),
+        cmocka_unit_test(test_store_lease_allows_table),
+        cmocka_unit_test(test_store_restamp_table),
+        T(test_store_settle_runs_on_mono_not_wall),
+        T(test_store_requeue_keeps_the_settle_base),
+        T(test_store_another_boot_restamps),
+        T(test_store_rows_of_any_boot_stay_claimable),
+        T(test_store_one_document_one_item),
+        T(test_store_expired_and_take_over),
+        T(test_store_late_commits),
+        T(test_store_busy_retries_are_bounded),
+        T(test_store_busy_retry_outlasts_a_lock),
+        T(test_store_busy_two_processes_under_write_pressure),
+        T(test_store_files_are_private),
+        T(test_store_migrates_a_version_1_queue),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -165,7 +165,7 @@ static int enqueue(const char *db, int n, const char *prefix)
         invoice_add_line(&inv, &line);
         enum store_enqueue_result res;
         int64_t id;
-        int rc = store_enqueue(st, &inv, "bench", store_now_ms(), &res, &id, err, sizeof(err));
+        int rc = store_enqueue(st, &inv, "bench", NULL, &res, &id, err, sizeof(err));
         invoice_done(&inv);
         if (rc != APBOT_OK) {
             fprintf(stderr, "bench-run: %s\n", err);

@@ -74,7 +74,7 @@ static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
     enum store_enqueue_result res = STORE_ENQ_QUEUED;
     int64_t id = 0;
     char err[APBOT_ERR_LEN] = "";
-    rc = store_enqueue(q->st, inv, where, store_now_ms(), &res, &id, err, sizeof(err));
+    rc = store_enqueue(q->st, inv, where, NULL, &res, &id, err, sizeof(err));
     if (rc == APBOT_E_DB || rc == APBOT_E_BUSY || rc == APBOT_E_IO) {
         snprintf(q->err, sizeof(q->err), "%s", err);
         goto fail;

@@ -82,6 +82,40 @@ char *erp_url(const struct erp_session *s, const char *expanded);
 bool erp_is_session_expired(const struct erp_session *s, const char *body, size_t len);
 
 /*
+ * One exchange explained, for `apbot flow trace`: what was asked, what was found on the page,
+ * what was submitted and where each value came from, which rule matched and what it meant.
+ * Every pointer is valid only during the callback; secrets are masked ("***").
+ */
+struct erp_trace_control {
+    const char *name;
+    const char *value;  /* as submitted, secrets masked */
+    const char *source; /* "page default", "template", "option chosen by label '5700--Office
+                         * Supplies'", "added (not on the page)", "button pressed", ... */
+};
+struct erp_trace {
+    const char *step;           /* "login", "lookup", "detail", "list", or the post step's name */
+    const char *method;         /* "GET" / "POST" */
+    const char *url;            /* without credentials */
+    long status;                /* 0 when nothing was answered */
+    const char *transport;      /* "answered", "not-sent: ...", "unknown: ..." */
+    long redirects;             /* redirects followed */
+    const char *first_location; /* Location of the first redirect hop, or NULL */
+    const char *form;           /* XPath of the form filled for this exchange, or NULL */
+    const struct erp_trace_control *controls; /* every control submitted, in order */
+    size_t n_controls;
+    const char *rule;    /* the rule that matched, or NULL */
+    const char *outcome; /* what the exchange meant: "next", "saved", "found", "not-found", ... */
+    const char *why;     /* why, in words (the decision's reason) */
+    const char *const *captured_names; /* values captured from the answer */
+    const char *const *captured_values;
+    size_t n_captured;
+    const char *excerpt; /* bounded, secret-free text of the answer, or NULL */
+};
+typedef void (*erp_trace_fn)(void *ctx, const struct erp_trace *t);
+/* Sets (or clears with fn NULL) the trace callback for every exchange of the session. */
+void erp_set_trace(struct erp_session *s, erp_trace_fn fn, void *ctx);
+
+/*
  * Logs in with the flow's login form (clearing cookies first). A flow without a login form
  * succeeds at once (HTTP Basic, if any, rides on every request).
  * Returns APBOT_OK; APBOT_E_NET when the ERP could not be reached or answered a transient
@@ -102,6 +136,7 @@ struct erp_row {
     char *currency;       /* column "currency" */
     char *date;           /* column "date": the invoice date, as the ERP shows it */
     char *booked;         /* column "booked": the booking date, as the ERP shows it */
+    char *status;         /* column "status" (e.g. draft / posted), as the ERP shows it */
     char *doc_type;       /* column "doc_type" */
     char *amount_text;    /* column "amount", as shown */
     int64_t amount;       /* amount_text in minor units, valid when has_amount */
@@ -120,11 +155,13 @@ void erp_hits_done(struct erp_hits *h);
 
 /* What a lookup concluded. */
 enum erp_answer {
-    ERP_FOUND = 0, /* the ERP answered and holds the key: rows has >= 1 exact hit */
-    ERP_NOT_FOUND, /* the ERP answered a clean "no results" (the flow's empty marker, or a
-                    * result table none of whose rows carries exactly the key) */
-    ERP_FAILED,    /* no usable answer: transport failure, 5xx/429/503, unrecognised page,
-                    * still the login page after ERP_RELOGIN_MAX fresh logins */
+    ERP_FOUND = 0,        /* the ERP answered and holds the key: rows has >= 1 exact hit */
+    ERP_FOUND_UNFINISHED, /* the ERP holds the key, saved but not finished (the flow's
+                           * <finished> column differs): the follow-up steps are due */
+    ERP_NOT_FOUND,        /* the ERP answered a clean "no results" (the flow's empty marker, or a
+                           * result table none of whose rows carries exactly the key) */
+    ERP_FAILED,           /* no usable answer: transport failure, 5xx/429/503, unrecognised page,
+                           * still the login page after ERP_RELOGIN_MAX fresh logins */
 };
 
 struct erp_lookup_result {
@@ -163,8 +200,15 @@ int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv
  * shows a next page (the listing would be incomplete, which a reconciliation must never
  * take for complete); APBOT_E_SYSTEMIC when the login was refused; APBOT_E_INVAL for a flow
  * without a list operation or a bad date.
+ *
+ * erp_list_range reads the dates from..to (inclusive, "YYYY-MM-DD") by the date the flow's
+ * list selects by (list.by: booking or invoice date): one walk with ${from}/${to} when the
+ * list URL has them, else each day in turn with ${date} (at most 62 days, else
+ * APBOT_E_LIMIT). erp_list_day(s, d, ...) is erp_list_range(s, d, d, ...).
  */
 typedef int (*erp_row_fn)(void *ctx, const struct erp_row *row);
+int erp_list_range(struct erp_session *s, const char *from, const char *to, erp_row_fn fn,
+                   void *ctx, int *ret_pages, char *err, size_t errlen) APBOT_MUST_USE;
 int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
                  char *err, size_t errlen) APBOT_MUST_USE;
 

@@ -1,21 +1,28 @@
 /*
  * flow.h - a flow: how to drive one ERP's screens, loaded from XML (flows/NAME.xml), validated
- * against flows/flow.rng with libxml2's RelaxNG, then checked semantically (variables,
- * PCRE2 patterns, XPath, a post with a `completed` rule). The loaded flow is plain data
- * the runner and the report read; it owns every string and compiled pattern.
+ * against flows/flow.rng with libxml2's RelaxNG, then checked semantically (variables in their
+ * places, PCRE2 patterns, XPath, the safety rules of the post). The loaded flow is plain data
+ * the runner, the ERP session and the report read; it owns every string and compiled pattern.
+ * What to do with it (HTTP, pages, states) is theirs; docs/writing-flows.md is the reference
+ * of the language.
  *
- * Templates: "${name}" or "${name|formatter:arg}". Variables: key, invoice.number,
- * invoice.vendor_id, invoice.vendor_name, invoice.doc_type, invoice.issue_date,
- * invoice.due_date, invoice.currency, invoice.payable, invoice.net, invoice.tax,
- * invoice.gl_account (first line's), invoice.description (first line's), vendor.id,
- * secret.user, secret.password (from APBOT_ERP_USER / APBOT_ERP_PASSWORD only), date,
- * page. Formatters: date:<strftime-like pattern of %d %m %Y %y>, amount:<dec><group>
- * (e.g. "amount:,." for 1.234,56; group may be omitted), map:a=b,c=d, upper, lower,
- * trunc:N, url (percent-encode). The key is cut to policy.key_length characters.
- * Also: vendor.name (= invoice.vendor_name) and the formatter abs (amount without its sign).
- * Formatters chain left to right: ${invoice.payable|abs|amount:,.}. Where a variable may be
- * used is checked at load: secret.* only in form fields, date/page only in the list URL,
- * invoice/key values only in the lookup and the post. docs/writing-flows.md has the details.
+ * Templates: "${name}" or "${name|formatter:arg|...}", formatters applied left to right.
+ * Variables, and where a flow may use them (checked at load):
+ *   key, invoice.number, invoice.vendor_id, invoice.vendor_name, invoice.doc_type,
+ *   invoice.issue_date, invoice.due_date, invoice.currency, invoice.payable, invoice.net,
+ *   invoice.tax, invoice.gl_account and invoice.description (first line's),
+ *   invoice.line_count, vendor.id, vendor.name ............ lookup (URL, <detail get>,
+ *                                                           <expect>, <finished>) and post
+ *   line.n (1-based), line.net, line.tax, line.gl_account,
+ *   line.description, line.quantity ........................ only inside <lines>
+ *   doc, capture.NAME ....................................... post steps after the step that
+ *                                                           captures them
+ *   row.COLUMN ............................................. only in <detail get>
+ *   secret.user, secret.password ............................ only login form field values
+ *   date, from, to, page .................................... only in <list get>
+ * Formatters: date:<pattern of %d %m %Y %y %%>, amount:<dec><group> ("amount:,." gives
+ * 1.234,56), abs, map:a=b,c=d (no mapping: APBOT_E_DATA), upper, lower, trunc:N, url.
+ * The key is cut to policy.key_length characters.
  */
 #ifndef APBOT_FLOW_H
 #define APBOT_FLOW_H
@@ -27,31 +34,88 @@
 
 struct match_re;
 struct invoice;
+struct invoice_line;
 
-/* What a response means. If you add one, add its name in flow.c. */
+/* What a response means. If you add one, add its name in flow_load.c. */
 enum flow_outcome {
-    FLOW_OUT_COMPLETED = 0,   /* booked: the rule's (?<doc>...) group is the document number */
+    FLOW_OUT_COMPLETED = 0,   /* every step done, booked: the document number is the rule's
+                               * (?<doc>...) group, else the doc captured at or before the
+                               * committing step */
     FLOW_OUT_REJECTED,        /* validation message: (?<reason>...) is kept */
     FLOW_OUT_ALREADY_EXISTS,  /* the ERP says this document exists: (?<doc>...) if it names it */
     FLOW_OUT_NOT_SENT,        /* provably not processed (overload before processing, ...) */
     FLOW_OUT_SESSION_EXPIRED, /* login page instead of the answer: not processed, log in again */
     FLOW_OUT_UNKNOWN,         /* ambiguous: reconcile */
+    FLOW_OUT_SAVED,           /* committing step only, with steps after it: the ERP holds the
+                               * document as DOC ((?<doc>...) or <capture name="doc">); run the
+                               * follow-up steps on it, never post again */
     FLOW_OUT__COUNT
 };
 const char *flow_outcome_name(enum flow_outcome o); /* "completed", "rejected", ... */
+/* FLOW_OUT__COUNT when name is not an outcome name. */
+enum flow_outcome flow_outcome_from_name(const char *name);
 
-/* One ordered outcome rule: status spec AND body pattern must both match (NULL = any). */
+/*
+ * What patterns see: every pattern matched on a page (rules, login success, captures, session
+ * markers) is meant to see the page with comments, script/style contents and most attribute
+ * values blanked (page_rule_text), unless its element says raw="true" (the `raw` fields).
+ */
+
+/* One ordered outcome rule: every condition given must match (NULL = not a condition); a
+ * loaded rule has at least one. */
 struct flow_rule {
     char *name; /* for evidence, e.g. "posted-banner" */
     enum flow_outcome outcome;
-    char *status;          /* match_status spec or NULL */
-    struct match_re *body; /* or NULL */
+    char *status;          /* match_status spec, or NULL */
+    struct match_re *url;  /* on the final URL after redirects, or NULL */
+    struct match_re *body; /* on the body, or NULL */
+    bool raw;              /* body pattern sees the raw page, not the blanked one */
     int line;              /* line in the flow file */
 };
 
+/* A marker of "the session is gone" (<session-expired>): every condition given must match;
+ * a loaded marker has at least one. Any marker matching means the session is gone. */
+struct flow_marker {
+    char *status;              /* match_status spec, or NULL */
+    struct match_re *redirect; /* on the resolved Location of the answer's first redirect hop */
+    struct match_re *body;     /* on the body, or NULL */
+    bool raw;
+    int line;
+};
+
+/* How a value goes into a <select> control. */
+enum flow_option {
+    FLOW_OPTION_DEFAULT = 0,  /* no option=: the value must equal an option's value */
+    FLOW_OPTION_VALUE,        /* the option whose value equals the text */
+    FLOW_OPTION_LABEL,        /* the option whose visible label equals the text */
+    FLOW_OPTION_LABEL_PREFIX, /* the option whose visible label starts with the text */
+    FLOW_OPTION__COUNT
+};
+const char *flow_option_name(enum flow_option o); /* "default", "value", "label", ... */
+
+/* A form field; also an <expect> or <finished> compare (name = column, value = template). */
 struct flow_field {
-    char *name;  /* form control name */
+    char *name;  /* control name: a template (inside <lines>: "amount_${line.n}") */
     char *value; /* template */
+    enum flow_option option;
+    int line;
+};
+
+/* What a <lines> does when the page lacks the controls of a line. */
+enum flow_missing {
+    FLOW_MISSING_ERROR = 0, /* every line's controls must exist (a changed form) */
+    FLOW_MISSING_ADD,       /* add them to the submission, as the ERP's JavaScript would */
+    FLOW_MISSING_SKIP,      /* leave those lines out (a step with repeat="until-lines") */
+    FLOW_MISSING__COUNT
+};
+const char *flow_missing_name(enum flow_missing m); /* "error", "add", "skip" */
+
+/* Fields repeated once per invoice line, with line.* variables in names and values. */
+struct flow_lines {
+    bool present;
+    struct flow_field *fields; /* fields[0]'s name tells whether the page has a line's controls */
+    size_t n_fields;
+    enum flow_missing missing;
     int line;
 };
 
@@ -60,7 +124,18 @@ struct flow_form {
     char *xpath;
     struct flow_field *fields;
     size_t n_fields;
-    char *submit; /* name of the submit button to press, or NULL */
+    char *submit;       /* name of the button to press, or NULL */
+    char *submit_value; /* with submit: the pressed button's value; NULL = by name alone */
+    struct flow_lines lines;
+    int line;
+};
+
+/* A value read from a step's answer when the step goes on: the (?<name>...) group. */
+struct flow_capture {
+    char *name; /* ${capture.NAME}; "doc" is also ${doc} */
+    struct match_re *re;
+    bool raw;
+    int line;
 };
 
 /* One step of a multi-step entry. */
@@ -70,109 +145,182 @@ struct flow_step {
     struct flow_form form;
     bool commits;            /* true on the step whose submit may book the document; steps before it
                               * can never book, so an ambiguous answer there is "not sent" */
+    bool repeat_until_lines; /* submit again while the answer's form lacks a line's controls
+                              * (at most line_count + 1 times); only before the committing step */
     struct flow_rule *rules; /* step rules, tried first (e.g. a rejection at "check") */
     size_t n_rules;
+    struct flow_capture *captures; /* applied in order when the step goes on */
+    size_t n_captures;
     int line;
 };
 
 struct flow_column {
-    char *name;  /* "doc", "reference", "amount", "vendor", "invoice_number", "date", ... */
-    char *xpath; /* relative to the row */
+    char *name;  /* "doc", "reference", "amount", "vendor", "status", ... */
+    char *xpath; /* relative to the row (absolute on a detail page) */
+    int line;
 };
 
 /* A result table: rows by XPath, named columns, an explicit "no results" marker. */
 struct flow_table {
-    char *rows; /* XPath of the row nodes */
+    char *rows; /* XPath of the row nodes (NULL in a detail) */
     struct flow_column *cols;
     size_t n_cols;
     char *empty;         /* XPath that exists on an answered page with no hits, or NULL */
-    char *next;          /* XPath of the next-page link (href), or NULL (list only) */
+    char *next;          /* XPath of the next-page link (href), or NULL */
+    char *screen;        /* XPath present on every genuine results page, or NULL (lookup) */
+    long max_rows;       /* the screen's row maximum (a full page without next may be cut:
+                          * the lookup failed), 0 = none given (lookup) */
     char amount_decimal; /* decimal separator of amounts in this table */
     char amount_group;   /* grouping separator or '\0' */
     char *date_format;   /* pattern of dates in this table, e.g. "%d.%m.%Y" */
+    int line;
+};
+
+/* A candidate's detail page: opened per candidate row with ${row.COLUMN}; its cells override
+ * the row's. Only cols, the amount/date formats and line of the table are used. */
+struct flow_detail {
+    bool present;
+    char *get; /* URL template using ${row.*} */
+    struct flow_table table;
 };
 
 struct flow_login {
-    bool present; /* false: no form login (HTTP Basic only, or open) */
-    char *get;    /* URL of the login page */
-    struct flow_form form;
-    struct match_re *success; /* marker on the page after login */
-    struct flow_rule *rules;  /* e.g. refused credentials -> systemic */
+    bool present;  /* false: no login request (HTTP Basic only, or open) */
+    bool has_form; /* false: the login is the one request `method` to `get` (Basic rides on it) */
+    char *method;  /* without a form: "GET" (default) or "POST" (no body); NULL with a form */
+    char *get;     /* URL of the login page, or of the login request */
+    struct flow_form form;    /* when has_form */
+    struct match_re *success; /* pattern on the answer after logging in, or NULL */
+    char *success_status;     /* status spec the answer must have, or NULL (one of the two) */
+    bool success_raw;
+    struct flow_rule *rules; /* e.g. refused credentials -> stop the run */
     size_t n_rules;
+    int line;
 };
 
 struct flow_lookup {
     char *get; /* URL template, e.g. ".../search?reference=${key|url}" */
     struct flow_table table;
-    char *key_column;          /* column compared exactly with the (cut) key before a hit counts;
-                                * NULL only when n_expect > 0 (lookup by natural key) */
+    char *key_column;          /* column (of the table or the detail) compared exactly with the
+                                * (cut) key before a hit counts; NULL only when n_expect > 0 */
     struct flow_field *expect; /* further exact compares: name = column, value = template
                                 * (e.g. vendor = ${vendor.id}); every one must equal its cell */
     size_t n_expect;
+    int max_pages;      /* pages read through table.next (default 5); more = lookup failed */
+    int max_candidates; /* details opened per lookup (default 10); more = lookup failed */
+    struct flow_detail detail;
+    struct flow_field finished; /* when has_finished: name = column, value = template; a hit
+                                 * whose cell differs is saved but unfinished */
+    bool has_finished;
+    int line;
 };
+
+/* Which date a listing selects by. */
+enum flow_list_by {
+    FLOW_LIST_BY_BOOKED = 0, /* the booking date (default) */
+    FLOW_LIST_BY_INVOICE,    /* the invoice date */
+    FLOW_LIST_BY__COUNT
+};
+const char *flow_list_by_name(enum flow_list_by b); /* "booked", "invoice" */
 
 struct flow_list {
-    char *get; /* URL template with ${date} and ${page} */
+    char *get; /* URL template with ${date} (one day) or ${from}/${to} (a range), ${page} */
     struct flow_table table;
     int max_pages; /* bound on pages read */
+    enum flow_list_by by;
+    int line;
 };
 
+/*
+ * The policy numbers. flow_policy_default() is the one place their defaults live (the runner,
+ * the ERP session and docs/writing-flows.md take them from there; test_flow checks the
+ * guide's table against it). Default and reason, per field:
+ */
 struct flow_policy {
-    long connect_timeout_ms, timeout_ms;
-    long settle_ms; /* must outlast the ERP's late commits and search lag */
-    int max_posts, max_cycles, max_attempts;
-    int max_sessions; /* concurrent ERP sessions at most */
-    int key_length;   /* characters of the key written to the reference field */
-    long backoff_base_ms, backoff_cap_ms;
-    long lease_ms;
-    size_t max_body;
-    long max_redirects;
+    long connect_timeout_ms; /* 5000: a healthy ERP accepts a connection within a second */
+    long timeout_ms;         /* 30000: an ERP's slowest normal answer under load, with margin */
+    long settle_ms;          /* 60000: must outlast the ERP's late commits and search lag; at
+                              * least timeout_ms (a request may commit a timeout after give-up) */
+    int max_posts;           /* 2: posts of one invoice (each after a proven absence), then a
+                              * human looks */
+    int max_cycles;          /* 5: failed reconciliation lookups before manual review */
+    int max_attempts;        /* 8: transient failures before anything was sent, then review */
+    int max_sessions;        /* 4: concurrent ERP sessions (licences often count them) */
+    int key_length;          /* 24 (INVOICE_KEY_LEN): the whole key fits most reference fields */
+    long backoff_base_ms;    /* 1000: first backoff step (full jitter) */
+    long backoff_cap_ms;     /* 60000: largest backoff: a minute keeps an outage cheap */
+    long lease_ms;           /* 300000: an item stays one run's for 5 minutes between renewals;
+                              * much longer than any exchange, short enough after a crash */
+    size_t max_body;         /* 4 MiB: largest response read (ERP screens are far smaller) */
+    long max_redirects;      /* 5: redirects followed per request */
 };
 
 struct flow {
     char *path;
     char *name;
-    char *base_url;  /* default ERP URL, overridden by --erp / APBOT_ERP_URL */
+    char *base_url;  /* default ERP URL, overridden by --erp / APBOT_ERP_URL; no user:pass@ */
     bool tls_verify; /* false only with an explicit opt-out in the flow */
     char *ca_file;   /* or NULL */
     bool basic_auth; /* send APBOT_ERP_USER/PASSWORD as HTTP Basic on every request */
-    struct match_re *session_expired; /* marker of the login page shown instead of a screen */
+    struct flow_marker *session_expired; /* any one matching: the session is gone */
+    size_t n_session_expired;
     struct flow_login login;
     struct flow_lookup lookup;
     struct flow_step *steps; /* the post, in order */
     size_t n_steps;
-    struct flow_rule *outcomes; /* final outcome rules for the post, in order */
+    struct flow_rule *outcomes; /* final outcome rules for the post (the last step's answer) */
     size_t n_outcomes;
     struct flow_list list;
     struct flow_policy policy;
+    /* lines in the flow file, for messages (0 when absent) */
+    int line, erp_line, post_line, outcomes_line, policy_line;
 };
 
 /*
- * Loads and validates a flow. On failure returns APBOT_E_PARSE/APBOT_E_INVAL and writes every
- * problem found (one per line, "file:line: message") into err.
+ * Loads and validates a flow. On failure returns APBOT_E_PARSE (not XML, DOCTYPE, schema),
+ * APBOT_E_INVAL (semantic problems), APBOT_E_IO or APBOT_E_LIMIT (file over 1 MiB), leaves
+ * *ret untouched and writes every problem found (one per line, "file:line: message", sorted
+ * by line) into err. On success *ret is the caller's (flow_free).
  */
 int flow_load(const char *path, struct flow **ret, char *err, size_t errlen) APBOT_MUST_USE;
 void flow_free(struct flow *f); /* NULL is fine */
 
-/* Values the templates can use. Any pointer may be NULL (the variable is then empty). */
+/* Index of the committing step (a loaded flow has exactly one); 0 for a flow without. */
+size_t flow_commit_index(const struct flow *f);
+
+/* Values the templates can use. Any pointer may be NULL and any count 0 (the variable is then
+ * empty). Borrowed: nothing is kept after flow_expand returns. */
 struct flow_vars {
-    const struct invoice *inv;
-    const char *key;      /* full identity key; cut to policy.key_length on expansion */
-    const char *date;     /* YYYY-MM-DD for the list */
-    int page;             /* list page, from 1 */
-    const char *user;     /* secret.user */
-    const char *password; /* secret.password */
+    const struct invoice *inv; /* invoice.*, vendor.*; its exponent also formats line amounts */
+    const char *key;           /* full identity key; cut to policy.key_length on expansion */
+    const char *date;          /* YYYY-MM-DD: the listed day */
+    const char *from, *to;     /* YYYY-MM-DD: the listed range */
+    int page;                  /* list page, from 1 */
+    const char *user;          /* secret.user */
+    const char *password;      /* secret.password */
+    const char *doc;           /* the document number captured so far */
+    const char *const *capture_names; /* capture.NAME = capture_values[i] */
+    const char *const *capture_values;
+    size_t n_captures;
+    const char *const *row_names; /* row.COLUMN = row_values[i] (a lookup candidate's cells) */
+    const char *const *row_values;
+    size_t n_row;
+    const struct invoice_line *line; /* line.*: the line being filled in a <lines> */
+    size_t line_n;                   /* its number, 1-based; 0 = none */
 };
 
-/* Expands a template. Heap result in *ret. Unknown variables were refused at load time. */
+/*
+ * Expands a template (a field value or a templated field name). Heap result in *ret; on
+ * failure *ret is untouched and err says why: APBOT_E_DATA when the invoice carries a value
+ * the flow cannot take (a map: without a mapping for it; a business exception, never a
+ * retry), APBOT_E_INVAL for a value of the wrong shape, APBOT_E_LIMIT past 64 KiB. Unknown
+ * variables were refused at load time.
+ */
 int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
                 char *err, size_t errlen) APBOT_MUST_USE;
 
-/* The key as the flow writes it (first key_length characters). Heap. */
+/* The key as the flow writes it (first key_length characters). Heap; NULL for NULL. */
 char *flow_key_cut(const struct flow *f, const char *key);
-
-/* FLOW_OUT__COUNT when name is not an outcome name. */
-enum flow_outcome flow_outcome_from_name(const char *name);
 
 /* The defaults of every policy number (what a flow without <policy> gets). Cannot fail. */
 struct flow_policy flow_policy_default(void);
@@ -183,7 +331,7 @@ struct flow_policy flow_policy_default(void);
  */
 char *flow_url(const char *base, const char *path);
 
-/* The RelaxNG schema apbot validates with (a compiled-in copy of flows/flow.rng). Heap. */
+/* The RelaxNG schema apbot validates with (flows/flow.rng, embedded at build time). Heap. */
 char *flow_schema_text(void);
 
 #endif

@@ -1,13 +1,20 @@
 /*
- * http.h - one ERP web session over libcurl (OpenSSL): cookies, timeouts, bounded
- * redirects and response size, TLS verification, optional HTTP Basic on every request.
+ * http.h - one ERP web session over libcurl (OpenSSL): cookies, timeouts, redirects followed
+ * within the ERP's origin only, bounded responses, TLS verification, optional HTTP Basic.
+ *
+ * The session knows the ERP's origin (scheme, host and port of its base URL) and sends
+ * nothing anywhere else: a request for another origin is refused before anything is sent
+ * (APBOT_E_ORIGIN), redirects are followed by this module (never by libcurl) only when they
+ * stay on the origin, and an https origin never sends a byte over http. So passwords in a
+ * form body and the Basic header never leave the origin.
  *
  * Every exchange is classified by what the ERP can have seen:
  *   HTTP_ANSWERED  a complete HTTP response arrived (whatever its status);
  *   HTTP_NOT_SENT  provably never reached the ERP's processing (connect refused or failed,
  *                  name not resolved, TLS handshake refused) - safe to retry;
  *   HTTP_UNKNOWN   the request may have been processed (timeout after connecting, reset,
- *                  empty or truncated reply) - never re-post blind.
+ *                  empty reply, a body shorter than its Content-Length or cut mid-way, a
+ *                  transfer error, too many redirects) - never re-post blind.
  * Exchanges run on a per-session curl multi handle in short poll slices, so a cancel flag
  * (SIGTERM, --max-seconds) interrupts a wait. The module never logs and never stores request
  * bodies: secrets in form fields go to the wire only.
@@ -25,9 +32,11 @@
 struct http_session;
 
 struct http_options {
+    const char *origin;      /* the ERP's base URL (http or https, no user:pass@): its scheme,
+                              * host and port are the only ones this session talks to */
     long connect_timeout_ms; /* > 0 */
     long timeout_ms;         /* whole exchange, > 0 */
-    long max_redirects;      /* >= 0 */
+    long max_redirects;      /* >= 0: same-origin redirects followed per request */
     size_t max_body;         /* response bodies beyond this are cut (truncated = true) */
     bool verify_tls;         /* false only when the flow explicitly opts out */
     const char *ca_file;     /* NULL = system store */
@@ -49,19 +58,45 @@ struct http_field {
     const char *value;
 };
 
+/* One request. */
+struct http_request {
+    const char *method;              /* "GET" (also for NULL) or "POST" */
+    const char *url;                 /* absolute, on the session's origin */
+    const struct http_field *fields; /* POST: the form body, x-www-form-urlencoded (none =
+                                      * an empty body); GET: none allowed */
+    size_t n_fields;
+    bool fresh; /* a new connection, never reused and closed after: libcurl cannot re-send
+                 * the request on its own after a kept-alive connection died. Every committing
+                 * exchange sets it, whatever its method; POSTs always get it. */
+};
+
 struct http_response {
     enum http_transport transport;
     long status; /* 0 unless answered */
     char *body;  /* NUL-terminated, heap; NULL unless answered */
     size_t body_len;
-    bool truncated;      /* the response exceeded max_body: the transfer was stopped and
-                          * the exchange is HTTP_UNKNOWN (a cut page may hide the banner or
-                          * a result row, so it is never a clean answer); body stays NULL */
-    char *effective_url; /* after redirects, heap, may be NULL */
-    long retry_after_s;  /* Retry-After in seconds, -1 if absent */
-    long redirects;      /* redirects followed; > 0 means status and body are the last hop's */
+    bool truncated;        /* the response exceeded max_body: the transfer was stopped and
+                            * the exchange is HTTP_UNKNOWN (a cut page may hide the banner or
+                            * a result row, so it is never a clean answer); body stays NULL */
+    char *effective_url;   /* the last hop's URL, heap, may be NULL */
+    long retry_after_s;    /* Retry-After in seconds, -1 if absent */
+    long redirects;        /* redirects followed; > 0 means status and body are the last hop's */
+    long first_status;     /* the first hop's status (= status without redirects); 0 if none */
+    char *first_location;  /* the first hop's Location resolved against its URL, heap, when it
+                            * was a redirect (followed or not); else NULL */
+    bool redirect_blocked; /* a redirect leaving the origin (or unusable) was not followed:
+                            * status and body are that 3xx answer's */
     int64_t elapsed_ms;
     char detail[256]; /* curl's error text or "" */
+};
+
+/* What a redirect answer makes this module do (http_redirect_decide). */
+enum http_redirect {
+    HTTP_REDIRECT_NONE = 0, /* not a redirect: the answer stands */
+    HTTP_REDIRECT_GET,      /* 301/302/303 on the origin: follow with a body-less GET */
+    HTTP_REDIRECT_SAME,     /* 307/308 on the origin: follow with the same method and body */
+    HTTP_REDIRECT_BLOCKED,  /* a redirect off the origin or to no usable URL: not followed,
+                             * the 3xx is the answer */
 };
 
 /* Returns "answered" / "not-sent" / "unknown". */
@@ -80,14 +115,18 @@ void http_session_free(struct http_session *s);
 void http_session_clear_cookies(struct http_session *s);
 
 /*
- * GET url, or POST fields as application/x-www-form-urlencoded. Fills *ret (free with
- * http_response_done). Returns APBOT_OK whenever the exchange was classified (even not
- * sent or unknown: read ret->transport); an error only for bad arguments or out of memory.
- * A url that is not an absolute http:// or https:// URL is a bad argument (APBOT_E_INVAL,
- * *ret untouched). POSTs always use a fresh connection that is closed afterwards, so libcurl
- * can never re-send one on its own after a keep-alive connection died.
+ * Sends req and follows same-origin redirects (at most max_redirects; more is HTTP_UNKNOWN).
+ * Fills *ret (free with http_response_done). Returns APBOT_OK whenever the exchange was
+ * classified (even not sent or unknown: read ret->transport); otherwise nothing was sent and
+ * *ret is untouched: APBOT_E_INVAL for bad arguments (a url that is not an absolute http:// or
+ * https:// URL, carries user:pass@, a method other than GET/POST, fields on a GET),
+ * APBOT_E_ORIGIN for a url off the session's origin.
  */
+int http_request(struct http_session *s, const struct http_request *req,
+                 struct http_response *ret) APBOT_MUST_USE;
+/* http_request GET url, not fresh. */
 int http_get(struct http_session *s, const char *url, struct http_response *ret) APBOT_MUST_USE;
+/* http_request POST fields to url (fresh, as every POST). */
 int http_post_form(struct http_session *s, const char *url, const struct http_field *fields,
                    size_t n_fields, struct http_response *ret) APBOT_MUST_USE;
 void http_response_done(struct http_response *r);
@@ -96,5 +135,13 @@ void http_response_done(struct http_response *r);
 char *http_resolve_url(const char *base, const char *ref);
 /* Percent-encodes s for a query string. Heap result. */
 char *http_escape(const char *s);
+
+/* True when a and b are absolute http(s) URLs of one origin: same scheme, host (any case)
+ * and port (the scheme's default when absent), neither with user:pass@. Pure. */
+bool http_same_origin(const char *a, const char *b);
+/* What to do with an answer of `status` whose Location, resolved, is `location` (NULL when
+ * absent or unresolvable), for a session on `origin`. 300, 304 and other 3xx without a
+ * Location are no redirects. Pure. */
+enum http_redirect http_redirect_decide(const char *origin, long status, const char *location);
 
 #endif

@@ -14,6 +14,22 @@
 
 struct page;
 
+/* One option of a select, as a browser shows and submits it. */
+struct page_option {
+    char *value;   /* what is submitted: the value attribute, else the text collapsed */
+    char *label;   /* what the user sees: the label attribute, else the text; white space
+                    * collapsed and trimmed */
+    bool disabled; /* cannot be chosen (disabled itself or in a disabled optgroup) */
+};
+
+/* A select control of the form with every option it offers. */
+struct page_select {
+    char *name;
+    bool multiple;
+    struct page_option *options;
+    size_t n_options;
+};
+
 /* A form as a browser would submit it: successful controls in document order. */
 struct page_form {
     char *action;  /* resolved absolute URL */
@@ -22,16 +38,30 @@ struct page_form {
     char **values; /* field values, heap; select = selected (else first) option */
     bool *hidden;  /* type=hidden */
     size_t n;
-    char **buttons; /* names of submit buttons (not submitted unless chosen) */
+    /* Submit buttons (not submitted unless pressed): <input type=submit|image> and <button>
+     * of type submit (the default, also for an unknown type). */
+    char **buttons; /* names */
     char **button_values;
+    bool *button_image; /* <input type=image>: pressing submits name.x=0 and name.y=0 */
     size_t n_buttons;
-    /* Added: every named non-button control the form has, submitted or not (an unchecked
-     * checkbox or radio group, a select without options): the names page_form_set accepts. */
+    size_t pressed; /* 1 + index in buttons of the pressed button, 0 = none */
+    /* Every named non-button control the form has, submitted or not (an unchecked checkbox
+     * or radio group, a select without options, a control added by page_form_add): the
+     * names page_form_set accepts. */
     char **controls;
     size_t n_controls;
+    struct page_select *selects; /* every select control, in document order */
+    size_t n_selects;
 };
 /* Frees everything and zeroes *f; values are wiped first (a set value may be a password). */
 void page_form_done(struct page_form *f);
+
+/* How page_form_select finds an option. */
+enum page_option_mode {
+    PAGE_OPTION_VALUE = 0,    /* the option's value equals the text */
+    PAGE_OPTION_LABEL,        /* its visible label equals the text (white space collapsed) */
+    PAGE_OPTION_LABEL_PREFIX, /* its visible label starts with the text (not empty) */
+};
 
 /* Parses body (not necessarily NUL-terminated) fetched from url (for resolving actions). */
 int page_parse(const char *body, size_t len, const char *url, struct page **ret, char *err,
@@ -41,11 +71,52 @@ void page_free(struct page *p); /* NULL is fine */
 /* Finds the first form matching xpath; APBOT_E_NOTFOUND when none. */
 int page_find_form(const struct page *p, const char *xpath, struct page_form *ret, char *err,
                    size_t errlen) APBOT_MUST_USE;
-/* Sets field name to value; APBOT_E_NOTFOUND if the form has no such control (a changed
- * form is a systemic failure, never silently extended). */
+/*
+ * Sets field name to value. APBOT_E_NOTFOUND if the form has no such control (a changed form
+ * is a systemic failure, never silently extended); APBOT_E_DATA when the control is a select
+ * and value is not the value of one of its enabled options (a browser could not submit it,
+ * and the ERP might book another option: never a fallback). A name submitted several times
+ * (a multi-select) keeps one value.
+ */
 int page_form_set(struct page_form *f, const char *name, const char *value) APBOT_MUST_USE;
-/* Adds the submit button `name` (must exist) to the submitted fields. */
-int page_form_press(struct page_form *f, const char *name) APBOT_MUST_USE;
+
+/*
+ * Chooses the option of select `name` that text designates (mode above; disabled options
+ * never count) and sets the field to its value. APBOT_E_NOTFOUND when the form has no
+ * control `name`, APBOT_E_INVAL when it is not a select, APBOT_E_DATA when no option
+ * matches, APBOT_E_CONFLICT when options with different values match (options that submit
+ * the same value are one choice). *ret_chosen (may be NULL) gets the chosen option, valid
+ * until page_form_done; untouched on failure. The first select of that name is the one.
+ */
+int page_form_select(struct page_form *f, const char *name, const char *text,
+                     enum page_option_mode mode,
+                     const struct page_option **ret_chosen) APBOT_MUST_USE;
+
+/*
+ * Presses the submit button named `name` whose value is `value` (NULL: any value), so that
+ * it is submitted with the form; a previous press is undone. APBOT_E_NOTFOUND when no button
+ * matches, APBOT_E_CONFLICT when buttons that would submit different things match (the same
+ * button at the top and the bottom of a form is one button) - never "the first one".
+ */
+int page_form_press(struct page_form *f, const char *name, const char *value) APBOT_MUST_USE;
+
+/* True when the form has a non-button control `name` (submitted or not, or added). */
+bool page_form_has(const struct page_form *f, const char *name);
+/* Adds a control the page lacks (one its JavaScript would add) with value. APBOT_E_CONFLICT
+ * when the form already has a control of that name. */
+int page_form_add(struct page_form *f, const char *name, const char *value) APBOT_MUST_USE;
+
+/*
+ * What outcome patterns see (what the ERP said, not what it echoed): a copy of body[0..len)
+ * of the same length, offsets kept, in which HTML comments (also <!...> and <?...>
+ * declarations other than <!DOCTYPE>), the contents of script, style, textarea, noscript,
+ * iframe, noembed and noframes, and the values of every attribute except id, class, name,
+ * type and role are blanked to spaces. Tokenised as a browser does (HTML5 states: quoted and
+ * unquoted values, '>' inside quotes, script comment escapes; an unterminated construct runs
+ * to the end), in one pass, linear in len. Heap, NUL-terminated (body may hold NULs); NULL
+ * only when body is NULL and len > 0.
+ */
+char *page_rule_text(const char *body, size_t len);
 
 /* True when the page has at least one node for xpath. */
 bool page_has(const struct page *p, const char *xpath);

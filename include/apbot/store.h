@@ -1,12 +1,28 @@
 /*
- * store.h - the durable queue: items, their audit events and ERP evidence, in SQLite.
+ * store.h - the durable queue: items, their audit events and ERP evidence.
  *
- * WAL mode, synchronous=FULL, a schema version with forward migrations. Every state change
- * is one transaction that updates the item row and appends its audit event; the intent to
- * post is such a change, committed before the form is sent. Items are claimed with a lease
- * (owner + expiry) so two runners on one database never work the same item. The store knows
- * states by their machine_state values but never decides a transition: the caller passes
- * the step machine_next() computed.
+ * One interface for every backend (SQLite today, PostgreSQL to come): nothing here names a
+ * database type, and every contract below is what a backend must keep. Every state change is
+ * one transaction that updates the item row and appends its audit event; the intent to post
+ * is such a change, committed before the form is sent. Items are claimed with a lease (owner
+ * + expiry) so two runners on one queue never work the same item. The store knows states by
+ * their machine_state values but never decides a transition: the caller passes the step
+ * machine_next() computed, and the store persists it.
+ *
+ * Time. Every duration is in milliseconds. Every function that stamps or compares takes
+ * `const struct apbot_now *now` (NULL: the store reads apbot_clock_now() itself). Every
+ * safety comparison (lease expiry, due time, settle delay) is made on (boot id, CLOCK_BOOTTIME)
+ * stamps kept in the row (`clock_boot`, `next_mono`, `lease_mono`, `settle_mono`); the wall
+ * columns (`created_at`, `updated_at`, `next_at`, `lease_until`, `settle_at`, events' `at`)
+ * are for people and never decide anything. A row stamped under another boot counts as:
+ * lease expired, due now, and its settle delay counted again from the moment this boot
+ * first sees it (the store re-stamps it in that same transaction): never shortened.
+ * (A backend with a clock of its own, as PostgreSQL's server clock for several hosts, stamps
+ * on that clock instead and must hand out items whose stamps compare with the `now` its
+ * callers pass; the contract is the comparisons, not where the clock is read.)
+ *
+ * Busy. A write that finds the queue locked waits the busy timeout, then the store retries
+ * the whole transaction (bounded, with jitter) before it reports APBOT_E_BUSY.
  */
 #ifndef APBOT_STORE_H
 #define APBOT_STORE_H
@@ -15,13 +31,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "apbot/clock.h"
 #include "apbot/error.h"
 #include "apbot/machine.h"
 
 struct store;
 struct invoice;
-
-/* Times are Unix milliseconds (wall clock) everywhere in the store. */
 
 /* One queue row. Strings are heap-owned; free with store_item_done(). */
 struct store_item {
@@ -30,15 +45,23 @@ struct store_item {
     char fingerprint[65]; /* content fingerprint, hex */
     enum machine_state state;
     struct machine_counters counters; /* posts, cycles, attempts (settled unused) */
-    int64_t next_at;                  /* due time */
-    int64_t last_post_at;             /* when the last intent to post was committed, 0 if never */
-    int64_t created_at, updated_at;
-    char *lease_owner; /* NULL when not leased */
-    int64_t lease_until;
-    char *payload; /* canonical invoice JSON */
-    char *source;  /* "file:line" or "file#element" it came from */
-    char *erp_doc; /* ERP document number, NULL until known */
-    char *reason;  /* last reason (rejection text, review cause), NULL if none */
+    int64_t next_at;                  /* due time, wall ms: for people */
+    int64_t last_post_at;             /* wall ms of the last intent to post, 0 if never */
+    int64_t created_at, updated_at;   /* wall ms */
+    char *lease_owner;                /* NULL when not leased */
+    int64_t lease_until;              /* lease expiry, wall ms: for people */
+    /* The clock every safety decision reads; see "Pure decisions" below. */
+    char clock_boot[APBOT_BOOT_ID_LEN]; /* boot the *_mono stamps were taken under */
+    int64_t next_mono;                  /* due time on CLOCK_BOOTTIME */
+    int64_t lease_mono;                 /* lease expiry on CLOCK_BOOTTIME */
+    bool has_settle;     /* a post may have reached the ERP: the settle base below is set */
+    int64_t settle_mono; /* settle base on CLOCK_BOOTTIME: the moment the last possible send
+                          * was recorded (step.settle_mark), or this boot's first sight */
+    int64_t settle_at;   /* the settle base as first recorded, wall ms: for people */
+    char *payload;       /* canonical invoice JSON */
+    char *source;        /* "file:line" or "file#element" it came from */
+    char *erp_doc;       /* ERP document number, NULL until known */
+    char *reason;        /* last reason (rejection text, review cause), NULL if none */
     /* summary columns, copied from the invoice at enqueue */
     char *vendor_id, *vendor_name, *invoice_number;
     char doc_type[16]; /* "invoice" / "credit-note" */
@@ -46,6 +69,7 @@ struct store_item {
     int exponent;
     int64_t total; /* payable, minor units */
 };
+/* Frees the strings of *item (not item itself); NULL and a zeroed item are fine. */
 void store_item_done(struct store_item *item);
 
 enum store_enqueue_result {
@@ -55,137 +79,33 @@ enum store_enqueue_result {
 };
 
 /*
- * Opens (creating and migrating as needed) the database at path (":memory:" for tests).
- * Returns APBOT_OK and *ret, or an error with detail in err.
+ * Opens (creating and migrating as needed) the queue at path (":memory:" for tests). A new
+ * database file and its companions (-wal, -shm) are created readable by the owner only
+ * (0600): they hold invoices and evidence. Returns APBOT_OK and *ret (close with
+ * store_close), or an error with detail in err (APBOT_E_IO: cannot open; APBOT_E_DB: a
+ * schema newer than this apbot, or a database error).
  */
 int store_open(const char *path, struct store **ret, char *err, size_t errlen) APBOT_MUST_USE;
-/* Closes; NULL is fine. */
+/* Closes; NULL is fine. A handle is for one thread at a time. */
 void store_close(struct store *st);
 
-/* Batches for bulk enqueue: everything between begin and commit is one transaction. */
+/*
+ * Batches for bulk enqueue: everything between begin and commit is one transaction, and
+ * operations inside it are all-or-nothing each. A batch holds the write lock: keep it short.
+ * A failed commit leaves the batch open (retry store_commit or store_rollback).
+ */
 int store_begin(struct store *st, char *err, size_t errlen) APBOT_MUST_USE;
 int store_commit(struct store *st, char *err, size_t errlen) APBOT_MUST_USE;
 void store_rollback(struct store *st);
 
 /*
- * Enqueues one invoice (inside a batch or alone). *ret_result says queued/already/conflict;
- * *ret_id is the new or existing item's id. On conflict err names the queued item.
+ * Enqueues one invoice (inside a batch or alone), due at once. *ret_result says
+ * queued/already/conflict; *ret_id is the new or existing item's id. On conflict err names
+ * the queued item (and the call still returns APBOT_OK). The `enqueued` event is appended.
  */
-int store_enqueue(struct store *st, const struct invoice *inv, const char *source, int64_t now,
-                  enum store_enqueue_result *ret_result, int64_t *ret_id, char *err,
-                  size_t errlen) APBOT_MUST_USE;
-
-/*
- * Leases a due item (next_at <= now, no live lease) to owner until now + lease_ms: the oldest
- * due `reconciling` one if any, else the oldest due `new` one. A `new` item is moved to `checking`
- * with its `claimed` event in the same transaction. Returns APBOT_OK and fills *ret (caller frees
- * with store_item_done), or APBOT_E_NOTFOUND when nothing is due.
- */
-int store_claim(struct store *st, const char *owner, int64_t now, int64_t lease_ms,
-                const struct machine_policy *policy, struct store_item *ret, char *err,
-                size_t errlen) APBOT_MUST_USE;
-
-/* Extends the lease of an item the owner holds. APBOT_E_STATE if the lease was lost. */
-int store_renew(struct store *st, int64_t id, const char *owner, int64_t now, int64_t lease_ms,
-                char *err, size_t errlen) APBOT_MUST_USE;
-
-/* One state change: what the runner learnt and what machine_next() made of it. */
-struct store_change {
-    enum machine_state from; /* must equal the row's state, else APBOT_E_STATE */
-    enum machine_event event;
-    const struct machine_step *step;
-    int64_t next_at;     /* due time for the next step (caller applied the delay) */
-    const char *erp_doc; /* NULL keeps the stored one */
-    const char *reason;  /* NULL keeps the stored one, "" clears it */
-    const char *detail;  /* free text for the audit event, may be NULL */
-    const char *actor;   /* "runner:<owner>", "operator:<name>", "recovery" */
-    bool keep_lease;     /* true: the owner continues with this item */
-};
-
-/*
- * Applies a change in one transaction: checks state and lease (owner NULL for operator
- * changes, which require no live lease), updates the row (state, counters, next_at, doc,
- * reason, last_post_at when entering posting, lease) and appends the audit event.
- * Returns APBOT_E_STATE when the row moved on or the lease was lost.
- */
-int store_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                int64_t now, char *err, size_t errlen) APBOT_MUST_USE;
-
-/* One ERP exchange kept for the morning review. Excerpt must already be secret-free. */
-struct store_evidence {
-    const char *step;   /* "login", "lookup", "entry", "check", "post", "reconcile", ... */
-    const char *method; /* "GET" / "POST" */
-    const char *url;    /* without credentials or query secrets */
-    int http_status;    /* 0 when no answer */
-    int64_t elapsed_ms;
-    const char *transport; /* "answered", "not-sent", "unknown" + curl detail */
-    const char *rule;      /* outcome rule that matched, NULL if none */
-    const char *outcome;   /* "completed", "rejected", ..., "unknown" */
-    const char *excerpt;   /* bounded page excerpt, may be NULL */
-};
-int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                       int64_t now, char *err, size_t errlen) APBOT_MUST_USE;
-
-/*
- * Crash recovery: every item whose lease expired before now goes through the machine's
- * lease-expired event (checking -> new, posting/reconciling -> reconciling), one
- * transaction each. *ret_count gets the number of items recovered (may be NULL).
- */
-int store_recover(struct store *st, int64_t now, const struct machine_policy *policy,
-                  int *ret_count, char *err, size_t errlen) APBOT_MUST_USE;
-
-/* Fetches one item by id (APBOT_E_NOTFOUND if none). */
-int store_get(struct store *st, int64_t id, struct store_item *ret, char *err,
-              size_t errlen) APBOT_MUST_USE;
-/* Fetches one item by identity key (APBOT_E_NOTFOUND if none). */
-int store_get_by_key(struct store *st, const char *key, struct store_item *ret, char *err,
-                     size_t errlen) APBOT_MUST_USE;
-
-/* Calls fn for each item in `state` (MACHINE_STATE_INVALID = all), oldest first. A non-zero
- * return from fn stops the walk and is returned. The item is valid only during the call. */
-typedef int (*store_item_fn)(void *ctx, const struct store_item *item);
-int store_each(struct store *st, enum machine_state state, store_item_fn fn, void *ctx, char *err,
-               size_t errlen);
-
-/* Audit events and evidence of one item, oldest first; valid only during the call. */
-struct store_event_row {
-    int64_t id, item_id, at;
-    const char *from, *to, *event, *detail, *actor;
-};
-typedef int (*store_event_fn)(void *ctx, const struct store_event_row *row);
-int store_each_event(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
-                     size_t errlen);
-struct store_evidence_row {
-    int64_t id, item_id, at;
-    struct store_evidence ev;
-};
-typedef int (*store_evidence_fn)(void *ctx, const struct store_evidence_row *row);
-int store_each_evidence(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
-                        char *err, size_t errlen);
-
-/* Counts per state, oldest pending item's created_at (0 if none). */
-struct store_counts {
-    int64_t by_state[MACHINE_STATE__COUNT];
-    int64_t total;
-    int64_t oldest_pending_at;
-};
-int store_counts(struct store *st, struct store_counts *ret, char *err,
-                 size_t errlen) APBOT_MUST_USE;
-
-/* The earliest next_at among due-able items (new/reconciling), 0 if none; for sleeping. */
-int store_next_due(struct store *st, int64_t *ret_at, char *err, size_t errlen) APBOT_MUST_USE;
-
-/* Wall clock in Unix milliseconds. */
-int64_t store_now_ms(void);
-
-/* ---- Additions (store engineer): everything above is the original contract. ---- */
-
-/* The database's schema version (PRAGMA user_version; after store_open, the newest). */
-int store_schema_version(struct store *st, int *ret_version, char *err,
-                         size_t errlen) APBOT_MUST_USE;
-
-/* Evidence excerpts are cut to this many bytes (at a UTF-8 boundary) when stored. */
-#define STORE_EXCERPT_MAX 4096
+int store_enqueue(struct store *st, const struct invoice *inv, const char *source,
+                  const struct apbot_now *now, enum store_enqueue_result *ret_result,
+                  int64_t *ret_id, char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
  * A precomputed queue row, for store_enqueue_raw: what store_enqueue derives from an invoice
@@ -199,32 +119,228 @@ struct store_new_item {
     int64_t total;
 };
 /* store_enqueue without the invoice model: same results, same event, same batching. */
-int store_enqueue_raw(struct store *st, const struct store_new_item *item, int64_t now,
-                      enum store_enqueue_result *ret_result, int64_t *ret_id, char *err,
-                      size_t errlen) APBOT_MUST_USE;
+int store_enqueue_raw(struct store *st, const struct store_new_item *item,
+                      const struct apbot_now *now, enum store_enqueue_result *ret_result,
+                      int64_t *ret_id, char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
- * store_recover, with the flow's settle delay: an item the machine sends to reconciling
- * "after the settle delay" becomes due at max(now, last_post_at + settle_ms). store_recover
- * is this with settle_ms 0: the item is due at once, which is safe because the machine only
- * treats "not found" as a confirmed absence when the caller says the settle delay has passed
- * (counters.settled, which the runner computes from when the ambiguity began).
- *
- * Leases and crashes: a lease stays its owner's after it expires until another process
- * takes the item over (store_claim of an expired reconciling item, or recovery); either
- * clears or replaces lease_owner, so the old owner's next store_apply/store_renew fails with
- * APBOT_E_STATE. A late-but-unchallenged owner may still apply its result.
+ * Leases one due item to owner for lease_ms, in one transaction: the due `reconciling` or
+ * `finishing` item due longest if any (an ambiguous outcome or a saved document is settled
+ * while its evidence is fresh), else the `new` item due longest. Due: next_mono reached and
+ * no live lease. A `new` item moves to claimed->next with a `claimed` event carrying
+ * claimed->why, in the same transaction: `claimed` is the step machine_next(MACHINE_NEW,
+ * MACHINE_EV_CLAIMED, ...) gave the caller. Only its next and why are used: the row's
+ * counters stay (the claimed transition leaves them unchanged). A reconciling or finishing
+ * item keeps its state; only its lease changes (no event).
+ * Returns APBOT_OK and fills *ret as it now is (free with store_item_done), APBOT_E_NOTFOUND
+ * when nothing is due, APBOT_E_BUSY after the retries, APBOT_E_INVAL for bad arguments.
  */
-int store_recover_settle(struct store *st, int64_t now, int64_t settle_ms,
+int store_claim(struct store *st, const char *owner, const struct apbot_now *now, int64_t lease_ms,
+                const struct machine_step *claimed, struct store_item *ret, char *err,
+                size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Extends the lease of an item the owner holds to now + lease_ms. A lease stays its owner's
+ * after it expires until another process takes the item over (a claim of an expired
+ * reconciling/finishing item, or a take-over change), so a late owner may still renew.
+ * APBOT_E_STATE if the lease was lost, APBOT_E_BUSY after the retries.
+ */
+int store_renew(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                int64_t lease_ms, char *err, size_t errlen) APBOT_MUST_USE;
+
+/* One state change: what the caller learnt and what machine_next() made of it. */
+struct store_change {
+    enum machine_state from; /* must equal the row's state, else APBOT_E_STATE */
+    enum machine_event event;
+    const struct machine_step *step;
+    int64_t backoff_ms;  /* MACHINE_DELAY_BACKOFF: the wait the caller drew (jitter, Retry-After) */
+    int64_t settle_ms;   /* MACHINE_DELAY_SETTLE: the settle delay in force */
+    const char *erp_doc; /* NULL keeps the stored one; "" is refused */
+    const char *reason;  /* NULL keeps the stored one, "" clears it */
+    const char *detail;  /* free text for the audit event, may be NULL */
+    const char *actor;   /* "runner:<owner>", "operator:<name>", "recovery" */
+    bool keep_lease;     /* true: the owner continues with this item (owner != NULL) */
+    bool take_over;      /* owner NULL: take the row from whoever holds its lease (see
+                          * store_lease_allows); the lease is cleared */
+};
+
+/*
+ * Applies a change in one transaction: checks state and lease (store_lease_allows), and when
+ * ch->erp_doc is set, that no other item holds that document; then updates the row (state,
+ * counters, due time = now + store_step_delay_ms, document, reason, last_post_at when
+ * entering posting, the settle base when step->settle_mark, lease) and appends the audit
+ * event. The row's stamps change: re-read it (store_get) to keep working from it.
+ * Returns APBOT_OK; APBOT_E_STATE when the row moved on or the lease was lost/held;
+ * APBOT_E_CONFLICT when another item already holds ch->erp_doc: nothing changed, and
+ * *ret_holder (may be NULL) gets that item's id, so the caller can apply doc-conflict to both;
+ * APBOT_E_NOTFOUND, APBOT_E_INVAL, APBOT_E_BUSY after the retries.
+ */
+int store_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
+                const struct apbot_now *now, int64_t *ret_holder, char *err,
+                size_t errlen) APBOT_MUST_USE;
+
+/* One ERP exchange kept for the morning review. Excerpt must already be secret-free. */
+struct store_evidence {
+    const char *step;   /* "login", "lookup", "entry", "check", "post", "reconcile", ... */
+    const char *method; /* "GET" / "POST" */
+    const char *url;    /* without credentials or query secrets */
+    int http_status;    /* 0 when no answer */
+    int64_t elapsed_ms;
+    const char *transport; /* "answered", "not-sent", "unknown" + curl detail */
+    const char *rule;      /* outcome rule that matched, NULL if none */
+    const char *outcome;   /* "completed", "rejected", ..., "unknown" */
+    const char *excerpt;   /* bounded page excerpt, may be NULL */
+};
+/* Evidence excerpts are cut to this many bytes (at a UTF-8 boundary) when stored. */
+#define STORE_EXCERPT_MAX 4096
+/* Appends one exchange to an item's evidence (append-only), stamped now (wall). */
+int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                       const struct apbot_now *now, char *err, size_t errlen) APBOT_MUST_USE;
+
+/* Calls fn for each item; the item is valid only during the call. A non-zero return from fn
+ * stops the walk and is returned. */
+typedef int (*store_item_fn)(void *ctx, const struct store_item *item);
+
+/*
+ * Crash recovery, the store half: calls fn for every item whose lease has expired at now
+ * (or was stamped under another boot), oldest id first, at most limit items (0 = all). The
+ * list is taken first, so fn may call back into the store (typically store_apply of
+ * lease-expired with take_over); an item whose lease was renewed meanwhile is skipped.
+ */
+int store_each_expired(struct store *st, const struct apbot_now *now, int64_t limit,
+                       store_item_fn fn, void *ctx, char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
+ * A convenience for callers not yet converted to the one state setter: store_each_expired,
+ * then for each item machine_next(lease-expired) and store_apply with take_over (actor
+ * "recovery"; a settle delay of settle_ms; store_recover uses 0: due at once, which is safe
+ * because only a not-found with counters.settled confirms an absence). An item whose state
+ * has no lease-expired row (a leased `new`, a terminal state) is left as it is.
+ * *ret_count (may be NULL) gets the number of items moved.
+ */
+int store_recover(struct store *st, const struct apbot_now *now,
+                  const struct machine_policy *policy, int *ret_count, char *err,
+                  size_t errlen) APBOT_MUST_USE;
+int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t settle_ms,
                          const struct machine_policy *policy, int *ret_count, char *err,
                          size_t errlen) APBOT_MUST_USE;
 
-/* Sets how long a call waits for another process's write lock before APBOT_E_BUSY (default
- * 5000 ms). Cannot fail. */
-void store_set_busy_timeout(struct store *st, int ms);
+/* Fetches one item by id (APBOT_E_NOTFOUND if none). *ret untouched on failure. */
+int store_get(struct store *st, int64_t id, struct store_item *ret, char *err,
+              size_t errlen) APBOT_MUST_USE;
+/* Fetches one item by identity key (APBOT_E_NOTFOUND if none). */
+int store_get_by_key(struct store *st, const char *key, struct store_item *ret, char *err,
+                     size_t errlen) APBOT_MUST_USE;
 
+/* Calls fn for each item in `state` (MACHINE_STATE_INVALID = all), oldest first; fn may call
+ * back into the store. */
+int store_each(struct store *st, enum machine_state state, store_item_fn fn, void *ctx, char *err,
+               size_t errlen);
 /* store_each, stopping after `limit` items (0 = no limit). */
 int store_each_limit(struct store *st, enum machine_state state, int64_t limit, store_item_fn fn,
                      void *ctx, char *err, size_t errlen);
+
+/* Audit events and evidence of one item, oldest first; valid only during the call. */
+struct store_event_row {
+    int64_t id, item_id, at; /* at: wall ms */
+    const char *from, *to, *event, *detail, *actor;
+};
+typedef int (*store_event_fn)(void *ctx, const struct store_event_row *row);
+int store_each_event(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
+                     size_t errlen);
+struct store_evidence_row {
+    int64_t id, item_id, at; /* at: wall ms */
+    struct store_evidence ev;
+};
+typedef int (*store_evidence_fn)(void *ctx, const struct store_evidence_row *row);
+int store_each_evidence(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
+                        char *err, size_t errlen);
+
+/* Counts per state (one snapshot), oldest pending item's created_at (wall, 0 if none). */
+struct store_counts {
+    int64_t by_state[MACHINE_STATE__COUNT];
+    int64_t total; /* includes rows in a state this version does not know */
+    int64_t oldest_pending_at;
+};
+int store_counts(struct store *st, struct store_counts *ret, char *err,
+                 size_t errlen) APBOT_MUST_USE;
+
+/*
+ * How long until the next new/reconciling/finishing item is due, for sleeping: *ret_wait_ms
+ * is 0 when one is due now, -1 when none is pending. (A due item may still be leased.)
+ */
+int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
+                   size_t errlen) APBOT_MUST_USE;
+
+/* The wall clock in Unix ms (apbot_clock_wall_ms): for people and reports, never a delay. */
+int64_t store_now_ms(void);
+
+/* The database's schema version (after store_open, the newest this apbot knows). */
+int store_schema_version(struct store *st, int *ret_version, char *err,
+                         size_t errlen) APBOT_MUST_USE;
+
+/* How long one attempt waits for another process's write lock (default 5000 ms), and how
+ * many times a busy write transaction is retried after that (default 6, with a jittered
+ * pause of up to a second). Cannot fail. */
+void store_set_busy_timeout(struct store *st, int ms);
+void store_set_busy_retries(struct store *st, int retries);
+/* Busy write transactions this handle retried so far (for logs and tests). */
+int64_t store_busy_retried(const struct store *st);
+
+/*
+ * Late commits, per flow: the largest observed delay between the moment the client gave up
+ * on a post and the moment the ERP committed it (issue 9, hole 2), kept across runs.
+ * store_note_late_commit records one observation of ms (>= 0) and keeps the maximum with the
+ * wall time it was observed; store_late_commit reads it (all zero when none was observed).
+ */
+struct store_late_commit {
+    int64_t max_ms;       /* the largest observation */
+    int64_t at;           /* wall ms when that maximum was observed, 0 if none */
+    int64_t observations; /* how many were noted */
+};
+int store_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
+                           const struct apbot_now *now, char *err, size_t errlen) APBOT_MUST_USE;
+int store_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
+                      char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
+ * ---- Pure decisions, shared by every backend (no I/O, no clock; table-tested) ----
+ *
+ * "Foreign" below means: the item's clock_boot is not now->boot (apbot_clock_same_boot), so
+ * its mono stamps say nothing about now.
+ */
+
+/* The settle delay has passed since the item's settle base: true when it has none (no post
+ * ever may have reached the ERP), false when foreign (counted again), else
+ * now->mono_ms - settle_mono >= settle_ms. Feed it to counters.settled, judged at the moment
+ * the lookup began. */
+bool store_settled(const struct store_item *it, const struct apbot_now *now, int64_t settle_ms);
+/* What is left of the settle delay: 0 when settled, settle_ms when foreign, else
+ * settle_mono + settle_ms - now->mono_ms. */
+int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now *now,
+                             int64_t settle_ms);
+/* The wait before the item is due again after `step` (the item as before the step):
+ * DELAY_NONE 0; DELAY_BACKOFF backoff_ms (negative: 0); DELAY_SETTLE settle_ms when the step
+ * marks the settle base, else store_settle_wait_ms. */
+int64_t store_step_delay_ms(const struct store_item *it, const struct machine_step *step,
+                            const struct apbot_now *now, int64_t backoff_ms, int64_t settle_ms);
+/* Due: next_mono reached, or foreign (due now). */
+bool store_due(const struct store_item *it, const struct apbot_now *now);
+/* Live lease: held, not foreign, lease_mono still ahead of now. */
+bool store_lease_live(const struct store_item *it, const struct apbot_now *now);
+/*
+ * May a change touch the item's lease? owner set: the row's lease_owner must be owner (an
+ * expired but unchallenged lease is still its owner's); take_over is then refused (INVAL).
+ * owner NULL, no take_over (an operator): no live lease. owner NULL with take_over
+ * (recovery): a lease that has expired; for doc-conflict only, any lease or none (one
+ * document, one item outranks a runner's work: its next apply or renew then fails).
+ * Returns APBOT_OK, APBOT_E_STATE (not allowed) or APBOT_E_INVAL.
+ */
+int store_lease_allows(const struct store_item *it, const struct apbot_now *now, const char *owner,
+                       bool take_over, enum machine_event event);
+/* Re-stamps a foreign item as this boot sees it first: due now (next_at too), lease expired,
+ * settle base now (when it has one; settle_at keeps the original moment for people), all
+ * under now->boot. Returns true when it did, false (item untouched) when not foreign. */
+bool store_restamp(struct store_item *it, const struct apbot_now *now);
 
 #endif

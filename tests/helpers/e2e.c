@@ -33,15 +33,23 @@ void e2e_src_path(char *buf, size_t len, const char *rel)
 
 void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed)
 {
+    e2e_start_ui(e, SIM_UI_ACME, scenario, scenario_text, seed);
+}
+
+void e2e_start_ui(struct e2e *e, enum sim_ui ui, const char *scenario, const char *scenario_text,
+                  uint64_t seed)
+{
     char err[APBOT_ERR_LEN];
     char scn[320];
     memset(e, 0, sizeof(*e));
+    e->ui = ui;
     const char *tmp = getenv("TMPDIR");
     snprintf(e->dir, sizeof(e->dir), "%s/apbot-e2e-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(e->dir))
         e2e_die("mkdtemp", e->dir);
     snprintf(e->db, sizeof(e->db), "%s/queue.db", e->dir);
-    e2e_src_path(e->flow, sizeof(e->flow), "flows/acme.xml");
+    e2e_src_path(e->flow, sizeof(e->flow),
+                 ui == SIM_UI_CLASSIC ? "flows/classic.xml" : "flows/acme.xml");
 
     struct store *st = NULL;
     if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
@@ -62,6 +70,7 @@ void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, u
     so.scenario_text = scenario_text;
     so.seed = seed;
     so.admin = true;
+    so.ui = ui;
     if (sim_start(&so, &e->sim, err, sizeof(err)) != 0)
         e2e_die("sim_start", err);
     e->port = sim_port(e->sim);
@@ -158,7 +167,8 @@ void e2e_stop(struct e2e *e)
         rm_tree(e->dir);
 }
 
-static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in)
+static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in,
+                         const struct e2e_line *lines, size_t n_lines)
 {
     invoice_init(inv);
     invoice_set_str(&inv->vendor_id, in->vendor);
@@ -168,6 +178,25 @@ static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in)
     snprintf(inv->issue_date, sizeof(inv->issue_date), "%s", in->date ? in->date : "2026-11-03");
     snprintf(inv->currency, sizeof(inv->currency), "%s", in->currency ? in->currency : "EUR");
     inv->exponent = money_exponent(inv->currency);
+    if (lines && n_lines) {
+        inv->net_total = inv->tax_total = 0;
+        for (size_t i = 0; i < n_lines; i++) {
+            const struct e2e_line *l = &lines[i];
+            char text[32];
+            snprintf(text, sizeof(text), "line %zu", i + 1);
+            struct invoice_line line;
+            memset(&line, 0, sizeof(line));
+            line.description = (char *)(l->description ? l->description : text);
+            line.gl_account = (char *)(l->gl ? l->gl : "6000");
+            line.net = l->net;
+            line.tax = l->tax;
+            invoice_add_line(inv, &line);
+            inv->net_total += l->net;
+            inv->tax_total += l->tax;
+        }
+        inv->payable = inv->net_total + inv->tax_total;
+        return;
+    }
     inv->net_total = in->amount;
     inv->tax_total = 0;
     inv->payable = in->amount;
@@ -180,14 +209,14 @@ static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in)
 }
 
 static void enqueue_one(struct e2e *e, struct store *st, const struct e2e_invoice *in,
-                        char *ret_key)
+                        const struct e2e_line *lines, size_t n_lines, char *ret_key)
 {
     char err[APBOT_ERR_LEN];
     struct invoice inv;
-    fill_invoice(&inv, in);
+    fill_invoice(&inv, in, lines, n_lines);
     enum store_enqueue_result res;
     int64_t id = 0;
-    if (store_enqueue(st, &inv, "e2e", store_now_ms(), &res, &id, err, sizeof(err)) != APBOT_OK)
+    if (store_enqueue(st, &inv, "e2e", NULL, &res, &id, err, sizeof(err)) != APBOT_OK)
         e2e_die("store_enqueue", err);
     if (res != STORE_ENQ_QUEUED)
         e2e_die("store_enqueue", "not queued (duplicate test invoice?)");
@@ -207,12 +236,31 @@ void e2e_add(struct e2e *e, const struct e2e_invoice *in, char *ret_key)
     struct store *st = NULL;
     if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
         e2e_die("store_open", err);
-    enqueue_one(e, st, in, ret_key);
+    enqueue_one(e, st, in, NULL, 0, ret_key);
+    store_close(st);
+}
+
+void e2e_add_lines(struct e2e *e, const struct e2e_invoice *head, const struct e2e_line *lines,
+                   size_t n_lines, char *ret_key)
+{
+    char err[APBOT_ERR_LEN];
+    struct store *st = NULL;
+    if (!lines || n_lines == 0)
+        e2e_die("e2e_add_lines", "no lines");
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    enqueue_one(e, st, head, lines, n_lines, ret_key);
     store_close(st);
 }
 
 void e2e_add_many(struct e2e *e, const char *prefix, int n)
 {
+    e2e_add_many_lines(e, prefix, n, 0);
+}
+
+void e2e_add_many_lines(struct e2e *e, const char *prefix, int n, int max_lines)
+{
+    static const char *const accounts[] = {"5700", "6000", "4400", "6010", "5400", "4000"};
     static const char *const currencies[] = {"EUR", "EUR", "EUR", "USD", "EUR", "GBP",
                                              "EUR", "JPY", "EUR", "KWD", "EUR", "CHF"};
     char err[APBOT_ERR_LEN];
@@ -235,7 +283,18 @@ void e2e_add_many(struct e2e *e, const char *prefix, int n)
             .gl = "6000",
             .credit_note = i % 17 == 16,
         };
-        enqueue_one(e, st, &in, NULL);
+        struct e2e_line lines[8];
+        size_t k = 0;
+        if (max_lines > 0) {
+            k = 1 + (size_t)i % (size_t)(max_lines < 8 ? max_lines : 8);
+            for (size_t j = 0; j < k; j++) {
+                lines[j].gl = accounts[((size_t)i + j) % 6];
+                lines[j].net = 500 + (int64_t)i * 37 + (int64_t)j * 211;
+                lines[j].tax = lines[j].net * 19 / 100;
+                lines[j].description = NULL;
+            }
+        }
+        enqueue_one(e, st, &in, k ? lines : NULL, k, NULL);
     }
     if (store_commit(st, err, sizeof(err)) != APBOT_OK)
         e2e_die("store_commit", err);

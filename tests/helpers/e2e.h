@@ -1,8 +1,10 @@
 /*
  * e2e.h - the harness of the end-to-end tests: a temp directory with a fresh queue database,
- * the simulated ERP started in-process on an ephemeral loopback port, invoices enqueued
- * straight through the store, and runner options with short policy numbers so that a test
- * runs in seconds. Setup failures abort with a message (they are not what a test checks).
+ * the simulated ERP started in-process on an ephemeral loopback port with either user
+ * interface (acme with flows/acme.xml, classic with flows/classic.xml), invoices of one or
+ * several lines enqueued straight through the store, and runner options with short policy
+ * numbers so that a test runs in seconds. Setup failures abort with a message (they are not
+ * what a test checks).
  */
 #ifndef APBOT_TESTS_E2E_H
 #define APBOT_TESTS_E2E_H
@@ -12,16 +14,16 @@
 #include <stdint.h>
 
 #include "apbot/runner.h"
-
-struct sim;
+#include "sim.h"
 
 struct e2e {
     char dir[256];  /* mktemp -d */
     char db[320];   /* dir/queue.db */
-    char flow[320]; /* flows/acme.xml, or a copy written by e2e_flow_copy */
+    char flow[320]; /* flows/<ui>.xml, or a copy written by e2e_flow_copy */
     char url[64];   /* http://127.0.0.1:PORT */
     struct sim *sim;
     unsigned short port;
+    enum sim_ui ui; /* the simulator's user interface (SIM_UI_ACME unless e2e_start_ui) */
     struct runner_options opt; /* short numbers; tests may change any field */
     struct runner_stats stats; /* of the last e2e_run */
     int n_items;               /* enqueued by e2e_add / e2e_add_many */
@@ -35,6 +37,12 @@ struct e2e {
  */
 void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed);
 /*
+ * e2e_start with the given user interface: SIM_UI_ACME is e2e_start; SIM_UI_CLASSIC starts the
+ * classic UI and points e->flow (and e->opt.flow_path) at flows/classic.xml.
+ */
+void e2e_start_ui(struct e2e *e, enum sim_ui ui, const char *scenario, const char *scenario_text,
+                  uint64_t seed);
+/*
  * e2e_start with the simulator speaking HTTPS only (cert_pem/key_pem as in sim_options, e.g.
  * from sim_tls_selfsigned): e->url is https://127.0.0.1:PORT. The certificate is also written
  * to <dir>/erp-cert.pem, whose path goes into ret_cert_file (may be NULL), for a flow's
@@ -45,7 +53,15 @@ void e2e_start_tls(struct e2e *e, const char *scenario, const char *scenario_tex
 /* Stops the simulator, removes the temp dir. */
 void e2e_stop(struct e2e *e);
 
-/* An invoice to enqueue; amount in minor units of currency. */
+/* One line of a multi-line invoice (e2e_add_lines); amounts in minor units. */
+struct e2e_line {
+    const char *gl;          /* G/L account, e.g. "5700" (NULL = "6000") */
+    int64_t net;             /* line net */
+    int64_t tax;             /* line tax (0 = none) */
+    const char *description; /* NULL = "line N" */
+};
+
+/* An invoice to enqueue: one line of `amount` (minor units of currency) on `gl`, no tax. */
 struct e2e_invoice {
     const char *vendor;   /* "100001" */
     const char *number;   /* vendor invoice number */
@@ -58,9 +74,17 @@ struct e2e_invoice {
 };
 /* Enqueues one invoice; writes its key into ret_key (25 bytes, may be NULL). */
 void e2e_add(struct e2e *e, const struct e2e_invoice *inv, char *ret_key);
+/* Enqueues a multi-line invoice: the head's vendor, number, date, currency and credit_note with
+ * `lines` (n_lines >= 1) instead of its amount, gl and description; the payable is the sum of
+ * the lines' net and tax. Writes its key into ret_key (may be NULL). */
+void e2e_add_lines(struct e2e *e, const struct e2e_invoice *head, const struct e2e_line *lines,
+                   size_t n_lines, char *ret_key);
 /* Enqueues n valid invoices "<prefix>-<i>" over vendors 100001..100040, EUR and a few other
  * currencies, dates in November 2026. */
 void e2e_add_many(struct e2e *e, const char *prefix, int n);
+/* As e2e_add_many, but invoice i has 1 + i % max_lines lines on different G/L accounts, each
+ * with tax (19% rounded down), so that lines, tax and total must all reach the ERP. */
+void e2e_add_many_lines(struct e2e *e, const char *prefix, int n, int max_lines);
 
 /* Runs the runner once with e->opt (until empty unless the test changed it). Returns its
  * result; e->stats holds the stats. */

@@ -1,8 +1,9 @@
 /*
- * invariants.c - checks the queue against the simulator's ledger (ground truth): the promise
- * "no invoice booked twice, no invoice lost" in countable form. Reads /_sim/ledger.csv through
- * sim_client, walks every item with store_each, and compares references, document numbers
- * and amounts exactly (minor units, never floating point).
+ * invariants.c - checks the queue against the simulator's ground truth: the promise "no invoice
+ * booked twice, no invoice lost" in countable form. Reads /_sim/ledger.csv, /_sim/lines.csv and
+ * /_sim/stats through sim_client, walks every item with store_each, and compares references,
+ * document numbers, amounts, approval and every line (account and amount) exactly (minor
+ * units, never floating point).
  */
 #include "invariants.h"
 
@@ -13,20 +14,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
 #include "sim_client.h"
 
-#define INV_FIELDS                                                                                 \
-    8 /* doc,vendor_id,invoice_number,invoice_date,currency,amount,reference,booked_at */
+#define CSV_FIELDS_MAX 16
 
-struct ledger_row {
-    char *f[INV_FIELDS];
+/* ledger.csv columns */
+enum { L_DOC, L_VENDOR, L_INVNO, L_DATE, L_CURRENCY, L_AMOUNT, L_REF, L_BOOKED, L_STATUS };
+/* lines.csv columns */
+enum { N_DOC, N_LINE, N_GL, N_AMOUNT, N_TEXT };
+
+struct csv_row {
+    char *f[CSV_FIELDS_MAX];
 };
 
-struct ledger {
-    struct ledger_row *rows;
+struct csv_table {
+    struct csv_row *rows;
     size_t n, cap;
 };
 
@@ -41,10 +47,10 @@ static void problem(struct inv_report *r, const char *fmt, ...)
 }
 
 /* Splits one CSV record (RFC 4180 quotes) at *pp into row; advances *pp past the line. */
-static void parse_record(const char **pp, struct ledger_row *row)
+static void parse_record(const char **pp, struct csv_row *row)
 {
     const char *p = *pp;
-    for (int k = 0; k < INV_FIELDS; k++) {
+    for (int k = 0; k < CSV_FIELDS_MAX; k++) {
         size_t cap = 64, len = 0;
         char *v = malloc(cap);
         if (!v)
@@ -84,21 +90,19 @@ static void parse_record(const char **pp, struct ledger_row *row)
     *pp = p;
 }
 
-static void ledger_free(struct ledger *l)
+static void table_free(struct csv_table *t)
 {
-    for (size_t i = 0; i < l->n; i++)
-        for (int k = 0; k < INV_FIELDS; k++)
-            free(l->rows[i].f[k]);
-    free(l->rows);
-    memset(l, 0, sizeof(*l));
+    for (size_t i = 0; i < t->n; i++)
+        for (int k = 0; k < CSV_FIELDS_MAX; k++)
+            free(t->rows[i].f[k]);
+    free(t->rows);
+    memset(t, 0, sizeof(*t));
 }
 
-static int ledger_load(unsigned short port, struct ledger *l)
+/* Parses csv (header skipped) into t. */
+static void table_parse(const char *csv, struct csv_table *t)
 {
-    char *csv = NULL;
-    memset(l, 0, sizeof(*l));
-    if (simc_ledger(port, &csv) != 0 || !csv)
-        return -1;
+    memset(t, 0, sizeof(*t));
     const char *p = strchr(csv, '\n'); /* skip the header */
     p = p ? p + 1 : csv + strlen(csv);
     while (*p) {
@@ -106,28 +110,27 @@ static int ledger_load(unsigned short port, struct ledger *l)
             p++;
             continue;
         }
-        if (l->n == l->cap) {
-            l->cap = l->cap ? l->cap * 2 : 64;
-            struct ledger_row *g = realloc(l->rows, l->cap * sizeof(*g));
+        if (t->n == t->cap) {
+            t->cap = t->cap ? t->cap * 2 : 64;
+            struct csv_row *g = realloc(t->rows, t->cap * sizeof(*g));
             if (!g)
                 abort();
-            l->rows = g;
+            t->rows = g;
         }
-        struct ledger_row *row = &l->rows[l->n++];
+        struct csv_row *row = &t->rows[t->n++];
         memset(row, 0, sizeof(*row));
         parse_record(&p, row);
     }
-    free(csv);
-    return 0;
 }
 
-static const char *fld(const struct ledger_row *row, int k)
+static const char *fld(const struct csv_row *row, int k)
 {
     return row->f[k] ? row->f[k] : "";
 }
 
 struct check {
-    struct ledger *l;
+    struct csv_table *ledger;
+    struct csv_table *lines;
     int key_length;
     bool allow_pending;
     struct inv_report *r;
@@ -138,18 +141,67 @@ static int64_t abs64(int64_t v)
     return v < 0 ? -v : v;
 }
 
+/* The booking's lines in lines.csv against the invoice's lines: as many, in order, each with the
+ * invoice line's G/L account (when it has one) and its net amount (sign aside: a credit note may
+ * be entered positive). Returns true when they agree; a first difference goes into why. */
+static bool lines_agree(const struct check *c, const char *doc, const struct store_item *it,
+                        char *why, size_t whylen)
+{
+    struct invoice inv;
+    char err[APBOT_ERR_LEN];
+    if (invoice_from_json(it->payload ? it->payload : "", &inv, err, sizeof(err)) != APBOT_OK) {
+        snprintf(why, whylen, "payload unreadable: %.200s", err);
+        invoice_done(&inv);
+        return false;
+    }
+    size_t k = 0;
+    bool ok = true;
+    for (size_t i = 0; i < c->lines->n && ok; i++) {
+        const struct csv_row *row = &c->lines->rows[i];
+        if (strcmp(fld(row, N_DOC), doc) != 0)
+            continue;
+        if (k >= inv.n_lines) {
+            snprintf(why, whylen, "the ERP has line %s, the invoice %zu lines", fld(row, N_LINE),
+                     inv.n_lines);
+            ok = false;
+            break;
+        }
+        const struct invoice_line *l = &inv.lines[k];
+        int64_t amount = 0;
+        bool amount_ok = money_parse(fld(row, N_AMOUNT), it->currency, MONEY_PLAIN,
+                                     MONEY_ROUND_REFUSE, &amount, NULL, 0) == APBOT_OK &&
+                         abs64(amount) == abs64(l->net);
+        bool gl_ok = !l->gl_account || strcmp(l->gl_account, fld(row, N_GL)) == 0;
+        if (!amount_ok || !gl_ok) {
+            char net[48];
+            if (money_format_plain(l->net, it->exponent, net, sizeof(net)) != APBOT_OK)
+                snprintf(net, sizeof(net), "%" PRId64 " minor units", l->net);
+            snprintf(why, whylen, "line %zu: ERP %s %s, invoice %s %s", k + 1, fld(row, N_GL),
+                     fld(row, N_AMOUNT), l->gl_account ? l->gl_account : "(any account)", net);
+            ok = false;
+        }
+        k++;
+    }
+    if (ok && k != inv.n_lines) {
+        snprintf(why, whylen, "the ERP has %zu lines, the invoice %zu", k, inv.n_lines);
+        ok = false;
+    }
+    invoice_done(&inv);
+    return ok;
+}
+
 static int check_item(void *ctx, const struct store_item *it)
 {
     struct check *c = ctx;
     struct inv_report *r = c->r;
-    char ref[64];
+    char ref[64], why[256];
     snprintf(ref, sizeof(ref), "%.*s", c->key_length, it->key);
     int booked = 0;
-    const struct ledger_row *hit = NULL;
-    for (size_t i = 0; i < c->l->n; i++)
-        if (strcmp(fld(&c->l->rows[i], 6), ref) == 0) {
+    const struct csv_row *hit = NULL;
+    for (size_t i = 0; i < c->ledger->n; i++)
+        if (strcmp(fld(&c->ledger->rows[i], L_REF), ref) == 0) {
             booked++;
-            hit = &c->l->rows[i];
+            hit = &c->ledger->rows[i];
         }
     r->items++;
     switch (it->state) {
@@ -160,16 +212,26 @@ static int check_item(void *ctx, const struct store_item *it)
             problem(r, "item %" PRId64 " (%s) is completed but not booked", it->id, it->key);
         } else if (booked == 1) {
             int64_t amount = 0;
-            bool amount_ok = money_parse(fld(hit, 5), it->currency, MONEY_PLAIN, MONEY_ROUND_REFUSE,
-                                         &amount, NULL, 0) == APBOT_OK &&
+            bool amount_ok = money_parse(fld(hit, L_AMOUNT), it->currency, MONEY_PLAIN,
+                                         MONEY_ROUND_REFUSE, &amount, NULL, 0) == APBOT_OK &&
                              abs64(amount) == abs64(it->total);
-            if (!it->erp_doc || strcmp(it->erp_doc, fld(hit, 0)) != 0 || !amount_ok) {
+            if (!it->erp_doc || strcmp(it->erp_doc, fld(hit, L_DOC)) != 0 || !amount_ok) {
                 r->completed_mismatch++;
                 problem(r,
                         "item %" PRId64 " (%s): queue says doc %s amount %" PRId64
                         ", ledger says %s %s",
                         it->id, it->key, it->erp_doc ? it->erp_doc : "(none)", it->total,
-                        fld(hit, 0), fld(hit, 5));
+                        fld(hit, L_DOC), fld(hit, L_AMOUNT));
+            }
+            if (strcmp(fld(hit, L_STATUS), "posted") != 0) {
+                r->completed_unposted++;
+                problem(r, "item %" PRId64 " (%s) is completed but %s is %s, not posted", it->id,
+                        it->key, fld(hit, L_DOC), fld(hit, L_STATUS));
+            }
+            if (!lines_agree(c, fld(hit, L_DOC), it, why, sizeof(why))) {
+                r->completed_lines_mismatch++;
+                problem(r, "item %" PRId64 " (%s) booked as %s with other lines: %s", it->id,
+                        it->key, fld(hit, L_DOC), why);
             }
         }
         break;
@@ -178,7 +240,7 @@ static int check_item(void *ctx, const struct store_item *it)
         if (booked > 0) {
             r->exception_booked++;
             problem(r, "item %" PRId64 " (%s) is a business exception but booked as %s", it->id,
-                    it->key, fld(hit, 0));
+                    it->key, fld(hit, L_DOC));
         }
         break;
     case MACHINE_MANUAL_REVIEW:
@@ -188,6 +250,7 @@ static int check_item(void *ctx, const struct store_item *it)
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
+    case MACHINE_FINISHING:
         r->pending++;
         if (!c->allow_pending) {
             r->pending_bad++;
@@ -204,30 +267,49 @@ static int check_item(void *ctx, const struct store_item *it)
     return 0;
 }
 
+/* Loads one admin CSV into t. Returns 0 or -1. */
+static int load(unsigned short port, bool lines, struct csv_table *t)
+{
+    char *csv = NULL;
+    memset(t, 0, sizeof(*t));
+    if ((lines ? simc_lines(port, &csv) : simc_ledger(port, &csv)) != 0 || !csv) {
+        free(csv);
+        return -1;
+    }
+    table_parse(csv, t);
+    free(csv);
+    return 0;
+}
+
 int invariants_check(const char *db_path, unsigned short port, int key_length, bool allow_pending,
                      struct inv_report *ret)
 {
     struct inv_report local;
     struct inv_report *r = ret ? ret : &local;
-    struct ledger l;
+    struct csv_table ledger, lines;
     struct store *st = NULL;
     char err[APBOT_ERR_LEN];
     memset(r, 0, sizeof(*r));
 
-    if (ledger_load(port, &l) != 0) {
+    if (load(port, false, &ledger) != 0) {
         problem(r, "cannot read the simulator's ledger");
         return -1;
     }
-    r->bookings = (int)l.n;
+    if (load(port, true, &lines) != 0) {
+        problem(r, "cannot read the simulator's lines");
+        table_free(&ledger);
+        return -1;
+    }
+    r->bookings = (int)ledger.n;
     /* No reference booked twice, whoever booked it. */
-    for (size_t i = 0; i < l.n; i++) {
-        const char *ref = fld(&l.rows[i], 6);
+    for (size_t i = 0; i < ledger.n; i++) {
+        const char *ref = fld(&ledger.rows[i], L_REF);
         if (!*ref)
             continue;
         bool first = true;
         int count = 0;
-        for (size_t k = 0; k < l.n; k++)
-            if (strcmp(fld(&l.rows[k], 6), ref) == 0) {
+        for (size_t k = 0; k < ledger.n; k++)
+            if (strcmp(fld(&ledger.rows[k], L_REF), ref) == 0) {
                 if (k < i)
                     first = false;
                 count++;
@@ -237,16 +319,27 @@ int invariants_check(const char *db_path, unsigned short port, int key_length, b
             problem(r, "reference %s is booked %d times", ref, count);
         }
     }
+    /* No post of something the ERP already held, even one the ERP refused. */
+    r->reposts_of_booked = simc_stat(port, "reposts_of_booked");
+    if (r->reposts_of_booked != 0)
+        problem(r, "%lld committing requests carried a reference the ERP already held",
+                r->reposts_of_booked);
     if (store_open(db_path, &st, err, sizeof(err)) != APBOT_OK) {
         problem(r, "cannot open the queue: %s", err);
-        ledger_free(&l);
+        table_free(&ledger);
+        table_free(&lines);
         return -1;
     }
-    struct check c = {.l = &l, .key_length = key_length, .allow_pending = allow_pending, .r = r};
+    struct check c = {.ledger = &ledger,
+                      .lines = &lines,
+                      .key_length = key_length,
+                      .allow_pending = allow_pending,
+                      .r = r};
     if (store_each(st, MACHINE_STATE_INVALID, check_item, &c, err, sizeof(err)) != APBOT_OK)
         problem(r, "cannot walk the queue: %s", err);
     store_close(st);
-    ledger_free(&l);
+    table_free(&ledger);
+    table_free(&lines);
     return r->first_problem[0] ? -1 : 0;
 }
 
@@ -254,10 +347,13 @@ void invariants_print(const struct inv_report *r)
 {
     fprintf(stderr,
             "invariants: items %d (completed %d, business-exception %d, manual-review %d, "
-            "pending %d); bookings %d; duplicated references %d; completed unbooked %d; "
-            "completed mismatched %d; exceptions booked %d; pending where none may be %d%s%s\n",
+            "pending %d); bookings %d; duplicated references %d; re-posts of booked %lld; "
+            "completed unbooked %d; completed mismatched %d; completed not posted %d; "
+            "completed with other lines %d; exceptions booked %d; pending where none may be "
+            "%d%s%s\n",
             r->items, r->completed, r->business_exception, r->manual_review, r->pending,
-            r->bookings, r->duplicated_refs, r->completed_unbooked, r->completed_mismatch,
+            r->bookings, r->duplicated_refs, r->reposts_of_booked, r->completed_unbooked,
+            r->completed_mismatch, r->completed_unposted, r->completed_lines_mismatch,
             r->exception_booked, r->pending_bad, r->first_problem[0] ? "; first: " : "",
             r->first_problem);
 }

@@ -1,8 +1,10 @@
 /*
  * invariants.h - the promises to finance, checked against the simulator's ground truth
- * (/_sim/ledger.csv) and the queue: no reference booked twice; every `completed` item booked
- * exactly once with its amount and document number; nothing booked for a business
- * exception; every item terminal unless the test stopped the run on purpose.
+ * (/_sim/ledger.csv, /_sim/lines.csv, /_sim/stats) and the queue: no reference booked twice; no
+ * committing request that carried a reference the ERP already held (reposts_of_booked 0); every
+ * `completed` item booked exactly once with its amount and document number, approved (status
+ * posted) and with all its lines (accounts and amounts as in the invoice); nothing booked for a
+ * business exception; every item terminal unless the test stopped the run on purpose.
  */
 #ifndef APBOT_TESTS_INVARIANTS_H
 #define APBOT_TESTS_INVARIANTS_H
@@ -11,12 +13,15 @@
 
 struct inv_report {
     int items, completed, business_exception, manual_review, pending;
-    int bookings;           /* ledger rows */
-    int duplicated_refs;    /* references booked more than once */
-    int completed_unbooked; /* completed items with no booking */
-    int completed_mismatch; /* booked under another doc number or amount */
-    int exception_booked;   /* business exceptions with a booking */
-    int pending_bad;        /* pending items where none may be */
+    int bookings;                 /* ledger rows */
+    int duplicated_refs;          /* references booked more than once */
+    long long reposts_of_booked;  /* the ERP's count of posts of a reference it held */
+    int completed_unbooked;       /* completed items with no booking */
+    int completed_mismatch;       /* booked under another doc number or amount */
+    int completed_unposted;       /* booked, but a draft (not approved) */
+    int completed_lines_mismatch; /* booked with other lines than the invoice's */
+    int exception_booked;         /* business exceptions with a booking */
+    int pending_bad;              /* pending items where none may be */
     char first_problem[512];
 };
 

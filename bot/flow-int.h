@@ -1,0 +1,98 @@
+/*
+ * flow-int.h - what the three parts of the flow module share, and nothing else includes.
+ *
+ * flow_load.c turns the XML into struct flow (parse, RelaxNG, typed attributes, compiled
+ * patterns, the co-occurrence rules RelaxNG cannot say) and owns the problem list;
+ * flow_check.c checks the meaning of the built flow (variables in their places, XPath, the
+ * safety rules of the post, policy relations); flow_template.c parses, checks and expands
+ * templates. Every problem goes through flow_problem() as "file:line: message".
+ */
+#ifndef APBOT_FLOW_INT_H
+#define APBOT_FLOW_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apbot/flow.h"
+
+#define FLOW_NS "urn:apbot:flow:1"
+#define FLOW_PROBLEMS_MAX 200   /* problems kept for the report; the rest are counted */
+#define FLOW_LIST_MAX 1000      /* elements of one kind in one place (fields, rules, ...) */
+#define FLOW_XPATH_MAX_LEN 1024 /* bytes of one XPath expression */
+#define FLOW_XPATH_MAX_DEPTH 32 /* nesting of ( and [ in one XPath (libxml2 recurses) */
+
+struct flow_problem_rec {
+    long line;
+    char *text; /* "file:line: message" */
+};
+
+/* One load: the file, the flow being built, the problems found so far. */
+struct flow_ctx {
+    const char *path;
+    struct flow_problem_rec *probs;
+    size_t n_probs; /* problems found (some may not be kept) */
+    size_t n_kept;
+    struct flow *f;
+    const char *text; /* the file, while it is built (for element lines) */
+    size_t text_len;
+    size_t *line_starts; /* offset of each line in text */
+    size_t n_lines;
+};
+
+/* Records a problem at line (0: the file as a whole). Cannot fail. */
+void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...) APBOT_PRINTF(3, 4);
+
+/* True when a problem was already recorded at line (a follow-on complaint would be noise). */
+bool flow_problem_at(const struct flow_ctx *c, long line);
+
+/* flows/flow.rng, embedded at build time (cmake/embed.cmake); NUL-terminated. */
+extern const unsigned char flow_schema_rng[];
+extern const size_t flow_schema_rng_len;
+
+/* ---- flow_check.c ---------------------------------------------------------------------- */
+
+/* Runs every semantic check on the built flow c->f, recording problems. */
+void flow_check(struct flow_ctx *c);
+
+/* ---- flow_template.c ------------------------------------------------------------------- */
+
+/* Where a template sits decides which variables it may use. */
+enum {
+    FLOW_P_LOGIN_URL = 1 << 0,
+    FLOW_P_LOGIN_FIELD = 1 << 1, /* a login form field's value (or name) */
+    FLOW_P_LOOKUP = 1 << 2,      /* lookup URL, <expect>, <finished> */
+    FLOW_P_DETAIL_URL = 1 << 3,  /* <detail get> */
+    FLOW_P_STEP_URL = 1 << 4,
+    FLOW_P_STEP_FIELD = 1 << 5,
+    FLOW_P_LINES = 1 << 6, /* a field inside <lines> */
+    FLOW_P_LIST_URL = 1 << 7,
+};
+
+/* What a template may refer to where it sits. Zero-initialise, then set what applies. */
+struct flow_scope {
+    unsigned place;              /* one FLOW_P_ bit */
+    bool name;                   /* the template is a field name (never a secret) */
+    bool doc;                    /* ${doc} is captured by an earlier step */
+    const char *const *captures; /* NAMEs usable as ${capture.NAME} */
+    size_t n_captures;
+    const struct flow_table *rows; /* columns usable as ${row.COLUMN} (detail get) */
+    const char *hint;              /* appended to "not captured" messages, or NULL */
+};
+
+/*
+ * Checks one template: every placeholder names a variable allowed in scope sc, known
+ * formatters with valid arguments applied to values of the right kind. `what` names the
+ * place in messages ("lookup get", "field 'x'").
+ */
+void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scope *sc, long line,
+                    const char *what);
+/* True when the template has a placeholder of variable `var`: the exact name, or with a name
+ * ending in '.' ("row.", "line.") any variable of that family. */
+bool flow_tpl_uses(const char *tmpl, const char *var);
+
+/* A date pattern: literal text plus %d %m %Y %y %%. */
+bool flow_date_pattern_ok(const char *s, size_t len);
+/* s[0..len) is a decimal number in [min, max] (at most 9 digits): *ret gets it. */
+bool flow_parse_count(const char *s, size_t len, long min, long max, long *ret);
+
+#endif

@@ -1,0 +1,1079 @@
+/*
+ * flow_load.c - loads a flow file into struct flow.
+ *
+ * Four passes over one libxml2 tree: parse (no network, no entity expansion, no DOCTYPE at
+ * all, a bounded file size), RelaxNG validation against flows/flow.rng (embedded at build
+ * time), the build of struct flow (typed attributes, numbers in their ranges, PCRE2 patterns
+ * compiled, and the co-occurrence rules RelaxNG cannot say, such as "a rule needs a status, a
+ * pattern or both"), then the semantic checks of flow_check.c on the built flow. Every
+ * problem is collected as "file:line: message" and reported at once, sorted by line;
+ * libxml2's own diagnostics are captured through structured error handlers, never printed.
+ * Also the flow's small data: outcome names, the policy defaults and flow_free().
+ */
+#include "apbot/flow.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libxml/parser.h>
+#include <libxml/relaxng.h>
+#include <libxml/tree.h>
+#include <libxml/xmlerror.h>
+
+#include "apbot/buf.h"
+#include "apbot/invoice.h"
+#include "apbot/match.h"
+#include "apbot/mem.h"
+#include "flow-int.h"
+
+#define FLOW_FILE_MAX (1024 * 1024) /* bytes of a flow file: a hand-written file is far smaller */
+
+char *flow_schema_text(void)
+{
+    return apbot_xstrndup((const char *)flow_schema_rng, flow_schema_rng_len);
+}
+
+/* ---- names and defaults ------------------------------------------------------------------ */
+
+static const char *const flow_outcome_names[] = {
+    [FLOW_OUT_COMPLETED] = "completed",
+    [FLOW_OUT_REJECTED] = "rejected",
+    [FLOW_OUT_ALREADY_EXISTS] = "already-exists",
+    [FLOW_OUT_NOT_SENT] = "not-sent",
+    [FLOW_OUT_SESSION_EXPIRED] = "session-expired",
+    [FLOW_OUT_UNKNOWN] = "unknown",
+    [FLOW_OUT_SAVED] = "saved",
+};
+_Static_assert(sizeof(flow_outcome_names) / sizeof(flow_outcome_names[0]) == FLOW_OUT__COUNT,
+               "every flow_outcome needs a name");
+
+const char *flow_outcome_name(enum flow_outcome o)
+{
+    if ((int)o < 0 || o >= FLOW_OUT__COUNT)
+        return "invalid";
+    return flow_outcome_names[o];
+}
+
+enum flow_outcome flow_outcome_from_name(const char *name)
+{
+    for (int i = 0; name && i < FLOW_OUT__COUNT; i++)
+        if (strcmp(flow_outcome_names[i], name) == 0)
+            return (enum flow_outcome)i;
+    return FLOW_OUT__COUNT;
+}
+
+/* The one place of the policy defaults; each is explained at struct flow_policy. */
+static const char *const flow_option_names[] = {
+    [FLOW_OPTION_DEFAULT] = "default",
+    [FLOW_OPTION_VALUE] = "value",
+    [FLOW_OPTION_LABEL] = "label",
+    [FLOW_OPTION_LABEL_PREFIX] = "label-prefix",
+};
+_Static_assert(sizeof(flow_option_names) / sizeof(flow_option_names[0]) == FLOW_OPTION__COUNT,
+               "every flow_option needs a name");
+
+const char *flow_option_name(enum flow_option o)
+{
+    if ((int)o < 0 || o >= FLOW_OPTION__COUNT)
+        return "invalid";
+    return flow_option_names[o];
+}
+
+static const char *const flow_missing_names[] = {
+    [FLOW_MISSING_ERROR] = "error",
+    [FLOW_MISSING_ADD] = "add",
+    [FLOW_MISSING_SKIP] = "skip",
+};
+_Static_assert(sizeof(flow_missing_names) / sizeof(flow_missing_names[0]) == FLOW_MISSING__COUNT,
+               "every flow_missing needs a name");
+
+const char *flow_missing_name(enum flow_missing m)
+{
+    if ((int)m < 0 || m >= FLOW_MISSING__COUNT)
+        return "invalid";
+    return flow_missing_names[m];
+}
+
+static const char *const flow_list_by_names[] = {
+    [FLOW_LIST_BY_BOOKED] = "booked",
+    [FLOW_LIST_BY_INVOICE] = "invoice",
+};
+_Static_assert(sizeof(flow_list_by_names) / sizeof(flow_list_by_names[0]) == FLOW_LIST_BY__COUNT,
+               "every flow_list_by needs a name");
+
+const char *flow_list_by_name(enum flow_list_by b)
+{
+    if ((int)b < 0 || b >= FLOW_LIST_BY__COUNT)
+        return "invalid";
+    return flow_list_by_names[b];
+}
+
+/* Index of name in names[0..n), or fallback when name is NULL or not there. */
+static int flow_name_index(const char *const *names, int n, const char *name, int fallback)
+{
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return fallback;
+}
+
+size_t flow_commit_index(const struct flow *f)
+{
+    for (size_t i = 0; f && i < f->n_steps; i++)
+        if (f->steps[i].commits)
+            return i;
+    return 0;
+}
+
+struct flow_policy flow_policy_default(void)
+{
+    struct flow_policy p = {
+        .connect_timeout_ms = 5000,
+        .timeout_ms = 30000,
+        .settle_ms = 60000,
+        .max_posts = 2,
+        .max_cycles = 5,
+        .max_attempts = 8,
+        .max_sessions = 4,
+        .key_length = INVOICE_KEY_LEN,
+        .backoff_base_ms = 1000,
+        .backoff_cap_ms = 60000,
+        .lease_ms = 300000,
+        .max_body = 4u * 1024u * 1024u,
+        .max_redirects = 5,
+    };
+    return p;
+}
+
+/* ---- problems ---------------------------------------------------------------------------- */
+
+void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...)
+{
+    char msg[1024], text[1200];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    c->n_probs++;
+    if (c->n_kept == FLOW_PROBLEMS_MAX)
+        return;
+    if (line > 0)
+        snprintf(text, sizeof(text), "%s:%ld: %s", c->path, line, msg);
+    else
+        snprintf(text, sizeof(text), "%s: %s", c->path, msg);
+    if (!c->probs)
+        c->probs = apbot_xcalloc(FLOW_PROBLEMS_MAX, sizeof(*c->probs));
+    c->probs[c->n_kept].line = line;
+    c->probs[c->n_kept].text = apbot_xstrdup(text);
+    c->n_kept++;
+}
+
+bool flow_problem_at(const struct flow_ctx *c, long line)
+{
+    for (size_t i = 0; i < c->n_kept; i++)
+        if (c->probs[i].line == line)
+            return true;
+    return false;
+}
+
+static void flow_problems_free(struct flow_ctx *c)
+{
+    for (size_t i = 0; i < c->n_kept; i++)
+        free(c->probs[i].text);
+    free(c->probs);
+    c->probs = NULL;
+    c->n_kept = 0;
+}
+
+/* Copies the problems into err sorted by line (stable), whole lines only, with a count of
+ * what did not fit. */
+static void flow_problems_out(struct flow_ctx *c, char *err, size_t errlen)
+{
+    size_t used = 0, hidden = c->n_probs - c->n_kept;
+    char tail[80];
+
+    if (!err || !errlen)
+        return;
+    err[0] = '\0';
+    /* Insertion sort: a handful of problems, and it keeps equal lines in order found. */
+    for (size_t i = 1; i < c->n_kept; i++) {
+        struct flow_problem_rec r = c->probs[i];
+        size_t j = i;
+        while (j > 0 && c->probs[j - 1].line > r.line) {
+            c->probs[j] = c->probs[j - 1];
+            j--;
+        }
+        c->probs[j] = r;
+    }
+    for (size_t i = 0; i < c->n_kept; i++) {
+        size_t n = strlen(c->probs[i].text);
+        bool last = i + 1 == c->n_kept && hidden == 0;
+        /* Leave room for the "(N more problems not shown)" note unless this is the last. */
+        if (hidden == 0 && used + n + 1 + (last ? 0 : 48) < errlen) {
+            if (used)
+                err[used++] = '\n';
+            memcpy(err + used, c->probs[i].text, n + 1);
+            used += n;
+        } else {
+            hidden++;
+        }
+    }
+    if (hidden) {
+        if (used == 0 && c->n_kept) {
+            snprintf(err, errlen, "%s", c->probs[0].text); /* its beginning, at least */
+        } else {
+            snprintf(tail, sizeof(tail), "%s(%zu more problems not shown)", used ? "\n" : "",
+                     hidden);
+            if (used + strlen(tail) < errlen)
+                memcpy(err + used, tail, strlen(tail) + 1);
+        }
+    }
+}
+
+/* ---- libxml2 diagnostics, captured instead of printed ------------------------------------ */
+
+#if LIBXML_VERSION >= 21200
+#define FLOW_XMLERR const xmlError
+#else
+#define FLOW_XMLERR xmlError
+#endif
+
+static void flow_xml_error(void *ctx, FLOW_XMLERR *e)
+{
+    struct flow_ctx *c = ctx;
+    char msg[512];
+    size_t n;
+    long line;
+
+    if (!e || e->level < XML_ERR_ERROR)
+        return;
+    snprintf(msg, sizeof(msg), "%s", e->message ? e->message : "XML error");
+    n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    line = e->line;
+    if (line <= 0 && e->node)
+        line = xmlGetLineNo((xmlNode *)e->node);
+    /* RelaxNG repeats some complaints without a position; the positioned one is enough. */
+    if (e->domain == XML_FROM_RELAXNGV && line <= 0)
+        return;
+    if (e->domain == XML_FROM_RELAXNGV)
+        flow_problem(c, line, "schema: %s", msg);
+    else
+        flow_problem(c, line, "%s", msg);
+}
+
+/* ---- freeing ----------------------------------------------------------------------------- */
+
+static void flow_rules_free(struct flow_rule *r, size_t n)
+{
+    for (size_t i = 0; r && i < n; i++) {
+        free(r[i].name);
+        free(r[i].status);
+        match_free(r[i].url);
+        match_free(r[i].body);
+    }
+    free(r);
+}
+
+static void flow_fields_free(struct flow_field *fd, size_t n)
+{
+    for (size_t i = 0; fd && i < n; i++) {
+        free(fd[i].name);
+        free(fd[i].value);
+    }
+    free(fd);
+}
+
+static void flow_form_done(struct flow_form *fm)
+{
+    free(fm->xpath);
+    flow_fields_free(fm->fields, fm->n_fields);
+    free(fm->submit);
+    free(fm->submit_value);
+    flow_fields_free(fm->lines.fields, fm->lines.n_fields);
+}
+
+static void flow_table_done(struct flow_table *t)
+{
+    free(t->rows);
+    for (size_t i = 0; t->cols && i < t->n_cols; i++) {
+        free(t->cols[i].name);
+        free(t->cols[i].xpath);
+    }
+    free(t->cols);
+    free(t->empty);
+    free(t->next);
+    free(t->screen);
+    free(t->date_format);
+}
+
+static void flow_step_done(struct flow_step *s)
+{
+    free(s->name);
+    free(s->get);
+    flow_form_done(&s->form);
+    flow_rules_free(s->rules, s->n_rules);
+    for (size_t i = 0; s->captures && i < s->n_captures; i++) {
+        free(s->captures[i].name);
+        match_free(s->captures[i].re);
+    }
+    free(s->captures);
+}
+
+void flow_free(struct flow *f)
+{
+    if (!f)
+        return;
+    free(f->path);
+    free(f->name);
+    free(f->base_url);
+    free(f->ca_file);
+    for (size_t i = 0; f->session_expired && i < f->n_session_expired; i++) {
+        free(f->session_expired[i].status);
+        match_free(f->session_expired[i].redirect);
+        match_free(f->session_expired[i].body);
+    }
+    free(f->session_expired);
+    free(f->login.method);
+    free(f->login.get);
+    flow_form_done(&f->login.form);
+    match_free(f->login.success);
+    free(f->login.success_status);
+    flow_rules_free(f->login.rules, f->login.n_rules);
+    free(f->lookup.get);
+    flow_table_done(&f->lookup.table);
+    free(f->lookup.key_column);
+    flow_fields_free(f->lookup.expect, f->lookup.n_expect);
+    free(f->lookup.detail.get);
+    flow_table_done(&f->lookup.detail.table);
+    free(f->lookup.finished.name);
+    free(f->lookup.finished.value);
+    for (size_t i = 0; f->steps && i < f->n_steps; i++)
+        flow_step_done(&f->steps[i]);
+    free(f->steps);
+    flow_rules_free(f->outcomes, f->n_outcomes);
+    free(f->list.get);
+    flow_table_done(&f->list.table);
+    free(f);
+}
+
+/* ---- reading the validated tree ---------------------------------------------------------- */
+
+static bool flow_is(const xmlNode *n, const char *name)
+{
+    return n && n->type == XML_ELEMENT_NODE && n->ns &&
+           xmlStrEqual(n->ns->href, (const xmlChar *)FLOW_NS) &&
+           xmlStrEqual(n->name, (const xmlChar *)name);
+}
+
+static xmlNode *flow_first(xmlNode *n)
+{
+    for (n = n ? n->children : NULL; n; n = n->next)
+        if (n->type == XML_ELEMENT_NODE)
+            return n;
+    return NULL;
+}
+
+static xmlNode *flow_next(xmlNode *n)
+{
+    for (n = n ? n->next : NULL; n; n = n->next)
+        if (n->type == XML_ELEMENT_NODE)
+            return n;
+    return NULL;
+}
+
+/*
+ * The line where element n starts. libxml2 records the line where its start tag ends, which
+ * for a tag written over several lines (<rule name=... NEWLINE >pattern</rule>) is not the
+ * line a reader looks for. A start tag cannot contain a literal '<' (not even in attribute
+ * values), so the nearest line at or before that one holding "<NAME" is where it starts.
+ */
+static int flow_line(const struct flow_ctx *c, const xmlNode *n)
+{
+    long l = xmlGetLineNo(n);
+    size_t nl;
+
+    if (l <= 0 || l >= INT32_MAX)
+        return 0;
+    nl = strlen((const char *)n->name);
+    for (long k = l; k > 0 && k > l - 100 && (size_t)k <= c->n_lines; k--) {
+        const char *line = c->text + c->line_starts[k - 1];
+        const char *end =
+            (size_t)k < c->n_lines ? c->text + c->line_starts[k] : c->text + c->text_len;
+        for (const char *p = line; p + 1 + nl <= end; p++)
+            if (*p == '<' && memcmp(p + 1, n->name, nl) == 0 &&
+                (p + 1 + nl == end || strchr(" \t\r\n/>", p[1 + nl])))
+                return (int)k;
+    }
+    return (int)l;
+}
+
+static char *flow_prop(const xmlNode *n, const char *name)
+{
+    xmlChar *v = xmlGetNoNsProp(n, (const xmlChar *)name);
+    char *s;
+
+    if (!v)
+        return NULL;
+    s = apbot_xstrdup((const char *)v);
+    xmlFree(v);
+    return s;
+}
+
+static bool flow_prop_true(const xmlNode *n, const char *name)
+{
+    char *v = flow_prop(n, name);
+    bool yes = v && strcmp(v, "true") == 0;
+    free(v);
+    return yes;
+}
+
+/* Text content with surrounding ASCII whitespace trimmed; heap, never NULL. */
+static char *flow_text(const xmlNode *n)
+{
+    xmlChar *v = xmlNodeGetContent(n);
+    const char *s = v ? (const char *)v : "";
+    size_t len;
+    char *out;
+
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+        s++;
+    len = strlen(s);
+    while (len &&
+           (s[len - 1] == ' ' || s[len - 1] == '\t' || s[len - 1] == '\n' || s[len - 1] == '\r'))
+        len--;
+    out = apbot_xstrndup(s, len);
+    xmlFree(v);
+    return out;
+}
+
+/*
+ * Makes room for element n of an array with room for *cap; a problem (and false) past
+ * FLOW_LIST_MAX elements, so that a huge file cannot grow an array without bound.
+ */
+static bool flow_room(struct flow_ctx *c, void **arr, size_t *cap, size_t n, size_t size, long line,
+                      const char *what)
+{
+    if (apbot_grow(arr, cap, n, size, FLOW_LIST_MAX) != APBOT_OK) {
+        flow_problem(c, line, "more than %d %s", FLOW_LIST_MAX, what);
+        return false;
+    }
+    return true;
+}
+
+/* Compiles a pattern; NULL (and a problem) when it does not compile. */
+static struct match_re *flow_pattern(struct flow_ctx *c, const char *pattern, long line,
+                                     const char *what)
+{
+    struct match_re *re = NULL;
+    char why[APBOT_ERR_LEN];
+
+    if (match_compile(pattern, &re, why, sizeof(why)) != APBOT_OK) {
+        flow_problem(c, line, "%s: bad pattern: %s", what, why);
+        return NULL;
+    }
+    return re;
+}
+
+/* Fills *ret from a <field name=...>, <expect column=...> or <finished column=...> element. */
+static void flow_read_field(struct flow_ctx *c, xmlNode *k, const char *name_attr,
+                            struct flow_field *ret)
+{
+    char *option = flow_prop(k, "option");
+
+    ret->name = flow_prop(k, name_attr);
+    ret->value = flow_text(k);
+    ret->line = flow_line(c, k);
+    ret->option = (enum flow_option)flow_name_index(flow_option_names, FLOW_OPTION__COUNT, option,
+                                                    FLOW_OPTION_DEFAULT);
+    free(option);
+}
+
+/* Appends every <field> from `first` on (up to the first non-field) to *fields. Returns the
+ * first element that is not a <field>. */
+static xmlNode *flow_build_fields(struct flow_ctx *c, xmlNode *first, struct flow_field **fields,
+                                  size_t *n, size_t *cap)
+{
+    xmlNode *k;
+
+    for (k = first; k && flow_is(k, "field"); k = flow_next(k)) {
+        if (!flow_room(c, (void **)fields, cap, *n, sizeof(**fields), flow_line(c, k),
+                       "fields in one form"))
+            continue;
+        memset(&(*fields)[*n], 0, sizeof(**fields));
+        flow_read_field(c, k, "name", &(*fields)[(*n)++]);
+    }
+    return k;
+}
+
+static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm)
+{
+    size_t cap = 0, lcap = 0;
+    xmlNode *k;
+
+    fm->xpath = flow_prop(n, "xpath");
+    fm->submit = flow_prop(n, "submit");
+    fm->submit_value = flow_prop(n, "submit-value");
+    fm->line = flow_line(c, n);
+    /* fields, then optionally <lines> and more fields (the schema's order) */
+    k = flow_build_fields(c, flow_first(n), &fm->fields, &fm->n_fields, &cap);
+    if (k && flow_is(k, "lines")) {
+        struct flow_lines *ln = &fm->lines;
+        char *missing = flow_prop(k, "missing");
+
+        ln->present = true;
+        ln->line = flow_line(c, k);
+        ln->missing = (enum flow_missing)flow_name_index(flow_missing_names, FLOW_MISSING__COUNT,
+                                                         missing, FLOW_MISSING_ERROR);
+        free(missing);
+        (void)flow_build_fields(c, flow_first(k), &ln->fields, &ln->n_fields, &lcap);
+        (void)flow_build_fields(c, flow_next(k), &fm->fields, &fm->n_fields, &cap);
+    }
+}
+
+static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
+{
+    char *outcome = flow_prop(n, "outcome");
+    char *url = flow_prop(n, "url");
+    char *pattern = flow_text(n);
+    enum flow_outcome o = flow_outcome_from_name(outcome);
+    char what[160];
+
+    r->name = flow_prop(n, "name");
+    r->status = flow_prop(n, "status");
+    r->raw = flow_prop_true(n, "raw");
+    r->line = flow_line(c, n);
+    r->outcome = o == FLOW_OUT__COUNT ? FLOW_OUT_UNKNOWN : o;
+    snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
+    if (o == FLOW_OUT__COUNT)
+        flow_problem(c, r->line, "%s: unknown outcome '%s'", what, outcome ? outcome : "");
+    if (*pattern)
+        r->body = flow_pattern(c, pattern, r->line, what);
+    if (url) {
+        char uwhat[200];
+        snprintf(uwhat, sizeof(uwhat), "%s url", what);
+        r->url = flow_pattern(c, url, r->line, uwhat);
+    }
+    if (!*pattern && !r->status && !url)
+        flow_problem(c, r->line,
+                     "%s: matches every answer; give it a status, a url, a pattern or more", what);
+    else if ((o == FLOW_OUT_COMPLETED || o == FLOW_OUT_SAVED) && !*pattern && !url)
+        flow_problem(c, r->line,
+                     "%s: a %s rule needs a pattern or a url: a status alone would be a "
+                     "catch-all success",
+                     what, flow_outcome_name(o));
+    free(outcome);
+    free(url);
+    free(pattern);
+}
+
+/* Builds the <rule> elements from `first` on; returns the first element that is not one. */
+static xmlNode *flow_build_rules(struct flow_ctx *c, xmlNode *first, struct flow_rule **ret,
+                                 size_t *ret_n)
+{
+    size_t cap = 0;
+    xmlNode *k;
+
+    for (k = first; k && flow_is(k, "rule"); k = flow_next(k)) {
+        if (!flow_room(c, (void **)ret, &cap, *ret_n, sizeof(**ret), flow_line(c, k),
+                       "rules in one place"))
+            continue;
+        memset(&(*ret)[*ret_n], 0, sizeof(**ret));
+        flow_build_rule(c, k, &(*ret)[(*ret_n)++]);
+    }
+    return k;
+}
+
+/* A positive number attribute in [min, max] into *ret (left as is when absent). */
+static void flow_number(struct flow_ctx *c, xmlNode *n, const char *attr, long min, long max,
+                        long *ret, const char *what)
+{
+    char *v = flow_prop(n, attr);
+    long x = 0;
+
+    if (!v)
+        return;
+    if (!flow_parse_count(v, strlen(v), min, max, &x))
+        flow_problem(c, flow_line(c, n), "%s: %s '%s' out of range %ld..%ld", what, attr, v, min,
+                     max);
+    else
+        *ret = x;
+    free(v);
+}
+
+/* The formatting attributes and the columns of a <table> or a <detail>. */
+static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *t)
+{
+    char *dec = flow_prop(n, "amount-decimal");
+    char *grp = flow_prop(n, "amount-group");
+    size_t cap = 0;
+
+    t->line = flow_line(c, n);
+    t->rows = flow_prop(n, "rows");
+    t->empty = flow_prop(n, "empty");
+    t->next = flow_prop(n, "next");
+    t->screen = flow_prop(n, "screen");
+    flow_number(c, n, "max-rows", 1, 100000, &t->max_rows, "table");
+    t->date_format = flow_prop(n, "date-format");
+    t->amount_decimal = dec && *dec ? dec[0] : '.';
+    t->amount_group = grp && *grp ? grp[0] : '\0';
+    free(dec);
+    free(grp);
+    if (!t->date_format)
+        t->date_format = apbot_xstrdup("%Y-%m-%d");
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        struct flow_column *col;
+
+        if (!flow_is(k, "column"))
+            continue;
+        if (!flow_room(c, (void **)&t->cols, &cap, t->n_cols, sizeof(*t->cols), flow_line(c, k),
+                       "columns in one table"))
+            break;
+        col = &t->cols[t->n_cols++];
+        col->name = flow_prop(k, "name");
+        col->xpath = flow_prop(k, "xpath");
+        col->line = flow_line(c, k);
+    }
+}
+
+/* A <session-expired> marker: status, redirect and body, all that are given must match. */
+static void flow_build_marker(struct flow_ctx *c, xmlNode *k, struct flow_marker *m)
+{
+    char *redirect = flow_prop(k, "redirect");
+    char *pat = flow_text(k);
+
+    m->line = flow_line(c, k);
+    m->status = flow_prop(k, "status");
+    m->raw = flow_prop_true(k, "raw");
+    if (redirect)
+        m->redirect = flow_pattern(c, redirect, m->line, "session-expired redirect");
+    if (*pat)
+        m->body = flow_pattern(c, pat, m->line, "session-expired");
+    if (!m->status && !redirect && !*pat)
+        flow_problem(c, m->line,
+                     "session-expired: give a status, a redirect or a pattern (an empty marker "
+                     "would match every answer)");
+    free(redirect);
+    free(pat);
+}
+
+static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow *f = c->f;
+    size_t cap = 0;
+
+    f->base_url = flow_prop(n, "base-url");
+    f->erp_line = flow_line(c, n);
+    f->tls_verify = true;
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "tls")) {
+            char *verify = flow_prop(k, "verify");
+            f->ca_file = flow_prop(k, "ca-file");
+            f->tls_verify = !(verify && strcmp(verify, "false") == 0);
+            if (!f->tls_verify && f->ca_file)
+                flow_problem(c, flow_line(c, k),
+                             "tls: verify=\"false\" and ca-file contradict each other");
+            free(verify);
+        } else if (flow_is(k, "http-basic")) {
+            f->basic_auth = true;
+        } else if (flow_is(k, "session-expired")) {
+            if (!flow_room(c, (void **)&f->session_expired, &cap, f->n_session_expired,
+                           sizeof(*f->session_expired), flow_line(c, k),
+                           "<session-expired> markers"))
+                continue;
+            memset(&f->session_expired[f->n_session_expired], 0, sizeof(*f->session_expired));
+            flow_build_marker(c, k, &f->session_expired[f->n_session_expired++]);
+        }
+    }
+}
+
+static void flow_build_login(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_login *l = &c->f->login;
+    xmlNode *k;
+
+    l->present = true;
+    l->line = flow_line(c, n);
+    l->get = flow_prop(n, "get");
+    l->method = flow_prop(n, "method");
+    for (k = flow_first(n); k && !flow_is(k, "rule"); k = flow_next(k)) {
+        if (flow_is(k, "form")) {
+            l->has_form = true;
+            flow_build_form(c, k, &l->form);
+        } else if (flow_is(k, "success")) {
+            char *pat = flow_text(k);
+            l->success_status = flow_prop(k, "status");
+            l->success_raw = flow_prop_true(k, "raw");
+            if (*pat)
+                l->success = flow_pattern(c, pat, flow_line(c, k), "login success");
+            else if (!l->success_status)
+                flow_problem(c, flow_line(c, k),
+                             "login success: give a status, a pattern or both (what does a "
+                             "good login answer look like?)");
+            free(pat);
+        }
+    }
+    if (l->has_form && l->method)
+        flow_problem(c, l->line,
+                     "login: method=\"%s\" is for a login without <form> (a form says its own "
+                     "method)",
+                     l->method);
+    if (!l->has_form && !l->method)
+        l->method = apbot_xstrdup("GET");
+    (void)flow_build_rules(c, k, &l->rules, &l->n_rules);
+}
+
+static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_lookup *lk = &c->f->lookup;
+    size_t cap = 0;
+    long v;
+
+    lk->line = flow_line(c, n);
+    lk->get = flow_prop(n, "get");
+    lk->key_column = flow_prop(n, "key-column");
+    v = 5;
+    flow_number(c, n, "max-pages", 1, 100, &v, "lookup");
+    lk->max_pages = (int)v;
+    v = 10;
+    flow_number(c, n, "max-candidates", 1, 100, &v, "lookup");
+    lk->max_candidates = (int)v;
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "table")) {
+            flow_build_table(c, k, &lk->table);
+        } else if (flow_is(k, "detail")) {
+            lk->detail.present = true;
+            lk->detail.get = flow_prop(k, "get");
+            flow_build_table(c, k, &lk->detail.table);
+        } else if (flow_is(k, "expect")) {
+            if (!flow_room(c, (void **)&lk->expect, &cap, lk->n_expect, sizeof(*lk->expect),
+                           flow_line(c, k), "<expect> elements"))
+                continue;
+            memset(&lk->expect[lk->n_expect], 0, sizeof(*lk->expect));
+            flow_read_field(c, k, "column", &lk->expect[lk->n_expect++]);
+        } else if (flow_is(k, "finished")) {
+            lk->has_finished = true;
+            flow_read_field(c, k, "column", &lk->finished);
+        }
+    }
+}
+
+static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
+{
+    char *repeat = flow_prop(k, "repeat");
+    size_t cap = 0;
+    xmlNode *r;
+
+    s->name = flow_prop(k, "name");
+    s->get = flow_prop(k, "get");
+    s->line = flow_line(c, k);
+    s->commits = flow_prop_true(k, "commits");
+    s->repeat_until_lines = repeat && strcmp(repeat, "until-lines") == 0;
+    free(repeat);
+    for (r = flow_first(k); r && !flow_is(r, "form"); r = flow_next(r))
+        ;
+    if (r)
+        flow_build_form(c, r, &s->form);
+    r = flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
+    for (; r; r = flow_next(r)) {
+        struct flow_capture *cp;
+        char *pat, what[160];
+
+        if (!flow_is(r, "capture"))
+            continue;
+        if (!flow_room(c, (void **)&s->captures, &cap, s->n_captures, sizeof(*s->captures),
+                       flow_line(c, r), "captures in one step"))
+            continue;
+        cp = &s->captures[s->n_captures++];
+        memset(cp, 0, sizeof(*cp));
+        cp->name = flow_prop(r, "name");
+        cp->raw = flow_prop_true(r, "raw");
+        cp->line = flow_line(c, r);
+        pat = flow_text(r);
+        snprintf(what, sizeof(what), "capture '%s'", cp->name ? cp->name : "");
+        if (*pat)
+            cp->re = flow_pattern(c, pat, cp->line, what);
+        else
+            flow_problem(c, cp->line, "%s: empty pattern (it needs a (?<%s>...) group)", what,
+                         cp->name ? cp->name : "name");
+        free(pat);
+    }
+}
+
+static void flow_build_post(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow *f = c->f;
+    size_t cap = 0;
+
+    f->post_line = flow_line(c, n);
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "step")) {
+            if (!flow_room(c, (void **)&f->steps, &cap, f->n_steps, sizeof(*f->steps),
+                           flow_line(c, k), "steps"))
+                continue;
+            memset(&f->steps[f->n_steps], 0, sizeof(*f->steps));
+            flow_build_step(c, k, &f->steps[f->n_steps++]);
+        } else if (flow_is(k, "outcomes")) {
+            f->outcomes_line = flow_line(c, k);
+            (void)flow_build_rules(c, flow_first(k), &f->outcomes, &f->n_outcomes);
+        }
+    }
+}
+
+static void flow_build_list(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_list *ls = &c->f->list;
+    char *by = flow_prop(n, "by");
+    long v = 100;
+
+    ls->line = flow_line(c, n);
+    ls->get = flow_prop(n, "get");
+    flow_number(c, n, "max-pages", 1, 10000, &v, "list");
+    ls->max_pages = (int)v;
+    ls->by = (enum flow_list_by)flow_name_index(flow_list_by_names, FLOW_LIST_BY__COUNT, by,
+                                                FLOW_LIST_BY_BOOKED);
+    free(by);
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k))
+        if (flow_is(k, "table"))
+            flow_build_table(c, k, &ls->table);
+}
+
+static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, long min, long max,
+                            long *ret, const char *hint)
+{
+    char *s = flow_prop(n, attr);
+    const char *p = s;
+    long v = 0;
+    size_t len;
+
+    if (!s)
+        return;
+    while (*p == ' ' || *p == '+')
+        p++;
+    len = strlen(p);
+    while (len && p[len - 1] == ' ')
+        len--;
+    /* Leading zeros would only hide typos: trim them, keep one digit. */
+    while (len > 1 && *p == '0') {
+        p++;
+        len--;
+    }
+    if (!flow_parse_count(p, len, min, max, &v))
+        flow_problem(c, flow_line(c, n), "policy %s=\"%s\": out of range %ld..%ld%s", attr, s, min,
+                     max, hint ? hint : "");
+    else
+        *ret = v;
+    free(s);
+}
+
+static void flow_build_policy(struct flow_ctx *c, xmlNode *n)
+{
+    struct flow_policy *p = &c->f->policy;
+    long v;
+
+    c->f->policy_line = n ? flow_line(c, n) : 0;
+    if (!n)
+        return;
+    flow_policy_num(c, n, "connect-timeout-ms", 100, 600000, &p->connect_timeout_ms, NULL);
+    flow_policy_num(c, n, "timeout-ms", 100, 3600000, &p->timeout_ms, NULL);
+    flow_policy_num(c, n, "settle-ms", 0, 86400000, &p->settle_ms, NULL);
+    v = p->max_posts;
+    flow_policy_num(c, n, "max-posts", 1, 10, &v, NULL);
+    p->max_posts = (int)v;
+    v = p->max_cycles;
+    flow_policy_num(c, n, "max-cycles", 1, 1000, &v, NULL);
+    p->max_cycles = (int)v;
+    v = p->max_attempts;
+    flow_policy_num(c, n, "max-attempts", 1, 1000, &v, NULL);
+    p->max_attempts = (int)v;
+    v = p->max_sessions;
+    flow_policy_num(c, n, "max-sessions", 1, 64, &v, NULL);
+    p->max_sessions = (int)v;
+    v = p->key_length;
+    flow_policy_num(c, n, "key-length", (long)strlen(INVOICE_KEY_PREFIX) + INVOICE_KEY_MIN_DIGITS,
+                    INVOICE_KEY_LEN, &v,
+                    " (\"" INVOICE_KEY_PREFIX "\" plus at least 12 digest characters, at most the "
+                    "full key)");
+    p->key_length = (int)v;
+    flow_policy_num(c, n, "backoff-base-ms", 1, 3600000, &p->backoff_base_ms, NULL);
+    flow_policy_num(c, n, "backoff-cap-ms", 1, 86400000, &p->backoff_cap_ms, NULL);
+    flow_policy_num(c, n, "lease-ms", 1000, 86400000, &p->lease_ms, NULL);
+    v = (long)p->max_body;
+    flow_policy_num(c, n, "max-body-bytes", 4096, 256L * 1024 * 1024, &v, NULL);
+    p->max_body = (size_t)v;
+    flow_policy_num(c, n, "max-redirects", 0, 20, &p->max_redirects, NULL);
+}
+
+static void flow_build(struct flow_ctx *c, xmlNode *root)
+{
+    struct flow *f = c->f;
+    xmlNode *policy = NULL;
+
+    f->name = flow_prop(root, "name");
+    f->line = flow_line(c, root);
+    f->policy = flow_policy_default();
+    for (xmlNode *k = flow_first(root); k; k = flow_next(k)) {
+        if (flow_is(k, "erp"))
+            flow_build_erp(c, k);
+        else if (flow_is(k, "login"))
+            flow_build_login(c, k);
+        else if (flow_is(k, "lookup"))
+            flow_build_lookup(c, k);
+        else if (flow_is(k, "post"))
+            flow_build_post(c, k);
+        else if (flow_is(k, "list"))
+            flow_build_list(c, k);
+        else if (flow_is(k, "policy"))
+            policy = k;
+    }
+    flow_build_policy(c, policy);
+}
+
+/* ---- loading ----------------------------------------------------------------------------- */
+
+static int flow_validate(struct flow_ctx *c, xmlDoc *doc)
+{
+    xmlRelaxNGParserCtxtPtr pctx = NULL;
+    xmlRelaxNGPtr schema = NULL;
+    xmlRelaxNGValidCtxtPtr vctx = NULL;
+    struct flow_ctx sc = {.path = "flow.rng"};
+    int rc = APBOT_OK;
+
+    pctx = xmlRelaxNGNewMemParserCtxt((const char *)flow_schema_rng, (int)flow_schema_rng_len);
+    if (!pctx)
+        abort();
+    xmlRelaxNGSetParserStructuredErrors(pctx, flow_xml_error, &sc);
+    schema = xmlRelaxNGParse(pctx);
+    if (!schema) {
+        flow_problem(c, 0, "internal error: the built-in schema does not compile: %s",
+                     sc.n_kept ? sc.probs[0].text : "");
+        rc = APBOT_E_BUG;
+        goto out;
+    }
+    vctx = xmlRelaxNGNewValidCtxt(schema);
+    if (!vctx)
+        abort();
+    xmlRelaxNGSetValidStructuredErrors(vctx, flow_xml_error, c);
+    if (xmlRelaxNGValidateDoc(vctx, doc) != 0) {
+        if (c->n_probs == 0)
+            flow_problem(c, 0, "schema: the document does not match flows/flow.rng");
+        rc = APBOT_E_PARSE;
+    }
+out:
+    xmlRelaxNGFreeValidCtxt(vctx);
+    xmlRelaxNGFree(schema);
+    xmlRelaxNGFreeParserCtxt(pctx);
+    flow_problems_free(&sc);
+    return rc;
+}
+
+/* Reads the whole file, at most FLOW_FILE_MAX bytes, into *ret (heap). */
+static int flow_read_file(const char *path, struct apbot_buf *ret, char *err, size_t errlen)
+{
+    FILE *fp = fopen(path, "rb");
+    char chunk[8192];
+    size_t n;
+    int rc = APBOT_OK;
+
+    if (!fp)
+        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
+        if (apbot_buf_add(ret, chunk, n) != APBOT_OK) {
+            rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "%s: larger than %d bytes: not a flow",
+                            path, FLOW_FILE_MAX);
+            break;
+        }
+    }
+    if (rc == APBOT_OK && ferror(fp))
+        rc = apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot read: %s", path, strerror(errno));
+    fclose(fp);
+    return rc;
+}
+
+/* Where each line of the file starts, for flow_line(). */
+static void flow_index_lines(struct flow_ctx *c, const struct apbot_buf *text)
+{
+    size_t n = 1, k = 0;
+
+    c->text = apbot_buf_str(text);
+    c->text_len = text->len;
+    for (size_t i = 0; i < text->len; i++)
+        n += c->text[i] == '\n';
+    c->line_starts = apbot_xmalloc(n * sizeof(*c->line_starts));
+    c->line_starts[k++] = 0;
+    for (size_t i = 0; i < text->len; i++)
+        if (c->text[i] == '\n')
+            c->line_starts[k++] = i + 1;
+    c->n_lines = n;
+}
+
+int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
+{
+    struct flow_ctx c = {.path = path ? path : "(null)"};
+    xmlStructuredErrorFunc old = xmlStructuredError;
+    void *old_ctx = xmlStructuredErrorContext;
+    struct apbot_buf text;
+    xmlDoc *doc = NULL;
+    int rc;
+
+    if (!path || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "no flow file");
+    if (err && errlen)
+        err[0] = '\0';
+    apbot_buf_init(&text, FLOW_FILE_MAX);
+    rc = flow_read_file(path, &text, err, errlen);
+    if (rc != APBOT_OK) {
+        apbot_buf_done(&text);
+        return rc;
+    }
+    /* No network, no entity substitution, no DTD loading: a flow is plain data. */
+    xmlSetStructuredErrorFunc(&c, flow_xml_error);
+    doc = xmlReadMemory(apbot_buf_str(&text), (int)text.len, path, NULL,
+                        XML_PARSE_NONET | XML_PARSE_NOCDATA);
+    xmlSetStructuredErrorFunc(old_ctx, old);
+    flow_index_lines(&c, &text);
+    if (!doc) {
+        if (c.n_probs == 0)
+            flow_problem(&c, 0, "cannot read the file");
+        rc = APBOT_E_PARSE;
+        goto out;
+    }
+    if (doc->intSubset || doc->extSubset) {
+        long dl = xmlGetLineNo((xmlNode *)(doc->intSubset ? doc->intSubset : doc->extSubset));
+        flow_problem(&c, dl > 0 ? dl : 0, "a flow must not have a DOCTYPE (no DTDs, no entities)");
+        rc = APBOT_E_PARSE;
+        goto out;
+    }
+    if (c.n_probs) { /* recoverable parse errors still mean a broken file */
+        rc = APBOT_E_PARSE;
+        goto out;
+    }
+    rc = flow_validate(&c, doc);
+    if (rc != APBOT_OK)
+        goto out;
+    c.f = apbot_xcalloc(1, sizeof(*c.f));
+    c.f->path = apbot_xstrdup(path);
+    flow_build(&c, xmlDocGetRootElement(doc));
+    flow_check(&c);
+    if (c.n_probs) {
+        rc = APBOT_E_INVAL;
+        goto out;
+    }
+    *ret = c.f;
+    c.f = NULL;
+out:
+    if (rc != APBOT_OK)
+        flow_problems_out(&c, err, errlen);
+    flow_free(c.f);
+    xmlFreeDoc(doc);
+    flow_problems_free(&c);
+    free(c.line_starts);
+    apbot_buf_done(&text);
+    return rc;
+}

@@ -1,0 +1,1033 @@
+/*
+ * flow_template.c - flow templates: "${var|formatter:arg|...}" placeholders in literal text.
+ *
+ * One table of variables (name, kind of value, where in a flow it may be used) and one of
+ * formatters serve both the load-time check (flow_tpl_check: unknown names, a variable out of
+ * its place or not yet captured, bad arguments, a formatter applied to the wrong kind of value)
+ * and the expansion (flow_expand) from the values the caller passes in (struct flow_vars): an
+ * invoice and one of its lines, the key, the list dates and page, captured values, a lookup
+ * row's cells, the secrets. Expansion output is bounded (FLOW_EXPAND_MAX). Also the key cut
+ * and joining a path to the base URL.
+ */
+#include "apbot/flow.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/buf.h"
+#include "apbot/invoice.h"
+#include "apbot/mem.h"
+#include "apbot/money.h"
+#include "flow-int.h"
+
+#define FLOW_EXPAND_MAX (64 * 1024) /* bytes of one expanded template */
+#define FLOW_MAX_FMTS 8             /* formatters in one placeholder */
+
+/* ---- the variables ------------------------------------------------------------------------ */
+
+enum flow_var_id {
+    FLOW_V_KEY = 0,
+    FLOW_V_INV_NUMBER,
+    FLOW_V_INV_VENDOR_ID,
+    FLOW_V_INV_VENDOR_NAME,
+    FLOW_V_INV_DOC_TYPE,
+    FLOW_V_INV_ISSUE_DATE,
+    FLOW_V_INV_DUE_DATE,
+    FLOW_V_INV_CURRENCY,
+    FLOW_V_INV_PAYABLE,
+    FLOW_V_INV_NET,
+    FLOW_V_INV_TAX,
+    FLOW_V_INV_GL_ACCOUNT,
+    FLOW_V_INV_DESCRIPTION,
+    FLOW_V_INV_LINE_COUNT,
+    FLOW_V_VENDOR_ID,
+    FLOW_V_VENDOR_NAME,
+    FLOW_V_LINE_N,
+    FLOW_V_LINE_NET,
+    FLOW_V_LINE_TAX,
+    FLOW_V_LINE_GL_ACCOUNT,
+    FLOW_V_LINE_DESCRIPTION,
+    FLOW_V_LINE_QUANTITY,
+    FLOW_V_DOC,
+    FLOW_V_CAPTURE, /* capture.NAME */
+    FLOW_V_ROW,     /* row.COLUMN */
+    FLOW_V_SECRET_USER,
+    FLOW_V_SECRET_PASSWORD,
+    FLOW_V_DATE,
+    FLOW_V_FROM,
+    FLOW_V_TO,
+    FLOW_V_PAGE,
+    FLOW_V__COUNT
+};
+
+enum flow_kind {
+    FLOW_K_TEXT = 0,
+    FLOW_K_DATE,   /* YYYY-MM-DD or "" */
+    FLOW_K_AMOUNT, /* minor units + exponent */
+};
+
+/* Families of places (flow-int.h's FLOW_P_ bits). */
+#define FLOW_P_STEPS (FLOW_P_STEP_URL | FLOW_P_STEP_FIELD | FLOW_P_LINES)
+#define FLOW_P_ITEM (FLOW_P_LOOKUP | FLOW_P_DETAIL_URL | FLOW_P_STEPS)
+
+static const struct {
+    const char *name; /* ending in '.': a prefix, the rest of the name is the key */
+    enum flow_kind kind;
+    unsigned where; /* FLOW_P_ bits where it may be used */
+} flow_vars_table[] = {
+    [FLOW_V_KEY] = {"key", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_NUMBER] = {"invoice.number", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_VENDOR_ID] = {"invoice.vendor_id", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_VENDOR_NAME] = {"invoice.vendor_name", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_DOC_TYPE] = {"invoice.doc_type", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_ISSUE_DATE] = {"invoice.issue_date", FLOW_K_DATE, FLOW_P_ITEM},
+    [FLOW_V_INV_DUE_DATE] = {"invoice.due_date", FLOW_K_DATE, FLOW_P_ITEM},
+    [FLOW_V_INV_CURRENCY] = {"invoice.currency", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_PAYABLE] = {"invoice.payable", FLOW_K_AMOUNT, FLOW_P_ITEM},
+    [FLOW_V_INV_NET] = {"invoice.net", FLOW_K_AMOUNT, FLOW_P_ITEM},
+    [FLOW_V_INV_TAX] = {"invoice.tax", FLOW_K_AMOUNT, FLOW_P_ITEM},
+    [FLOW_V_INV_GL_ACCOUNT] = {"invoice.gl_account", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_DESCRIPTION] = {"invoice.description", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_INV_LINE_COUNT] = {"invoice.line_count", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_VENDOR_ID] = {"vendor.id", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_VENDOR_NAME] = {"vendor.name", FLOW_K_TEXT, FLOW_P_ITEM},
+    [FLOW_V_LINE_N] = {"line.n", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_NET] = {"line.net", FLOW_K_AMOUNT, FLOW_P_LINES},
+    [FLOW_V_LINE_TAX] = {"line.tax", FLOW_K_AMOUNT, FLOW_P_LINES},
+    [FLOW_V_LINE_GL_ACCOUNT] = {"line.gl_account", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_DESCRIPTION] = {"line.description", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_QUANTITY] = {"line.quantity", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_DOC] = {"doc", FLOW_K_TEXT, FLOW_P_STEPS},
+    [FLOW_V_CAPTURE] = {"capture.", FLOW_K_TEXT, FLOW_P_STEPS},
+    [FLOW_V_ROW] = {"row.", FLOW_K_TEXT, FLOW_P_DETAIL_URL},
+    [FLOW_V_SECRET_USER] = {"secret.user", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD},
+    [FLOW_V_SECRET_PASSWORD] = {"secret.password", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD},
+    [FLOW_V_DATE] = {"date", FLOW_K_DATE, FLOW_P_LIST_URL},
+    [FLOW_V_FROM] = {"from", FLOW_K_DATE, FLOW_P_LIST_URL},
+    [FLOW_V_TO] = {"to", FLOW_K_DATE, FLOW_P_LIST_URL},
+    [FLOW_V_PAGE] = {"page", FLOW_K_TEXT, FLOW_P_LIST_URL},
+};
+_Static_assert(sizeof(flow_vars_table) / sizeof(flow_vars_table[0]) == FLOW_V__COUNT,
+               "every flow variable needs a table row");
+
+enum flow_fmt_id {
+    FLOW_F_DATE = 0,
+    FLOW_F_AMOUNT,
+    FLOW_F_ABS,
+    FLOW_F_MAP,
+    FLOW_F_UPPER,
+    FLOW_F_LOWER,
+    FLOW_F_TRUNC,
+    FLOW_F_URL,
+    FLOW_F__COUNT
+};
+
+static const struct {
+    const char *name;
+    bool arg; /* takes ":arg" (required) */
+} flow_fmts_table[] = {
+    [FLOW_F_DATE] = {"date", true},    [FLOW_F_AMOUNT] = {"amount", true},
+    [FLOW_F_ABS] = {"abs", false},     [FLOW_F_MAP] = {"map", true},
+    [FLOW_F_UPPER] = {"upper", false}, [FLOW_F_LOWER] = {"lower", false},
+    [FLOW_F_TRUNC] = {"trunc", true},  [FLOW_F_URL] = {"url", false},
+};
+_Static_assert(sizeof(flow_fmts_table) / sizeof(flow_fmts_table[0]) == FLOW_F__COUNT,
+               "every formatter needs a table row");
+
+/* One parsed placeholder; spans point into the template. */
+struct flow_ph {
+    const char *var;
+    size_t var_len;
+    struct {
+        const char *name, *arg;
+        size_t name_len, arg_len;
+        bool has_arg;
+    } fmt[FLOW_MAX_FMTS];
+    size_t n_fmt;
+};
+
+/* Parses the placeholder body starting at s (just after "${"). Returns the position after
+ * the closing brace, or NULL with *why set. */
+static const char *flow_ph_parse(const char *s, struct flow_ph *ph, const char **why)
+{
+    const char *p = s;
+
+    memset(ph, 0, sizeof(*ph));
+    ph->var = p;
+    while (*p && *p != '|' && *p != '}' && *p != '$' && *p != '{')
+        p++;
+    ph->var_len = (size_t)(p - ph->var);
+    if (!*p || *p == '$' || *p == '{') {
+        *why = "unterminated ${...}";
+        return NULL;
+    }
+    while (*p == '|') {
+        if (ph->n_fmt == FLOW_MAX_FMTS) {
+            *why = "too many formatters in one ${...}";
+            return NULL;
+        }
+        p++;
+        ph->fmt[ph->n_fmt].name = p;
+        while (*p && *p != '|' && *p != '}' && *p != ':')
+            p++;
+        ph->fmt[ph->n_fmt].name_len = (size_t)(p - ph->fmt[ph->n_fmt].name);
+        if (*p == ':') {
+            p++;
+            ph->fmt[ph->n_fmt].has_arg = true;
+            ph->fmt[ph->n_fmt].arg = p;
+            while (*p && *p != '|' && *p != '}')
+                p++;
+            ph->fmt[ph->n_fmt].arg_len = (size_t)(p - ph->fmt[ph->n_fmt].arg);
+        }
+        ph->n_fmt++;
+        if (!*p) {
+            *why = "unterminated ${...}";
+            return NULL;
+        }
+    }
+    return p + 1; /* *p == '}' */
+}
+
+/*
+ * The variable a placeholder names: its id and, for a prefix variable (capture., row.), the
+ * rest of the name in *ret_key and *ret_key_len. -1 when unknown (a prefix with nothing after it
+ * included).
+ */
+static int flow_var_lookup(const char *name, size_t len, const char **ret_key, size_t *ret_key_len)
+{
+    *ret_key = NULL;
+    *ret_key_len = 0;
+    for (int i = 0; i < FLOW_V__COUNT; i++) {
+        const char *vn = flow_vars_table[i].name;
+        size_t vl = strlen(vn);
+        if (vn[vl - 1] == '.') {
+            if (len > vl && memcmp(vn, name, vl) == 0) {
+                *ret_key = name + vl;
+                *ret_key_len = len - vl;
+                return i;
+            }
+        } else if (vl == len && memcmp(vn, name, len) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int flow_fmt_lookup(const char *name, size_t len)
+{
+    for (int i = 0; i < FLOW_F__COUNT; i++)
+        if (strlen(flow_fmts_table[i].name) == len &&
+            memcmp(flow_fmts_table[i].name, name, len) == 0)
+            return i;
+    return -1;
+}
+
+/* A date pattern: literal text plus %d %m %Y %y %%. */
+bool flow_date_pattern_ok(const char *s, size_t len)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] != '%')
+            continue;
+        if (i + 1 >= len)
+            return false;
+        i++;
+        if (!strchr("dmYy%", s[i]))
+            return false;
+    }
+    return true;
+}
+
+static bool flow_amount_arg_ok(const char *s, size_t len)
+{
+    if (len < 1 || len > 2 || (s[0] != '.' && s[0] != ','))
+        return false;
+    return len == 1 || (s[1] != s[0] && strchr(".,' ", s[1]) != NULL);
+}
+
+/* Finds `key` in a "a=b,c=d" map; returns true and the value span. */
+static bool flow_map_find(const char *map, size_t len, const char *key, const char **ret_v,
+                          size_t *ret_vlen)
+{
+    const char *p = map, *end = map + len;
+
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *item_end = comma ? comma : end;
+        const char *eq = memchr(p, '=', (size_t)(item_end - p));
+        if (eq && (size_t)(eq - p) == strlen(key) && memcmp(p, key, strlen(key)) == 0) {
+            *ret_v = eq + 1;
+            *ret_vlen = (size_t)(item_end - eq - 1);
+            return true;
+        }
+        p = item_end + 1;
+    }
+    return false;
+}
+
+static bool flow_map_ok(const char *map, size_t len)
+{
+    const char *p = map, *end = map + len;
+
+    if (len == 0)
+        return false;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *item_end = comma ? comma : end;
+        const char *eq = memchr(p, '=', (size_t)(item_end - p));
+        if (!eq || eq == p)
+            return false;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return true;
+}
+
+bool flow_parse_count(const char *s, size_t len, long min, long max, long *ret)
+{
+    long v = 0;
+
+    if (len == 0 || len > 9)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < min || v > max)
+        return false;
+    *ret = v;
+    return true;
+}
+
+/* Why variable v is not available at a place (the family's rule). */
+static const char *flow_var_hint(int v)
+{
+    switch ((enum flow_var_id)v) {
+    case FLOW_V_SECRET_USER:
+    case FLOW_V_SECRET_PASSWORD:
+        return " (secrets only go into login form field values, never into URLs, lookups, post "
+               "steps or lists)";
+    case FLOW_V_DATE:
+    case FLOW_V_FROM:
+    case FLOW_V_TO:
+    case FLOW_V_PAGE:
+        return " (only in <list get>)";
+    case FLOW_V_LINE_N:
+    case FLOW_V_LINE_NET:
+    case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GL_ACCOUNT:
+    case FLOW_V_LINE_DESCRIPTION:
+    case FLOW_V_LINE_QUANTITY:
+        return " (only inside <lines>)";
+    case FLOW_V_DOC:
+    case FLOW_V_CAPTURE:
+        return " (only in post steps after the step that captures it)";
+    case FLOW_V_ROW:
+        return " (only in <detail get>)";
+    case FLOW_V_KEY:
+    case FLOW_V_INV_NUMBER:
+    case FLOW_V_INV_VENDOR_ID:
+    case FLOW_V_INV_VENDOR_NAME:
+    case FLOW_V_INV_DOC_TYPE:
+    case FLOW_V_INV_ISSUE_DATE:
+    case FLOW_V_INV_DUE_DATE:
+    case FLOW_V_INV_CURRENCY:
+    case FLOW_V_INV_PAYABLE:
+    case FLOW_V_INV_NET:
+    case FLOW_V_INV_TAX:
+    case FLOW_V_INV_GL_ACCOUNT:
+    case FLOW_V_INV_DESCRIPTION:
+    case FLOW_V_INV_LINE_COUNT:
+    case FLOW_V_VENDOR_ID:
+    case FLOW_V_VENDOR_NAME:
+    case FLOW_V__COUNT:
+        break;
+    }
+    return " (invoice values only in <lookup> and <post>)";
+}
+
+static bool flow_names_have(const char *const *names, size_t n, const char *key, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (names[i] && strlen(names[i]) == len && memcmp(names[i], key, len) == 0)
+            return true;
+    return false;
+}
+
+/* Checks that variable v (key: the rest of a prefix name) may be used in scope sc. */
+static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t klen,
+                           const struct flow_scope *sc, long line, const char *what)
+{
+    const char *hint = sc->hint ? sc->hint : "";
+    bool found = false;
+
+    if (!(flow_vars_table[v].where & sc->place)) {
+        flow_problem(c, line, "%s: ${%s%.*s} is not available here%s", what,
+                     flow_vars_table[v].name, (int)klen, key ? key : "", flow_var_hint(v));
+        return;
+    }
+    switch ((enum flow_var_id)v) {
+    case FLOW_V_SECRET_USER:
+    case FLOW_V_SECRET_PASSWORD:
+        if (sc->name)
+            flow_problem(c, line,
+                         "%s: ${%s} in a field name: secrets only go into login form field "
+                         "values",
+                         what, flow_vars_table[v].name);
+        break;
+    case FLOW_V_DOC:
+        if (!sc->doc)
+            flow_problem(c, line,
+                         "%s: ${doc} is not captured before this step (a saved rule or <capture "
+                         "name=\"doc\"> on an earlier step)%s",
+                         what, hint);
+        break;
+    case FLOW_V_CAPTURE:
+        if (!flow_names_have(sc->captures, sc->n_captures, key, klen))
+            flow_problem(c, line, "%s: ${capture.%.*s}: no earlier step captures '%.*s'%s", what,
+                         (int)klen, key, (int)klen, key, hint);
+        break;
+    case FLOW_V_ROW:
+        for (size_t i = 0; sc->rows && i < sc->rows->n_cols; i++)
+            found = found || (sc->rows->cols[i].name && strlen(sc->rows->cols[i].name) == klen &&
+                              memcmp(sc->rows->cols[i].name, key, klen) == 0);
+        if (!found)
+            flow_problem(c, line, "%s: ${row.%.*s}: '%.*s' is not a column of the lookup table",
+                         what, (int)klen, key, (int)klen, key);
+        break;
+    case FLOW_V_KEY:
+    case FLOW_V_INV_NUMBER:
+    case FLOW_V_INV_VENDOR_ID:
+    case FLOW_V_INV_VENDOR_NAME:
+    case FLOW_V_INV_DOC_TYPE:
+    case FLOW_V_INV_ISSUE_DATE:
+    case FLOW_V_INV_DUE_DATE:
+    case FLOW_V_INV_CURRENCY:
+    case FLOW_V_INV_PAYABLE:
+    case FLOW_V_INV_NET:
+    case FLOW_V_INV_TAX:
+    case FLOW_V_INV_GL_ACCOUNT:
+    case FLOW_V_INV_DESCRIPTION:
+    case FLOW_V_INV_LINE_COUNT:
+    case FLOW_V_VENDOR_ID:
+    case FLOW_V_VENDOR_NAME:
+    case FLOW_V_LINE_N:
+    case FLOW_V_LINE_NET:
+    case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GL_ACCOUNT:
+    case FLOW_V_LINE_DESCRIPTION:
+    case FLOW_V_LINE_QUANTITY:
+    case FLOW_V_DATE:
+    case FLOW_V_FROM:
+    case FLOW_V_TO:
+    case FLOW_V_PAGE:
+    case FLOW_V__COUNT:
+        break;
+    }
+}
+
+/* Checks one template (flow-int.h). */
+void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scope *sc, long line,
+                    const char *what)
+{
+    const char *p = tmpl;
+
+    if (!tmpl)
+        return;
+    while ((p = strstr(p, "${")) != NULL) {
+        struct flow_ph ph;
+        const char *why = NULL, *key;
+        const char *next = flow_ph_parse(p + 2, &ph, &why);
+        size_t klen;
+        int v;
+        enum flow_kind kind;
+
+        if (!next) {
+            flow_problem(c, line, "%s: %s in \"%s\"", what, why, tmpl);
+            return;
+        }
+        v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
+        if (v < 0) {
+            flow_problem(c, line, "%s: unknown variable ${%.*s}", what, (int)ph.var_len, ph.var);
+            p = next;
+            continue;
+        }
+        flow_var_check(c, v, key, klen, sc, line, what);
+        kind = flow_vars_table[v].kind;
+        for (size_t i = 0; i < ph.n_fmt; i++) {
+            int fid = flow_fmt_lookup(ph.fmt[i].name, ph.fmt[i].name_len);
+            const char *arg = ph.fmt[i].arg;
+            size_t alen = ph.fmt[i].arg_len;
+            long n;
+
+            if (fid < 0) {
+                flow_problem(c, line, "%s: unknown formatter '%.*s' in ${%.*s...}", what,
+                             (int)ph.fmt[i].name_len, ph.fmt[i].name, (int)ph.var_len, ph.var);
+                kind = FLOW_K_TEXT;
+                continue;
+            }
+            if (flow_fmts_table[fid].arg != ph.fmt[i].has_arg) {
+                flow_problem(c, line, "%s: formatter '%s' %s", what, flow_fmts_table[fid].name,
+                             flow_fmts_table[fid].arg ? "needs an argument (name:arg)"
+                                                      : "takes no argument");
+                kind = FLOW_K_TEXT;
+                continue;
+            }
+            switch ((enum flow_fmt_id)fid) {
+            case FLOW_F_DATE:
+                if (kind != FLOW_K_DATE)
+                    flow_problem(c, line, "%s: 'date' formats a date, not ${%.*s}", what,
+                                 (int)ph.var_len, ph.var);
+                else if (!flow_date_pattern_ok(arg, alen))
+                    flow_problem(c, line,
+                                 "%s: bad date pattern '%.*s' (use %%d %%m %%Y %%y and text)", what,
+                                 (int)alen, arg);
+                kind = FLOW_K_TEXT;
+                break;
+            case FLOW_F_AMOUNT:
+                if (kind != FLOW_K_AMOUNT)
+                    flow_problem(c, line, "%s: 'amount' formats an amount, not ${%.*s}", what,
+                                 (int)ph.var_len, ph.var);
+                else if (!flow_amount_arg_ok(arg, alen))
+                    flow_problem(c, line,
+                                 "%s: bad amount format '%.*s' (decimal '.' or ',' then an "
+                                 "optional different grouping '.', ',', ' ' or ''')",
+                                 what, (int)alen, arg);
+                kind = FLOW_K_TEXT;
+                break;
+            case FLOW_F_ABS:
+                if (kind != FLOW_K_AMOUNT)
+                    flow_problem(c, line, "%s: 'abs' applies to an amount, not ${%.*s}", what,
+                                 (int)ph.var_len, ph.var);
+                break;
+            case FLOW_F_MAP:
+                if (!flow_map_ok(arg, alen)) {
+                    flow_problem(c, line, "%s: bad map '%.*s' (expected from=to,from=to)", what,
+                                 (int)alen, arg);
+                } else if (v == FLOW_V_INV_DOC_TYPE && i == 0) {
+                    const char *mv;
+                    size_t ml;
+                    for (int t = 0; t < INVOICE_DOC__COUNT; t++) {
+                        const char *tn = t == INVOICE_DOC_INVOICE ? "invoice" : "credit-note";
+                        if (!flow_map_find(arg, alen, tn, &mv, &ml))
+                            flow_problem(c, line, "%s: map has no entry for document type '%s'",
+                                         what, tn);
+                    }
+                }
+                kind = FLOW_K_TEXT;
+                break;
+            case FLOW_F_TRUNC:
+                if (!flow_parse_count(arg, alen, 1, 100000, &n))
+                    flow_problem(c, line, "%s: trunc needs a length 1..100000, not '%.*s'", what,
+                                 (int)alen, arg);
+                kind = FLOW_K_TEXT;
+                break;
+            case FLOW_F_UPPER:
+            case FLOW_F_LOWER:
+            case FLOW_F_URL:
+                kind = FLOW_K_TEXT;
+                break;
+            case FLOW_F__COUNT:
+                break;
+            }
+        }
+        p = next;
+    }
+}
+
+bool flow_tpl_uses(const char *tmpl, const char *var)
+{
+    const char *p = tmpl;
+    size_t vl = strlen(var);
+
+    while (p && (p = strstr(p, "${")) != NULL) {
+        struct flow_ph ph;
+        const char *why;
+        const char *next = flow_ph_parse(p + 2, &ph, &why);
+        if (!next)
+            return false;
+        if (var[vl - 1] == '.' ? ph.var_len > vl && memcmp(ph.var, var, vl) == 0
+                               : ph.var_len == vl && memcmp(ph.var, var, vl) == 0)
+            return true;
+        p = next;
+    }
+    return false;
+}
+
+/* ---- expansion ------------------------------------------------------------------------------ */
+
+struct flow_val {
+    enum flow_kind kind;
+    char *text; /* heap; for FLOW_K_DATE the YYYY-MM-DD value */
+    int64_t minor;
+    int exponent;
+};
+
+static const char *flow_doc_type_name(int t)
+{
+    switch ((enum invoice_doc_type)t) {
+    case INVOICE_DOC_INVOICE:
+        return "invoice";
+    case INVOICE_DOC_CREDIT_NOTE:
+        return "credit-note";
+    case INVOICE_DOC__COUNT:
+    case INVOICE_DOC_INVALID:
+        break;
+    }
+    return "";
+}
+
+/* The value of names[i] whose name is key[0..klen), or NULL. */
+static const char *flow_named(const char *const *names, const char *const *values, size_t n,
+                              const char *key, size_t klen)
+{
+    for (size_t i = 0; names && values && i < n; i++)
+        if (names[i] && strlen(names[i]) == klen && memcmp(names[i], key, klen) == 0)
+            return values[i];
+    return NULL;
+}
+
+/* An amount value: minor units in the invoice's currency exponent. */
+static int flow_val_amount(const struct invoice *inv, int64_t minor, enum flow_var_id v,
+                           struct flow_val *ret, char *err, size_t errlen)
+{
+    if (inv->exponent < 0 || inv->exponent > 9)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "${%s}: currency '%s' has no exponent",
+                          flow_vars_table[v].name, inv->currency);
+    ret->minor = minor;
+    ret->exponent = inv->exponent;
+    return APBOT_OK;
+}
+
+static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *key, size_t klen,
+                        const struct flow_vars *vars, struct flow_val *ret, char *err,
+                        size_t errlen)
+{
+    static const struct flow_vars none;
+    const struct invoice *inv;
+    const struct invoice_line *ln;
+    const char *s = NULL;
+    char num[32];
+
+    if (!vars)
+        vars = &none;
+    inv = vars->inv;
+    ln = vars->line;
+    ret->kind = flow_vars_table[v].kind;
+    ret->text = NULL;
+    ret->minor = 0;
+    ret->exponent = 0;
+    switch (v) {
+    case FLOW_V_KEY:
+        ret->text = vars->key ? flow_key_cut(f, vars->key) : apbot_xstrdup("");
+        return APBOT_OK;
+    case FLOW_V_INV_NUMBER:
+        s = inv ? inv->invoice_number : NULL;
+        break;
+    case FLOW_V_INV_VENDOR_ID:
+    case FLOW_V_VENDOR_ID:
+        s = inv ? inv->vendor_id : NULL;
+        break;
+    case FLOW_V_INV_VENDOR_NAME:
+    case FLOW_V_VENDOR_NAME:
+        s = inv ? inv->vendor_name : NULL;
+        break;
+    case FLOW_V_INV_DOC_TYPE:
+        s = inv ? flow_doc_type_name(inv->doc_type) : NULL;
+        break;
+    case FLOW_V_INV_ISSUE_DATE:
+        s = inv ? inv->issue_date : NULL;
+        break;
+    case FLOW_V_INV_DUE_DATE:
+        s = inv ? inv->due_date : NULL;
+        break;
+    case FLOW_V_INV_CURRENCY:
+        s = inv ? inv->currency : NULL;
+        break;
+    case FLOW_V_INV_PAYABLE:
+    case FLOW_V_INV_NET:
+    case FLOW_V_INV_TAX:
+        if (!inv)
+            break; /* empty text */
+        return flow_val_amount(inv,
+                               v == FLOW_V_INV_PAYABLE ? inv->payable
+                               : v == FLOW_V_INV_NET   ? inv->net_total
+                                                       : inv->tax_total,
+                               v, ret, err, errlen);
+    case FLOW_V_INV_GL_ACCOUNT:
+        s = inv && inv->n_lines ? inv->lines[0].gl_account : NULL;
+        break;
+    case FLOW_V_INV_DESCRIPTION:
+        s = inv && inv->n_lines ? inv->lines[0].description : NULL;
+        break;
+    case FLOW_V_INV_LINE_COUNT:
+        if (inv) {
+            snprintf(num, sizeof(num), "%zu", inv->n_lines);
+            s = num;
+        }
+        break;
+    case FLOW_V_LINE_N:
+        if (ln && vars->line_n > 0) {
+            snprintf(num, sizeof(num), "%zu", vars->line_n);
+            s = num;
+        }
+        break;
+    case FLOW_V_LINE_NET:
+    case FLOW_V_LINE_TAX:
+        if (!inv || !ln)
+            break; /* empty text */
+        return flow_val_amount(inv, v == FLOW_V_LINE_NET ? ln->net : ln->tax, v, ret, err, errlen);
+    case FLOW_V_LINE_GL_ACCOUNT:
+        s = ln ? ln->gl_account : NULL;
+        break;
+    case FLOW_V_LINE_DESCRIPTION:
+        s = ln ? ln->description : NULL;
+        break;
+    case FLOW_V_LINE_QUANTITY:
+        s = ln ? ln->quantity : NULL;
+        break;
+    case FLOW_V_DOC:
+        s = vars->doc;
+        break;
+    case FLOW_V_CAPTURE:
+        s = flow_named(vars->capture_names, vars->capture_values, vars->n_captures, key, klen);
+        break;
+    case FLOW_V_ROW:
+        s = flow_named(vars->row_names, vars->row_values, vars->n_row, key, klen);
+        break;
+    case FLOW_V_SECRET_USER:
+        s = vars->user;
+        break;
+    case FLOW_V_SECRET_PASSWORD:
+        s = vars->password;
+        break;
+    case FLOW_V_DATE:
+        s = vars->date;
+        break;
+    case FLOW_V_FROM:
+        s = vars->from;
+        break;
+    case FLOW_V_TO:
+        s = vars->to;
+        break;
+    case FLOW_V_PAGE:
+        snprintf(num, sizeof(num), "%d", vars->page);
+        s = num;
+        break;
+    case FLOW_V__COUNT:
+        return apbot_fail(err, errlen, APBOT_E_BUG, "bad variable");
+    }
+    /* A missing value is empty text (an amount or date without a value is no amount). */
+    if (!s && ret->kind == FLOW_K_AMOUNT)
+        ret->kind = FLOW_K_TEXT;
+    ret->text = apbot_xstrdup(s ? s : "");
+    return APBOT_OK;
+}
+
+/* Turns an amount into plain text ("-1234.50") so text formatters can work on it. */
+static int flow_val_text(struct flow_val *val, char *err, size_t errlen)
+{
+    char buf[64];
+
+    if (val->kind != FLOW_K_AMOUNT || val->text)
+        return APBOT_OK;
+    if (money_format_plain(val->minor, val->exponent, buf, sizeof(buf)) != APBOT_OK)
+        return apbot_fail(err, errlen, APBOT_E_RANGE, "amount does not format");
+    val->text = apbot_xstrdup(buf);
+    val->kind = FLOW_K_TEXT;
+    return APBOT_OK;
+}
+
+static void flow_val_set(struct flow_val *val, char *text)
+{
+    free(val->text);
+    val->text = text;
+    val->kind = FLOW_K_TEXT;
+}
+
+static bool flow_digits(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+static int flow_fmt_date(struct flow_val *val, const char *pat, size_t plen, char *err,
+                         size_t errlen)
+{
+    const char *d = val->text ? val->text : "";
+    struct apbot_buf b;
+    int rc = APBOT_OK;
+
+    if (!*d) { /* an optional date left empty stays empty */
+        flow_val_set(val, apbot_xstrdup(""));
+        return APBOT_OK;
+    }
+    if (strlen(d) != 10 || d[4] != '-' || d[7] != '-' || !flow_digits(d, 4) ||
+        !flow_digits(d + 5, 2) || !flow_digits(d + 8, 2))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "date '%.40s' is not YYYY-MM-DD", d);
+    apbot_buf_init(&b, 256);
+    for (size_t i = 0; i < plen && rc == APBOT_OK; i++) {
+        if (pat[i] != '%' || i + 1 >= plen) {
+            rc = apbot_buf_add(&b, pat + i, 1);
+            continue;
+        }
+        switch (pat[++i]) {
+        case 'd':
+            rc = apbot_buf_add(&b, d + 8, 2);
+            break;
+        case 'm':
+            rc = apbot_buf_add(&b, d + 5, 2);
+            break;
+        case 'Y':
+            rc = apbot_buf_add(&b, d, 4);
+            break;
+        case 'y':
+            rc = apbot_buf_add(&b, d + 2, 2);
+            break;
+        case '%':
+            rc = apbot_buf_add(&b, "%", 1);
+            break;
+        default:
+            apbot_buf_done(&b);
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad date pattern '%.*s'", (int)plen,
+                              pat);
+        }
+    }
+    if (rc != APBOT_OK) {
+        apbot_buf_done(&b);
+        return apbot_fail(err, errlen, APBOT_E_LIMIT, "formatted date too long");
+    }
+    flow_val_set(val, apbot_buf_steal(&b, NULL));
+    return APBOT_OK;
+}
+
+static int flow_fmt_trunc(struct flow_val *val, const char *arg, size_t alen, char *err,
+                          size_t errlen)
+{
+    long n;
+    size_t chars = 0, i = 0;
+    const unsigned char *s = (const unsigned char *)val->text;
+
+    if (!flow_parse_count(arg, alen, 1, 100000, &n))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "bad trunc length '%.*s'", (int)alen, arg);
+    /* Count code points: a continuation byte (10xxxxxx) never starts a character. */
+    while (s[i]) {
+        if ((s[i] & 0xC0) != 0x80) {
+            if (chars == (size_t)n)
+                break;
+            chars++;
+        }
+        i++;
+    }
+    val->text[i] = '\0';
+    return APBOT_OK;
+}
+
+static void flow_fmt_url(struct flow_val *val)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *s = (const unsigned char *)val->text;
+    size_t n = strlen(val->text);
+    char *out = apbot_xmalloc(n * 3 + 1), *o = out;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = s[i];
+        if (isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+            *o++ = (char)ch;
+        } else {
+            *o++ = '%';
+            *o++ = hex[ch >> 4];
+            *o++ = hex[ch & 15];
+        }
+    }
+    *o = '\0';
+    flow_val_set(val, out);
+}
+
+static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, char *err,
+                      size_t errlen)
+{
+    int fid = flow_fmt_lookup(ph->fmt[i].name, ph->fmt[i].name_len);
+    const char *arg = ph->fmt[i].arg;
+    size_t alen = ph->fmt[i].arg_len;
+    const char *mv;
+    size_t ml;
+    char buf[64];
+    int rc;
+
+    if (fid < 0 || flow_fmts_table[fid].arg != ph->fmt[i].has_arg)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "unknown formatter '%.*s'",
+                          (int)ph->fmt[i].name_len, ph->fmt[i].name);
+    switch ((enum flow_fmt_id)fid) {
+    case FLOW_F_DATE:
+        if (val->kind != FLOW_K_DATE)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "'date' applied to a non-date");
+        return flow_fmt_date(val, arg, alen, err, errlen);
+    case FLOW_F_AMOUNT:
+        if (val->kind != FLOW_K_AMOUNT || val->text)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "'amount' applied to a non-amount");
+        if (!flow_amount_arg_ok(arg, alen))
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad amount format '%.*s'", (int)alen,
+                              arg);
+        rc = money_format(val->minor, val->exponent, arg[0], alen == 2 ? arg[1] : '\0', buf,
+                          sizeof(buf));
+        if (rc != APBOT_OK)
+            return apbot_fail(err, errlen, APBOT_E_RANGE, "amount does not format");
+        flow_val_set(val, apbot_xstrdup(buf));
+        return APBOT_OK;
+    case FLOW_F_ABS:
+        if (val->kind != FLOW_K_AMOUNT || val->text)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "'abs' applied to a non-amount");
+        if (val->minor < -MONEY_MAX_MINOR)
+            return apbot_fail(err, errlen, APBOT_E_RANGE, "amount out of range");
+        if (val->minor < 0)
+            val->minor = -val->minor;
+        return APBOT_OK;
+    case FLOW_F_MAP:
+        if ((rc = flow_val_text(val, err, errlen)) != APBOT_OK)
+            return rc;
+        /* The invoice carries a value this flow cannot take: a business exception. */
+        if (!flow_map_find(arg, alen, val->text, &mv, &ml))
+            return apbot_fail(err, errlen, APBOT_E_DATA, "no mapping for '%.200s' in map:%.*s",
+                              val->text, (int)alen, arg);
+        flow_val_set(val, apbot_xstrndup(mv, ml));
+        return APBOT_OK;
+    case FLOW_F_UPPER:
+    case FLOW_F_LOWER:
+        if ((rc = flow_val_text(val, err, errlen)) != APBOT_OK)
+            return rc;
+        for (char *q = val->text; *q; q++) {
+            if (*q >= 'a' && *q <= 'z' && fid == FLOW_F_UPPER)
+                *q = (char)(*q - 'a' + 'A');
+            else if (*q >= 'A' && *q <= 'Z' && fid == FLOW_F_LOWER)
+                *q = (char)(*q - 'A' + 'a');
+        }
+        val->kind = FLOW_K_TEXT;
+        return APBOT_OK;
+    case FLOW_F_TRUNC:
+        if ((rc = flow_val_text(val, err, errlen)) != APBOT_OK)
+            return rc;
+        val->kind = FLOW_K_TEXT;
+        return flow_fmt_trunc(val, arg, alen, err, errlen);
+    case FLOW_F_URL:
+        if ((rc = flow_val_text(val, err, errlen)) != APBOT_OK)
+            return rc;
+        flow_fmt_url(val);
+        return APBOT_OK;
+    case FLOW_F__COUNT:
+        break;
+    }
+    return apbot_fail(err, errlen, APBOT_E_BUG, "bad formatter");
+}
+
+int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
+                char *err, size_t errlen)
+{
+    struct apbot_buf b;
+    const char *p = tmpl, *hit;
+    int rc = APBOT_OK;
+
+    if (!tmpl || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "no template");
+    apbot_buf_init(&b, FLOW_EXPAND_MAX);
+    while ((hit = strstr(p, "${")) != NULL) {
+        struct flow_ph ph;
+        struct flow_val val;
+        const char *why = NULL, *key;
+        const char *next = flow_ph_parse(hit + 2, &ph, &why);
+        size_t klen;
+        int v;
+
+        if (apbot_buf_add(&b, p, (size_t)(hit - p)) != APBOT_OK)
+            goto too_long;
+        if (!next) {
+            rc = apbot_fail(err, errlen, APBOT_E_INVAL, "%s", why);
+            goto out;
+        }
+        v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
+        if (v < 0) {
+            rc = apbot_fail(err, errlen, APBOT_E_INVAL, "unknown variable ${%.*s}", (int)ph.var_len,
+                            ph.var);
+            goto out;
+        }
+        rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val, err, errlen);
+        if (rc != APBOT_OK)
+            goto out;
+        for (size_t i = 0; i < ph.n_fmt && rc == APBOT_OK; i++)
+            rc = flow_apply(&val, &ph, i, err, errlen);
+        if (rc == APBOT_OK)
+            rc = flow_val_text(&val, err, errlen);
+        if (rc == APBOT_OK && apbot_buf_adds(&b, val.text ? val.text : "") != APBOT_OK) {
+            free(val.text);
+            goto too_long;
+        }
+        free(val.text);
+        if (rc != APBOT_OK)
+            goto out;
+        p = next;
+    }
+    if (apbot_buf_adds(&b, p) != APBOT_OK)
+        goto too_long;
+    *ret = apbot_buf_steal(&b, NULL);
+    return APBOT_OK;
+too_long:
+    rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "expanded template longer than %d bytes",
+                    FLOW_EXPAND_MAX);
+out:
+    apbot_buf_wipe_done(&b); /* it may hold a secret */
+    return rc;
+}
+
+char *flow_key_cut(const struct flow *f, const char *key)
+{
+    size_t n;
+
+    if (!key)
+        return NULL;
+    n = strlen(key);
+    if (f && f->policy.key_length > 0 && (size_t)f->policy.key_length < n)
+        n = (size_t)f->policy.key_length;
+    return apbot_xstrndup(key, n);
+}
+
+char *flow_url(const char *base, const char *path)
+{
+    const char *scheme_end, *host_end;
+    size_t blen;
+    struct apbot_buf b;
+    int rc;
+
+    if (!path)
+        return NULL;
+    if (!base || strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
+        return apbot_xstrdup(path);
+    apbot_buf_init(&b, SIZE_MAX / 2);
+    blen = strlen(base);
+    if (path[0] == '/') {
+        scheme_end = strstr(base, "://");
+        host_end = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
+        blen = host_end ? (size_t)(host_end - base) : blen;
+        rc = apbot_buf_add(&b, base, blen);
+    } else {
+        while (blen && base[blen - 1] == '/')
+            blen--;
+        rc = apbot_buf_add(&b, base, blen);
+        if (rc == APBOT_OK && *path)
+            rc = apbot_buf_add(&b, "/", 1);
+    }
+    if (rc == APBOT_OK)
+        rc = apbot_buf_adds(&b, path);
+    if (rc != APBOT_OK) { /* cannot happen under SIZE_MAX / 2 */
+        apbot_buf_done(&b);
+        return NULL;
+    }
+    return apbot_buf_steal(&b, NULL);
+}
