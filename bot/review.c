@@ -587,8 +587,7 @@ enum review_verify review_verify_classify(const struct store_item *it, const cha
         snprintf(what, len,
                  "the ERP holds key %s as document %s saved but not finished (a draft): it "
                  "is not posted; requeue it and the bot finishes it",
-                 it->key,
-                 res->hits.n > 0 && res->hits.rows[0].doc ? res->hits.rows[0].doc : "?");
+                 it->key, res->hits.n > 0 && res->hits.rows[0].doc ? res->hits.rows[0].doc : "?");
         return REVIEW_CONFLICT;
     case ERP_NOT_FOUND:
         snprintf(what, len, "the ERP holds no document for key %s", it->key);
