@@ -10,23 +10,28 @@ CTEST_ARGS ?=
 FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
                  tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
 
-.PHONY: all deps build test test-plain test-asan demo bench clean format format-check
+.PHONY: all deps test-deps build test test-plain test-asan demo bench clean format format-check
 
 all: build
 
+# `make` and `make demo` install what building and running need; `make test` adds the
+# test-only packages (headless Chromium, Node.js).
 deps:
 	@scripts/deps.sh
+
+test-deps:
+	@scripts/deps.sh --test
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: test-plain test-asan
+test: test-deps test-plain test-asan
 
-test-plain: build
+test-plain: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-test-asan: deps
+test-asan: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAPBOT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)

@@ -14,6 +14,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "apbot/buf.h"
+#include "apbot/docmatch.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
@@ -108,6 +110,11 @@ struct report {
     char *flow_name;
     struct report_finding *f;
     size_t n, cap;
+    struct report_money *money; /* sorted by currency once built */
+    size_t n_money, cap_money;
+    struct report_money_diff *diffs;
+    size_t n_diffs, cap_diffs;
+    struct report_activity activity;
 };
 
 static char *xprintf(const char *fmt, ...) APBOT_PRINTF(1, 2);
@@ -155,6 +162,13 @@ void report_free(struct report *r)
         finding_free(&r->f[i]);
     free(r->f);
     free(r->flow_name);
+    for (size_t i = 0; i < r->n_diffs; i++) {
+        free((char *)r->diffs[i].currency);
+        free((char *)r->diffs[i].doc);
+        free((char *)r->diffs[i].key);
+    }
+    free(r->diffs);
+    free(r->money);
     free(r);
 }
 
@@ -167,6 +181,60 @@ const struct report_finding *report_findings(const struct report *r, size_t *ret
 {
     *ret_n = r->n;
     return r->f;
+}
+
+const struct report_money *report_money(const struct report *r, size_t *ret_n)
+{
+    *ret_n = r->n_money;
+    return r->money;
+}
+
+const struct report_money_diff *report_money_diffs(const struct report *r, size_t *ret_n)
+{
+    *ret_n = r->n_diffs;
+    return r->diffs;
+}
+
+const struct report_activity *report_activity(const struct report *r)
+{
+    return &r->activity;
+}
+
+static const char *const diff_why_names[] = {
+    [REPORT_DIFF_AMOUNT] = "amount",
+    [REPORT_DIFF_UNREADABLE] = "unreadable",
+    [REPORT_DIFF_DUPLICATE] = "duplicate",
+    [REPORT_DIFF_ORPHAN] = "orphan",
+    [REPORT_DIFF_NOT_COMPLETED] = "not-completed",
+    [REPORT_DIFF_COMPLETED_OTHER] = "completed-other-day",
+    [REPORT_DIFF_OTHER_CURRENCY] = "other-currency",
+    [REPORT_DIFF_BOOKED_OTHER_DAY] = "booked-other-day",
+    [REPORT_DIFF_MISSING] = "missing",
+};
+_Static_assert(sizeof(diff_why_names) / sizeof(diff_why_names[0]) == REPORT_DIFF__COUNT,
+               "every report_diff_why needs a name");
+
+const char *report_diff_why_name(enum report_diff_why w)
+{
+    if ((int)w < 0 || w >= REPORT_DIFF__COUNT)
+        return "invalid";
+    return diff_why_names[w];
+}
+
+static const char *const outcome_names[] = {
+    [REPORT_OUT_COMPLETED] = "completed",
+    [REPORT_OUT_EXCEPTION] = "business-exception",
+    [REPORT_OUT_REVIEW] = "manual-review",
+    [REPORT_OUT_UNKNOWN] = "unknown",
+};
+_Static_assert(sizeof(outcome_names) / sizeof(outcome_names[0]) == REPORT_OUT__COUNT,
+               "every report_outcome needs a name");
+
+const char *report_outcome_name(enum report_outcome o)
+{
+    if ((int)o < 0 || o >= REPORT_OUT__COUNT)
+        return "invalid";
+    return outcome_names[o];
 }
 
 enum report_status report_status(const struct report *r)
@@ -208,6 +276,8 @@ struct ritem {
     int exponent;
     int64_t total;
     ssize_t group; /* index of its group in the day's listing, -1 if absent */
+    bool expected; /* completed on the day: the day's listing should hold it */
+    bool paired;   /* expected, and one listing row was counted against it */
 };
 
 /* A copy of one row of the day's listing. */
@@ -235,7 +305,8 @@ struct build {
     size_t n_rows, cap_rows;
     struct rgroup *groups;
     size_t n_groups;
-    struct ritem **by_cut; /* the items sorted by cut key (built after collecting) */
+    struct ritem **by_cut;      /* the items sorted by cut key (built after collecting) */
+    int64_t day_start, day_end; /* the day in local time, [start, end) in ms */
 };
 
 /* The fields of a finding before they are copied into the report. */
@@ -324,7 +395,7 @@ static int collect_item(void *ctx, const struct store_item *si)
     memset(it, 0, sizeof(*it));
     it->id = si->id;
     it->key = apbot_xstrdup(si->key);
-    it->cut = flow_key_cut(b->flow, si->key);
+    it->cut = b->flow ? flow_key_cut(b->flow, si->key) : apbot_xstrdup(si->key);
     if (!it->cut)
         abort();
     it->state = si->state;
@@ -407,30 +478,55 @@ static struct ritem *find_item(struct build *b, const char *cut)
     return NULL;
 }
 
-/* The amount of an ERP row in minor units, parsing with the item's currency when the row
- * shows none. False when it cannot be read. */
-static bool row_amount(const struct flow_table *t, const struct ritem *it, const char *currency,
-                       const char *amount_text, bool has_amount, int64_t amount, int64_t *ret)
+/* The invoice side of the one matching rule (docmatch.h). */
+static void inv_of(const struct ritem *it, struct docmatch_invoice *ret)
 {
-    if (has_amount) {
-        *ret = amount;
-        return true;
-    }
-    if (!amount_text)
-        return false;
-    return erp_parse_amount(t, amount_text, currency ? currency : it->currency, ret, NULL, 0) ==
-           APBOT_OK;
+    memset(ret, 0, sizeof(*ret));
+    ret->vendor_id = it->vendor_id;
+    ret->currency = it->currency;
+    ret->exponent = it->exponent;
+    ret->total = it->total;
+    ret->credit_note = strcmp(it->doc_type, "credit-note") == 0;
 }
 
-/* Same money: currency (when the ERP shows one) and amount; a credit note may be shown
- * positive by an ERP that books it as a negative amount or the other way round. */
-static bool same_money(const struct ritem *it, const char *erp_currency, int64_t erp_amount)
+/* The record side of an ERP row; an amount the row could not read in a currency of its own is
+ * read in the item's (a listing without a currency column). */
+static void record_of(const struct flow_table *t, const struct ritem *it, const char *doc,
+                      const char *vendor, const char *currency, const char *amount_text,
+                      bool has_amount, int64_t amount, int exponent, struct docmatch_record *ret)
 {
-    if (erp_currency && strcmp(erp_currency, it->currency) != 0)
-        return false;
-    if (erp_amount == it->total)
-        return true;
-    return strcmp(it->doc_type, "credit-note") == 0 && erp_amount == -it->total;
+    memset(ret, 0, sizeof(*ret));
+    ret->doc = doc;
+    ret->vendor = vendor;
+    ret->currency = currency;
+    ret->amount_text = amount_text;
+    ret->has_amount = has_amount;
+    ret->amount = amount;
+    ret->exponent = exponent;
+    if (!has_amount && amount_text && *amount_text) {
+        const char *cur = currency ? currency : it->currency;
+        int64_t v = 0;
+        if (money_exponent(cur) >= 0 &&
+            erp_parse_amount(t, amount_text, cur, &v, NULL, 0) == APBOT_OK) {
+            ret->has_amount = true;
+            ret->amount = v;
+            ret->exponent = money_exponent(cur);
+        }
+    }
+}
+
+static void record_of_rrow(const struct flow_table *t, const struct ritem *it,
+                           const struct rrow *row, struct docmatch_record *ret)
+{
+    record_of(t, it, row->doc, row->vendor, row->currency, row->amount_text, row->has_amount,
+              row->amount, row->exponent, ret);
+}
+
+static void record_of_hit(const struct flow_table *t, const struct ritem *it,
+                          const struct erp_row *h, struct docmatch_record *ret)
+{
+    record_of(t, it, h->doc, h->vendor, h->currency, h->amount_text, h->has_amount, h->amount,
+              h->exponent, ret);
 }
 
 /* ---- the join -------------------------------------------------------------------------- */
@@ -474,49 +570,41 @@ static char *hits_docs(const struct erp_hits *h)
 }
 
 /* Compares a completed item with its only ERP record; adds mismatches, counts a match. */
-static void check_completed_row(struct build *b, const struct flow_table *t, struct ritem *it,
-                                const char *doc, const char *currency, const char *amount_text,
-                                bool has_amount, int64_t amount, bool *ret_matched)
+static void check_completed_row(struct build *b, struct ritem *it,
+                                const struct docmatch_record *rec, bool *ret_matched)
 {
-    char a1[48], a2[48];
-    int64_t erp_amount = 0;
-    bool amount_ok = row_amount(t, it, currency, amount_text, has_amount, amount, &erp_amount);
-    bool doc_ok = doc && it->erp_doc && strcmp(doc, it->erp_doc) == 0;
-    bool money_ok = amount_ok && same_money(it, currency, erp_amount);
+    struct docmatch_invoice inv;
+    char why[512];
+    unsigned diff;
+    bool doc_ok = rec->doc && it->erp_doc && strcmp(rec->doc, it->erp_doc) == 0;
     struct fnew n;
 
-    if (!money_ok) {
+    inv_of(it, &inv);
+    diff = docmatch_compare(&inv, rec);
+    if (diff != DOCMATCH_SAME) {
         memset(&n, 0, sizeof(n));
         n.kind = REPORT_AMOUNT_MISMATCH;
         n.item = it;
-        n.erp_docs = doc;
-        n.has_erp_amount = amount_ok;
-        n.erp_amount = erp_amount;
-        if (amount_ok)
-            n.detail = xprintf("ERP document %s shows %s %s; the invoice is %s %s.", nz(doc),
-                               money_text(erp_amount, it->exponent, a1, sizeof(a1)),
-                               currency ? currency : it->currency,
-                               money_text(it->total, it->exponent, a2, sizeof(a2)), it->currency);
-        else
-            n.detail = xprintf("ERP document %s shows an amount that cannot be read ('%s'); "
-                               "the invoice is %s %s.",
-                               nz(doc), nz(amount_text),
-                               money_text(it->total, it->exponent, a2, sizeof(a2)), it->currency);
+        n.erp_docs = rec->doc;
+        n.has_erp_amount = rec->has_amount && rec->exponent == it->exponent;
+        n.erp_amount = rec->amount;
+        n.detail = xprintf("ERP document %s shows %s.", nz(rec->doc),
+                           docmatch_describe(diff, &inv, rec, why, sizeof(why)));
         add_finding(b, &n);
     }
     if (!doc_ok) {
         memset(&n, 0, sizeof(n));
         n.kind = REPORT_DOC_MISMATCH;
         n.item = it;
-        n.erp_docs = doc;
-        n.has_erp_amount = amount_ok;
-        n.erp_amount = erp_amount;
+        n.erp_docs = rec->doc;
+        n.has_erp_amount = rec->has_amount && rec->exponent == it->exponent;
+        n.erp_amount = rec->amount;
         n.detail = xprintf("The queue recorded document %s; the ERP holds this key as "
                            "document %s.",
-                           it->erp_doc ? it->erp_doc : "(none)", nz(doc));
+                           it->erp_doc ? it->erp_doc : "(none)", nz(rec->doc));
         add_finding(b, &n);
     }
-    *ret_matched = money_ok && doc_ok;
+    *ret_matched = diff == DOCMATCH_SAME && doc_ok;
 }
 
 static void add_duplicate(struct build *b, struct ritem *it, size_t count, const char *docs)
@@ -583,8 +671,9 @@ static void join_listing(struct build *b)
         case MACHINE_COMPLETED:
             if (g->n == 1) {
                 bool matched = false;
-                check_completed_row(b, t, it, first->doc, first->currency, first->amount_text,
-                                    first->has_amount, first->amount, &matched);
+                struct docmatch_record rec;
+                record_of_rrow(t, it, first, &rec);
+                check_completed_row(b, it, &rec, &matched);
                 if (matched)
                     b->r->sum.matched++;
             } else {
@@ -684,8 +773,9 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
             free(docs);
         } else if (h->doc && it->erp_doc && strcmp(h->doc, it->erp_doc) == 0) {
             bool matched = false;
-            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency, h->amount_text,
-                                h->has_amount, h->amount, &matched);
+            struct docmatch_record rec;
+            record_of_hit(&b->flow->lookup.table, it, h, &rec);
+            check_completed_row(b, it, &rec, &matched);
             if (matched) {
                 n.kind = REPORT_OTHER_DAY;
                 n.erp_docs = h->doc;
@@ -695,8 +785,9 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
             }
         } else {
             bool matched = false;
-            check_completed_row(b, &b->flow->lookup.table, it, h->doc, h->currency, h->amount_text,
-                                h->has_amount, h->amount, &matched);
+            struct docmatch_record rec;
+            record_of_hit(&b->flow->lookup.table, it, h, &rec);
+            check_completed_row(b, it, &rec, &matched);
         }
         break;
     }
@@ -709,25 +800,28 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
 static void review_hint(struct build *b, struct ritem *it)
 {
     struct fnew n;
-    char a1[48];
+    struct docmatch_invoice inv;
+    char why[512];
 
+    inv_of(it, &inv);
     memset(&n, 0, sizeof(n));
     n.item = it;
     n.kind = REPORT_REVIEW_OPEN;
     if (it->group >= 0) {
         struct rgroup *g = &b->groups[it->group];
         struct rrow *row = &b->rows[g->first];
-        int64_t amount = 0;
-        bool ok = row_amount(&b->flow->list.table, it, row->currency, row->amount_text,
-                             row->has_amount, row->amount, &amount);
+        struct docmatch_record rec;
+        unsigned diff;
+        record_of_rrow(&b->flow->list.table, it, row, &rec);
+        diff = docmatch_compare(&inv, &rec);
         n.erp_docs = row->doc;
-        n.has_erp_amount = ok;
-        n.erp_amount = amount;
+        n.has_erp_amount = rec.has_amount && rec.exponent == it->exponent;
+        n.erp_amount = rec.amount;
         if (g->n > 1) {
             n.detail = xprintf("Booked %zu times in the ERP (see duplicates): settle the "
                                "duplicates first.",
                                g->n);
-        } else if (ok && same_money(it, row->currency, amount) && row->doc) {
+        } else if (diff == DOCMATCH_SAME && row->doc) {
             n.kind = REPORT_REVIEW_HELD;
             n.detail = xprintf("The ERP holds it as document %s with the same amount "
                                "(booked %s).",
@@ -735,12 +829,9 @@ static void review_hint(struct build *b, struct ritem *it)
             n.command = xprintf("apbot resolve %lld --posted %s --flow %s", (long long)it->id,
                                 row->doc, nz(b->flow->path));
         } else {
-            n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
-                               "invoice's amount: check the booking before resolving.",
-                               nz(row->doc),
-                               ok ? money_text(amount, it->exponent, a1, sizeof(a1))
-                                  : nz(row->amount_text),
-                               row->currency ? row->currency : it->currency);
+            n.detail = xprintf("The ERP holds this key as document %s with %s: check the "
+                               "booking before resolving.",
+                               nz(row->doc), docmatch_describe(diff, &inv, &rec, why, sizeof(why)));
         }
         add_finding(b, &n);
         return;
@@ -755,7 +846,7 @@ static void review_hint(struct build *b, struct ritem *it)
         struct erp_lookup_result res;
         char lerr[APBOT_ERR_LEN] = "";
         int rc = lookup(b, it, &res, lerr, sizeof(lerr));
-        if (rc != APBOT_OK || res.answer == ERP_FAILED) {
+        if (rc != APBOT_OK || res.answer == ERP_FAILED || res.answer == ERP_FOUND_UNFINISHED) {
             n.detail = xprintf("Could not check the ERP: %s", rc != APBOT_OK ? lerr : res.detail);
         } else if (res.answer == ERP_NOT_FOUND) {
             n.detail = xprintf("The ERP does not hold it: requeue it (apbot resolve %lld "
@@ -775,13 +866,14 @@ static void review_hint(struct build *b, struct ritem *it)
             return;
         } else {
             struct erp_row *h = &res.hits.rows[0];
-            int64_t amount = 0;
-            bool ok = row_amount(&b->flow->lookup.table, it, h->currency, h->amount_text,
-                                 h->has_amount, h->amount, &amount);
+            struct docmatch_record rec;
+            unsigned diff;
+            record_of_hit(&b->flow->lookup.table, it, h, &rec);
+            diff = docmatch_compare(&inv, &rec);
             n.erp_docs = h->doc;
-            n.has_erp_amount = ok;
-            n.erp_amount = amount;
-            if (ok && same_money(it, h->currency, amount) && h->doc) {
+            n.has_erp_amount = rec.has_amount && rec.exponent == it->exponent;
+            n.erp_amount = rec.amount;
+            if (diff == DOCMATCH_SAME && h->doc) {
                 n.kind = REPORT_REVIEW_HELD;
                 if (h->booked)
                     n.detail = xprintf("The ERP holds it as document %s with the same amount "
@@ -793,12 +885,10 @@ static void review_hint(struct build *b, struct ritem *it)
                 n.command = xprintf("apbot resolve %lld --posted %s --flow %s", (long long)it->id,
                                     h->doc, nz(b->flow->path));
             } else {
-                n.detail = xprintf("The ERP holds this key as document %s with %s %s, not the "
-                                   "invoice's amount: check the booking before resolving.",
-                                   nz(h->doc),
-                                   ok ? money_text(amount, it->exponent, a1, sizeof(a1))
-                                      : nz(h->amount_text),
-                                   h->currency ? h->currency : it->currency);
+                n.detail =
+                    xprintf("The ERP holds this key as document %s with %s: check the "
+                            "booking before resolving.",
+                            nz(h->doc), docmatch_describe(diff, &inv, &rec, why, sizeof(why)));
             }
         }
         erp_lookup_result_done(&res);
@@ -806,36 +896,71 @@ static void review_hint(struct build *b, struct ritem *it)
     }
 }
 
-static void bucket(struct report_balance *bal, const struct ritem *it, bool *ret_unaccounted)
+/* The bucket an item is in: every invoice ends in exactly one place. */
+enum bucket_id { BUCKET_COMPLETED, BUCKET_EXCEPTION, BUCKET_REVIEW, BUCKET_PENDING, BUCKET_NONE };
+
+static enum bucket_id bucket_id(const struct ritem *it)
 {
-    bal->received++;
-    *ret_unaccounted = false;
     switch (it->state) {
     case MACHINE_COMPLETED:
-        if (it->erp_doc && *it->erp_doc) {
-            bal->completed++;
-            return;
-        }
-        break;
+        return it->erp_doc && *it->erp_doc ? BUCKET_COMPLETED : BUCKET_NONE;
     case MACHINE_BUSINESS_EXCEPTION:
-        bal->exceptions++;
-        return;
+        return BUCKET_EXCEPTION;
     case MACHINE_MANUAL_REVIEW:
-        bal->review++;
-        return;
+        return BUCKET_REVIEW;
     case MACHINE_NEW:
     case MACHINE_CHECKING:
     case MACHINE_POSTING:
     case MACHINE_RECONCILING:
     case MACHINE_FINISHING:
-        bal->pending++;
-        return;
+        return BUCKET_PENDING;
     case MACHINE_STATE__COUNT:
     case MACHINE_STATE_INVALID:
         break;
     }
+    return BUCKET_NONE;
+}
+
+static void bucket(struct report_balance *bal, const struct ritem *it, bool *ret_unaccounted)
+{
+    bal->received++;
+    *ret_unaccounted = false;
+    switch (bucket_id(it)) {
+    case BUCKET_COMPLETED:
+        bal->completed++;
+        return;
+    case BUCKET_EXCEPTION:
+        bal->exceptions++;
+        return;
+    case BUCKET_REVIEW:
+        bal->review++;
+        return;
+    case BUCKET_PENDING:
+        bal->pending++;
+        return;
+    case BUCKET_NONE:
+        break;
+    }
     bal->unaccounted++;
     *ret_unaccounted = true;
+}
+
+/* The same bucket of report_amounts. */
+static int64_t *amount_slot(struct report_amounts *a, const struct ritem *it)
+{
+    switch (bucket_id(it)) {
+    case BUCKET_COMPLETED:
+        return &a->completed;
+    case BUCKET_EXCEPTION:
+        return &a->exceptions;
+    case BUCKET_REVIEW:
+        return &a->review;
+    case BUCKET_PENDING:
+        return &a->pending;
+    case BUCKET_NONE:
+        break;
+    }
+    return &a->unaccounted;
 }
 
 static bool balanced(const struct report_balance *bal)
@@ -891,85 +1016,566 @@ static void build_done(struct build *b)
     free(b->by_cut);
 }
 
-int report_build(struct store *st, struct erp_session *erp, const struct flow *f,
-                 const struct report_options *opt, struct report **ret, char *err, size_t errlen)
+/* ---- money ------------------------------------------------------------------------------ */
+
+#define REPORT_CURRENCIES_MAX 400 /* ISO 4217 has fewer; more is garbage in the queue */
+#define REPORT_DIFFS_MAX 1000000
+
+/* The money record of a currency, made on first use; NULL past the bound. */
+static struct report_money *money_for(struct report *r, const char *currency, int exponent)
 {
-    struct build b;
-    struct store_counts counts;
-    struct report *r;
-    int pages = 0;
+    for (size_t i = 0; i < r->n_money; i++)
+        if (strcmp(r->money[i].currency, currency) == 0)
+            return &r->money[i];
+    if (apbot_grow((void **)&r->money, &r->cap_money, r->n_money, sizeof(*r->money),
+                   REPORT_CURRENCIES_MAX) != APBOT_OK)
+        return NULL;
+    struct report_money *m = &r->money[r->n_money++];
+    memset(m, 0, sizeof(*m));
+    snprintf(m->currency, sizeof(m->currency), "%s", currency);
+    m->exponent = exponent;
+    return m;
+}
+
+/* *acc += v, or APBOT_E_RANGE (with a message) past the money bound. */
+static int add_money(int64_t *acc, int64_t v, const char *currency, char *err, size_t errlen)
+{
+    if (money_add(acc, v) != APBOT_OK)
+        return apbot_fail(err, errlen, APBOT_E_RANGE,
+                          "report: the %s amounts add up past what apbot can count", currency);
+    return APBOT_OK;
+}
+
+/* The money buckets of one item (day and total), as bucket() does for counts. */
+static int money_item(struct build *b, const struct ritem *it, bool on_day, char *err,
+                      size_t errlen)
+{
+    struct report_money *m = money_for(b->r, it->currency, it->exponent);
     int rc;
 
+    if (!m)
+        return apbot_fail(err, errlen, APBOT_E_LIMIT, "report: more than %d currencies",
+                          REPORT_CURRENCIES_MAX);
+    for (int pass = 0; pass < (on_day ? 2 : 1); pass++) {
+        struct report_amounts *am = pass == 0 ? &m->total : &m->day;
+        rc = add_money(&am->received, it->total, it->currency, err, errlen);
+        if (rc == APBOT_OK)
+            rc = add_money(amount_slot(am, it), it->total, it->currency, err, errlen);
+        if (rc != APBOT_OK)
+            return rc;
+    }
+    return APBOT_OK;
+}
+
+static bool amounts_balance(const struct report_amounts *a)
+{
+    /* the sums were each checked against overflow, and so is every partial sum here */
+    int64_t sum = 0;
+    if (money_add(&sum, a->completed) != APBOT_OK || money_add(&sum, a->exceptions) != APBOT_OK ||
+        money_add(&sum, a->review) != APBOT_OK || money_add(&sum, a->pending) != APBOT_OK)
+        return false;
+    return a->unaccounted == 0 && sum == a->received;
+}
+
+struct diff_new {
+    enum report_diff_why why;
+    const char *currency;
+    int exponent;
+    const char *doc;
+    const struct ritem *item;
+    const char *key; /* when no item */
+    bool has_erp;
+    int64_t erp;
+    bool has_queue;
+    int64_t queue;
+};
+
+static int add_diff(struct build *b, const struct diff_new *d, char *err, size_t errlen)
+{
+    struct report *r = b->r;
+    struct report_money *m = money_for(r, d->currency, d->exponent);
+    struct report_money_diff *x;
+    int64_t delta = 0;
+    int rc = APBOT_OK;
+
+    if (!m || apbot_grow((void **)&r->diffs, &r->cap_diffs, r->n_diffs, sizeof(*r->diffs),
+                         REPORT_DIFFS_MAX) != APBOT_OK)
+        return apbot_fail(err, errlen, APBOT_E_LIMIT, "report: too many differences to list");
+    if (d->has_erp)
+        rc = add_money(&delta, d->erp, d->currency, err, errlen);
+    if (rc == APBOT_OK && d->has_queue)
+        rc = add_money(&delta, -d->queue, d->currency, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    x = &r->diffs[r->n_diffs++];
+    memset(x, 0, sizeof(*x));
+    x->currency = apbot_xstrdup(d->currency);
+    x->exponent = d->exponent;
+    x->why = d->why;
+    x->doc = apbot_xstrdup(d->doc);
+    x->item_id = d->item ? d->item->id : 0;
+    x->key = apbot_xstrdup(d->item ? d->item->key : d->key);
+    x->has_erp_amount = d->has_erp;
+    x->erp_amount = d->erp;
+    x->has_queue_amount = d->has_queue;
+    x->queue_amount = d->queue;
+    x->delta = delta;
+    return APBOT_OK;
+}
+
+static bool has_finding(const struct report *r, enum report_kind k, int64_t item_id)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->f[i].kind == k && r->f[i].item_id == item_id)
+            return true;
+    return false;
+}
+
+/*
+ * The ERP side of the money: every apbot row of the day's listing is added to its currency's
+ * ERP total and every item completed on the day to its currency's expected total; an item is
+ * paired with one of its rows (its own document first) and each row or item that does not
+ * cancel out becomes a difference row, so the rows of a currency add up exactly to its
+ * difference (the test checks that sum independently).
+ */
+static int money_listing(struct build *b, char *err, size_t errlen)
+{
+    const struct flow_table *t = &b->flow->list.table;
+    const size_t plen = strlen(INVOICE_KEY_PREFIX);
+    int rc;
+
+    for (size_t gi = 0; gi < b->n_groups; gi++) {
+        struct rgroup *g = &b->groups[gi];
+        struct rrow *first = &b->rows[g->first];
+        struct ritem *it;
+        ssize_t pair = -1;
+
+        if (!first->reference || strncmp(first->reference, INVOICE_KEY_PREFIX, plen) != 0)
+            continue;
+        it = find_item(b, first->reference);
+        /* the row counted against an expected item: its own document, else the first row in
+         * the item's currency */
+        if (it && it->expected) {
+            for (size_t i = 0; i < g->n && pair < 0; i++) {
+                struct rrow *row = &b->rows[g->first + i];
+                if (row->doc && it->erp_doc && strcmp(row->doc, it->erp_doc) == 0 &&
+                    (!row->currency || strcmp(row->currency, it->currency) == 0))
+                    pair = (ssize_t)i;
+            }
+            for (size_t i = 0; i < g->n && pair < 0; i++) {
+                struct rrow *row = &b->rows[g->first + i];
+                if (!row->currency || strcmp(row->currency, it->currency) == 0)
+                    pair = (ssize_t)i;
+            }
+        }
+        for (size_t i = 0; i < g->n; i++) {
+            struct rrow *row = &b->rows[g->first + i];
+            struct diff_new d;
+            struct report_money *m;
+            const char *cur;
+            int exp;
+            bool readable;
+            int64_t amount = 0;
+
+            memset(&d, 0, sizeof(d));
+            if (it) {
+                struct docmatch_record rec;
+                struct docmatch_invoice inv;
+                record_of_rrow(t, it, row, &rec);
+                inv_of(it, &inv);
+                cur = row->currency ? row->currency : it->currency;
+                exp = money_exponent(cur);
+                readable = rec.has_amount && rec.exponent == exp;
+                if (readable)
+                    amount = strcmp(cur, it->currency) == 0 ? docmatch_as_queued(&inv, rec.amount)
+                                                            : rec.amount;
+            } else {
+                cur = row->currency ? row->currency : "";
+                exp = row->has_amount ? row->exponent : money_exponent(cur);
+                readable = row->has_amount;
+                amount = row->amount;
+            }
+            if (exp < 0)
+                exp = 0;
+            m = money_for(b->r, cur, exp);
+            if (!m)
+                return apbot_fail(err, errlen, APBOT_E_LIMIT, "report: more than %d currencies",
+                                  REPORT_CURRENCIES_MAX);
+            if (readable) {
+                rc = add_money(&m->erp_total, amount, cur, err, errlen);
+                if (rc != APBOT_OK)
+                    return rc;
+                m->erp_docs++;
+            } else {
+                m->erp_unreadable++;
+            }
+            d.currency = cur;
+            d.exponent = exp;
+            d.doc = row->doc;
+            d.item = it;
+            d.key = row->reference;
+            d.has_erp = readable;
+            d.erp = amount;
+            if ((ssize_t)i == pair) {
+                it->paired = true;
+                d.has_queue = true;
+                d.queue = it->total;
+                if (!readable)
+                    d.why = REPORT_DIFF_UNREADABLE;
+                else if (amount != it->total)
+                    d.why = REPORT_DIFF_AMOUNT;
+                else
+                    continue; /* cancels out */
+            } else if (!readable) {
+                d.why = REPORT_DIFF_UNREADABLE; /* counted nowhere: listed, delta 0 */
+            } else if (!it) {
+                d.why = REPORT_DIFF_ORPHAN;
+            } else if (it->expected && pair >= 0) {
+                d.why = REPORT_DIFF_DUPLICATE;
+            } else if (it->expected) {
+                d.why = REPORT_DIFF_OTHER_CURRENCY;
+            } else if (g->n > 1 && it->state == MACHINE_COMPLETED && i > 0) {
+                d.why = REPORT_DIFF_DUPLICATE;
+            } else if (it->state == MACHINE_COMPLETED) {
+                d.why = REPORT_DIFF_COMPLETED_OTHER;
+            } else {
+                d.why = REPORT_DIFF_NOT_COMPLETED;
+            }
+            rc = add_diff(b, &d, err, errlen);
+            if (rc != APBOT_OK)
+                return rc;
+        }
+    }
+    /* expected items the listing does not hold (in their currency) */
+    for (size_t i = 0; i < b->n_items; i++) {
+        struct ritem *it = &b->items[i];
+        struct diff_new d;
+        if (!it->expected || it->paired)
+            continue;
+        memset(&d, 0, sizeof(d));
+        d.why = has_finding(b->r, REPORT_OTHER_DAY, it->id) ? REPORT_DIFF_BOOKED_OTHER_DAY
+                                                            : REPORT_DIFF_MISSING;
+        d.currency = it->currency;
+        d.exponent = it->exponent;
+        d.doc = it->erp_doc;
+        d.item = it;
+        d.has_queue = true;
+        d.queue = it->total;
+        rc = add_diff(b, &d, err, errlen);
+        if (rc != APBOT_OK)
+            return rc;
+    }
+    return APBOT_OK;
+}
+
+static int cmp_money(const void *a, const void *b)
+{
+    return strcmp(((const struct report_money *)a)->currency,
+                  ((const struct report_money *)b)->currency);
+}
+
+static int cmp_diff(const void *a, const void *b)
+{
+    const struct report_money_diff *x = a, *y = b;
+    int c = strcmp(x->currency, y->currency);
+    if (c == 0)
+        c = strcmp(nz(x->doc), nz(y->doc));
+    if (c == 0)
+        c = x->item_id < y->item_id ? -1 : x->item_id > y->item_id;
+    return c;
+}
+
+/* The queue's money, and with the ERP read the listing against it. */
+static int build_money(struct build *b, char *err, size_t errlen)
+{
+    struct report *r = b->r;
+    int rc;
+
+    for (size_t i = 0; i < b->n_items; i++) {
+        struct ritem *it = &b->items[i];
+        char created[11];
+        report_local_date(it->created_at, created);
+        rc = money_item(b, it, strcmp(created, b->date) == 0, err, errlen);
+        if (rc != APBOT_OK)
+            return rc;
+        if (it->expected) {
+            struct report_money *m = money_for(r, it->currency, it->exponent);
+            if (!m)
+                return apbot_fail(err, errlen, APBOT_E_LIMIT, "report: more than %d currencies",
+                                  REPORT_CURRENCIES_MAX);
+            rc = add_money(&m->expected, it->total, it->currency, err, errlen);
+            if (rc != APBOT_OK)
+                return rc;
+            m->expected_items++;
+        }
+    }
+    if (r->sum.erp_read) {
+        rc = money_listing(b, err, errlen);
+        if (rc != APBOT_OK)
+            return rc;
+    }
+    for (size_t i = 0; i < r->n_money; i++) {
+        struct report_money *m = &r->money[i];
+        m->balanced = amounts_balance(&m->day) && amounts_balance(&m->total);
+        m->difference = 0;
+        if (r->sum.erp_read) {
+            rc = add_money(&m->difference, m->erp_total, m->currency, err, errlen);
+            if (rc == APBOT_OK)
+                rc = add_money(&m->difference, -m->expected, m->currency, err, errlen);
+            if (rc != APBOT_OK)
+                return rc;
+        }
+        if (!m->balanced)
+            r->sum.balanced = false;
+    }
+    if (r->n_money > 1)
+        qsort(r->money, r->n_money, sizeof(*r->money), cmp_money);
+    if (r->n_diffs > 1)
+        qsort(r->diffs, r->n_diffs, sizeof(*r->diffs), cmp_diff);
+    return APBOT_OK;
+}
+
+/* ---- the day's activity ------------------------------------------------------------------- */
+
+#define REPORT_RUNS_MAX 1000
+
+struct run_acc {
+    char owner[160];
+    int64_t first, last, items, outcomes[REPORT_OUT__COUNT];
+    int64_t last_item; /* the item last counted in items */
+};
+
+struct activity_walk {
+    struct build *b;
+    struct run_acc *runs;
+    size_t n_runs, cap_runs;
+    int64_t item_id;
+};
+
+static int activity_event(void *ctx, const struct store_event_row *e)
+{
+    struct activity_walk *w = ctx;
+    struct report_activity *a = &w->b->r->activity;
+    enum report_outcome out;
+    char owner[160];
+    struct run_acc *run = NULL;
+    time_t t;
+    struct tm tm;
+    const char *slash;
+    size_t n;
+
+    if (e->at < w->b->day_start || e->at >= w->b->day_end || !e->actor || !e->to ||
+        strncmp(e->actor, "runner:", 7) != 0)
+        return 0;
+    if (strcmp(e->to, "completed") == 0)
+        out = REPORT_OUT_COMPLETED;
+    else if (strcmp(e->to, "business-exception") == 0)
+        out = REPORT_OUT_EXCEPTION;
+    else if (strcmp(e->to, "manual-review") == 0)
+        out = REPORT_OUT_REVIEW;
+    else if (strcmp(e->to, "reconciling") == 0 && e->from && strcmp(e->from, "reconciling") != 0)
+        out = REPORT_OUT_UNKNOWN;
+    else
+        return 0;
+    t = (time_t)(e->at / 1000);
+    if (!localtime_r(&t, &tm) || tm.tm_hour < 0 || tm.tm_hour > 23)
+        return 0;
+    a->per_hour[tm.tm_hour][out]++;
+
+    /* the run: the runner's owner without its worker suffix ("/w3") */
+    slash = strchr(e->actor + 7, '/');
+    n = slash ? (size_t)(slash - (e->actor + 7)) : strlen(e->actor + 7);
+    if (n >= sizeof(owner))
+        n = sizeof(owner) - 1;
+    memcpy(owner, e->actor + 7, n);
+    owner[n] = '\0';
+    for (size_t i = 0; i < w->n_runs; i++)
+        if (strcmp(w->runs[i].owner, owner) == 0)
+            run = &w->runs[i];
+    if (!run) {
+        if (apbot_grow((void **)&w->runs, &w->cap_runs, w->n_runs, sizeof(*w->runs),
+                       REPORT_RUNS_MAX) != APBOT_OK)
+            return 0; /* a thousand runs in one day: the chart is still right */
+        run = &w->runs[w->n_runs++];
+        memset(run, 0, sizeof(*run));
+        memcpy(run->owner, owner, n + 1);
+        run->first = e->at;
+    }
+    if (e->at < run->first)
+        run->first = e->at;
+    if (e->at > run->last)
+        run->last = e->at;
+    run->outcomes[out]++;
+    if (run->last_item != w->item_id) {
+        run->items++;
+        run->last_item = w->item_id;
+    }
+    return 0;
+}
+
+/* Local midnight of date and of the next day, ms. */
+static int day_bounds(const char *date, int64_t *ret_start, int64_t *ret_end)
+{
+    struct tm tm;
+    time_t t0, t1;
+
+    memset(&tm, 0, sizeof(tm));
+    if (sscanf(date, "%4d-%2d-%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday) != 3)
+        return APBOT_E_INVAL;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_isdst = -1;
+    t0 = mktime(&tm);
+    memset(&tm, 0, sizeof(tm));
+    (void)sscanf(date, "%4d-%2d-%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    tm.tm_mday += 1;
+    tm.tm_isdst = -1;
+    t1 = mktime(&tm);
+    if (t0 == (time_t)-1 || t1 == (time_t)-1)
+        return APBOT_E_INVAL;
+    *ret_start = (int64_t)t0 * 1000;
+    *ret_end = (int64_t)t1 * 1000;
+    return APBOT_OK;
+}
+
+/* Reads the audit events of every item that changed on or after the day's start. */
+static int build_activity(struct build *b, struct store *st, char *err, size_t errlen)
+{
+    struct report_activity *a = &b->r->activity;
+    struct activity_walk w;
+    int rc = APBOT_OK;
+
+    memset(&w, 0, sizeof(w));
+    w.b = b;
+    for (size_t i = 0; i < b->n_items && rc == APBOT_OK; i++) {
+        const struct ritem *it = &b->items[i];
+        if (it->updated_at < b->day_start || it->created_at >= b->day_end)
+            continue; /* no event of it can fall on the day */
+        w.item_id = it->id;
+        rc = store_each_event(st, it->id, activity_event, &w, err, errlen);
+    }
+    if (rc == APBOT_OK) {
+        const struct run_acc *last = NULL;
+        for (size_t i = 0; i < w.n_runs; i++)
+            if (!last || w.runs[i].last > last->last)
+                last = &w.runs[i];
+        if (last) {
+            snprintf(a->last_run, sizeof(a->last_run), "%s", last->owner);
+            a->last_run_first = last->first;
+            a->last_run_last = last->last;
+            a->last_run_items = last->items;
+            memcpy(a->last_run_outcomes, last->outcomes, sizeof(a->last_run_outcomes));
+        }
+        for (int h = 0; h < 24; h++) {
+            int64_t sum = 0;
+            for (int o = 0; o < REPORT_OUT__COUNT; o++)
+                sum += a->per_hour[h][o];
+            if (sum > a->max_hour)
+                a->max_hour = sum;
+        }
+    }
+    free(w.runs);
+    return rc;
+}
+
+/* ---- building --------------------------------------------------------------------------- */
+
+/* Starts a build: the report object and the queue snapshot, sorted by cut key. */
+static int build_start(struct build *b, struct store *st, const struct flow *f,
+                       const struct report_options *opt, struct store_counts *counts, char *err,
+                       size_t errlen)
+{
+    struct report *r;
+    int rc;
+
+    memset(b, 0, sizeof(*b));
     if (!opt || !opt->date || !invoice_date_valid(opt->date))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "report: bad date '%s' (want YYYY-MM-DD)",
                           opt && opt->date ? opt->date : "");
-    if (!f->list.get)
-        return apbot_fail(err, errlen, APBOT_E_INVAL,
-                          "report: the flow has no list operation to read the day's records");
-
-    r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
-    memset(&b, 0, sizeof(b));
-    b.r = r;
-    b.flow = f;
-    b.erp = erp;
-    b.date = opt->date;
-    b.now = opt->now ? opt->now : store_now_ms();
-    b.max_lookups = opt->max_lookups > 0 ? opt->max_lookups : REPORT_DEFAULT_LOOKUPS;
+    r = apbot_xcalloc(1, sizeof(*r));
+    b->r = r;
+    b->flow = f;
+    b->date = opt->date;
+    b->now = opt->now ? opt->now : store_now_ms();
+    b->max_lookups = opt->max_lookups > 0   ? opt->max_lookups
+                     : opt->max_lookups < 0 ? 0
+                                            : REPORT_DEFAULT_LOOKUPS;
+    if (day_bounds(opt->date, &b->day_start, &b->day_end) != APBOT_OK)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "report: no such local day '%s'", opt->date);
     snprintf(r->sum.date, sizeof(r->sum.date), "%s", opt->date);
-    r->sum.generated_at = b.now;
-    r->flow_name = apbot_xstrdup(f->name ? f->name : f->path);
+    r->sum.generated_at = b->now;
+    r->flow_name = apbot_xstrdup(f ? (f->name ? f->name : f->path) : NULL);
     r->sum.flow_name = r->flow_name;
 
     /* the queue first: the ERP listing is then compared with one consistent snapshot */
-    rc = store_counts(st, &counts, err, errlen);
+    rc = store_counts(st, counts, err, errlen);
     if (rc != APBOT_OK)
-        goto out;
-    rc = store_each(st, MACHINE_STATE_INVALID, collect_item, &b, err, errlen);
+        return rc;
+    rc = store_each(st, MACHINE_STATE_INVALID, collect_item, b, err, errlen);
     if (rc != APBOT_OK)
-        goto out;
-    b.by_cut = malloc((b.n_items ? b.n_items : 1) * sizeof(*b.by_cut));
-    if (!b.by_cut)
-        abort();
-    for (size_t i = 0; i < b.n_items; i++)
-        b.by_cut[i] = &b.items[i];
-    if (b.n_items > 1)
-        qsort(b.by_cut, b.n_items, sizeof(*b.by_cut), cmp_cut);
+        return rc;
+    b->by_cut = apbot_xmalloc((b->n_items ? b->n_items : 1) * sizeof(*b->by_cut));
+    for (size_t i = 0; i < b->n_items; i++) {
+        char done[11];
+        struct ritem *it = &b->items[i];
+        b->by_cut[i] = it;
+        report_local_date(it->updated_at, done);
+        it->expected = it->state == MACHINE_COMPLETED && it->erp_doc && *it->erp_doc &&
+                       strcmp(done, opt->date) == 0;
+    }
+    if (b->n_items > 1)
+        qsort(b->by_cut, b->n_items, sizeof(*b->by_cut), cmp_cut);
+    return APBOT_OK;
+}
 
-    rc = erp_list_day(erp, opt->date, collect_row, &b, &pages, err, errlen);
+/* Reads the day's listing and joins it with the queue. */
+static int build_listing(struct build *b, char *err, size_t errlen)
+{
+    struct report *r = b->r;
+    int pages = 0;
+    int rc = erp_list_day(b->erp, b->date, collect_row, b, &pages, err, errlen);
+
     if (rc != APBOT_OK)
-        goto out;
+        return rc;
+    r->sum.erp_read = true;
     r->sum.erp_pages = pages;
-    r->sum.erp_rows = (int64_t)b.n_rows;
-    if (b.n_rows > 1)
-        qsort(b.rows, b.n_rows, sizeof(*b.rows), cmp_row);
-    b.groups = calloc(b.n_rows ? b.n_rows : 1, sizeof(*b.groups));
-    if (!b.groups)
-        abort();
-    for (size_t i = 0; i < b.n_rows; i++) {
-        if (b.n_groups > 0 &&
-            strcmp(nz(b.rows[b.groups[b.n_groups - 1].first].reference), nz(b.rows[i].reference)) ==
-                0 &&
-            b.rows[i].reference) {
-            b.groups[b.n_groups - 1].n++;
+    r->sum.erp_rows = (int64_t)b->n_rows;
+    if (b->n_rows > 1)
+        qsort(b->rows, b->n_rows, sizeof(*b->rows), cmp_row);
+    b->groups = apbot_xcalloc(b->n_rows ? b->n_rows : 1, sizeof(*b->groups));
+    for (size_t i = 0; i < b->n_rows; i++) {
+        if (b->n_groups > 0 &&
+            strcmp(nz(b->rows[b->groups[b->n_groups - 1].first].reference),
+                   nz(b->rows[i].reference)) == 0 &&
+            b->rows[i].reference) {
+            b->groups[b->n_groups - 1].n++;
             continue;
         }
-        b.groups[b.n_groups].first = i;
-        b.groups[b.n_groups].n = 1;
-        b.n_groups++;
+        b->groups[b->n_groups].first = i;
+        b->groups[b->n_groups].n = 1;
+        b->n_groups++;
     }
+    join_listing(b);
+    return APBOT_OK;
+}
 
-    join_listing(&b);
+/* The balance and the per-item findings; with the ERP read, the lookups for completed items
+ * the listing lacks and for manual-review hints. */
+static int build_items(struct build *b, const struct store_counts *counts, char *err, size_t errlen)
+{
+    struct report *r = b->r;
+    int rc;
 
-    for (size_t i = 0; i < b.n_items; i++) {
-        struct ritem *it = &b.items[i];
-        char created[11], done[11], age[32];
+    for (size_t i = 0; i < b->n_items; i++) {
+        struct ritem *it = &b->items[i];
+        char created[11], age[32];
         bool unacc = false;
 
         report_local_date(it->created_at, created);
         bucket(&r->sum.total, it, &unacc);
-        if (strcmp(created, opt->date) == 0) {
+        if (strcmp(created, b->date) == 0) {
             bool unacc_day = false;
             bucket(&r->sum.day, it, &unacc_day);
         }
@@ -981,22 +1587,30 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
             n.detail = it->state == MACHINE_COMPLETED
                            ? xprintf("Completed without a document number.")
                            : xprintf("The queue holds it in an unknown state.");
-            add_finding(&b, &n);
+            add_finding(b, &n);
             continue;
         }
         switch (it->state) {
         case MACHINE_COMPLETED:
             /* An item belongs to the day it was completed on (local time): that is when
              * the bot saw the ERP confirm or hold it, normally the booking day. */
-            report_local_date(it->updated_at, done);
-            if (it->group < 0 && strcmp(done, opt->date) == 0) {
-                rc = check_absent_completed(&b, it, err, errlen);
+            if (r->sum.erp_read && it->group < 0 && it->expected) {
+                rc = check_absent_completed(b, it, err, errlen);
                 if (rc != APBOT_OK)
-                    goto out;
+                    return rc;
             }
             break;
         case MACHINE_MANUAL_REVIEW:
-            review_hint(&b, it);
+            if (r->sum.erp_read) {
+                review_hint(b, it);
+            } else {
+                struct fnew n;
+                memset(&n, 0, sizeof(n));
+                n.kind = REPORT_REVIEW_OPEN;
+                n.item = it;
+                n.detail = xprintf("Not checked in the ERP (the ERP was not read).");
+                add_finding(b, &n);
+            }
             break;
         case MACHINE_BUSINESS_EXCEPTION: {
             struct fnew n;
@@ -1005,7 +1619,7 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
             n.item = it;
             n.detail =
                 xprintf("Rejected by the ERP: %s", it->reason ? it->reason : "no reason recorded");
-            add_finding(&b, &n);
+            add_finding(b, &n);
             break;
         }
         case MACHINE_NEW:
@@ -1017,17 +1631,17 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
             memset(&n, 0, sizeof(n));
             n.kind = REPORT_PENDING;
             n.item = it;
-            report_format_age(b.now - it->created_at, age, sizeof(age));
+            report_format_age(b->now - it->created_at, age, sizeof(age));
             if (it->group >= 0) {
-                struct rgroup *g = &b.groups[it->group];
-                n.erp_docs = b.rows[g->first].doc;
+                struct rgroup *g = &b->groups[it->group];
+                n.erp_docs = b->rows[g->first].doc;
                 n.detail = xprintf("%s for %s; the ERP already holds document %s (the bot "
                                    "adopts it on its next lookup).",
-                                   machine_state_name(it->state), age, nz(b.rows[g->first].doc));
+                                   machine_state_name(it->state), age, nz(b->rows[g->first].doc));
             } else {
                 n.detail = xprintf("%s for %s.", machine_state_name(it->state), age);
             }
-            add_finding(&b, &n);
+            add_finding(b, &n);
             break;
         }
         case MACHINE_STATE__COUNT:
@@ -1037,27 +1651,68 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
     }
 
     /* the store's own count must agree with the walk */
-    if (counts.total != r->sum.total.received) {
+    if (counts->total != r->sum.total.received) {
         struct fnew n;
         memset(&n, 0, sizeof(n));
         n.kind = REPORT_UNACCOUNTED;
         n.detail = xprintf("The queue counts %lld items but %lld were read.",
-                           (long long)counts.total, (long long)r->sum.total.received);
-        add_finding(&b, &n);
-        r->sum.total.unaccounted += counts.total > r->sum.total.received
-                                        ? counts.total - r->sum.total.received
-                                        : r->sum.total.received - counts.total;
-        r->sum.total.received = counts.total;
+                           (long long)counts->total, (long long)r->sum.total.received);
+        add_finding(b, &n);
+        r->sum.total.unaccounted += counts->total > r->sum.total.received
+                                        ? counts->total - r->sum.total.received
+                                        : r->sum.total.received - counts->total;
+        r->sum.total.received = counts->total;
     }
     r->sum.balanced = balanced(&r->sum.day) && balanced(&r->sum.total);
-    sort_findings(r);
-    rc = APBOT_OK;
-out:
-    build_done(&b);
+    return APBOT_OK;
+}
+
+static int build_finish(struct build *b, struct store *st, int rc, struct report **ret, char *err,
+                        size_t errlen)
+{
+    if (rc == APBOT_OK)
+        rc = build_money(b, err, errlen);
+    if (rc == APBOT_OK)
+        rc = build_activity(b, st, err, errlen);
+    if (rc == APBOT_OK)
+        sort_findings(b->r);
+    build_done(b);
     if (rc != APBOT_OK) {
-        report_free(r);
+        report_free(b->r);
         return rc;
     }
-    *ret = r;
+    *ret = b->r;
     return APBOT_OK;
+}
+
+int report_build(struct store *st, struct erp_session *erp, const struct flow *f,
+                 const struct report_options *opt, struct report **ret, char *err, size_t errlen)
+{
+    struct build b;
+    struct store_counts counts;
+    int rc;
+
+    if (!f->list.get)
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "report: the flow has no list operation to read the day's records");
+    rc = build_start(&b, st, f, opt, &counts, err, errlen);
+    if (rc == APBOT_OK) {
+        b.erp = erp;
+        rc = build_listing(&b, err, errlen);
+    }
+    if (rc == APBOT_OK)
+        rc = build_items(&b, &counts, err, errlen);
+    return build_finish(&b, st, rc, ret, err, errlen);
+}
+
+int report_build_queue(struct store *st, const struct flow *f, const struct report_options *opt,
+                       struct report **ret, char *err, size_t errlen)
+{
+    struct build b;
+    struct store_counts counts;
+    int rc = build_start(&b, st, f, opt, &counts, err, errlen);
+
+    if (rc == APBOT_OK)
+        rc = build_items(&b, &counts, err, errlen);
+    return build_finish(&b, st, rc, ret, err, errlen);
 }

@@ -11,10 +11,13 @@
 #include <jansson.h>
 #include <libxml/HTMLtree.h>
 #include <libxml/tree.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apbot/money.h"
+#include "apbot/text.h"
 
 /* Per kind: section title, HTML id suffix, "one-line" label for the summary table. */
 static const struct {
@@ -100,9 +103,15 @@ static int64_t balance_get(const struct report_balance *b, size_t offset)
 
 /* ---- text ------------------------------------------------------------------------------ */
 
+/* Text from an invoice or the ERP for a terminal or a mail: escaped (text.h). */
+static const char *tx(char *buf, size_t len, const char *s)
+{
+    return text_escape_into(buf, len, s ? s : "", 0);
+}
+
 static void text_finding(FILE *out, const struct report_finding *x)
 {
-    char amount[48], erp_amount[48], age[32];
+    char amount[48], erp_amount[48], age[32], b1[256], b2[1024];
 
     amount[0] = erp_amount[0] = '\0';
     if (x->has_amount)
@@ -110,24 +119,173 @@ static void text_finding(FILE *out, const struct report_finding *x)
     if (x->has_erp_amount)
         money_text(x->erp_amount, x->exponent, erp_amount, sizeof(erp_amount));
     if (x->item_id)
-        fprintf(out, "  #%lld %s", (long long)x->item_id, nz(x->key));
+        fprintf(out, "  #%lld %s", (long long)x->item_id, tx(b1, sizeof(b1), x->key));
     else
-        fprintf(out, "  %s", nz(x->key));
+        fprintf(out, "  %s", tx(b1, sizeof(b1), x->key));
     if (x->vendor_id)
-        fprintf(out, "  vendor %s", x->vendor_id);
+        fprintf(out, "  vendor %s", tx(b1, sizeof(b1), x->vendor_id));
     if (x->vendor_name)
-        fprintf(out, " (%s)", x->vendor_name);
+        fprintf(out, " (%s)", tx(b1, sizeof(b1), x->vendor_name));
     if (x->invoice_number)
-        fprintf(out, "  invoice %s", x->invoice_number);
+        fprintf(out, "  invoice %s", tx(b1, sizeof(b1), x->invoice_number));
     if (x->has_amount)
-        fprintf(out, "  %s %s", amount, nz(x->currency));
+        fprintf(out, "  %s %s", amount, tx(b1, sizeof(b1), x->currency));
     if (x->kind == REPORT_PENDING) {
         report_format_age(x->age_ms, age, sizeof(age));
         fprintf(out, "  age %s", age);
     }
-    fprintf(out, "\n      %s\n", nz(x->detail));
+    fprintf(out, "\n      %s\n", tx(b2, sizeof(b2), x->detail));
     if (x->command)
-        fprintf(out, "      run: %s\n", x->command);
+        fprintf(out, "      run: %s\n", tx(b2, sizeof(b2), x->command));
+}
+
+/* The buckets of report_amounts, in the order every format shows them. */
+static const struct {
+    const char *label;
+    const char *id;
+    size_t offset;
+} money_rows[] = {
+    {"received", "received", offsetof(struct report_amounts, received)},
+    {"completed", "completed", offsetof(struct report_amounts, completed)},
+    {"business exception", "business-exception", offsetof(struct report_amounts, exceptions)},
+    {"manual review", "manual-review", offsetof(struct report_amounts, review)},
+    {"pending", "pending", offsetof(struct report_amounts, pending)},
+    {"unaccounted", "unaccounted", offsetof(struct report_amounts, unaccounted)},
+};
+
+static int64_t amounts_get(const struct report_amounts *a, size_t offset)
+{
+    return *(const int64_t *)(const void *)((const char *)a + offset);
+}
+
+/* "EUR", or "(none)" for the bucket of ERP rows that show no currency. */
+static const char *cur_label(const char *c)
+{
+    return c && *c ? c : "(none)";
+}
+
+/* What a difference row means, for people. */
+static const char *why_text(enum report_diff_why w)
+{
+    switch (w) {
+    case REPORT_DIFF_AMOUNT:
+        return "the ERP shows another amount";
+    case REPORT_DIFF_UNREADABLE:
+        return "the ERP's amount cannot be read";
+    case REPORT_DIFF_DUPLICATE:
+        return "booked a second time";
+    case REPORT_DIFF_ORPHAN:
+        return "an apbot key this queue does not know";
+    case REPORT_DIFF_NOT_COMPLETED:
+        return "booked, but not completed here";
+    case REPORT_DIFF_COMPLETED_OTHER:
+        return "booked on the day, completed here on another day";
+    case REPORT_DIFF_OTHER_CURRENCY:
+        return "booked in another currency";
+    case REPORT_DIFF_BOOKED_OTHER_DAY:
+        return "completed on the day, booked on another day";
+    case REPORT_DIFF_MISSING:
+        return "completed on the day, not in the day's listing";
+    case REPORT_DIFF__COUNT:
+        break;
+    }
+    return "?";
+}
+
+/* A signed amount for people ("-119.00"), "-" when there is none. */
+static const char *amount_or_dash(bool has, int64_t minor, int exponent, char *buf, size_t len)
+{
+    if (!has)
+        return "-";
+    return money_text(minor, exponent, buf, len);
+}
+
+static void text_money(const struct report *r, FILE *out)
+{
+    const struct report_summary *s = report_summary(r);
+    size_t nm, nd;
+    const struct report_money *m = report_money(r, &nm);
+    const struct report_money_diff *d = report_money_diffs(r, &nd);
+    char a1[48], a2[48], a3[48];
+
+    fprintf(out, "Money (exact, per currency)          day                 total\n");
+    if (nm == 0)
+        fprintf(out, "  (no items)\n");
+    for (size_t i = 0; i < nm; i++) {
+        for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++)
+            fprintf(out, "  %-4s %-22s %18s  %18s\n", k == 0 ? cur_label(m[i].currency) : "",
+                    money_rows[k].label,
+                    money_text(amounts_get(&m[i].day, money_rows[k].offset), m[i].exponent, a1,
+                               sizeof(a1)),
+                    money_text(amounts_get(&m[i].total, money_rows[k].offset), m[i].exponent, a2,
+                               sizeof(a2)));
+        fprintf(out, "       %-22s %18s  %18s\n", "balanced", m[i].balanced ? "yes" : "NO",
+                m[i].balanced ? "yes" : "NO");
+    }
+    if (!s->erp_read)
+        return;
+    fprintf(out, "\nERP listing for %s against the queue, per currency\n", s->date);
+    for (size_t i = 0; i < nm; i++) {
+        fprintf(out, "  %-4s ERP total of apbot's documents   %18s  (%lld document(s)",
+                cur_label(m[i].currency), money_text(m[i].erp_total, m[i].exponent, a1, sizeof(a1)),
+                (long long)m[i].erp_docs);
+        if (m[i].erp_unreadable)
+            fprintf(out, ", %lld unreadable, not added", (long long)m[i].erp_unreadable);
+        fprintf(out, ")\n");
+        fprintf(out, "       %-32s %18s  (%lld item(s))\n", "completed here on the day",
+                money_text(m[i].expected, m[i].exponent, a1, sizeof(a1)),
+                (long long)m[i].expected_items);
+        fprintf(out, "       %-32s %18s\n", "difference",
+                money_text(m[i].difference, m[i].exponent, a1, sizeof(a1)));
+        for (size_t j = 0; j < nd; j++) {
+            if (strcmp(d[j].currency, m[i].currency) != 0)
+                continue;
+            char db[128];
+            fprintf(out, "         %s", tx(db, sizeof(db), d[j].doc));
+            if (d[j].item_id)
+                fprintf(out, " #%lld", (long long)d[j].item_id);
+            fprintf(
+                out, " %s: ERP %s, queue %s, share %s\n", why_text(d[j].why),
+                amount_or_dash(d[j].has_erp_amount, d[j].erp_amount, d[j].exponent, a1, sizeof(a1)),
+                amount_or_dash(d[j].has_queue_amount, d[j].queue_amount, d[j].exponent, a2,
+                               sizeof(a2)),
+                money_text(d[j].delta, d[j].exponent, a3, sizeof(a3)));
+        }
+    }
+}
+
+static void text_activity(const struct report *r, FILE *out)
+{
+    const struct report_summary *s = report_summary(r);
+    const struct report_activity *a = report_activity(r);
+    char t1[32], t2[32];
+
+    fprintf(out, "\nThe bot's outcomes per hour on %s\n", s->date);
+    if (a->max_hour == 0)
+        fprintf(out, "  none recorded\n");
+    for (int h = 0; h < 24; h++) {
+        int64_t sum = 0;
+        for (int o = 0; o < REPORT_OUT__COUNT; o++)
+            sum += a->per_hour[h][o];
+        if (sum == 0)
+            continue;
+        fprintf(out, "  %02d:00", h);
+        for (int o = 0; o < REPORT_OUT__COUNT; o++)
+            if (a->per_hour[h][o])
+                fprintf(out, "  %s %lld", report_outcome_name((enum report_outcome)o),
+                        (long long)a->per_hour[h][o]);
+        fprintf(out, "\n");
+    }
+    if (a->last_run[0]) {
+        report_local_time(a->last_run_first, "?", t1, sizeof(t1));
+        report_local_time(a->last_run_last, "?", t2, sizeof(t2));
+        fprintf(out, "  last run %s: %s .. %s, %lld item(s):", a->last_run, t1, t2,
+                (long long)a->last_run_items);
+        for (int o = 0; o < REPORT_OUT__COUNT; o++)
+            fprintf(out, " %s %lld", report_outcome_name((enum report_outcome)o),
+                    (long long)a->last_run_outcomes[o]);
+        fprintf(out, "\n");
+    }
 }
 
 static int write_text(const struct report *r, FILE *out)
@@ -157,11 +315,15 @@ static int write_text(const struct report *r, FILE *out)
     fprintf(out, "  %-24s %9s  %9s\n\n", "balanced", s->balanced ? "yes" : "NO",
             s->balanced ? "yes" : "NO");
 
+    text_money(r, out);
+    fprintf(out, "\n");
     fprintf(out,
             "ERP listing for %s: %lld records on %d page(s), %lld with an apbot key; "
-            "matched %lld.\n\n",
+            "matched %lld.\n",
             s->date, (long long)s->erp_rows, s->erp_pages, (long long)s->erp_apbot_rows,
             (long long)s->matched);
+    text_activity(r, out);
+    fprintf(out, "\n");
 
     fprintf(out, "Drift                                    %lld\n", (long long)s->drift);
     for (int k = 0; k < REPORT_KIND__COUNT; k++)
@@ -189,8 +351,9 @@ static int write_text(const struct report *r, FILE *out)
                     if (f[j].kind == REPORT_EXCEPTION &&
                         strcmp(nz(f[j].reason), nz(f[i].reason)) == 0)
                         count++;
-                fprintf(out, "  %s: %zu item(s):", f[i].reason ? f[i].reason : "(no reason)",
-                        count);
+                char rb[1024];
+                fprintf(out, "  %s: %zu item(s):",
+                        f[i].reason ? tx(rb, sizeof(rb), f[i].reason) : "(no reason)", count);
                 for (size_t j = i; j < n; j++)
                     if (f[j].kind == REPORT_EXCEPTION && !done[j] &&
                         strcmp(nz(f[j].reason), nz(f[i].reason)) == 0) {
@@ -233,6 +396,92 @@ static void csv_field(FILE *out, const char *s, bool text, bool last)
     csv_fwrite(out, v, strlen(v));
     fputc(last ? '\n' : ',', out);
     free(tmp);
+}
+
+/* One money row: date, "money", kind, item_id, -, key, -, -, -, currency, amount, erp_amount,
+ * doc, erp_docs, -, reason, detail, -. */
+static void csv_money_row(FILE *out, const char *date, const char *kind, int64_t item_id,
+                          const char *key, const char *currency, const char *amount,
+                          const char *erp_amount, const char *doc, const char *reason,
+                          const char *detail)
+{
+    char id[24] = "";
+    if (item_id)
+        snprintf(id, sizeof(id), "%lld", (long long)item_id);
+    csv_field(out, date, false, false);
+    csv_field(out, "money", false, false);
+    csv_field(out, kind, false, false);
+    csv_field(out, id, false, false);
+    csv_field(out, "", false, false);
+    csv_field(out, key, true, false);
+    csv_field(out, "", false, false);
+    csv_field(out, "", false, false);
+    csv_field(out, "", false, false);
+    csv_field(out, currency, true, false);
+    csv_field(out, amount, false, false);
+    csv_field(out, erp_amount, false, false);
+    csv_field(out, "", false, false);
+    csv_field(out, doc, true, false);
+    csv_field(out, "", false, false);
+    csv_field(out, reason, true, false);
+    csv_field(out, detail, true, false);
+    csv_field(out, "", false, true);
+}
+
+/* Rows of section "money": per currency the buckets (kind "<bucket>-day" / "<bucket>-total"),
+ * the ERP total, the expected total and the difference, then one "difference-doc" row per
+ * document that makes it up (reason: why; amount: the queue's; erp_amount: the ERP's). */
+static void csv_money(const struct report *r, FILE *out)
+{
+    const struct report_summary *s = report_summary(r);
+    size_t nm, nd;
+    const struct report_money *m = report_money(r, &nm);
+    const struct report_money_diff *d = report_money_diffs(r, &nd);
+    char kind[64], a1[48], a2[48], detail[128];
+
+    for (size_t i = 0; i < nm; i++) {
+        for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++) {
+            snprintf(kind, sizeof(kind), "%s-day", money_rows[k].id);
+            plain_amount(amounts_get(&m[i].day, money_rows[k].offset), m[i].exponent, a1,
+                         sizeof(a1));
+            csv_money_row(out, s->date, kind, 0, NULL, m[i].currency, a1, "", NULL, NULL, NULL);
+            snprintf(kind, sizeof(kind), "%s-total", money_rows[k].id);
+            plain_amount(amounts_get(&m[i].total, money_rows[k].offset), m[i].exponent, a1,
+                         sizeof(a1));
+            csv_money_row(out, s->date, kind, 0, NULL, m[i].currency, a1, "", NULL, NULL, NULL);
+        }
+        csv_money_row(out, s->date, "balanced", 0, NULL, m[i].currency, "", "", NULL, NULL,
+                      m[i].balanced ? "yes" : "no");
+        if (!s->erp_read)
+            continue;
+        plain_amount(m[i].erp_total, m[i].exponent, a1, sizeof(a1));
+        snprintf(detail, sizeof(detail), "%lld document(s), %lld unreadable",
+                 (long long)m[i].erp_docs, (long long)m[i].erp_unreadable);
+        csv_money_row(out, s->date, "erp-total", 0, NULL, m[i].currency, "", a1, NULL, NULL,
+                      detail);
+        plain_amount(m[i].expected, m[i].exponent, a1, sizeof(a1));
+        snprintf(detail, sizeof(detail), "%lld item(s) completed on the day",
+                 (long long)m[i].expected_items);
+        csv_money_row(out, s->date, "expected", 0, NULL, m[i].currency, a1, "", NULL, NULL, detail);
+        plain_amount(m[i].difference, m[i].exponent, a1, sizeof(a1));
+        csv_money_row(out, s->date, "difference", 0, NULL, m[i].currency, a1, "", NULL, NULL,
+                      "ERP total minus expected");
+    }
+    for (size_t j = 0; j < nd; j++) {
+        a1[0] = a2[0] = '\0';
+        if (d[j].has_queue_amount)
+            plain_amount(d[j].queue_amount, d[j].exponent, a1, sizeof(a1));
+        if (d[j].has_erp_amount)
+            plain_amount(d[j].erp_amount, d[j].exponent, a2, sizeof(a2));
+        plain_amount(d[j].delta, d[j].exponent, detail, sizeof(detail));
+        {
+            char share[192];
+            snprintf(share, sizeof(share), "%s; share of the difference %s", why_text(d[j].why),
+                     detail);
+            csv_money_row(out, s->date, "difference-doc", d[j].item_id, d[j].key, d[j].currency, a1,
+                          a2, d[j].doc, report_diff_why_name(d[j].why), share);
+        }
+    }
 }
 
 static int write_csv(const struct report *r, FILE *out)
@@ -283,6 +532,7 @@ static int write_csv(const struct report *r, FILE *out)
         csv_field(out, x->detail, true, false);
         csv_field(out, x->command, true, true);
     }
+    csv_money(r, out);
     return ferror(out) ? APBOT_E_IO : APBOT_OK;
 }
 
@@ -299,6 +549,113 @@ static json_t *jbalance(const struct report_balance *b)
     for (size_t i = 0; i < sizeof(balance_rows) / sizeof(balance_rows[0]); i++)
         json_object_set_new(o, balance_rows[i].id,
                             json_integer((json_int_t)balance_get(b, balance_rows[i].offset)));
+    return o;
+}
+
+/* {"amount": "12.50", "minor": 1250} */
+static json_t *jmoney(int64_t minor, int exponent)
+{
+    char buf[48];
+    json_t *o = json_object();
+    plain_amount(minor, exponent, buf, sizeof(buf));
+    json_object_set_new(o, "amount", json_string(buf));
+    json_object_set_new(o, "minor", json_integer((json_int_t)minor));
+    return o;
+}
+
+static json_t *jamounts(const struct report_amounts *a, int exponent)
+{
+    json_t *o = json_object();
+    for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++)
+        json_object_set_new(o, money_rows[k].id,
+                            jmoney(amounts_get(a, money_rows[k].offset), exponent));
+    return o;
+}
+
+static json_t *json_money(const struct report *r)
+{
+    const struct report_summary *s = report_summary(r);
+    size_t nm, nd;
+    const struct report_money *m = report_money(r, &nm);
+    const struct report_money_diff *d = report_money_diffs(r, &nd);
+    json_t *arr = json_array();
+
+    for (size_t i = 0; i < nm; i++) {
+        json_t *o = json_object(), *diffs = json_array();
+        json_object_set_new(o, "currency", json_string(m[i].currency));
+        json_object_set_new(o, "exponent", json_integer(m[i].exponent));
+        json_object_set_new(o, "day", jamounts(&m[i].day, m[i].exponent));
+        json_object_set_new(o, "total", jamounts(&m[i].total, m[i].exponent));
+        json_object_set_new(o, "balanced", json_boolean(m[i].balanced));
+        if (s->erp_read) {
+            json_t *e = jmoney(m[i].erp_total, m[i].exponent);
+            json_object_set_new(e, "documents", json_integer((json_int_t)m[i].erp_docs));
+            json_object_set_new(e, "unreadable", json_integer((json_int_t)m[i].erp_unreadable));
+            json_object_set_new(o, "erp_total", e);
+            e = jmoney(m[i].expected, m[i].exponent);
+            json_object_set_new(e, "items", json_integer((json_int_t)m[i].expected_items));
+            json_object_set_new(o, "expected", e);
+            json_object_set_new(o, "difference", jmoney(m[i].difference, m[i].exponent));
+            for (size_t j = 0; j < nd; j++) {
+                json_t *x;
+                if (strcmp(d[j].currency, m[i].currency) != 0)
+                    continue;
+                x = json_object();
+                json_object_set_new(x, "doc", jstr(d[j].doc));
+                json_object_set_new(x, "item_id",
+                                    d[j].item_id ? json_integer((json_int_t)d[j].item_id)
+                                                 : json_null());
+                json_object_set_new(x, "key", jstr(d[j].key));
+                json_object_set_new(x, "why", json_string(report_diff_why_name(d[j].why)));
+                json_object_set_new(x, "erp_amount",
+                                    d[j].has_erp_amount ? jmoney(d[j].erp_amount, d[j].exponent)
+                                                        : json_null());
+                json_object_set_new(x, "queue_amount",
+                                    d[j].has_queue_amount ? jmoney(d[j].queue_amount, d[j].exponent)
+                                                          : json_null());
+                json_object_set_new(x, "delta", jmoney(d[j].delta, d[j].exponent));
+                json_array_append_new(diffs, x);
+            }
+            json_object_set_new(o, "differences", diffs);
+        } else {
+            json_decref(diffs);
+        }
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static json_t *json_activity(const struct report *r)
+{
+    const struct report_activity *a = report_activity(r);
+    json_t *o = json_object(), *hours = json_array();
+    char t[32];
+
+    for (int h = 0; h < 24; h++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "hour", json_integer(h));
+        for (int k = 0; k < REPORT_OUT__COUNT; k++)
+            json_object_set_new(x, report_outcome_name((enum report_outcome)k),
+                                json_integer((json_int_t)a->per_hour[h][k]));
+        json_array_append_new(hours, x);
+    }
+    json_object_set_new(o, "hours", hours);
+    if (a->last_run[0]) {
+        json_t *run = json_object(), *outs = json_object();
+        json_object_set_new(run, "owner", json_string(a->last_run));
+        json_object_set_new(run, "first",
+                            json_string(report_local_time(a->last_run_first, "", t, sizeof(t))));
+        json_object_set_new(run, "last",
+                            json_string(report_local_time(a->last_run_last, "", t, sizeof(t))));
+        json_object_set_new(run, "items", json_integer((json_int_t)a->last_run_items));
+        for (int k = 0; k < REPORT_OUT__COUNT; k++)
+            json_object_set_new(outs, report_outcome_name((enum report_outcome)k),
+                                json_integer((json_int_t)a->last_run_outcomes[k]));
+        json_object_set_new(run, "outcomes", outs);
+        json_object_set_new(o, "last_run", run);
+    } else {
+        json_object_set_new(o, "last_run", json_null());
+    }
     return o;
 }
 
@@ -331,6 +688,8 @@ static int write_json(const struct report *r, FILE *out)
         json_object_set_new(counts, report_kind_name((enum report_kind)k),
                             json_integer((json_int_t)s->counts[k]));
     json_object_set_new(root, "counts", counts);
+    json_object_set_new(root, "money", json_money(r));
+    json_object_set_new(root, "activity", json_activity(r));
     for (size_t i = 0; i < n; i++) {
         const struct report_finding *x = &f[i];
         json_t *o = json_object();
@@ -391,7 +750,15 @@ static const char html_css[] =
     "th{background:#f4f4f4}td.count{text-align:right;font-variant-numeric:tabular-nums}"
     "td.amount{text-align:right;white-space:nowrap}"
     "tr.nonzero td.count{font-weight:bold;color:#b00}"
-    "code{background:#f4f4f4;padding:0 .3em;user-select:all}";
+    "code{background:#f4f4f4;padding:0 .3em;user-select:all}"
+    "table caption{text-align:left;font-weight:bold;padding:.3em 0}"
+    "section.money table{margin-bottom:1em}"
+    "tr.unbalanced th,tr.nonzero td.amount{color:#b00;font-weight:bold}"
+    "figure.chart{margin:1em 0}figure.chart figcaption{font-weight:bold;margin-bottom:.3em}"
+    "figure.chart svg{max-width:100%;height:auto;border:1px solid #ddd;background:#fff}"
+    "p.last-run{color:#444}"
+    "@media print{body{margin:0;max-width:none;font-size:11px}"
+    ".status{border-width:1px}a{color:inherit;text-decoration:none}}";
 
 static xmlNodePtr el(xmlNodePtr parent, const char *name, const char *cls)
 {
@@ -552,32 +919,274 @@ static void html_exceptions(xmlNodePtr body, const struct report *r)
     free(done);
 }
 
-static int write_html(const struct report *r, FILE *out)
+/* A money cell: the amount for people, the minor units in data-minor, an id for tools. */
+static xmlNodePtr money_cell(xmlNodePtr tr, const char *id, int64_t minor, int exponent)
+{
+    char buf[48], minor_s[32];
+    xmlNodePtr td = el_text(tr, "td", "amount", money_text(minor, exponent, buf, sizeof(buf)));
+    snprintf(minor_s, sizeof(minor_s), "%lld", (long long)minor);
+    if (id)
+        xmlNewProp(td, BAD_CAST "id", BAD_CAST id);
+    xmlNewProp(td, BAD_CAST "data-minor", BAD_CAST minor_s);
+    return td;
+}
+
+void report_html_money(const struct report *r, struct _xmlNode *parent)
+{
+    const struct report_summary *s = report_summary(r);
+    size_t nm, nd;
+    const struct report_money *m = report_money(r, &nm);
+    const struct report_money_diff *d = report_money_diffs(r, &nd);
+    xmlNodePtr sec = el(parent, "section", "money"), table, tr;
+    char id[96], buf[96];
+
+    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "money");
+    el_text(sec, "h2", NULL, "Money, per currency (exact)");
+    if (nm == 0) {
+        el_text(sec, "p", "empty", "No items in the queue.");
+        return;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        const char *which = pass == 0 ? "day" : "total";
+        table = el(sec, "table", "money-balance");
+        xmlNewProp(table, BAD_CAST "id", BAD_CAST(pass == 0 ? "money-day" : "money-total"));
+        el_text(table, "caption", NULL,
+                pass == 0 ? "Received on the day and where it is now" : "The whole queue");
+        tr = el(table, "tr", NULL);
+        el_text(tr, "th", NULL, "Currency");
+        for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++)
+            el_text(tr, "th", NULL, money_rows[k].label);
+        el_text(tr, "th", NULL, "balanced");
+        for (size_t i = 0; i < nm; i++) {
+            const struct report_amounts *am = pass == 0 ? &m[i].day : &m[i].total;
+            tr = el(table, "tr", m[i].balanced ? "balanced" : "unbalanced");
+            el_text(tr, "th", NULL, cur_label(m[i].currency));
+            for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++) {
+                snprintf(id, sizeof(id), "money-%s-%s-%s", cur_label(m[i].currency),
+                         money_rows[k].id, which);
+                money_cell(tr, id, amounts_get(am, money_rows[k].offset), m[i].exponent);
+            }
+            snprintf(id, sizeof(id), "money-%s-balanced-%s", cur_label(m[i].currency), which);
+            xmlNewProp(el_text(tr, "td", "flag", m[i].balanced ? "yes" : "NO"), BAD_CAST "id",
+                       BAD_CAST id);
+        }
+    }
+    if (!s->erp_read)
+        return;
+    table = el(sec, "table", "money-erp");
+    xmlNewProp(table, BAD_CAST "id", BAD_CAST "money-erp");
+    snprintf(buf, sizeof(buf), "The ERP's listing of %s against the queue", s->date);
+    el_text(table, "caption", NULL, buf);
+    tr = el(table, "tr", NULL);
+    el_text(tr, "th", NULL, "Currency");
+    el_text(tr, "th", NULL, "ERP total, apbot's documents");
+    el_text(tr, "th", NULL, "documents");
+    el_text(tr, "th", NULL, "completed here on the day");
+    el_text(tr, "th", NULL, "items");
+    el_text(tr, "th", NULL, "difference");
+    for (size_t i = 0; i < nm; i++) {
+        tr = el(table, "tr", m[i].difference ? "nonzero" : "zero");
+        el_text(tr, "th", NULL, cur_label(m[i].currency));
+        snprintf(id, sizeof(id), "money-%s-erp-total", cur_label(m[i].currency));
+        money_cell(tr, id, m[i].erp_total, m[i].exponent);
+        snprintf(buf, sizeof(buf), "%lld", (long long)m[i].erp_docs);
+        if (m[i].erp_unreadable)
+            snprintf(buf, sizeof(buf), "%lld (+%lld unreadable, not added)",
+                     (long long)m[i].erp_docs, (long long)m[i].erp_unreadable);
+        el_text(tr, "td", "count", buf);
+        snprintf(id, sizeof(id), "money-%s-expected", cur_label(m[i].currency));
+        money_cell(tr, id, m[i].expected, m[i].exponent);
+        snprintf(buf, sizeof(buf), "%lld", (long long)m[i].expected_items);
+        el_text(tr, "td", "count", buf);
+        snprintf(id, sizeof(id), "money-%s-difference", cur_label(m[i].currency));
+        money_cell(tr, id, m[i].difference, m[i].exponent);
+    }
+    if (nd == 0) {
+        el_text(sec, "p", "money-no-diff",
+                "No difference: the listing's apbot documents add up to what the queue "
+                "completed on the day.");
+        return;
+    }
+    table = el(sec, "table", "money-diffs");
+    xmlNewProp(table, BAD_CAST "id", BAD_CAST "money-diffs");
+    el_text(table, "caption", NULL, "The documents that make up the difference");
+    tr = el(table, "tr", NULL);
+    {
+        static const char *const cols[] = {"Currency", "Document", "Item",  "Key",
+                                           "Why",      "ERP",      "Queue", "Share"};
+        for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+            el_text(tr, "th", NULL, cols[i]);
+    }
+    for (size_t j = 0; j < nd; j++) {
+        tr = el(table, "tr", "money-diff");
+        xmlNewProp(tr, BAD_CAST "data-doc", BAD_CAST nz(d[j].doc));
+        xmlNewProp(tr, BAD_CAST "data-why", BAD_CAST report_diff_why_name(d[j].why));
+        el_text(tr, "td", NULL, cur_label(d[j].currency));
+        el_text(tr, "td", "doc", d[j].doc);
+        buf[0] = '\0';
+        if (d[j].item_id)
+            snprintf(buf, sizeof(buf), "#%lld", (long long)d[j].item_id);
+        el_text(tr, "td", "item", buf);
+        el_text(tr, "td", "key", d[j].key);
+        el_text(tr, "td", "why", why_text(d[j].why));
+        if (d[j].has_erp_amount)
+            money_cell(tr, NULL, d[j].erp_amount, d[j].exponent);
+        else
+            el_text(tr, "td", "amount", "-");
+        if (d[j].has_queue_amount)
+            money_cell(tr, NULL, d[j].queue_amount, d[j].exponent);
+        else
+            el_text(tr, "td", "amount", "-");
+        money_cell(tr, NULL, d[j].delta, d[j].exponent);
+    }
+}
+
+/* The chart's colours, one per outcome; presentation attributes, so no style is needed. */
+static const char *const chart_fill[REPORT_OUT__COUNT] = {
+    [REPORT_OUT_COMPLETED] = "#3d8b37",
+    [REPORT_OUT_EXCEPTION] = "#d99a00",
+    [REPORT_OUT_REVIEW] = "#c0392b",
+    [REPORT_OUT_UNKNOWN] = "#7f8c8d",
+};
+
+static void svg_attr_i(xmlNodePtr n, const char *name, long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof(buf), "%ld", v);
+    xmlNewProp(n, BAD_CAST name, BAD_CAST buf);
+}
+
+static xmlNodePtr svg_rect(xmlNodePtr parent, long x, long y, long w, long h, const char *fill)
+{
+    xmlNodePtr n = el(parent, "rect", NULL);
+    svg_attr_i(n, "x", x);
+    svg_attr_i(n, "y", y);
+    svg_attr_i(n, "width", w);
+    svg_attr_i(n, "height", h);
+    xmlNewProp(n, BAD_CAST "fill", BAD_CAST fill);
+    return n;
+}
+
+static xmlNodePtr svg_text(xmlNodePtr parent, long x, long y, const char *anchor, const char *t)
+{
+    xmlNodePtr n = el_text(parent, "text", NULL, t);
+    svg_attr_i(n, "x", x);
+    svg_attr_i(n, "y", y);
+    xmlNewProp(n, BAD_CAST "font-size", BAD_CAST "11");
+    xmlNewProp(n, BAD_CAST "fill", BAD_CAST "#444");
+    if (anchor)
+        xmlNewProp(n, BAD_CAST "text-anchor", BAD_CAST anchor);
+    return n;
+}
+
+void report_html_chart(const struct report *r, struct _xmlNode *parent)
+{
+    enum { W = 760, H = 210, LEFT = 40, RIGHT = 8, TOP = 30, BOTTOM = 24 };
+    const struct report_summary *s = report_summary(r);
+    const struct report_activity *a = report_activity(r);
+    const long plot_h = H - TOP - BOTTOM, slot = (W - LEFT - RIGHT) / 24, bar = slot - 6;
+    xmlNodePtr fig = el(parent, "figure", "chart"), svg, n;
+    char buf[160];
+
+    xmlNewProp(fig, BAD_CAST "id", BAD_CAST "chart");
+    snprintf(buf, sizeof(buf), "The bot's outcomes per hour on %s", s->date);
+    el_text(fig, "figcaption", NULL, buf);
+    svg = el(fig, "svg", NULL);
+    xmlNewProp(svg, BAD_CAST "id", BAD_CAST "chart-day");
+    svg_attr_i(svg, "width", W);
+    svg_attr_i(svg, "height", H);
+    snprintf(buf, sizeof(buf), "0 0 %d %d", W, H);
+    xmlNewProp(svg, BAD_CAST "viewBox", BAD_CAST buf);
+    xmlNewProp(svg, BAD_CAST "role", BAD_CAST "img");
+    snprintf(buf, sizeof(buf),
+             "Outcomes per hour on %s, stacked: completed, business exception, "
+             "manual review, unknown",
+             s->date);
+    xmlNewProp(svg, BAD_CAST "aria-label", BAD_CAST buf);
+
+    /* legend */
+    for (int o = 0; o < REPORT_OUT__COUNT; o++) {
+        svg_rect(svg, LEFT + o * 170L, 8, 12, 12, chart_fill[o]);
+        svg_text(svg, LEFT + o * 170L + 16, 18, NULL, report_outcome_name((enum report_outcome)o));
+    }
+    /* axes */
+    n = el(svg, "line", "axis");
+    svg_attr_i(n, "x1", LEFT);
+    svg_attr_i(n, "y1", TOP + plot_h);
+    svg_attr_i(n, "x2", W - RIGHT);
+    svg_attr_i(n, "y2", TOP + plot_h);
+    xmlNewProp(n, BAD_CAST "stroke", BAD_CAST "#999");
+    snprintf(buf, sizeof(buf), "%lld", (long long)a->max_hour);
+    svg_text(svg, LEFT - 6, TOP + 10, "end", buf);
+    svg_text(svg, LEFT - 6, TOP + plot_h, "end", "0");
+    for (int h = 0; h < 24; h += 3) {
+        snprintf(buf, sizeof(buf), "%02d", h);
+        svg_text(svg, LEFT + h * slot + slot / 2, H - 8, "middle", buf);
+    }
+    if (a->max_hour == 0) {
+        svg_text(svg, W / 2, TOP + plot_h / 2, "middle", "no outcomes recorded on this day");
+        return;
+    }
+    /* the bars: each hour's outcomes stacked from the axis up */
+    for (int h = 0; h < 24; h++) {
+        long y = TOP + plot_h;
+        for (int o = 0; o < REPORT_OUT__COUNT; o++) {
+            int64_t v = a->per_hour[h][o];
+            long hgt;
+            xmlNodePtr rect;
+            if (v == 0)
+                continue;
+            hgt = (long)(v * plot_h / a->max_hour);
+            if (hgt < 1)
+                hgt = 1;
+            y -= hgt;
+            rect = svg_rect(svg, LEFT + h * slot + 3, y, bar, hgt, chart_fill[o]);
+            xmlNewProp(rect, BAD_CAST "class", BAD_CAST "bar");
+            snprintf(buf, sizeof(buf), "%02d", h);
+            xmlNewProp(rect, BAD_CAST "data-hour", BAD_CAST buf);
+            xmlNewProp(rect, BAD_CAST "data-outcome",
+                       BAD_CAST report_outcome_name((enum report_outcome)o));
+            snprintf(buf, sizeof(buf), "%lld", (long long)v);
+            xmlNewProp(rect, BAD_CAST "data-count", BAD_CAST buf);
+            snprintf(buf, sizeof(buf), "%02d:00-%02d:59 %s: %lld", h, h,
+                     report_outcome_name((enum report_outcome)o), (long long)v);
+            el_text(rect, "title", NULL, buf);
+        }
+    }
+}
+
+/* The last run of the day, one line. */
+static void html_last_run(xmlNodePtr parent, const struct report *r)
+{
+    const struct report_activity *a = report_activity(r);
+    char t1[32], t2[32], buf[512];
+    xmlNodePtr p = el(parent, "p", "last-run");
+
+    xmlNewProp(p, BAD_CAST "id", BAD_CAST "last-run");
+    if (!a->last_run[0]) {
+        add_text(p, "No run of the bot on this day.");
+        return;
+    }
+    report_local_time(a->last_run_first, "?", t1, sizeof(t1));
+    report_local_time(a->last_run_last, "?", t2, sizeof(t2));
+    snprintf(buf, sizeof(buf),
+             "Last run on this day: %s, from %s to %s, %lld item(s): completed %lld, business "
+             "exception %lld, manual review %lld, outcome unknown %lld.",
+             a->last_run, t1, t2, (long long)a->last_run_items,
+             (long long)a->last_run_outcomes[REPORT_OUT_COMPLETED],
+             (long long)a->last_run_outcomes[REPORT_OUT_EXCEPTION],
+             (long long)a->last_run_outcomes[REPORT_OUT_REVIEW],
+             (long long)a->last_run_outcomes[REPORT_OUT_UNKNOWN]);
+    add_text(p, buf);
+}
+
+void report_html_body(const struct report *r, struct _xmlNode *body)
 {
     const struct report_summary *s = report_summary(r);
     enum report_status st = report_status(r);
-    htmlDocPtr doc = htmlNewDocNoDtD(NULL, NULL);
-    xmlNodePtr html, head, body, meta, table, tr, cards, card;
-    xmlChar *mem = NULL;
-    int size = 0;
+    xmlNodePtr table, tr, cards, card;
     char buf[256], when[32], id[64];
-    int rc = APBOT_OK;
 
-    if (!doc)
-        abort();
-    xmlCreateIntSubset(doc, BAD_CAST "html", NULL, NULL);
-    html = xmlNewNode(NULL, BAD_CAST "html");
-    xmlDocSetRootElement(doc, html);
-    xmlNewProp(html, BAD_CAST "lang", BAD_CAST "en");
-    head = el(html, "head", NULL);
-    meta = el(head, "meta", NULL);
-    xmlNewProp(meta, BAD_CAST "http-equiv", BAD_CAST "Content-Type");
-    xmlNewProp(meta, BAD_CAST "content", BAD_CAST "text/html; charset=UTF-8");
-    snprintf(buf, sizeof(buf), "apbot reconciliation %s: %s", s->date, status_name(st));
-    el_text(head, "title", NULL, buf);
-    el_text(head, "style", NULL, html_css);
-
-    body = el(html, "body", NULL);
     snprintf(buf, sizeof(buf), "Reconciliation report for %s", s->date);
     el_text(body, "h1", NULL, buf);
     report_local_time(s->generated_at, "?", when, sizeof(when));
@@ -650,12 +1259,50 @@ static int write_html(const struct report *r, FILE *out)
         count_cell(tr, id, s->counts[k]);
     }
 
+    report_html_money(r, body);
+    report_html_chart(r, body);
+    html_last_run(body, r);
+
     for (int k = 0; k < REPORT_KIND__COUNT; k++) {
         if (k == REPORT_EXCEPTION)
             html_exceptions(body, r);
         else
             html_findings(body, r, k);
     }
+}
+
+const char *report_html_css(void)
+{
+    return html_css;
+}
+
+static int write_html(const struct report *r, FILE *out)
+{
+    const struct report_summary *s = report_summary(r);
+    enum report_status st = report_status(r);
+    htmlDocPtr doc = htmlNewDocNoDtD(NULL, NULL);
+    xmlNodePtr html, head, body, meta;
+    xmlChar *mem = NULL;
+    int size = 0;
+    char buf[256];
+    int rc = APBOT_OK;
+
+    if (!doc)
+        abort();
+    xmlCreateIntSubset(doc, BAD_CAST "html", NULL, NULL);
+    html = xmlNewNode(NULL, BAD_CAST "html");
+    xmlDocSetRootElement(doc, html);
+    xmlNewProp(html, BAD_CAST "lang", BAD_CAST "en");
+    head = el(html, "head", NULL);
+    meta = el(head, "meta", NULL);
+    xmlNewProp(meta, BAD_CAST "http-equiv", BAD_CAST "Content-Type");
+    xmlNewProp(meta, BAD_CAST "content", BAD_CAST "text/html; charset=UTF-8");
+    snprintf(buf, sizeof(buf), "apbot reconciliation %s: %s", s->date, status_name(st));
+    el_text(head, "title", NULL, buf);
+    el_text(head, "style", NULL, html_css);
+
+    body = el(html, "body", NULL);
+    report_html_body(r, body);
 
     htmlDocDumpMemoryFormat(doc, &mem, &size, 1);
     if (!mem || size <= 0 || fwrite(mem, 1, (size_t)size, out) != (size_t)size || ferror(out))

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages apbot needs to build and test, only those that are missing.
-# Runs apt-get as root, or through sudo otherwise.
+# Installs the Debian packages apbot needs, only those that are missing. Runs apt-get as root,
+# or through sudo otherwise.
+#   scripts/deps.sh          what building and running need (`make`, `make demo`)
+#   scripts/deps.sh --test   that, plus what only the tests need (`make test`): headless
+#                            Chromium and Node.js for the HTML and review-page checks
+# Further arguments are extra package names.
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
-      zlib1g-dev sqlite3 curl
-      chromium)
+      zlib1g-dev sqlite3 curl)
+test_pkgs=(chromium nodejs)
+if [ "${1:-}" = "--test" ]; then
+    shift
+    pkgs+=("${test_pkgs[@]}")
+fi
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

@@ -4,7 +4,8 @@
 # report exits 5 and every format says so; the HTML page, rendered by headless Chromium
 # (--dump-dom), shows the counts in its DOM and shows a vendor named
 # <script>alert(1)</script> as text (no script element); an unreadable ERP exits 1 without a
-# report; an item in no bucket makes it exit 6. The Chromium part is skipped, with a message,
+# report; an item in no bucket makes it exit 6; --out does not follow a symlink planted at its
+# temporary name. The Chromium part is skipped, with a message,
 # only when /usr/bin/chromium is absent (`make test` installs it).
 # Env (set by ctest): APBOT_BIN, ERPSIM_BIN, APBOT_SRC. Needs bash, curl, grep, sed; sqlite3
 # for the unbalanced case.
@@ -79,6 +80,34 @@ expect_grep html_file "$work/report.html" "&lt;script&gt;alert\(1\)&lt;/script&g
 expect_no_grep html_file "$work/report.html" "<script"
 expect_eq "file count-duplicates" "$(count_in "$work/report.html" count-duplicates)" 1
 expect_eq "file count-orphans" "$(count_in "$work/report.html" count-orphans)" 1
+# the money: 119.00 + 238.00 + 300.00 received and completed; the listing adds HT-1's second
+# booking (119.00) and the orphan (5.00): a difference of 124.00, named by its two documents
+expect_eq "money received" "$(count_in "$work/report.html" money-EUR-received-total)" 657.00
+expect_eq "money completed" "$(count_in "$work/report.html" money-EUR-completed-total)" 657.00
+expect_eq "money pending" "$(count_in "$work/report.html" money-EUR-pending-total)" 0.00
+expect_eq "money expected" "$(count_in "$work/report.html" money-EUR-expected)" 657.00
+expect_eq "money ERP total" "$(count_in "$work/report.html" money-EUR-erp-total)" 781.00
+expect_eq "money difference" "$(count_in "$work/report.html" money-EUR-difference)" 124.00
+expect_eq "money difference rows" "$(grep -c 'class="money-diff"' "$work/report.html")" 2
+expect_grep html_file "$work/report.html" 'data-why="duplicate"'
+expect_grep html_file "$work/report.html" 'data-why="orphan"'
+expect_grep html_file "$work/report.html" '<svg id="chart-day"'
+expect_grep drift_text "$work/drift_text.out" "difference +124\.00"
+
+# ---- --out never follows a symlink planted at its temporary name ---------------------------
+# bash -c ... exec keeps the shell's PID, so the symlink sits exactly at FILE.tmp.PID
+echo precious >"$work/victim.txt"
+rc=0
+bash -c 'ln -s "$1" "$2.tmp.$$" && exec "$3" --db "$4" report --flow "$5" --erp "$6" \
+    --format html --out "$2"' _ "$work/victim.txt" "$work/planted.html" "$APBOT_BIN" "$db" \
+    "$FLOW" "$erp" >"$work/planted.out" 2>"$work/planted.err" || rc=$?
+expect_rc planted 5
+expect_eq "planted: the symlink's target" "$(cat "$work/victim.txt")" precious
+expect_grep planted "$work/planted.html" 'id="status"'
+planted_links=$(find "$work" -maxdepth 1 -name 'planted.html.tmp.*' -type l | wc -l)
+planted_files=$(find "$work" -maxdepth 1 -name 'planted.html.tmp.*' -type f | wc -l)
+expect_eq "planted: the symlink left as it was" "$planted_links" 1
+expect_eq "planted: no temporary file left behind" "$planted_files" 0
 
 # ---- the page as a browser sees it ----------------------------------------------------------
 if [ -x "$CHROMIUM" ]; then
@@ -100,6 +129,11 @@ if [ -x "$CHROMIUM" ]; then
         expect_eq "dom count-completed-total" "$(count_in "$work/dom.html" count-completed-total)" 3
         expect_eq "dom count-matched" "$(count_in "$work/dom.html" count-matched)" 2
         expect_grep dom "$work/dom.html" 'id="status"[^>]*>DRIFT'
+        expect_eq "dom money difference" "$(count_in "$work/dom.html" money-EUR-difference)" \
+            124.00
+        # the chart is an SVG element the browser built (three bars' worth of outcomes)
+        expect_grep dom "$work/dom.html" '<svg id="chart-day"[^>]*viewBox'
+        expect_grep dom "$work/dom.html" 'class="bar" data-hour="[0-9]+" data-outcome="completed"'
         # the vendor name is text: escaped in the serialised DOM, and no script element exists
         expect_grep dom "$work/dom.html" "&lt;script&gt;alert\(1\)&lt;/script&gt;"
         expect_no_grep dom "$work/dom.html" "<script"

@@ -83,7 +83,7 @@ expect_grep review_one "$work/review_one.out" "^ERP evidence"
 expect_grep review_one "$work/review_one.out" "search\?reference="
 expect_no_grep review_one "$work/review_one.out" "acme-demo"
 run review_missing review 999
-expect_rc review_missing 1
+expect_rc review_missing 3
 
 # ---- refusals ---------------------------------------------------------------------------
 run r_unknown resolve 999 --requeue --by alice
@@ -137,7 +137,14 @@ run r_force resolve "$i2" --posted AP-2026-000777 --flow "$FLOW" --erp "$erp" --
 expect_rc r_force 0
 
 # ---- --requeue and --reject -----------------------------------------------------------------
-run r_requeue resolve "$i4" --requeue --by carol
+# the optimistic check: a decision names the version it was taken on (review ID --json)
+run v4 review "$i4" --json
+v4=$(tr -d '\n' <"$work/v4.out" | sed -n 's/.*"version": *\([0-9]*\).*/\1/p' | head -n1)
+[ -n "$v4" ] || { echo "no version in review --json" >&2; cat "$work/v4.out" >&2; exit 1; }
+run r_stale resolve "$i4" --requeue --by carol --expect-version $((v4 - 1))
+expect_rc r_stale 3
+expect_grep r_stale "$work/r_stale.err" "changed since you saw it"
+run r_requeue resolve "$i4" --requeue --by carol --expect-version "$v4"
 expect_rc r_requeue 0
 expect_grep r_requeue "$work/r_requeue.out" "business-exception -> new by operator:carol"
 run list_new list --state new --json
@@ -154,5 +161,36 @@ expect_grep audit2 "$work/audit2.out" "FORCED without verification .*: booked on
 run audit4 review "$i4" --json
 expect_grep audit4 "$work/audit4.out" "\"actor\": \"operator:carol\""
 expect_grep audit4 "$work/audit4.out" "requeued: looked up again before any post \(was: E103"
+
+# ---- a refused verification shows what the ERP answered -------------------------------------
+expect_grep r_wrongdoc "$work/r_wrongdoc.err" "ERP lookup GET .*search\?reference="
+run audit_ev review "$i1"
+expect_grep audit_ev "$work/audit_ev.out" "verify:lookup"
+
+# ---- control characters from invoices and ERP pages are escaped in review and list ----------
+if command -v sqlite3 >/dev/null; then
+    sqlite3 "$db" "UPDATE items SET vendor_name = 'Evil' || char(27) || '[31mRED' || char(7),
+        reason = 'x' || char(27) || ']0;pwned' || char(7) || char(10) || 'forged line',
+        invoice_number = 'RV' || char(27) || '[2J' WHERE id = $i2;"
+    run esc_list list --state completed
+    run esc_one review "$i2"
+    run esc_json review "$i2" --json
+    for n in esc_list esc_one; do
+        if grep -q $'\x1b' "$work/$n.out" || grep -q $'\x07' "$work/$n.out"; then
+            fail "$n: a raw control character reached the terminal"
+        else
+            ok "$n: no raw control characters"
+        fi
+    done
+    expect_grep esc_list "$work/esc_list.out" ' RV\\x1B\[2J '
+    expect_grep esc_one "$work/esc_one.out" 'invoice +RV\\x1B\[2J'
+    expect_grep esc_one "$work/esc_one.out" 'Evil\\x1B\[31mRED\\x07'
+    expect_grep esc_one "$work/esc_one.out" 'reason +x\\x1B\]0;pwned\\x07\\x0Aforged line'
+    expect_no_grep esc_one "$work/esc_one.out" '^forged line'
+    # JSON carries the text as it is, encoded by JSON's own rules
+    expect_grep esc_json "$work/esc_json.out" 'Evil\\u001B\[31mRED'
+else
+    echo "SKIP: sqlite3 absent: the escaping checks did not run"
+fi
 
 harness_finish review/resolve

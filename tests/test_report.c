@@ -479,10 +479,22 @@ static void test_report_formats(void **state)
     assert_non_null(strstr(text, "Duplicates"));
 
     csv = render(r, REPORT_FMT_CSV);
-    for (const char *p = csv; *p; p++)
-        lines += *p == '\n';
-    assert_int_equal(lines, n + 1); /* header + one row per finding */
+    {
+        size_t money_lines = 0;
+        for (const char *p = csv; *p; p++) {
+            lines += *p == '\n';
+            if (p == csv || p[-1] == '\n')
+                money_lines += strncmp(p + 13, "\"money\"", 7) == 0; /* after "YYYY-MM-DD", */
+        }
+        /* header, one row per finding, and the money rows: per currency 6 buckets x 2, balanced,
+         * erp-total, expected, difference; one difference-doc row per difference document */
+        size_t nd;
+        (void)report_money_diffs(r, &nd);
+        assert_int_equal(money_lines, 12 + 4 + nd);
+        assert_int_equal(lines, n + 1 + money_lines);
+    }
     assert_non_null(strstr(csv, "\"duplicate\""));
+    assert_non_null(strstr(csv, "\"money\",\"difference-doc\""));
 
     js = render(r, REPORT_FMT_JSON);
     root = json_loads(js, 0, &jerr);
@@ -491,6 +503,18 @@ static void test_report_formats(void **state)
     assert_int_equal(
         json_integer_value(json_object_get(json_object_get(root, "counts"), "duplicate")), 1);
     assert_int_equal(json_array_size(json_object_get(root, "findings")), n);
+    {
+        json_t *m = json_array_get(json_object_get(root, "money"), 0);
+        assert_string_equal(json_string_value(json_object_get(m, "currency")), "EUR");
+        /* one booking of 10.00 expected; the listing holds it twice, and an orphan of 1.00 */
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(m, "difference"), "minor")), 1100);
+        assert_string_equal(json_string_value(json_object_get(
+                                json_array_get(json_object_get(m, "differences"), 0), "why")),
+                            "duplicate");
+        assert_int_equal(
+            json_array_size(json_object_get(json_object_get(root, "activity"), "hours")), 24);
+    }
     json_decref(root);
 
     html = render(r, REPORT_FMT_HTML);
@@ -503,11 +527,295 @@ static void test_report_formats(void **state)
     v = html_id_text(html, "status");
     assert_non_null(strstr(v, "DRIFT"));
     free(v);
+    v = html_id_text(html, "money-EUR-difference");
+    assert_string_equal(v, "11.00");
+    free(v);
+    assert_non_null(strstr(html, "<svg id=\"chart-day\""));
+    assert_null(strstr(html, "<script"));
 
     free(text);
     free(csv);
     free(js);
     free(html);
+    report_free(r);
+    fx_stop(&x);
+}
+
+/* ---- money ------------------------------------------------------------------------------- */
+
+/* Enqueues an invoice of vendor 100001 in currency, drives it to target like add(); for
+ * T_COMPLETED a clerk first books it with erp_amount (plain text) and it is completed with that
+ * document. Returns its id. */
+static int64_t add_money_item(struct fx *x, const char *number, const char *currency,
+                              int64_t amount, bool credit_note, enum target t,
+                              const char *erp_amount, char doc[32])
+{
+    struct e2e_invoice in = {.vendor = "100001",
+                             .number = number,
+                             .date = "2026-11-03",
+                             .currency = currency,
+                             .amount = amount,
+                             .gl = "6000",
+                             .credit_note = credit_note};
+    char key[INVOICE_KEY_LEN + 1], err[APBOT_ERR_LEN];
+    struct store_item it;
+    struct machine_policy pol = machine_policy_default();
+    int64_t id;
+
+    e2e_add(&x->e, &in, key);
+    assert_int_equal(store_get_by_key(x->st, key, &it, err, sizeof(err)), APBOT_OK);
+    id = it.id;
+    store_item_done(&it);
+    if (t == T_PENDING)
+        return id;
+    if (t == T_COMPLETED)
+        assert_int_equal(simc_book(x->e.port, "100001", number, "2026-11-03", currency, erp_amount,
+                                   key, doc, 32),
+                         0);
+    {
+        struct machine_step claimed;
+        struct machine_counters fresh = {0};
+        assert_int_equal(machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed),
+                         APBOT_OK);
+        assert_int_equal(store_claim(x->st, "test", NULL, 60000, &claimed, &it, err, sizeof(err)),
+                         APBOT_OK);
+        it.counters.settled = true; /* these tests have no settle delay */
+    }
+    assert_int_equal(it.id, id);
+    store_item_done(&it);
+    switch (t) {
+    case T_COMPLETED:
+        apply(x, id, MACHINE_CHECKING, MACHINE_EV_FOUND, doc, NULL, false);
+        break;
+    case T_REVIEW:
+        apply(x, id, MACHINE_CHECKING, MACHINE_EV_FOUND_CONFLICT, NULL, "conflict", false);
+        break;
+    case T_EXCEPTION:
+        apply(x, id, MACHINE_CHECKING, MACHINE_EV_NOT_FOUND, NULL, NULL, true);
+        apply(x, id, MACHINE_POSTING, MACHINE_EV_REJECTED, NULL, "E104: closed", false);
+        break;
+    case T_PENDING:
+        break;
+    }
+    return id;
+}
+
+static const struct report_money *money_of(const struct report *r, const char *currency)
+{
+    size_t n;
+    const struct report_money *m = report_money(r, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].currency, currency) == 0)
+            return &m[i];
+    fail_msg("no money record for %s", currency);
+    return NULL;
+}
+
+/* Sums per currency and state computed here, from the store, independently of the report. */
+struct sums {
+    int64_t received[3], completed[3], exceptions[3], review[3], pending[3];
+};
+static const char *const sum_cur[3] = {"EUR", "USD", "JPY"};
+
+static int sum_item(void *ctx, const struct store_item *it)
+{
+    struct sums *s = ctx;
+    for (int c = 0; c < 3; c++) {
+        if (strcmp(it->currency, sum_cur[c]) != 0)
+            continue;
+        s->received[c] += it->total;
+        if (it->state == MACHINE_COMPLETED)
+            s->completed[c] += it->total;
+        else if (it->state == MACHINE_BUSINESS_EXCEPTION)
+            s->exceptions[c] += it->total;
+        else if (it->state == MACHINE_MANUAL_REVIEW)
+            s->review[c] += it->total;
+        else
+            s->pending[c] += it->total;
+    }
+    return 0;
+}
+
+/* The balance in money, exact per currency, against sums taken from the store directly; and
+ * the differences add up to each currency's difference. */
+static void check_money(struct fx *x, const struct report *r)
+{
+    struct sums s;
+    char err[APBOT_ERR_LEN];
+    size_t nm, nd;
+    const struct report_money *m = report_money(r, &nm);
+    const struct report_money_diff *d = report_money_diffs(r, &nd);
+
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(store_each(x->st, MACHINE_STATE_INVALID, sum_item, &s, err, sizeof(err)),
+                     APBOT_OK);
+    for (int c = 0; c < 3; c++) {
+        const struct report_money *mm = NULL;
+        for (size_t i = 0; i < nm; i++)
+            if (strcmp(m[i].currency, sum_cur[c]) == 0)
+                mm = &m[i];
+        if (!mm) {
+            assert_int_equal(s.received[c], 0);
+            continue;
+        }
+        assert_int_equal(mm->total.received, s.received[c]);
+        assert_int_equal(mm->total.completed, s.completed[c]);
+        assert_int_equal(mm->total.exceptions, s.exceptions[c]);
+        assert_int_equal(mm->total.review, s.review[c]);
+        assert_int_equal(mm->total.pending, s.pending[c]);
+        assert_int_equal(mm->total.unaccounted, 0);
+        assert_true(mm->balanced);
+    }
+    for (size_t i = 0; i < nm; i++) {
+        int64_t sum = 0;
+        for (size_t j = 0; j < nd; j++)
+            if (strcmp(d[j].currency, m[i].currency) == 0) {
+                sum += d[j].delta;
+                assert_non_null(d[j].doc); /* every difference names its document */
+            }
+        assert_int_equal(sum, m[i].difference);
+        if (report_summary(r)->erp_read)
+            assert_int_equal(m[i].difference, m[i].erp_total - m[i].expected);
+    }
+}
+
+static void test_report_money(void **state)
+{
+    struct fx x;
+    char da[32], db[32], dc[32], dd[32], dup[32];
+    struct report *r;
+    const struct report_money *eur, *usd, *jpy;
+    const struct report_money_diff *d;
+    size_t nd;
+    int64_t a;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    a = add_money_item(&x, "M-A", "EUR", 10000, false, T_COMPLETED, "100.00", da);
+    /* a credit note: queued negative, booked positive (the flow posts |amount|) */
+    add_money_item(&x, "M-B", "EUR", -2500, true, T_COMPLETED, "25.00", db);
+    add_money_item(&x, "M-C", "USD", 5000, false, T_COMPLETED, "50.00", dc);
+    add_money_item(&x, "M-D", "JPY", 1200, false, T_COMPLETED, "1200", dd);
+    add_money_item(&x, "M-E", "EUR", 3000, false, T_EXCEPTION, NULL, NULL);
+    add_money_item(&x, "M-F", "EUR", 4000, false, T_REVIEW, NULL, NULL);
+    add_money_item(&x, "M-G", "EUR", 6001, false, T_PENDING, NULL, NULL);
+
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_CLEAN);
+    check_money(&x, r);
+    eur = money_of(r, "EUR");
+    usd = money_of(r, "USD");
+    jpy = money_of(r, "JPY");
+    assert_int_equal(eur->exponent, 2);
+    assert_int_equal(jpy->exponent, 0);
+    /* the queue: received = completed + exception + review + pending, exactly */
+    assert_int_equal(eur->day.received, 10000 - 2500 + 3000 + 4000 + 6001);
+    assert_int_equal(eur->day.completed, 7500);
+    assert_int_equal(eur->day.exceptions, 3000);
+    assert_int_equal(eur->day.review, 4000);
+    assert_int_equal(eur->day.pending, 6001);
+    assert_int_equal(usd->day.received, 5000);
+    assert_int_equal(jpy->day.completed, 1200);
+    /* the ERP: the listing's apbot documents against what was completed today; the credit
+     * note counts with its own sign */
+    assert_int_equal(eur->erp_total, 7500);
+    assert_int_equal(eur->erp_docs, 2);
+    assert_int_equal(eur->expected, 7500);
+    assert_int_equal(eur->expected_items, 2);
+    assert_int_equal(eur->difference, 0);
+    assert_int_equal(usd->difference, 0);
+    assert_int_equal(jpy->erp_total, 1200);
+    assert_int_equal(jpy->difference, 0);
+    (void)report_money_diffs(r, &nd);
+    assert_int_equal(nd, 0);
+    report_free(r);
+
+    /* break it on purpose: the ERP's amount of M-A changes by one cent, and the USD invoice
+     * is booked a second time */
+    assert_int_equal(simc_amend(x.e.port, da, "100.01"), 0);
+    {
+        struct store_item it;
+        char err[APBOT_ERR_LEN];
+        int64_t cid = a + 2;
+        assert_int_equal(store_get(x.st, cid, &it, err, sizeof(err)), APBOT_OK);
+        assert_string_equal(it.invoice_number, "M-C");
+        assert_int_equal(simc_book(x.e.port, "100001", "M-C", "2026-11-03", "USD", "50.00", it.key,
+                                   dup, sizeof(dup)),
+                         0);
+        store_item_done(&it);
+    }
+    r = build(&x);
+    assert_int_equal(report_status(r), REPORT_DRIFT);
+    check_money(&x, r);
+    eur = money_of(r, "EUR");
+    usd = money_of(r, "USD");
+    assert_int_equal(eur->erp_total, 7501);
+    assert_int_equal(eur->difference, 1);
+    assert_int_equal(usd->difference, 5000);
+    d = report_money_diffs(r, &nd);
+    assert_int_equal(nd, 2);
+    /* sorted by currency: the EUR cent, named with its document, then the USD duplicate */
+    assert_string_equal(d[0].currency, "EUR");
+    assert_string_equal(d[0].doc, da);
+    assert_int_equal(d[0].item_id, a);
+    assert_int_equal(d[0].why, REPORT_DIFF_AMOUNT);
+    assert_int_equal(d[0].erp_amount, 10001);
+    assert_int_equal(d[0].queue_amount, 10000);
+    assert_int_equal(d[0].delta, 1);
+    assert_string_equal(d[1].currency, "USD");
+    assert_string_equal(d[1].doc, dup);
+    assert_int_equal(d[1].why, REPORT_DIFF_DUPLICATE);
+    assert_int_equal(d[1].delta, 5000);
+    {
+        char *text = render(r, REPORT_FMT_TEXT);
+        char want[128];
+        snprintf(want, sizeof(want),
+                 "%s #%lld the ERP shows another amount: ERP 100.01, "
+                 "queue 100.00, share 0.01",
+                 da, (long long)a);
+        assert_non_null(strstr(text, want));
+        free(text);
+    }
+    report_free(r);
+
+    /* the document disappears from the ERP: the difference names the queue's document */
+    assert_int_equal(simc_delete(x.e.port, da), 0);
+    r = build(&x);
+    check_money(&x, r);
+    eur = money_of(r, "EUR");
+    assert_int_equal(eur->difference, -10000);
+    d = report_money_diffs(r, &nd);
+    assert_string_equal(d[0].doc, da);
+    assert_int_equal(d[0].why, REPORT_DIFF_MISSING);
+    assert_false(d[0].has_erp_amount);
+    report_free(r);
+    fx_stop(&x);
+}
+
+static void test_report_queue_only(void **state)
+{
+    struct fx x;
+    char doc[32], err[APBOT_ERR_LEN];
+    struct report *r = NULL;
+    struct report_options opt;
+    const struct report_money *eur;
+    (void)state;
+
+    fx_start(&x, NULL, fast);
+    add_money_item(&x, "Q-A", "EUR", 10000, false, T_COMPLETED, "100.00", doc);
+    add_money_item(&x, "Q-B", "EUR", 500, false, T_REVIEW, NULL, NULL);
+    memset(&opt, 0, sizeof(opt));
+    opt.date = x.today;
+    /* no ERP at all: the queue's half */
+    assert_int_equal(report_build_queue(x.st, NULL, &opt, &r, err, sizeof(err)), APBOT_OK);
+    assert_false(report_summary(r)->erp_read);
+    assert_true(report_summary(r)->balanced);
+    eur = money_of(r, "EUR");
+    assert_int_equal(eur->total.received, 10500);
+    assert_int_equal(eur->erp_total, 0);
+    assert_int_equal(eur->expected, 10000);
+    assert_int_equal(count(r, REPORT_REVIEW_OPEN), 1);
+    check_money(&x, r);
     report_free(r);
     fx_stop(&x);
 }
@@ -549,6 +857,18 @@ static void test_report_chaos_balance(void **state)
     assert_int_equal(s->counts[REPORT_AMOUNT_MISMATCH], 0);
     assert_int_equal(s->counts[REPORT_DOC_MISMATCH], 0);
     assert_int_equal(s->matched + s->counts[REPORT_OTHER_DAY], s->total.completed);
+    /* and in money, per currency, exactly; the differences, if any, add up */
+    check_money(&x, r);
+    {
+        size_t nm;
+        const struct report_money *m = report_money(r, &nm);
+        assert_true(nm >= 1);
+        for (size_t i = 0; i < nm; i++) {
+            int64_t sum = m[i].total.completed + m[i].total.exceptions + m[i].total.review +
+                          m[i].total.pending;
+            assert_int_equal(sum, m[i].total.received);
+        }
+    }
     report_free(r);
     fx_stop(&x);
 }
@@ -565,6 +885,8 @@ int main(void)
         cmocka_unit_test(test_report_review_held_hint),
         cmocka_unit_test(test_report_pagination),
         cmocka_unit_test(test_report_formats),
+        cmocka_unit_test(test_report_money),
+        cmocka_unit_test(test_report_queue_only),
         cmocka_unit_test(test_report_chaos_balance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

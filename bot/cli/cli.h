@@ -1,6 +1,6 @@
 /*
  * cli.h - the apbot subcommands. main.c parses the global options and dispatches; each
- * command lives in bot/cli_<name>.c, parses its own options from argv (argv[0] is the
+ * command lives in bot/cli/cli_<name>.c, parses its own options from argv (argv[0] is the
  * command name) and returns one of the exit codes below.
  */
 #ifndef APBOT_CLI_H
@@ -30,5 +30,6 @@ int cli_flow(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_report(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_review(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv);
+int cli_serve(const struct cli_ctx *ctx, int argc, char **argv);
 
 #endif

@@ -2,10 +2,9 @@
  * cli_list.c - `apbot list --state STATE [--json] [--limit N]`: the items in one state (or
  * `all`), oldest first.
  *
- * JSON is an array of objects (id, key, state, vendor_id, vendor_name, invoice_number,
- * doc_type, issue_date, currency, total as an exact decimal string, erp_doc, reason, source,
- * posts, created_at), written one element at a time so memory stays bounded however long the
- * list; absent values are null. The human form is a fixed-width table.
+ * JSON is an array of the one item object every command writes (review_item_json; documented
+ * in docs/report.md), written one element at a time so memory stays bounded however long the
+ * list. The human form is a fixed-width table; texts from invoices are escaped (text.h).
  */
 #include "cli.h"
 
@@ -22,13 +21,16 @@
 #include "apbot/error.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
+#include "apbot/review.h"
 #include "apbot/store.h"
+#include "apbot/text.h"
 
 #define LIST_STOP 1000 /* callback code: stdout failed */
 
 struct list_ctx {
     bool json;
     int64_t n;
+    int64_t now; /* for age_s */
 };
 
 static void list_usage(FILE *out)
@@ -39,33 +41,9 @@ static void list_usage(FILE *out)
     fprintf(out, " all\n");
 }
 
-/* Unix ms to "2024-01-31T12:00:00Z". */
-static void format_time(int64_t ms, char *buf, size_t len)
+static int list_json_item(struct list_ctx *lc, const struct store_item *it)
 {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "?");
-}
-
-static json_t *str_or_null(const char *s)
-{
-    return s && *s ? json_string(s) : json_null();
-}
-
-static int list_json_item(struct list_ctx *lc, const struct store_item *it, const char *total)
-{
-    char created[32];
-    format_time(it->created_at, created, sizeof(created));
-    json_t *o = json_pack(
-        "{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:s, s:o, s:o, s:o, "
-        "s:i, s:s}",
-        "id", (json_int_t)it->id, "key", it->key, "state", machine_state_name(it->state),
-        "vendor_id", str_or_null(it->vendor_id), "vendor_name", str_or_null(it->vendor_name),
-        "invoice_number", str_or_null(it->invoice_number), "doc_type", it->doc_type, "issue_date",
-        it->issue_date, "currency", it->currency, "total", total, "erp_doc",
-        str_or_null(it->erp_doc), "reason", str_or_null(it->reason), "source",
-        str_or_null(it->source), "posts", it->counters.posts, "created_at", created);
+    json_t *o = review_item_json(it, lc->now);
     if (!o)
         return LIST_STOP;
     fputs(lc->n ? ",\n  " : "[\n  ", stdout);
@@ -74,10 +52,11 @@ static int list_json_item(struct list_ctx *lc, const struct store_item *it, cons
     return rc ? LIST_STOP : 0;
 }
 
-/* Cuts s to width display bytes for the table ("…" is not used: stay ASCII-safe). */
+/* Escapes untrusted text (control characters, escape sequences) and cuts it to width bytes
+ * for the table ("..." when cut). */
 static void cell(char *buf, size_t len, const char *s, size_t width)
 {
-    snprintf(buf, len < width + 1 ? len : width + 1, "%s", s ? s : "");
+    text_escape_into(buf, len < width + 1 ? len : width + 1, s ? s : "", 0);
 }
 
 static int list_item(void *ctx, const struct store_item *it)
@@ -88,7 +67,7 @@ static int list_item(void *ctx, const struct store_item *it)
         snprintf(total, sizeof(total), "?");
     int rc = 0;
     if (lc->json) {
-        rc = list_json_item(lc, it, total);
+        rc = list_json_item(lc, it);
     } else {
         char vendor[17], number[21], note[41];
         cell(vendor, sizeof(vendor), it->vendor_id, 16);
@@ -109,7 +88,7 @@ static int list_item(void *ctx, const struct store_item *it)
 
 int cli_list(const struct cli_ctx *ctx, int argc, char **argv)
 {
-    struct list_ctx lc = {0};
+    struct list_ctx lc = {.now = store_now_ms()};
     const char *state_name = NULL;
     int64_t limit = 0;
     for (int i = 1; i < argc; i++) {

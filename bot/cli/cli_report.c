@@ -7,10 +7,13 @@
  * CLI_EXIT_UNBALANCED when the items do not balance (both still write the report),
  * CLI_EXIT_ERROR when the queue or the ERP could not be read completely (no report: a
  * partial listing must never pass for a reconciliation). With --out the file is written
- * to a temporary name beside it and renamed, so a mailer never picks up half a report.
+ * to a new temporary file beside it (O_EXCL|O_NOFOLLOW) and renamed, so a mailer never picks
+ * up half a report and a planted symlink is never followed.
  */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +42,41 @@ static void report_usage(FILE *out)
             "be read, 2 usage error\n");
 }
 
-/* Opens the output: stdout, or FILE.tmp.PID to be renamed by finish_out. */
+/*
+ * Opens the output: stdout, or a new temporary file beside FILE to be renamed by finish_out.
+ * The temporary file is created with O_EXCL|O_NOFOLLOW: whatever sits at its name (a symlink
+ * planted by another user of the directory, a stale file) is never followed nor truncated;
+ * the name FILE.tmp.PID is tried first, then FILE.tmp.PID.RANDOM. NULL when none could be made.
+ */
 static FILE *open_out(const char *path, char *tmp, size_t tmplen)
 {
     FILE *f;
+    int fd = -1;
     if (!path || strcmp(path, "-") == 0)
         return stdout;
-    if ((size_t)snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid()) >= tmplen)
+    for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
+        unsigned int r = 0;
+        int n;
+        if (attempt == 0) {
+            n = snprintf(tmp, tmplen, "%s.tmp.%ld", path, (long)getpid());
+        } else {
+            if (getentropy(&r, sizeof(r)) != 0)
+                return NULL;
+            n = snprintf(tmp, tmplen, "%s.tmp.%ld.%08x", path, (long)getpid(), r);
+        }
+        if (n < 0 || (size_t)n >= tmplen)
+            return NULL;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            return NULL;
+    }
+    if (fd < 0)
         return NULL;
-    f = fopen(tmp, "w");
+    f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+    }
     return f;
 }
 

@@ -1,6 +1,6 @@
 /*
- * main.c - the apbot command line: global options, dispatch, exit code. Everything else
- * lives in libapbot (bot/cli_*.c and the modules they call).
+ * main.c - the apbot command line: global options, dispatch, exit code. Each command lives in
+ * bot/cli/cli_<name>.c over the library (apbot_core) it calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +16,20 @@ static const struct {
     {"enqueue", cli_enqueue,
      "enqueue [--vendors MAP.csv] [--batch N] FILE...   queue CSV / UBL invoices"},
     {"run", cli_run,
-     "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]"},
+     "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]\n"
+     "              [--quiet]"},
     {"status", cli_status, "status [--json]                      counts per state"},
     {"list", cli_list, "list --state STATE|all [--json] [--limit N]   items in one state"},
-    {"review", cli_review, "review [ID] [--all] [--json]         the manual-review queue"},
+    {"review", cli_review,
+     "review [ID] [--all] [--json] [--vendor TEXT] [--reason TEXT]   the manual-review queue"},
     {"resolve", cli_resolve,
      "resolve ID --posted DOC --flow FILE [--force REASON] | --requeue | --reject REASON\n"
-     "              [--by NAME] [--note TEXT]"},
+     "              [--by NAME] [--note TEXT] [--expect-version V]"},
     {"report", cli_report,
      "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
      "[--out FILE]"},
+    {"serve", cli_serve,
+     "serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]   the review page"},
     {"flow", cli_flow, "flow check FILE...                   validate flows"},
 };
 
@@ -39,12 +43,14 @@ static void usage(FILE *out)
             "  --db PATH     queue database (default $APBOT_DB or ./apbot.db)\n"
             "  --erp URL     ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
             "  --help, --version\n"
-            "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged)\n"
+            "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged),\n"
+            "  APBOT_REVIEW_PASSWORD (serve: required to listen beyond loopback)\n"
             "\nexit codes:\n"
             "  0  ok\n"
             "  1  error (database, file, ERP unusable for this command)\n"
             "  2  usage error\n"
-            "  3  enqueue refused or found conflicting input; resolve refused\n"
+            "  3  enqueue refused or found conflicting input; resolve refused; review or\n"
+            "     resolve of an unknown item\n"
             "  4  run stopped by the circuit breaker (ERP unreachable, login refused,\n"
             "     entry form missing or changed); untouched items stay queued\n"
             "  5  report found drift (duplicates, missing, orphans, mismatches)\n"

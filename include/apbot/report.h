@@ -8,8 +8,16 @@
  * findings (duplicates, missing, orphans, amount and document-number mismatches, bookings of
  * items the queue calls business exceptions) and hints (manual-review items the ERP holds,
  * with the resolve command; business exceptions; pending items with their age).
+ * It speaks money too: per currency, the amounts received, completed, business exception,
+ * manual review and pending (the balance holds exactly in minor units, as in counts), the ERP
+ * listing's total for apbot's documents of the day against what the queue completed that day,
+ * and every document that makes up the difference. And it shows the day: the bot's outcomes
+ * per hour (from the audit trail) and the day's last run.
+ * report_build_queue makes the queue's half alone (no ERP), for a page that must keep working
+ * while the ERP is down.
  * report_write renders it as text, CSV, JSON or a self-contained HTML page (libxml2 tree,
- * every value escaped by construction). Join rules are described in docs/report.md.
+ * every value escaped by construction; the day's chart an inline SVG). Join rules are
+ * described in docs/report.md.
  */
 #ifndef APBOT_REPORT_H
 #define APBOT_REPORT_H
@@ -83,18 +91,97 @@ struct report_balance {
 
 struct report_summary {
     char date[11];        /* the booking day, YYYY-MM-DD */
+    bool erp_read;        /* false for report_build_queue: no ERP figures, no drift */
     int64_t generated_at; /* ms */
     const char *flow_name;
     struct report_balance day;   /* items created on the day */
     struct report_balance total; /* every item in the queue */
-    bool balanced;
-    int64_t erp_rows;       /* rows in the day's listing */
-    int64_t erp_apbot_rows; /* of which carry an apbot key (known or not) */
+    bool balanced;               /* in counts and, per currency, in money */
+    int64_t erp_rows;            /* rows in the day's listing */
+    int64_t erp_apbot_rows;      /* of which carry an apbot key (known or not) */
     int erp_pages;
     int64_t matched; /* completed items with exactly one ERP record, same doc+amount */
     int64_t lookups; /* per-key ERP lookups made (missing checks, review hints) */
     int64_t counts[REPORT_KIND__COUNT];
     int64_t drift; /* sum of the drift counts */
+};
+
+/* The buckets of report_balance in money: sums of the items' payable totals, minor units. */
+struct report_amounts {
+    int64_t received;
+    int64_t completed, exceptions, review, pending;
+    int64_t unaccounted;
+};
+
+/* One currency's money. */
+struct report_money {
+    char currency[4];
+    int exponent;
+    struct report_amounts day;   /* items created on the day */
+    struct report_amounts total; /* every item in the queue */
+    bool balanced;               /* received == the four buckets, day and total, nothing else */
+    /* the ERP's listing of the day against the queue (zero when the ERP was not read) */
+    int64_t erp_total;      /* apbot documents of the listing in this currency (a credit note
+                             * counted with its invoice's sign) */
+    int64_t erp_docs;       /* how many documents erp_total adds up */
+    int64_t erp_unreadable; /* apbot documents whose amount could not be read (not in erp_total) */
+    int64_t expected;       /* items the queue completed on the day: what the listing should hold */
+    int64_t expected_items;
+    int64_t difference; /* erp_total - expected, made up exactly by this currency's
+                         * report_money_diff rows */
+};
+
+/* Why a document is part of a difference between the listing's total and the queue's. */
+enum report_diff_why {
+    REPORT_DIFF_AMOUNT = 0,       /* in both, with another amount */
+    REPORT_DIFF_UNREADABLE,       /* in both, the ERP's amount cannot be read */
+    REPORT_DIFF_DUPLICATE,        /* a second booking of one key */
+    REPORT_DIFF_ORPHAN,           /* an apbot key this queue does not know */
+    REPORT_DIFF_NOT_COMPLETED,    /* booked, but the item is not completed here */
+    REPORT_DIFF_COMPLETED_OTHER,  /* booked on the day, completed here on another day */
+    REPORT_DIFF_OTHER_CURRENCY,   /* booked in another currency than the invoice's */
+    REPORT_DIFF_BOOKED_OTHER_DAY, /* completed on the day, booked on another day */
+    REPORT_DIFF_MISSING,          /* completed on the day, the listing lacks it */
+    REPORT_DIFF__COUNT
+};
+/* "amount", "unreadable", "duplicate", "orphan", "not-completed", "completed-other-day",
+ * "other-currency", "booked-other-day", "missing". */
+const char *report_diff_why_name(enum report_diff_why w);
+
+/* One document that makes up a difference. Strings are owned by the report. */
+struct report_money_diff {
+    const char *currency; /* the currency bucket it counts in */
+    int exponent;
+    enum report_diff_why why;
+    const char *doc; /* the ERP's document, or the queue's when the listing lacks it */
+    int64_t item_id; /* 0 for an orphan */
+    const char *key; /* the item's key or the ERP's reference */
+    bool has_erp_amount;
+    int64_t erp_amount; /* as counted in erp_total */
+    bool has_queue_amount;
+    int64_t queue_amount; /* as counted in expected */
+    int64_t delta;        /* its share of the difference: erp - queue */
+};
+
+/* What the bot did during the day, from the audit trail: outcomes of runner events per local
+ * hour, and the day's last run (the runner owner whose latest event is the latest). */
+enum report_outcome {
+    REPORT_OUT_COMPLETED = 0, /* to completed */
+    REPORT_OUT_EXCEPTION,     /* to business-exception */
+    REPORT_OUT_REVIEW,        /* to manual-review */
+    REPORT_OUT_UNKNOWN,       /* to reconciling: an outcome the ERP left ambiguous */
+    REPORT_OUT__COUNT
+};
+/* "completed", "business-exception", "manual-review", "unknown". */
+const char *report_outcome_name(enum report_outcome o);
+
+struct report_activity {
+    int64_t per_hour[24][REPORT_OUT__COUNT];
+    int64_t max_hour;   /* the largest stacked hour, for scaling */
+    char last_run[160]; /* the run's owner ("host:pid:tag"), "" when no run today */
+    int64_t last_run_first, last_run_last; /* its first and latest event on the day, ms */
+    int64_t last_run_items;                /* items it moved */
+    int64_t last_run_outcomes[REPORT_OUT__COUNT];
 };
 
 enum report_status {
@@ -106,7 +193,7 @@ enum report_status {
 struct report_options {
     const char *date; /* booking day YYYY-MM-DD (required) */
     int64_t now;      /* ms, for ages; 0 = store_now_ms() */
-    int max_lookups;  /* bound on per-key lookups for review hints; 0 = 200 */
+    int max_lookups;  /* bound on per-key lookups for review hints; 0 = 200, -1 = none */
 };
 
 /*
@@ -120,6 +207,14 @@ struct report_options {
 int report_build(struct store *st, struct erp_session *erp, const struct flow *f,
                  const struct report_options *opt, struct report **ret, char *err,
                  size_t errlen) APBOT_MUST_USE;
+/*
+ * The queue's half of the report alone, without the ERP: balance, money per currency (no ERP
+ * total, no difference), the day's activity, business exceptions, pending and manual-review
+ * items (not checked in the ERP). f may be NULL (flow name and resolve commands unknown).
+ * summary->erp_read is false. Same returns as report_build, without the ERP ones.
+ */
+int report_build_queue(struct store *st, const struct flow *f, const struct report_options *opt,
+                       struct report **ret, char *err, size_t errlen) APBOT_MUST_USE;
 /* NULL is fine. */
 void report_free(struct report *r);
 
@@ -128,6 +223,12 @@ const struct report_summary *report_summary(const struct report *r);
 /* Findings in section order (drift first, then balance, then hints), *ret_n their number. */
 const struct report_finding *report_findings(const struct report *r, size_t *ret_n);
 enum report_status report_status(const struct report *r);
+/* Money per currency, sorted by currency code; *ret_n their number. */
+const struct report_money *report_money(const struct report *r, size_t *ret_n);
+/* The documents that make up the differences, by currency then document. */
+const struct report_money_diff *report_money_diffs(const struct report *r, size_t *ret_n);
+/* The day's activity. */
+const struct report_activity *report_activity(const struct report *r);
 
 enum report_format {
     REPORT_FMT_TEXT = 0,
@@ -141,6 +242,18 @@ int report_format_from_name(const char *name, enum report_format *ret) APBOT_MUS
 /* Writes the report to out in fmt. Returns APBOT_OK or APBOT_E_IO (detail in err). */
 int report_write(const struct report *r, enum report_format fmt, FILE *out, char *err,
                  size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Pieces of the HTML page for a page that embeds the report (serve.c), built into parent, a
+ * libxml2 node (xmlNodePtr): the whole body of the page report_write writes; the money tables
+ * of the day; the day's chart as an inline <svg> (no script, no style attribute). The CSS the
+ * pieces use is report_html_css().
+ */
+struct _xmlNode;
+void report_html_body(const struct report *r, struct _xmlNode *parent);
+void report_html_money(const struct report *r, struct _xmlNode *parent);
+void report_html_chart(const struct report *r, struct _xmlNode *parent);
+const char *report_html_css(void);
 
 /* Local calendar date of a Unix-ms time, "YYYY-MM-DD" into buf (>= 11 bytes). */
 void report_local_date(int64_t ms, char buf[11]);

@@ -1,0 +1,129 @@
+/*
+ * cli_serve.c - `apbot serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]`: the review
+ * page over the queue database (serve.c), until SIGINT or SIGTERM.
+ *
+ * The flow is what verifies a "posted as DOC" decision and reads the ERP's listing for the
+ * report; APBOT_ERP_USER / APBOT_ERP_PASSWORD are its credentials, APBOT_REVIEW_PASSWORD the
+ * page's own (required for an address that is not loopback). The first line on stdout is
+ * "listening on http://HOST:PORT" (--listen HOST:0 picks a free port); decisions are logged on
+ * stderr, one line each. Exit codes: 0 stopped by a signal, 1 error (database, flow, address in
+ * use), 2 usage (including an unsafe --listen).
+ */
+#include "cli.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apbot/error.h"
+#include "apbot/flow.h"
+#include "apbot/http.h"
+#include "apbot/serve.h"
+
+static atomic_int serve_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&serve_stop, 1);
+}
+
+static void serve_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: apbot serve --flow FILE [--listen HOST:PORT] [--erp URL]\n"
+            "\n"
+            "The review queue and the daily report as a local web page (default listen\n"
+            "%s). An address that is not loopback needs APBOT_REVIEW_PASSWORD (then every\n"
+            "request needs it, HTTP Basic). Stop with Ctrl-C or SIGTERM.\n"
+            "exit codes: 0 stopped, 1 error (database, flow, address in use), 2 usage\n",
+            SERVE_DEFAULT_LISTEN);
+}
+
+int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
+{
+    const char *flow_path = NULL, *listen = SERVE_DEFAULT_LISTEN, *erp_url = ctx->erp_url;
+    struct serve_options opt;
+    struct serve_addr addr;
+    struct flow *f = NULL;
+    struct sigaction sa;
+    char err[APBOT_ERR_LEN];
+    char *flow_err = NULL;
+    int status = CLI_EXIT_ERROR;
+    int rc;
+
+    for (int i = 1; i < argc; i++) {
+        const bool has = i + 1 < argc;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            serve_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(argv[i], "--flow") == 0 && has) {
+            flow_path = argv[++i];
+        } else if (strcmp(argv[i], "--listen") == 0 && has) {
+            listen = argv[++i];
+        } else if (strcmp(argv[i], "--erp") == 0 && has) {
+            erp_url = argv[++i];
+        } else {
+            fprintf(stderr, "apbot serve: unknown or incomplete option '%s'\n", argv[i]);
+            serve_usage(stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!flow_path) {
+        fprintf(stderr, "apbot serve: --flow FILE is required (it verifies decisions in the "
+                        "ERP)\n");
+        serve_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (serve_parse_listen(listen, &addr, err, sizeof(err)) != APBOT_OK ||
+        serve_exposure_ok(&addr, getenv("APBOT_REVIEW_PASSWORD"), err, sizeof(err)) != APBOT_OK) {
+        fprintf(stderr, "apbot serve: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(ctx->db_path, ":memory:") == 0 || access(ctx->db_path, F_OK) != 0) {
+        fprintf(stderr, "apbot serve: no queue database at %s\n", ctx->db_path);
+        return CLI_EXIT_ERROR;
+    }
+    flow_err = calloc(1, 16 * 1024);
+    if (!flow_err)
+        abort();
+    if (flow_load(flow_path, &f, flow_err, 16 * 1024) != APBOT_OK) {
+        fprintf(stderr, "apbot serve: %s\n", flow_err);
+        goto out;
+    }
+    if (http_global_init() != APBOT_OK) {
+        fprintf(stderr, "apbot serve: cannot initialise libcurl\n");
+        goto out;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    memset(&opt, 0, sizeof(opt));
+    opt.db_path = ctx->db_path;
+    opt.flow = f;
+    opt.erp_url = erp_url;
+    opt.listen = listen;
+    opt.password = getenv("APBOT_REVIEW_PASSWORD");
+    opt.stop = &serve_stop;
+    opt.announce = stdout;
+    opt.log = stderr;
+    rc = serve_run(&opt, err, sizeof(err));
+    http_global_cleanup();
+    if (rc != APBOT_OK) {
+        fprintf(stderr, "apbot serve: %s\n", err);
+        status = rc == APBOT_E_INVAL ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;
+        goto out;
+    }
+    status = CLI_EXIT_OK;
+out:
+    flow_free(f);
+    free(flow_err);
+    return status;
+}

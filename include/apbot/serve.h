@@ -1,0 +1,95 @@
+/*
+ * serve.h - the review page: a small web server (libmicrohttpd) over the queue database, for
+ * the people who work the manual queue each morning.
+ *
+ * Pages (plain HTML, no script, printable): Today (counts, balance in items and money, the
+ * day's chart, the last run), the review queue (manual review, business exceptions; filters
+ * by vendor and reason; the order of `apbot review`), one item (the invoice, its timeline,
+ * every ERP exchange as text, and the decision forms), and the daily report for a chosen date
+ * (what `apbot report --format html` writes). Decisions go through the review module exactly
+ * as `apbot resolve` does: a posted document is verified in the ERP first, the reviewer's
+ * name and a note are required, every decision is one audit event, and a decision taken on a
+ * page of an item that has changed since is refused.
+ *
+ * It runs beside `apbot run` on the same database: every request opens its own connection and
+ * holds no lock longer than one store transaction. Only the posted-as-DOC check and the ERP
+ * half of the report need the ERP; everything else keeps working while the ERP is down.
+ *
+ * Safe by default: it binds 127.0.0.1; an address that is not loopback is refused unless a
+ * password is given (APBOT_REVIEW_PASSWORD), which every request must then carry (HTTP
+ * Basic). On loopback the Host header must name the loopback address (no DNS rebinding).
+ * Every POST carries the session's CSRF token (an HMAC of the session cookie under a key
+ * made at start) and must come from the page's own origin. Every answer forbids framing,
+ * script and caching of pages; every value from an invoice or the ERP is a text node or an
+ * attribute escaped by libxml2's serialiser; secrets never reach a page.
+ */
+#ifndef APBOT_SERVE_H
+#define APBOT_SERVE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "apbot/error.h"
+
+struct flow;
+
+#define SERVE_DEFAULT_LISTEN "127.0.0.1:8470"
+#define SERVE_PASSWORD_MIN 12 /* bytes of APBOT_REVIEW_PASSWORD at least */
+#define SERVE_BODY_MAX 16384  /* bytes of a POST body at most */
+
+/* Where to listen, parsed. */
+struct serve_addr {
+    char host[64];       /* the address as given, without brackets ("127.0.0.1", "::1") */
+    unsigned short port; /* 0: any free port */
+    bool ipv6;
+    bool loopback; /* 127.0.0.0/8 or ::1 */
+};
+
+/*
+ * Parses "HOST:PORT" (HOST an IPv4 address, "[IPv6]" or "localhost"; PORT 0..65535; ":PORT"
+ * alone means 127.0.0.1). Pure. APBOT_E_INVAL with a reason for anything else (names other
+ * than localhost are refused: the page binds to an address, not to what DNS says).
+ */
+int serve_parse_listen(const char *listen, struct serve_addr *ret, char *err,
+                       size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Pure: may the page listen on a? A loopback address always; another only with a password of
+ * at least SERVE_PASSWORD_MIN bytes. APBOT_E_INVAL with a reason otherwise.
+ */
+int serve_exposure_ok(const struct serve_addr *a, const char *password, char *err,
+                      size_t errlen) APBOT_MUST_USE;
+
+/* Pure: does a request's Host header name the address a listens on (port = the bound port)?
+ * Only checked on loopback, where it is what keeps a rebinding DNS name out. */
+bool serve_host_ok(const char *host_header, const struct serve_addr *a, unsigned short port);
+
+/* Pure: does an Authorization header carry HTTP Basic with this password (any user name)?
+ * Compared in constant time. */
+bool serve_basic_ok(const char *authorization, const char *password);
+
+/* Pure: is a POST's Origin (or, without one, its Referer) the page's own origin
+ * "http://HOST"? A request without either is accepted (the CSRF token still guards it). */
+bool serve_origin_ok(const char *origin, const char *referer, const char *host_header);
+
+struct serve_options {
+    const char *db_path;     /* the queue database (must exist) */
+    const struct flow *flow; /* loaded by the caller; outlives the server */
+    const char *erp_url;     /* overrides the flow's base URL when non-NULL */
+    const char *listen;      /* NULL: SERVE_DEFAULT_LISTEN */
+    const char *password;    /* APBOT_REVIEW_PASSWORD, or NULL */
+    atomic_int *stop;        /* the server returns once this is non-zero */
+    FILE *announce;          /* gets "listening on http://HOST:PORT\n" (flushed); may be NULL */
+    FILE *log;               /* one line per decision (escaped); may be NULL */
+};
+
+/*
+ * Serves until *opt->stop becomes non-zero. Needs http_global_init() (for the ERP). Returns
+ * APBOT_OK after a clean stop; APBOT_E_INVAL for a bad or unsafe listen address (nothing is
+ * bound), APBOT_E_IO when the address cannot be bound. Detail in err.
+ */
+int serve_run(const struct serve_options *opt, char *err, size_t errlen) APBOT_MUST_USE;
+
+#endif
