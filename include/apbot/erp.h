@@ -72,8 +72,11 @@ void erp_set_retries(struct erp_session *s, int retries);
 /* Sets (or clears with fn NULL) the evidence callback. */
 void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx);
 
-/* The underlying HTTP session (owned by s), for the runner's post steps. */
+/* The underlying HTTP session (owned by s). */
 struct http_session *erp_http(struct erp_session *s);
+/* True after a successful erp_login until a session marker (or a failed login) said the
+ * session is gone; lookups, listings and posts log in again by themselves when it is false. */
+bool erp_logged_in(const struct erp_session *s);
 /* The effective base URL (owned by s). */
 const char *erp_base_url(const struct erp_session *s);
 /* Resolves an expanded flow URL ("/erp/x?y" or absolute) against the base URL. Heap. */
@@ -142,6 +145,7 @@ struct erp_row {
     int64_t amount;       /* amount_text in minor units, valid when has_amount */
     int exponent;         /* of the currency used to parse the amount, valid when has_amount */
     bool has_amount;      /* false: no amount column, unknown currency or unparsable text */
+    bool unfinished;      /* a lookup hit whose <finished> column differs: saved, not finished */
 };
 
 /* A set of rows; zero-initialise before use. */
