@@ -139,10 +139,13 @@ static void captures_clear(struct post_run *pr, bool keep_doc)
     for (size_t i = 0; i < pr->n_caps; i++)
         free(pr->cap_values[i]);
     pr->n_caps = 0;
-    if (keep_doc && pr->have_doc)
-        capture_set(pr, "doc", pr->doc);
-    else
+    if (keep_doc && pr->have_doc) {
+        char doc[sizeof(pr->doc)];
+        memcpy(doc, pr->doc, sizeof(doc));
+        capture_set(pr, "doc", doc);
+    } else {
         pr->have_doc = false;
+    }
 }
 
 static enum page_option_mode option_mode(enum flow_option o)
@@ -199,6 +202,14 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
         goto out;
     }
     if (!page_form_has(form, name)) {
+        if (in_lines && missing == FLOW_MISSING_ADD && fd->option != FLOW_OPTION_DEFAULT) {
+            /* An added control has no options to choose from: the value would be a guess. */
+            fill_problem(fl, false,
+                         "field %s: option= on a control the page lacks: no option to "
+                         "choose%s",
+                         name, NULL);
+            goto out;
+        }
         if (in_lines && missing == FLOW_MISSING_ADD) {
             if (page_form_add(form, name, value) != APBOT_OK) {
                 fill_problem(fl, false, "field %s cannot be added%s", name, NULL);
