@@ -208,7 +208,17 @@ static void test_erp_login_formless_401_without_rule(void **state)
     fx_start(&x, "flow-classic.xml", pairs);
     ROUTE(&x, "GET", "/login.pl?action=authenticate", {.status = 403, .body = "no"});
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_SYSTEMIC);
+    assert_non_null(strstr(err, "refused: HTTP 403"));
     assert_int_equal(pagesrv_count(x.srv, "*", "/login.pl"), 1);
+    fx_stop(&x);
+
+    /* A form login answered 401 with the login page: a refusal at once, not the ambiguous
+     * "login page again" tried three times. */
+    fx_start(&x, "flow-form.xml", NULL);
+    ROUTE(&x, "GET", "/erp/login", {.file = "login-form.html"});
+    ROUTE(&x, "POST", "/erp/login", {.status = 401, .file = "login-expired.html"});
+    assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_SYSTEMIC);
+    assert_int_equal(pagesrv_count(x.srv, "POST", "/erp/login"), 1);
     fx_stop(&x);
 }
 
