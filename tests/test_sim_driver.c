@@ -195,7 +195,6 @@ static void test_sim_driver_acme_multi_line(void **state)
     book_multi_line(SIM_UI_ACME);
 }
 
-
 /* ---- data errors ------------------------------------------------------------------------- */
 
 /* classic: the account select does not offer 9999: a data error before anything is sent. */
@@ -213,9 +212,9 @@ static void test_sim_driver_classic_unknown_account(void **state)
     drv_open(&d);
     make_invoice(&inv, "BAD-ACCT-1", gl, net, 2);
     key_of(&inv, key);
-    assert_int_equal(erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err,
-                                  sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(
+        erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err, sizeof(err)),
+        APBOT_OK);
     if (res.verdict != DECIDE_REJECTED || !res.data_error)
         fail_msg("verdict %s: %s", decide_post_verdict_name(res.verdict), res.detail);
     assert_false(res.commit_sent);
@@ -242,9 +241,9 @@ static void test_sim_driver_acme_unknown_account(void **state)
     drv_open(&d);
     make_invoice(&inv, "BAD-ACCT-2", gl, net, 2);
     key_of(&inv, key);
-    assert_int_equal(erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err,
-                                  sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(
+        erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err, sizeof(err)),
+        APBOT_OK);
     if (res.verdict != DECIDE_REJECTED)
         fail_msg("verdict %s: %s", decide_post_verdict_name(res.verdict), res.detail);
     assert_non_null(strstr(res.reason, "E107"));
@@ -272,9 +271,9 @@ static void test_sim_driver_classic_drop_after_save(void **state)
     make_invoice(&inv, "DROP-1", gl, net, 2);
     key_of(&inv, key);
     assert_int_equal(simc_fault(d.e.port, "drop_after_commit", 1), 0);
-    assert_int_equal(erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err,
-                                  sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(
+        erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err, sizeof(err)),
+        APBOT_OK);
     if (res.verdict != DECIDE_UNKNOWN)
         fail_msg("verdict %s: %s", decide_post_verdict_name(res.verdict), res.detail);
     assert_true(res.commit_sent);
@@ -292,9 +291,9 @@ static void test_sim_driver_classic_drop_after_save(void **state)
     erp_lookup_result_done(&lr);
 
     /* The follow-up steps approve it: no second save. */
-    assert_int_equal(erp_post_run(d.s, &inv, key, ERP_POST_FROM_FOLLOWUPS, doc, NULL, &res, err,
-                                  sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(
+        erp_post_run(d.s, &inv, key, ERP_POST_FROM_FOLLOWUPS, doc, NULL, &res, err, sizeof(err)),
+        APBOT_OK);
     if (res.verdict != DECIDE_CONFIRMED)
         fail_msg("follow-ups: %s: %s", decide_post_verdict_name(res.verdict), res.detail);
     assert_string_equal(res.doc, doc);
@@ -491,22 +490,22 @@ static void list_range(enum sim_ui ui)
     drv_open(&d);
     make_invoice(&inv, "LIST-1", gl, net, 1);
     key_of(&inv, key);
-    assert_int_equal(erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err,
-                                  sizeof(err)),
-                     APBOT_OK);
+    assert_int_equal(
+        erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err, sizeof(err)),
+        APBOT_OK);
     assert_int_equal(res.verdict, DECIDE_CONFIRMED);
     struct found_ref fr = {.ref = key};
     int pages = 0;
     if (ui == SIM_UI_CLASSIC) {
         /* by invoice date: the invoice's own date */
-        assert_int_equal(erp_list_range(d.s, "2026-11-01", "2026-11-05", find_ref, &fr, &pages,
-                                        err, sizeof(err)),
+        assert_int_equal(erp_list_range(d.s, "2026-11-01", "2026-11-05", find_ref, &fr, &pages, err,
+                                        sizeof(err)),
                          APBOT_OK);
         assert_int_equal(pages, 1);
         assert_int_equal(fr.hits, 1);
         fr.hits = 0;
-        assert_int_equal(erp_list_range(d.s, "2026-11-04", "2026-11-05", find_ref, &fr, &pages,
-                                        err, sizeof(err)),
+        assert_int_equal(erp_list_range(d.s, "2026-11-04", "2026-11-05", find_ref, &fr, &pages, err,
+                                        sizeof(err)),
                          APBOT_OK);
         assert_int_equal(fr.hits, 0);
     } else {
