@@ -39,6 +39,7 @@
 
 #include "apbot/clock.h"
 #include "apbot/erp.h"
+#include "apbot/erp_post.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
 #include "apbot/invoice.h"
@@ -458,43 +459,6 @@ static void on_erp_evidence(void *ctx, const struct store_evidence *ev)
     evidence_put(ctx, ev);
 }
 
-/* Evidence of one of the runner's own post exchanges. */
-static void post_evidence(struct job *j, const char *step, const char *method, const char *url,
-                          const struct http_response *resp, const struct page *p, const char *rule,
-                          const char *outcome)
-{
-    char transport[320];
-    char *excerpt = NULL;
-    if (resp->detail[0])
-        snprintf(transport, sizeof(transport), "%s: %s", http_transport_name(resp->transport),
-                 resp->detail);
-    else
-        snprintf(transport, sizeof(transport), "%s", http_transport_name(resp->transport));
-    if (p) {
-        excerpt = page_excerpt(p, RUNNER_EXCERPT_READ);
-    } else if (resp->body) {
-        size_t n = resp->body_len < RUNNER_EXCERPT_READ ? resp->body_len : RUNNER_EXCERPT_READ;
-        excerpt = malloc(n + 1);
-        if (!excerpt)
-            abort();
-        memcpy(excerpt, resp->body, n);
-        excerpt[n] = '\0';
-    }
-    struct store_evidence ev = {
-        .step = step,
-        .method = method,
-        .url = url,
-        .http_status = (int)resp->status,
-        .elapsed_ms = resp->elapsed_ms,
-        .transport = transport,
-        .rule = rule,
-        .outcome = outcome,
-        .excerpt = excerpt,
-    };
-    evidence_put(j->w, &ev);
-    free(excerpt);
-}
-
 /* ---- leases ----------------------------------------------------------------------------- */
 
 /*
@@ -663,45 +627,6 @@ static enum machine_event job_lookup(struct job *j)
 
 /* ---- the post (posting) ----------------------------------------------------------------- */
 
-/* Index of the committing step: the first marked so, else the first (every step suspect). */
-static size_t commit_index(const struct flow *f)
-{
-    for (size_t i = 0; i < f->n_steps; i++)
-        if (f->steps[i].commits)
-            return i;
-    return 0;
-}
-
-/* The first rule in rules[0..n) whose status and body both match, with its groups. */
-static const struct flow_rule *rule_match(const struct flow_rule *rules, size_t n,
-                                          const struct http_response *resp,
-                                          struct match_result **ret_m)
-{
-    *ret_m = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const struct flow_rule *rule = &rules[i];
-        if (rule->status && !match_status(rule->status, resp->status))
-            continue;
-        if (rule->url && !(resp->effective_url && match_exec(rule->url, resp->effective_url,
-                                                             strlen(resp->effective_url), NULL)))
-            continue;
-        struct match_result *m = NULL;
-        if (rule->body && !match_exec(rule->body, resp->body ? resp->body : "",
-                                      resp->body ? resp->body_len : 0, &m))
-            continue;
-        *ret_m = m;
-        return rule;
-    }
-    return NULL;
-}
-
-/* A failure at a step: nothing could have been booked before the committing step went out. */
-static enum machine_event step_failed(struct job *j, const char *fmt, const char *what)
-{
-    snprintf(j->detail, sizeof(j->detail), fmt, what);
-    return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
-}
-
 /* Trips the breaker for a changed screen and hands the item back untouched. */
 static enum machine_event step_systemic(struct job *j, const char *msg)
 {
@@ -721,398 +646,100 @@ static enum machine_event step_systemic(struct job *j, const char *msg)
     return MACHINE_EV_RELEASED;
 }
 
-static bool status_2xx(long s)
+/* The post's hooks: the run still going and the lease held, before each step that precedes the
+ * commit and right before the committing request (a recovered item must not be posted twice). */
+static bool post_stopping(void *ctx)
 {
-    return s >= 200 && s < 300;
+    struct job *j = ctx;
+    return stopping(j->w->r) || !job_lease(j);
 }
 
-/* Builds the submitted fields of a form (borrowed strings). Heap array. */
-static struct http_field *form_fields(const struct page_form *form)
+static bool post_before_commit(void *ctx)
 {
-    struct http_field *fields = calloc(form->n ? form->n : 1, sizeof(*fields));
-    if (!fields)
-        abort();
-    for (size_t i = 0; i < form->n; i++) {
-        fields[i].name = form->names[i];
-        fields[i].value = form->values[i];
-    }
-    return fields;
+    struct job *j = ctx;
+    if (stopping(j->w->r) || !job_lease(j))
+        return false;
+    j->w->stats.posts_sent++;
+    j->commit_sent = true;
+    return true;
 }
 
-/* Submits a form as a GET: action?name=value&... Heap URL, NULL when too long. */
-static char *form_get_url(const struct page_form *form)
-{
-    size_t cap = strlen(form->action) + 2, len;
-    char *url = malloc(cap);
-    if (!url)
-        abort();
-    len = (size_t)snprintf(url, cap, "%s%s", form->action, strchr(form->action, '?') ? "&" : "?");
-    for (size_t i = 0; i < form->n && len < 65536; i++) {
-        char *k = http_escape(form->names[i]);
-        char *v = http_escape(form->values[i] ? form->values[i] : "");
-        if (!k || !v)
-            abort();
-        size_t need = len + strlen(k) + strlen(v) + 3;
-        char *grown = realloc(url, need);
-        if (!grown)
-            abort();
-        url = grown;
-        len += (size_t)snprintf(url + len, need - len, "%s%s=%s", i ? "&" : "", k, v);
-        free(k);
-        free(v);
-    }
-    if (len >= 65536) {
-        free(url);
-        return NULL;
-    }
-    return url;
-}
-
-/* What a matched outcome rule says; the caller adjusts for the step's place in the flow. */
-static enum machine_event rule_event(struct job *j, const struct flow_rule *rule,
-                                     struct match_result *m)
-{
-    char *g = NULL;
-    const char *name = rule->name ? rule->name : "?";
-    switch (rule->outcome) {
-    case FLOW_OUT_COMPLETED:
-        g = m ? match_group(m, "doc") : NULL;
-        if (!g || !*g) {
-            free(g);
-            /* Success without a document number: find it out by reconciling. */
-            snprintf(j->detail, sizeof(j->detail), "rule %s matched without a document number",
-                     name);
-            return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
-        }
-        snprintf(j->doc, sizeof(j->doc), "%s", g);
-        snprintf(j->detail, sizeof(j->detail), "posted as %s (rule %s)", g, name);
-        free(g);
-        return MACHINE_EV_CONFIRMED;
-    case FLOW_OUT_REJECTED:
-        g = m ? match_group(m, "reason") : NULL;
-        snprintf(j->reason, sizeof(j->reason), "%.400s", g && *g ? g : name);
-        snprintf(j->detail, sizeof(j->detail), "rejected: %.400s (rule %.60s)", j->reason, name);
-        free(g);
-        return MACHINE_EV_REJECTED;
-    case FLOW_OUT_ALREADY_EXISTS:
-        g = m ? match_group(m, "doc") : NULL;
-        snprintf(j->detail, sizeof(j->detail), "the ERP says it already exists%s%s (rule %s)",
-                 g && *g ? " as " : "", g && *g ? g : "", name);
-        free(g);
-        return MACHINE_EV_ALREADY_EXISTS;
-    case FLOW_OUT_NOT_SENT:
-        snprintf(j->detail, sizeof(j->detail), "not processed (rule %s)", name);
-        return MACHINE_EV_NOT_SENT;
-    case FLOW_OUT_SESSION_EXPIRED:
-        j->relogin = true;
-        snprintf(j->detail, sizeof(j->detail), "the ERP showed the login page (rule %s)", name);
-        return MACHINE_EV_NOT_SENT;
-    case FLOW_OUT_SAVED: /* not run by this runner yet: the document exists, reconcile */
-    case FLOW_OUT_UNKNOWN:
-    case FLOW_OUT__COUNT:
-        snprintf(j->detail, sizeof(j->detail), "ambiguous answer (rule %s)", name);
-        return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
-    }
-    return MACHINE_EV_UNKNOWN;
-}
-
-/*
- * One pass over the flow's post steps. Returns the event, or RELEASED when the item must go
- * back untouched (stop or breaker before the committing step). *ret_restart is set when a
- * step before the commit showed the login page: log in again and start over.
- */
-static enum machine_event post_pass(struct job *j, bool *ret_restart)
-{
-    struct worker *w = j->w;
-    const struct flow *f = w->r->flow;
-    size_t ci = commit_index(f);
-    struct flow_vars vars = {.inv = &j->inv, .key = j->item.key};
-    struct page *cur = NULL;
-    struct http_response resp;
-    struct page_form form;
-    struct http_field *fields = NULL;
-    char *tmpl = NULL, *url = NULL;
-    char err[APBOT_ERR_LEN], msg[600];
-    enum machine_event ev = MACHINE_EV_UNKNOWN;
-
-    memset(&resp, 0, sizeof(resp));
-    memset(&form, 0, sizeof(form));
-    *ret_restart = false;
-    for (size_t i = 0; i < f->n_steps; i++) {
-        const struct flow_step *st = &f->steps[i];
-        bool last = i + 1 == f->n_steps;
-        if (stopping(w->r) && !j->commit_sent) {
-            ev = MACHINE_EV_RELEASED;
-            goto out;
-        }
-        if (!job_lease(j)) {
-            ev = MACHINE_EV_RELEASED; /* not applied: the lease is gone */
-            goto out;
-        }
-        /* The page holding this step's form: fetched, or the previous step's answer. */
-        if (st->get) {
-            if (flow_expand(f, st->get, &vars, &tmpl, err, sizeof(err)) != APBOT_OK) {
-                ev = step_failed(j, "%s", err);
-                goto out;
-            }
-            url = erp_url(w->erp, tmpl);
-            if (!url) {
-                ev = step_systemic(j, "a step URL of the flow does not resolve");
-                goto out;
-            }
-            http_response_done(&resp);
-            memset(&resp, 0, sizeof(resp));
-            if (http_get(erp_http(w->erp), url, &resp) != APBOT_OK) {
-                ev = step_failed(j, "%s: cannot fetch the page", st->name);
-                goto out;
-            }
-            page_free(cur);
-            cur = NULL;
-            if (resp.transport == HTTP_ANSWERED && resp.body &&
-                page_parse(resp.body, resp.body_len, resp.effective_url ? resp.effective_url : url,
-                           &cur, NULL, 0) != APBOT_OK)
-                cur = NULL;
-            if (resp.transport != HTTP_ANSWERED) {
-                post_evidence(j, st->name, "GET", url, &resp, NULL, NULL, "failed");
-                if (stopping(w->r) && !j->commit_sent) {
-                    ev = MACHINE_EV_RELEASED;
-                    goto out;
-                }
-                ev = step_failed(j, "%s page: no answer", st->name);
-                goto out;
-            }
-            if (erp_is_session_expired(w->erp, resp.body, resp.body_len)) {
-                post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "session-expired");
-                j->relogin = true;
-                if (!j->commit_sent) {
-                    *ret_restart = true;
-                    ev = MACHINE_EV_NOT_SENT;
-                } else {
-                    ev = step_failed(j, "%s page: the ERP showed the login page", st->name);
-                }
-                goto out;
-            }
-            if (!status_2xx(resp.status) || !cur) {
-                post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "failed");
-                if (resp.retry_after_s > 0)
-                    j->retry_after_ms = resp.retry_after_s * 1000;
-                snprintf(msg, sizeof(msg), "%s page answered HTTP %ld", st->name, resp.status);
-                ev = step_failed(j, "%.400s", msg);
-                goto out;
-            }
-            post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "answered");
-            free(tmpl);
-            free(url);
-            tmpl = url = NULL;
-        }
-        if (!cur) {
-            ev = step_systemic(j, "the flow's first post step fetches no page");
-            goto out;
-        }
-        page_form_done(&form);
-        memset(&form, 0, sizeof(form));
-        if (page_find_form(cur, st->form.xpath, &form, NULL, 0) != APBOT_OK) {
-            snprintf(msg, sizeof(msg), "form %s of step %s not found on the ERP's page",
-                     st->form.xpath, st->name);
-            ev = step_systemic(j, msg);
-            goto out;
-        }
-        for (size_t k = 0; k < st->form.n_fields; k++) {
-            char *value = NULL;
-            vars.user = w->r->user;
-            vars.password = w->r->password;
-            if (flow_expand(f, st->form.fields[k].value, &vars, &value, err, sizeof(err)) !=
-                APBOT_OK) {
-                ev = step_failed(j, "%s", err);
-                goto out;
-            }
-            int rc = page_form_set(&form, st->form.fields[k].name, value);
-            if (value)
-                explicit_bzero(value, strlen(value));
-            free(value);
-            if (rc != APBOT_OK) {
-                snprintf(msg, sizeof(msg), "form %s of step %s has no field '%s'", st->form.xpath,
-                         st->name, st->form.fields[k].name);
-                ev = step_systemic(j, msg);
-                goto out;
-            }
-        }
-        vars.user = vars.password = NULL;
-        if (st->form.submit && page_form_press(&form, st->form.submit, NULL) != APBOT_OK) {
-            snprintf(msg, sizeof(msg), "form %s of step %s has no button '%s'", st->form.xpath,
-                     st->name, st->form.submit);
-            ev = step_systemic(j, msg);
-            goto out;
-        }
-        if (stopping(w->r) && !j->commit_sent) {
-            ev = MACHINE_EV_RELEASED;
-            goto out;
-        }
-
-        w->form_streak = 0; /* the form and every field the flow fills are there */
-
-        /* Submit. From the committing step on, the ERP may book. The lease is checked once
-         * more right before the committing request: this step's page fetch and evidence
-         * write may have outlasted it, and a recovered item must not be posted twice. */
-        if (i == ci && !job_lease(j)) {
-            ev = MACHINE_EV_RELEASED; /* not applied: the lease is gone, nothing was sent */
-            goto out;
-        }
-        bool is_get = form.method && strcmp(form.method, "GET") == 0;
-        const char *method = is_get ? "GET" : "POST";
-        if (i == ci) {
-            w->stats.posts_sent++;
-            j->commit_sent = true;
-        }
-        http_response_done(&resp);
-        memset(&resp, 0, sizeof(resp));
-        int hrc;
-        if (is_get) {
-            char *gurl = form_get_url(&form);
-            if (!gurl) {
-                ev = step_systemic(j, "a GET form too large to submit");
-                goto out;
-            }
-            hrc = http_get(erp_http(w->erp), gurl, &resp);
-            free(gurl);
-        } else {
-            free(fields);
-            fields = form_fields(&form);
-            hrc = http_post_form(erp_http(w->erp), form.action, fields, form.n, &resp);
-        }
-        if (hrc != APBOT_OK) {
-            if (i == ci && resp.transport == HTTP_NOT_SENT)
-                j->commit_sent = false;
-            ev = step_failed(j, "%s: the request could not be made", st->name);
-            goto out;
-        }
-        page_free(cur);
-        cur = NULL;
-        if (resp.transport == HTTP_ANSWERED && resp.body &&
-            page_parse(resp.body, resp.body_len,
-                       resp.effective_url ? resp.effective_url : form.action, &cur, NULL,
-                       0) != APBOT_OK)
-            cur = NULL;
-        if (resp.transport != HTTP_ANSWERED) {
-            if (i == ci && resp.transport == HTTP_NOT_SENT) {
-                j->commit_sent = false;
-                w->stats.posts_sent--;
-            }
-            post_evidence(j, st->name, method, form.action, &resp, NULL, NULL,
-                          j->commit_sent ? "unknown" : "not-sent");
-            if (stopping(w->r) && !j->commit_sent) {
-                ev = MACHINE_EV_RELEASED;
-                goto out;
-            }
-            ev = step_failed(j, "%s: no answer", st->name);
-            if (j->commit_sent)
-                snprintf(j->detail, sizeof(j->detail), "%s: %s (%s)", st->name,
-                         http_transport_name(resp.transport), resp.detail);
-            goto out;
-        }
-
-        /* Step rules first, then (last step) the final outcome rules. */
-        struct match_result *m = NULL;
-        const struct flow_rule *rule = rule_match(st->rules, st->n_rules, &resp, &m);
-        if (!rule && last)
-            rule = rule_match(f->outcomes, f->n_outcomes, &resp, &m);
-        if (rule) {
-            ev = rule_event(j, rule, m);
-            match_result_free(m);
-            if (rule->outcome == FLOW_OUT_SESSION_EXPIRED && i < ci) {
-                *ret_restart = true; /* nothing sent that could book: log in, start over */
-                ev = MACHINE_EV_NOT_SENT;
-            }
-            if (rule->outcome == FLOW_OUT_NOT_SENT && resp.retry_after_s > 0)
-                j->retry_after_ms = resp.retry_after_s * 1000;
-            if (ev == MACHINE_EV_NOT_SENT && j->commit_sent && i > ci)
-                ev = MACHINE_EV_UNKNOWN; /* a later step was refused; the commit stands */
-            if (ev == MACHINE_EV_NOT_SENT && j->commit_sent && i == ci && resp.redirects > 0) {
-                /* The committed form was answered by a redirect: the login page or overload
-                 * reply is the redirect target's, the form itself may have been booked. */
-                ev = MACHINE_EV_UNKNOWN;
-                snprintf(j->detail, sizeof(j->detail),
-                         "%s: rule %s matched after %ld redirect(s): the form may be booked",
-                         st->name, rule->name ? rule->name : "?", resp.redirects);
-            }
-            post_evidence(j, st->name, method, form.action, &resp, cur, rule->name,
-                          machine_event_name(ev));
-            goto out;
-        }
-        if (erp_is_session_expired(w->erp, resp.body, resp.body_len)) {
-            post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "session-expired");
-            j->relogin = true;
-            snprintf(j->detail, sizeof(j->detail), "%s: the ERP showed the login page", st->name);
-            if (i < ci)
-                *ret_restart = true;
-            /* At the committing step the login page proves nothing was processed only when it
-             * answered the form itself, not a redirect after it. */
-            ev = i < ci || (i == ci && resp.redirects == 0) ? MACHINE_EV_NOT_SENT
-                                                            : MACHINE_EV_UNKNOWN;
-            goto out;
-        }
-        if (last) {
-            post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "unknown");
-            snprintf(j->detail, sizeof(j->detail),
-                     "%s: HTTP %ld with a page no outcome rule matches", st->name, resp.status);
-            ev = j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
-            goto out;
-        }
-        if (!status_2xx(resp.status) || !cur) {
-            post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "failed");
-            if (resp.retry_after_s > 0)
-                j->retry_after_ms = resp.retry_after_s * 1000;
-            snprintf(msg, sizeof(msg), "%s answered HTTP %ld", st->name, resp.status);
-            ev = step_failed(j, "%.400s", msg);
-            goto out;
-        }
-        post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "next-step");
-    }
-    ev = step_failed(j, "%s", "the flow has no post steps");
-out:
-    free(fields);
-    page_form_done(&form);
-    page_free(cur);
-    http_response_done(&resp);
-    free(tmpl);
-    free(url);
-    return ev;
-}
-
-/* posting: runs the post steps, restarting after a session expired before the commit. */
+/* posting: runs the post through erp_post_run (erp_post.h) and turns its verdict into the
+ * machine's event. Flows with steps after the committing one are refused at start
+ * (flow_unsupported) until this runner drives the finishing state. */
 static enum machine_event job_post(struct job *j)
 {
     struct worker *w = j->w;
-    enum machine_event ev = MACHINE_EV_NOT_SENT;
+    struct erp_post_hooks hooks = {
+        .ctx = j, .before_commit = post_before_commit, .stopping = post_stopping};
+    struct erp_post_result res;
+    char err[APBOT_ERR_LEN];
+
     j->commit_sent = false;
     if (!j->inv_ok) {
         snprintf(j->detail, sizeof(j->detail), "the queued payload cannot be read");
         return MACHINE_EV_NOT_SENT;
     }
-    for (int round = 0; round <= RUNNER_POST_RESTARTS; round++) {
-        if (stopping(w->r))
+    if (stopping(w->r))
+        return MACHINE_EV_RELEASED;
+    if (!w->logged_in || j->relogin) {
+        j->relogin = false;
+        enum login_rc lr = worker_login(w);
+        if (lr == LOGIN_SYSTEMIC) {
+            j->systemic = true;
             return MACHINE_EV_RELEASED;
-        if (!w->logged_in || j->relogin) {
-            j->relogin = false;
-            enum login_rc lr = worker_login(w);
-            if (lr == LOGIN_SYSTEMIC) {
-                j->systemic = true;
-                return MACHINE_EV_RELEASED;
-            }
-            if (lr == LOGIN_TRANSIENT) {
-                snprintf(j->detail, sizeof(j->detail), "login before the post failed");
-                return stopping(w->r) ? MACHINE_EV_RELEASED : MACHINE_EV_NOT_SENT;
-            }
         }
-        bool restart = false;
-        ev = post_pass(j, &restart);
-        if (!restart)
-            break;
-        w->logged_in = false;
+        if (lr == LOGIN_TRANSIENT) {
+            snprintf(j->detail, sizeof(j->detail), "login before the post failed");
+            return stopping(w->r) ? MACHINE_EV_RELEASED : MACHINE_EV_NOT_SENT;
+        }
     }
-    if (j->relogin)
-        w->logged_in = false;
-    return ev;
+    if (erp_post_run(w->erp, &j->inv, j->item.key, ERP_POST_FROM_START, NULL, &hooks, &res, err,
+                     sizeof(err)) != APBOT_OK) {
+        snprintf(j->detail, sizeof(j->detail), "%.480s", err);
+        return MACHINE_EV_NOT_SENT;
+    }
+    if (j->commit_sent && !res.commit_sent)
+        w->stats.posts_sent--; /* provably never left: not a post */
+    j->commit_sent = res.commit_sent;
+    w->logged_in = erp_logged_in(w->erp);
+    if (res.retry_after_ms > 0)
+        j->retry_after_ms = res.retry_after_ms;
+    snprintf(j->detail, sizeof(j->detail), "%s", res.detail);
+    if (res.doc[0])
+        snprintf(j->doc, sizeof(j->doc), "%s", res.doc);
+    if (res.reason[0])
+        snprintf(j->reason, sizeof(j->reason), "%s", res.reason);
+    if (res.login_refused) {
+        j->systemic = login_systemic(w, res.detail);
+        return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_RELEASED;
+    }
+    if (res.released)
+        return MACHINE_EV_RELEASED;
+    if (res.verdict != DECIDE_SYSTEMIC)
+        w->form_streak = 0;
+    switch (res.verdict) {
+    case DECIDE_CONFIRMED:
+        return MACHINE_EV_CONFIRMED;
+    case DECIDE_REJECTED:
+        return MACHINE_EV_REJECTED;
+    case DECIDE_ALREADY_EXISTS:
+        return MACHINE_EV_ALREADY_EXISTS;
+    case DECIDE_UNKNOWN:
+        return MACHINE_EV_UNKNOWN;
+    case DECIDE_NOT_SENT:
+        return stopping(w->r) && !j->commit_sent ? MACHINE_EV_RELEASED : MACHINE_EV_NOT_SENT;
+    case DECIDE_SYSTEMIC:
+        return step_systemic(j, res.detail);
+    case DECIDE_SAVED: /* no follow-up steps in a flow this runner accepts */
+    case DECIDE_FOLLOWUP_FAILED:
+    case DECIDE_NEXT:
+    case DECIDE_RESTART:
+    case DECIDE_RESTART_FOLLOWUPS:
+    case DECIDE_POST__COUNT:
+        break;
+    }
+    return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
 }
 
 /* ---- one claimed item ------------------------------------------------------------------- */
@@ -1446,8 +1073,8 @@ out:
 
 /* ---- the calling thread ----------------------------------------------------------------- */
 
-/* A flow element this runner does not drive yet, or NULL. Refusing the flow is safer than
- * pressing the first of several buttons or booking one line of many. */
+/* A flow element this runner does not drive yet, or NULL: refusing the flow is safer than
+ * driving half of it (the post's own elements are erp_post_run's). */
 static const char *flow_unsupported(const struct flow *f)
 {
     for (size_t i = 0; i < f->n_session_expired; i++)
@@ -1459,15 +1086,6 @@ static const char *flow_unsupported(const struct flow *f)
         return "<detail> or <finished> in the lookup";
     if (flow_commit_index(f) + 1 < f->n_steps)
         return "steps after the committing step";
-    for (size_t i = 0; i < f->n_steps; i++) {
-        const struct flow_step *st = &f->steps[i];
-        if (st->form.submit_value || st->form.lines.present || st->n_captures ||
-            st->repeat_until_lines)
-            return "submit-value=, <lines>, <capture> or repeat=";
-        for (size_t k = 0; k < st->form.n_fields; k++)
-            if (st->form.fields[k].option != FLOW_OPTION_DEFAULT)
-                return "option=";
-    }
     return NULL;
 }
 
