@@ -114,7 +114,10 @@ static void assert_lines(unsigned short port, const char *doc, const struct invo
     char *csv = NULL;
     assert_int_equal(simc_lines(port, &csv), 0);
     size_t seen = 0;
-    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line = csv, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
         char d[64], gl[32], amount[64];
         int n = 0;
         if (sscanf(line, "%63[^,],%d,%31[^,],%63[^,]", d, &n, gl, amount) != 4 ||
