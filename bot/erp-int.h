@@ -30,6 +30,7 @@ struct erp_session {
     char *user;     /* secret: wiped on close, masked in every output */
     char *password; /* secret */
     bool logged_in;
+    bool refused; /* the last erp_login was refused (credentials): see erp_login_refused */
     int retries; /* extra tries of a transiently failed GET */
     atomic_int *cancel;
     erp_evidence_fn evidence;

@@ -136,6 +136,11 @@ bool erp_logged_in(const struct erp_session *s)
     return s->logged_in;
 }
 
+bool erp_login_refused(const struct erp_session *s)
+{
+    return s->refused;
+}
+
 char *erp_url(const struct erp_session *s, const char *expanded)
 {
     return http_resolve_url(s->base_url, expanded);
@@ -252,10 +257,7 @@ const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rul
             continue;
         if (rule->url) {
             const char *u = r->effective_url ? r->effective_url : "";
-            /* URLs are short: a budget of their own, still counted as this answer's */
-            struct match_budget ub;
-            match_budget_init(&ub, match_budget_for(strlen(u)), v->budget.cancel);
-            enum match_outcome o = match_run(rule->url, u, strlen(u), &ub, NULL);
+            enum match_outcome o = match_run(rule->url, u, strlen(u), &v->budget, NULL);
             if (o == MATCH_ABORTED) {
                 v->aborted = true;
                 snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what);
@@ -293,9 +295,7 @@ bool erp_view_session_gone(struct erp_view *v, const struct flow *f)
             const char *loc = r->first_location;
             if (!loc)
                 continue;
-            struct match_budget lb;
-            match_budget_init(&lb, match_budget_for(strlen(loc)), v->budget.cancel);
-            enum match_outcome o = match_run(m->redirect, loc, strlen(loc), &lb, NULL);
+            enum match_outcome o = match_run(m->redirect, loc, strlen(loc), &v->budget, NULL);
             if (o == MATCH_ABORTED) {
                 v->aborted = true;
                 snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what);
@@ -516,8 +516,9 @@ static bool carries_secret(const struct erp_session *s, const char *tmpl, const 
  * number of times). Reports the exchange x.
  */
 static int login_answer(struct erp_session *s, const struct http_response *r, const char *method,
-                        const char *url, bool by_form, char *err, size_t errlen)
+                        const char *url, const struct page_form *form, char *err, size_t errlen)
 {
+    const bool by_form = form != NULL;
     const struct flow_login *l = &s->flow->login;
     struct erp_view v;
     struct erp_xch x;
@@ -527,6 +528,19 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
     int rc;
 
     erp_xch_begin(s, &x, "login", method, url, r, NULL, NULL);
+    if (form) {
+        /* every control submitted, secrets masked by erp_xch_control */
+        x.form = apbot_xstrdup(l->form.xpath);
+        for (size_t k = 0; k < form->n; k++) {
+            const char *src = "page default";
+            for (size_t i = 0; i < l->form.n_fields; i++)
+                if (strcmp(l->form.fields[i].name, form->names[k]) == 0)
+                    src = "template";
+            if (form->pressed > 0 && strcmp(form->names[k], form->buttons[form->pressed - 1]) == 0)
+                src = "button pressed";
+            erp_xch_control(s, &x, form->names[k], form->values[k], src);
+        }
+    }
     erp_view_init(&v, s, r);
     if (r->transport != HTTP_ANSWERED) {
         snprintf(why, sizeof(why), "login: %s (%s)", http_transport_name(r->transport),
@@ -555,6 +569,7 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
         case FLOW_OUT_REJECTED:
             snprintf(why, sizeof(why), "login refused (rule %s, HTTP %ld)", name, r->status);
             rc = APBOT_E_SYSTEMIC;
+            s->refused = true;
             report_now(s, &x, "refused", name, why);
             goto out;
         case FLOW_OUT_ALREADY_EXISTS:
@@ -572,6 +587,7 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
     if (r->status == 401 || r->status == 403) {
         snprintf(why, sizeof(why), "login refused: HTTP %ld", r->status);
         rc = APBOT_E_SYSTEMIC;
+        s->refused = true;
         report_now(s, &x, "refused", NULL, why);
         goto out;
     }
@@ -635,7 +651,7 @@ static int login_request(struct erp_session *s, const char *url, char *err, size
         return apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login: %s",
                           apbot_strerror(rc));
     }
-    rc = login_answer(s, &r, method, url, false, err, errlen);
+    rc = login_answer(s, &r, method, url, NULL, err, errlen);
     http_response_done(&r);
     return rc;
 }
@@ -812,7 +828,7 @@ static int login_form(struct erp_session *s, const char *url, char *err, size_t 
                         apbot_strerror(rc));
         goto out;
     }
-    rc = login_answer(s, &r2, is_get ? "GET" : "POST", form.action, true, err, errlen);
+    rc = login_answer(s, &r2, is_get ? "GET" : "POST", form.action, &form, err, errlen);
 out:
     free(fields);
     if (get_url)
@@ -862,12 +878,15 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
 int erp_login(struct erp_session *s, char *err, size_t errlen)
 {
     int rc = APBOT_E_BUSY;
+    s->refused = false;
     for (int i = 0; i < ERP_LOGIN_ATTEMPTS && rc == APBOT_E_BUSY; i++)
         rc = login_once(s, err, errlen);
-    if (rc == APBOT_E_BUSY)
+    if (rc == APBOT_E_BUSY) {
+        s->refused = true; /* the same answer every time: the credentials, most likely */
         rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
                         "login refused: the ERP answered the login with its login page %d times",
                         ERP_LOGIN_ATTEMPTS);
+    }
     return rc;
 }
 

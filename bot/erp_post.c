@@ -838,7 +838,7 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
             int lrc = erp_login(s, lerr, sizeof(lerr));
             if (lrc != APBOT_OK) {
                 ret->relogin = true;
-                ret->login_refused = lrc == APBOT_E_SYSTEMIC;
+                ret->login_refused = erp_login_refused(s);
                 d.relogin = true;
                 if (start > ci)
                     d.verdict = DECIDE_FOLLOWUP_FAILED;

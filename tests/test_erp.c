@@ -194,6 +194,7 @@ static void test_erp_login_formless_refused_once(void **state)
     assert_non_null(strstr(err, "refused"));
     assert_int_equal(pagesrv_count(x.srv, "*", "/login.pl"), 1); /* one request, never more */
     assert_false(erp_logged_in(x.s));
+    assert_true(erp_login_refused(x.s));
     fx_stop(&x);
 }
 
@@ -233,6 +234,7 @@ static void test_erp_login_formless_transient(void **state)
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_NET); /* rule: not-sent */
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_NET); /* no answer */
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_NET); /* 5xx */
+    assert_false(erp_login_refused(x.s));
     /* A 200 without the success pattern is no login. */
     pagesrv_reset(x.srv);
     ROUTE(&x, "GET", "/login.pl?action=authenticate", {.body = "Welcome\n"});
@@ -257,6 +259,10 @@ static void test_erp_login_form_keeps_token_masks_password(void **state)
     assert_true(rq.fresh);
     /* The trace names every control and its source; the password never shows. */
     assert_non_null(strstr(x.traces, "login logged-in"));
+    assert_non_null(strstr(x.traces, "j_password=***(template)"));
+    assert_non_null(strstr(x.traces, "j_username=***(template)"));
+    assert_non_null(strstr(x.traces, "_csrf=tok123(page default)"));
+    assert_non_null(strstr(x.traces, "login=Log in(button pressed)"));
     assert_false(x.secret_seen);
     fx_stop(&x);
 }
@@ -271,6 +277,7 @@ static void test_erp_login_form_refused_by_rule(void **state)
     ROUTE(&x, "POST", "/erp/login", {.file = "login-refused.html"});
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_SYSTEMIC);
     assert_non_null(strstr(err, "bad-credentials"));
+    assert_true(erp_login_refused(x.s));
     assert_int_equal(pagesrv_count(x.srv, "POST", "/erp/login"), 1);
     fx_stop(&x);
 }
@@ -286,6 +293,7 @@ static void test_erp_login_form_answered_by_login_page(void **state)
     ROUTE(&x, "POST", "/erp/login", {.file = "login-expired.html"});
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_SYSTEMIC);
     assert_int_equal(pagesrv_count(x.srv, "POST", "/erp/login"), 3);
+    assert_true(erp_login_refused(x.s));
     /* ... and once it goes through, the session is logged in. */
     pagesrv_reset(x.srv);
     ROUTE(&x, "GET", "/erp/login", {.file = "login-form.html"});
@@ -305,6 +313,7 @@ static void test_erp_login_form_off_origin_refused(void **state)
     assert_int_equal(erp_login(x.s, err, sizeof(err)), APBOT_E_SYSTEMIC);
     assert_non_null(strstr(err, "origin"));
     assert_int_equal(pagesrv_n_requests(x.srv), 1); /* the page only */
+    assert_false(erp_login_refused(x.s));           /* refused by apbot, not by the ERP */
     fx_stop(&x);
 }
 

@@ -114,7 +114,10 @@ static void assert_lines(unsigned short port, const char *doc, const struct invo
     char *csv = NULL;
     assert_int_equal(simc_lines(port, &csv), 0);
     size_t seen = 0;
-    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+    for (char *line = csv, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
         char d[64], gl[32], amount[64];
         int n = 0;
         if (sscanf(line, "%63[^,],%d,%31[^,],%63[^,]", d, &n, gl, amount) != 4 ||
@@ -179,6 +182,34 @@ static void book_multi_line(enum sim_ui ui)
     assert_int_equal(lr.hits.rows[0].amount, inv.payable);
     erp_lookup_result_done(&lr);
 
+    invoice_done(&inv);
+    drv_stop(&d);
+}
+
+/* classic: eight lines need eight update round trips over pages of ~170 KB per row. */
+static void test_sim_driver_classic_eight_lines(void **state)
+{
+    (void)state;
+    static const char *const gl[] = {"4000", "4400", "5000", "5700",
+                                     "6000", "6010", "6999", "5700"};
+    static const int64_t net[] = {100, 200, 300, 400, 500, 600, 700, 800};
+    struct drv d;
+    struct invoice inv;
+    char key[INVOICE_KEY_LEN + 1], err[APBOT_ERR_LEN] = "", st[32];
+    struct erp_post_result res;
+
+    drv_start(&d, SIM_UI_CLASSIC, NO_LAG, 27);
+    drv_open(&d);
+    make_invoice(&inv, "ML-C-8", gl, net, 8);
+    key_of(&inv, key);
+    assert_int_equal(
+        erp_post_run(d.s, &inv, key, ERP_POST_FROM_START, NULL, NULL, &res, err, sizeof(err)),
+        APBOT_OK);
+    if (res.verdict != DECIDE_CONFIRMED)
+        fail_msg("verdict %s: %s", decide_post_verdict_name(res.verdict), res.detail);
+    assert_string_equal(status_of(d.e.port, res.doc, st, sizeof(st)), "posted");
+    assert_lines(d.e.port, res.doc, &inv);
+    assert_int_equal(simc_stat(d.e.port, "update"), 8);
     invoice_done(&inv);
     drv_stop(&d);
 }
@@ -539,6 +570,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sim_driver_classic_multi_line),
+        cmocka_unit_test(test_sim_driver_classic_eight_lines),
         cmocka_unit_test(test_sim_driver_acme_multi_line),
         cmocka_unit_test(test_sim_driver_classic_unknown_account),
         cmocka_unit_test(test_sim_driver_acme_unknown_account),

@@ -150,6 +150,10 @@ void erp_set_trace(struct erp_session *s, erp_trace_fn fn, void *ctx);
  * the success marker (APBOT_E_SYSTEMIC).
  */
 int erp_login(struct erp_session *s, char *err, size_t errlen) APBOT_MUST_USE;
+/* True when the last erp_login failed because the ERP refused it (a `rejected` rule, 401/403,
+ * or the login page every time): the credentials will not work; stop the run now, from any
+ * session. False after any other outcome (a missing form is systemic too, but not a refusal). */
+bool erp_login_refused(const struct erp_session *s);
 
 /* One result row of a lookup or listing. Strings are heap-owned (erp_hits_done frees them);
  * any may be NULL when the flow has no such column or the cell is empty. */

@@ -80,7 +80,8 @@ struct erp_post_result {
     bool commit_sent;    /* the committing request went out (or may have) */
     bool relogin;        /* the session is gone: the session was marked logged out, and the
                           * next erp_* call logs in first */
-    bool login_refused;  /* a login needed for a restart was refused: stop the run */
+    bool login_refused;  /* a login the post needed was refused (erp_login_refused): stop
+                          * the run; verdict SYSTEMIC before the commit, FOLLOWUP_FAILED after */
     bool data_error;     /* REJECTED because the invoice carries a value the form cannot take
                           * (no such option, no mapping); reason names the field and value */
     char doc[128];       /* the document number, when known (CONFIRMED, SAVED, FOLLOWUP_FAILED,
