@@ -31,7 +31,7 @@ struct erp_session {
     char *password; /* secret */
     bool logged_in;
     bool refused; /* the last erp_login was refused (credentials): see erp_login_refused */
-    int retries; /* extra tries of a transiently failed GET */
+    int retries;  /* extra tries of a transiently failed GET */
     atomic_int *cancel;
     erp_evidence_fn evidence;
     void *evidence_ctx;

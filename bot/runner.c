@@ -136,7 +136,6 @@ struct worker {
     char actor[200];
     struct store *st;
     struct erp_session *erp;
-    bool logged_in;
     int login_fails;
     int form_streak; /* post pages in a row without the flow's form or field */
     uint64_t rng;
@@ -723,12 +722,10 @@ static enum login_rc worker_login(struct worker *w)
         pthread_mutex_unlock(&r->login_mu);
     }
     if (rc == APBOT_OK) {
-        w->logged_in = true;
         w->login_fails = 0;
         w->stats.logins++;
         return LOGIN_OK;
     }
-    w->logged_in = false;
     if (rc == APBOT_E_SYSTEMIC) {
         char msg[700];
         snprintf(msg, sizeof(msg), "login refused: %s", err);
@@ -883,7 +880,6 @@ static enum machine_event job_lookup(struct job *j)
     j->looked_at = mono_ms();
     int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
-        w->logged_in = false;
         char msg[700];
         snprintf(msg, sizeof(msg), "login refused: %s", err);
         breaker_trip(w->r, msg);
@@ -906,14 +902,12 @@ static enum machine_event job_lookup(struct job *j)
         ev = MACHINE_EV_LOOKUP_FAILED;
         break;
     case ERP_NOT_FOUND:
-        w->logged_in = true; /* answered: erp_lookup logged in again if it had to */
         snprintf(j->detail, sizeof(j->detail), "not in the ERP");
         ev = MACHINE_EV_NOT_FOUND;
         break;
     case ERP_FOUND:
     case ERP_FOUND_UNFINISHED: {
         const struct erp_row *row = &res.hits.rows[0];
-        w->logged_in = true;
         if (res.hits.n > 1) {
             snprintf(j->detail, sizeof(j->detail), "%zu ERP documents carry this key (%s, %s)",
                      res.hits.n, row->doc ? row->doc : "?",
@@ -1008,8 +1002,6 @@ static enum machine_event post_event(struct job *j, const struct erp_post_result
     snprintf(j->detail, sizeof(j->detail), "%s", pr->detail);
     if (pr->retry_after_ms > 0)
         j->retry_after_ms = pr->retry_after_ms;
-    if (pr->relogin)
-        w->logged_in = false;
     if (pr->login_refused) {
         breaker_trip(w->r, "login refused during a post");
         if (finishing)
@@ -1079,7 +1071,7 @@ static enum machine_event post_event(struct job *j, const struct erp_post_result
 static bool job_session(struct job *j)
 {
     struct worker *w = j->w;
-    if (w->logged_in)
+    if (erp_logged_in(w->erp))
         return true;
     enum login_rc lr = worker_login(w);
     if (lr == LOGIN_OK)
@@ -1197,8 +1189,7 @@ static void worker_probe(struct worker *w, int *probes)
         char t[320];
         snprintf(t, sizeof(t), "%s: %s", http_transport_name(resp.transport), resp.detail);
         breaker_count(w->r, t);
-        if (resp.transport == HTTP_ANSWERED)
-            w->logged_in = false; /* a long silence may have ended our session */
+        (void)0; /* a long silence may have ended the session: the next exchange finds out */
     }
     http_response_done(&resp);
     free(url);
@@ -1242,7 +1233,7 @@ static void *worker_main(void *arg)
         /* Only as many sessions work as the limit allows (the ERP's capacity). */
         if (!limiter_acquire(r->limiter, &r->stop))
             break;
-        if (!w->logged_in) {
+        if (!erp_logged_in(w->erp)) {
             enum login_rc lr = worker_login(w);
             if (lr != LOGIN_OK) {
                 limiter_release(r->limiter);
