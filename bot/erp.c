@@ -1,9 +1,10 @@
 /*
- * erp.c - an ERP session driven by a flow: the login form (hidden fields kept, secrets from
- * the environment), the check-before-post lookup and the paginated day listing, with bounded
- * re-login on the flow's session-expired marker. It reads pages and reports what they show;
- * what a hit means for an item is the caller's business (runner, report, resolve). It never
- * logs; every exchange can be handed to an evidence callback with a bounded excerpt.
+ * erp.c - an ERP session driven by a flow: credentials, the login (by form, or one request
+ * with HTTP Basic riding on it), fetching a screen with bounded re-logins when a session
+ * marker says the session is gone, and the reporting of every exchange to the evidence and
+ * trace callbacks with the secrets masked. The result tables (lookup, listing) are read in
+ * erp_lookup.c, the post in erp_post.c; what a hit or an answer means for an item is the
+ * caller's business. It never logs.
  */
 #include "apbot/erp.h"
 
@@ -12,48 +13,20 @@
 #include <string.h>
 #include <time.h>
 
+#include "apbot/buf.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
 #include "apbot/match.h"
 #include "apbot/mem.h"
-#include "apbot/money.h"
 #include "apbot/page.h"
 #include "apbot/store.h"
+#include "apbot/text.h"
+#include "erp-int.h"
 
-struct erp_session {
-    const struct flow *flow;
-    struct http_session *http;
-    char *base_url;
-    char *user;     /* secret: wiped on close, never copied into any output */
-    char *password; /* secret */
-    bool logged_in;
-    int retries; /* extra tries of a transiently failed GET */
-    erp_evidence_fn evidence;
-    void *evidence_ctx;
-};
-
-/* Column indexes of a table, by the names erp_row knows; -1 when the flow has none. */
-enum erp_col {
-    ERP_COL_DOC = 0,
-    ERP_COL_REFERENCE,
-    ERP_COL_VENDOR,
-    ERP_COL_INVOICE_NUMBER,
-    ERP_COL_CURRENCY,
-    ERP_COL_DATE,
-    ERP_COL_DOC_TYPE,
-    ERP_COL_BOOKED,
-    ERP_COL_AMOUNT,
-    ERP_COL__COUNT
-};
-static const char *const erp_col_names[] = {
-    [ERP_COL_DOC] = "doc",           [ERP_COL_REFERENCE] = "reference",
-    [ERP_COL_VENDOR] = "vendor",     [ERP_COL_INVOICE_NUMBER] = "invoice_number",
-    [ERP_COL_CURRENCY] = "currency", [ERP_COL_DATE] = "date",
-    [ERP_COL_DOC_TYPE] = "doc_type", [ERP_COL_BOOKED] = "booked",
-    [ERP_COL_AMOUNT] = "amount",
-};
-_Static_assert(sizeof(erp_col_names) / sizeof(erp_col_names[0]) == ERP_COL__COUNT,
-               "every erp_col needs a name");
+/* Attempts when the ERP answers a login with its login page again. */
+#define ERP_LOGIN_ATTEMPTS 3
+/* Controls and captures reported per exchange at most. */
+#define ERP_XCH_LIST_MAX 4096
 
 static void wipe_free(char *s)
 {
@@ -68,7 +41,7 @@ static bool status_ok(long status)
     return status >= 200 && status < 300;
 }
 
-/* ---- session ------------------------------------------------------------------------- */
+/* ---- session ----------------------------------------------------------------------------- */
 
 int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
              struct erp_session **ret, char *err, size_t errlen)
@@ -89,13 +62,12 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
         return apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
                           "the flow logs in: set APBOT_ERP_USER and APBOT_ERP_PASSWORD");
 
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        abort();
+    s = apbot_xcalloc(1, sizeof(*s));
     s->flow = f;
     s->base_url = apbot_xstrdup(base);
     s->user = apbot_xstrdup(user);
     s->password = apbot_xstrdup(password);
+    s->cancel = cancel;
 
     memset(&opt, 0, sizeof(opt));
     opt.origin = s->base_url;
@@ -137,6 +109,43 @@ void erp_set_retries(struct erp_session *s, int retries)
     s->retries = retries > 0 ? retries : 0;
 }
 
+void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx)
+{
+    s->evidence = fn;
+    s->evidence_ctx = ctx;
+}
+
+void erp_set_trace(struct erp_session *s, erp_trace_fn fn, void *ctx)
+{
+    s->trace = fn;
+    s->trace_ctx = ctx;
+}
+
+struct http_session *erp_http(struct erp_session *s)
+{
+    return s->http;
+}
+
+const char *erp_base_url(const struct erp_session *s)
+{
+    return s->base_url;
+}
+
+bool erp_logged_in(const struct erp_session *s)
+{
+    return s->logged_in;
+}
+
+bool erp_login_refused(const struct erp_session *s)
+{
+    return s->refused;
+}
+
+char *erp_url(const struct erp_session *s, const char *expanded)
+{
+    return http_resolve_url(s->base_url, expanded);
+}
+
 /* Waits before retry n (0-based): Retry-After if given, else 250 ms doubling; <= 5 s. */
 static void retry_wait(int n, long retry_after_s)
 {
@@ -151,96 +160,535 @@ static void retry_wait(int n, long retry_after_s)
         ;
 }
 
-void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx)
+/* ---- secrets ----------------------------------------------------------------------------- */
+
+char *erp_mask(const struct erp_session *s, const char *text)
 {
-    s->evidence = fn;
-    s->evidence_ctx = ctx;
+    if (!text)
+        return NULL;
+    const char *user = s ? s->user : NULL, *password = s ? s->password : NULL;
+    size_t len = strlen(text);
+    size_t ulen = user ? strlen(user) : 0, plen = password ? strlen(password) : 0;
+    char *out = apbot_xmalloc(len * 3 + 1); /* "***" is at most 3x a one-byte secret */
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        if (plen && strncmp(text + i, password, plen) == 0) {
+            memcpy(out + o, "***", 3);
+            o += 3;
+            i += plen;
+        } else if (ulen && strncmp(text + i, user, ulen) == 0) {
+            memcpy(out + o, "***", 3);
+            o += 3;
+            i += ulen;
+        } else {
+            out[o++] = text[i++];
+        }
+    }
+    out[o] = '\0';
+    return out;
 }
 
-struct http_session *erp_http(struct erp_session *s)
+/* Cuts s in place to at most max bytes, never inside a UTF-8 sequence. */
+static void cut_utf8(char *s, size_t max)
 {
-    return s->http;
+    size_t len = strlen(s);
+    if (len <= max)
+        return;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    s[n] = '\0';
 }
 
-const char *erp_base_url(const struct erp_session *s)
+void erp_mask_into(const struct erp_session *s, char *buf, size_t len)
 {
-    return s->base_url;
+    if (!buf || !len || !buf[0])
+        return;
+    char *m = erp_mask(s, buf);
+    cut_utf8(m, len - 1);
+    memcpy(buf, m, strlen(m) + 1);
+    free(m);
 }
 
-char *erp_url(const struct erp_session *s, const char *expanded)
+/* ---- reading one answer ------------------------------------------------------------------ */
+
+void erp_view_init(struct erp_view *v, const struct erp_session *s, const struct http_response *r)
 {
-    return http_resolve_url(s->base_url, expanded);
+    memset(v, 0, sizeof(*v));
+    v->r = r;
+    match_budget_init(&v->budget, match_budget_for(r && r->body ? r->body_len : 0),
+                      s ? s->cancel : NULL);
+}
+
+void erp_view_done(struct erp_view *v)
+{
+    free(v->blank);
+    v->blank = NULL;
+}
+
+enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, bool raw,
+                                 const char *what, struct match_result **ret_m)
+{
+    const char *body = v->r && v->r->body ? v->r->body : "";
+    size_t len = v->r && v->r->body ? v->r->body_len : 0;
+    if (!raw && len > 0) {
+        if (!v->blank)
+            v->blank = page_rule_text(body, len);
+        body = v->blank;
+    }
+    enum match_outcome o = match_run(re, body, len, &v->budget, ret_m);
+    if (o == MATCH_ABORTED && !v->aborted) {
+        v->aborted = true;
+        snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what ? what : "a pattern");
+    }
+    return o;
+}
+
+const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rule *rules, size_t n,
+                                       struct match_result **ret_m)
+{
+    const struct http_response *r = v->r;
+    *ret_m = NULL;
+    for (size_t i = 0; i < n && !v->aborted; i++) {
+        const struct flow_rule *rule = &rules[i];
+        char what[96];
+        snprintf(what, sizeof(what), "rule %s", rule->name ? rule->name : "?");
+        if (rule->status && !match_status(rule->status, r->status))
+            continue;
+        if (rule->url) {
+            const char *u = r->effective_url ? r->effective_url : "";
+            enum match_outcome o = match_run(rule->url, u, strlen(u), &v->budget, NULL);
+            if (o == MATCH_ABORTED) {
+                v->aborted = true;
+                snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what);
+                return NULL;
+            }
+            if (o != MATCH_FOUND)
+                continue;
+        }
+        struct match_result *m = NULL;
+        if (rule->body) {
+            enum match_outcome o = erp_view_body(v, rule->body, rule->raw, what, &m);
+            if (o == MATCH_ABORTED)
+                return NULL;
+            if (o != MATCH_FOUND)
+                continue;
+        }
+        *ret_m = m;
+        return rule;
+    }
+    return NULL;
+}
+
+bool erp_view_session_gone(struct erp_view *v, const struct flow *f)
+{
+    const struct http_response *r = v->r;
+    for (size_t i = 0; i < f->n_session_expired && !v->aborted; i++) {
+        const struct flow_marker *m = &f->session_expired[i];
+        char what[96];
+        snprintf(what, sizeof(what), "session marker (flow line %d)", m->line);
+        /* The status of the first hop (the 303 to the login) or of the final answer. */
+        if (m->status && !match_status(m->status, r->status) &&
+            !(r->first_status && match_status(m->status, r->first_status)))
+            continue;
+        if (m->redirect) {
+            const char *loc = r->first_location;
+            if (!loc)
+                continue;
+            enum match_outcome o = match_run(m->redirect, loc, strlen(loc), &v->budget, NULL);
+            if (o == MATCH_ABORTED) {
+                v->aborted = true;
+                snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what);
+                return false;
+            }
+            if (o != MATCH_FOUND)
+                continue;
+        }
+        if (m->body && erp_view_body(v, m->body, m->raw, what, NULL) != MATCH_FOUND)
+            continue;
+        return true;
+    }
+    return false;
 }
 
 bool erp_is_session_expired(const struct erp_session *s, const char *body, size_t len)
 {
     /* Only markers whose one condition is the body pattern can be judged from a body alone;
      * markers by status or redirect need the whole response. */
-    for (size_t i = 0; body && i < s->flow->n_session_expired; i++) {
+    struct http_response r;
+    struct erp_view v;
+    bool gone = false;
+    memset(&r, 0, sizeof(r));
+    r.body = (char *)(uintptr_t)body;
+    r.body_len = body ? len : 0;
+    erp_view_init(&v, s, &r);
+    for (size_t i = 0; body && i < s->flow->n_session_expired && !gone; i++) {
         const struct flow_marker *m = &s->flow->session_expired[i];
-        if (m->body && !m->status && !m->redirect && match_exec(m->body, body, len, NULL))
-            return true;
+        if (m->body && !m->status && !m->redirect)
+            gone = erp_view_body(&v, m->body, m->raw, "session marker", NULL) == MATCH_FOUND;
     }
+    erp_view_done(&v);
+    return gone;
+}
+
+/* ---- reporting exchanges ----------------------------------------------------------------- */
+
+void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *step,
+                   const char *method, const char *url, const struct http_response *r,
+                   const struct page *p, const char *not_sent_detail)
+{
+    memset(x, 0, sizeof(*x));
+    snprintf(x->step, sizeof(x->step), "%s", step ? step : "?");
+    x->method = method ? method : "GET";
+    x->url = erp_mask(s, url);
+    if (!r) {
+        snprintf(x->transport, sizeof(x->transport), "not-sent: %s",
+                 not_sent_detail ? not_sent_detail : "refused before sending");
+        erp_mask_into(s, x->transport, sizeof(x->transport));
+        return;
+    }
+    if (r->detail[0])
+        snprintf(x->transport, sizeof(x->transport), "%s: %s", http_transport_name(r->transport),
+                 r->detail);
+    else if (r->truncated)
+        snprintf(x->transport, sizeof(x->transport), "%s: the answer exceeded max-body-bytes",
+                 http_transport_name(r->transport));
+    else
+        snprintf(x->transport, sizeof(x->transport), "%s", http_transport_name(r->transport));
+    erp_mask_into(s, x->transport, sizeof(x->transport));
+    x->status = r->status;
+    x->elapsed_ms = r->elapsed_ms;
+    x->redirects = r->redirects;
+    x->first_location = erp_mask(s, r->first_location);
+    char *ex = NULL;
+    if (p) {
+        ex = page_excerpt(p, ERP_EXCERPT_MAX);
+    } else if (r->body && r->body_len > 0) {
+        size_t n = r->body_len < ERP_EXCERPT_MAX ? r->body_len : ERP_EXCERPT_MAX;
+        char *raw = apbot_xstrndup(r->body, n);
+        ex = text_escape(raw, ERP_EXCERPT_MAX, 0);
+        free(raw);
+    }
+    if (ex) {
+        x->excerpt = erp_mask(s, ex);
+        cut_utf8(x->excerpt, ERP_EXCERPT_MAX);
+        free(ex);
+    }
+}
+
+void erp_xch_outcome(const struct erp_session *s, struct erp_xch *x, const char *outcome,
+                     const char *rule, const char *why)
+{
+    snprintf(x->outcome, sizeof(x->outcome), "%s", outcome ? outcome : "");
+    free(x->rule);
+    x->rule = rule ? apbot_xstrdup(rule) : NULL;
+    free(x->why);
+    x->why = erp_mask(s, why);
+}
+
+void erp_xch_control(const struct erp_session *s, struct erp_xch *x, const char *name,
+                     const char *value, const char *source)
+{
+    if (apbot_grow((void **)&x->controls, &x->cap_controls, x->n_controls, sizeof(*x->controls),
+                   ERP_XCH_LIST_MAX) != APBOT_OK)
+        return; /* a trace of 4096 controls says enough */
+    struct erp_xctl *c = &x->controls[x->n_controls++];
+    c->name = erp_mask(s, name ? name : "");
+    c->value = erp_mask(s, value ? value : "");
+    c->source = apbot_xstrdup(source ? source : "");
+}
+
+void erp_xch_capture(const struct erp_session *s, struct erp_xch *x, const char *name,
+                     const char *value)
+{
+    if (x->n_captured >= 64)
+        return;
+    x->cap_names = apbot_xrealloc(x->cap_names, (x->n_captured + 1) * sizeof(char *));
+    x->cap_values = apbot_xrealloc(x->cap_values, (x->n_captured + 1) * sizeof(char *));
+    x->cap_names[x->n_captured] = apbot_xstrdup(name ? name : "");
+    x->cap_values[x->n_captured] = erp_mask(s, value ? value : "");
+    x->n_captured++;
+}
+
+void erp_xch_report(const struct erp_session *s, const struct erp_xch *x, erp_trace_fn trace_fn,
+                    void *trace_ctx)
+{
+    if (s->evidence) {
+        struct store_evidence ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.step = x->step;
+        ev.method = x->method;
+        ev.url = x->url;
+        ev.http_status = (int)x->status;
+        ev.elapsed_ms = x->elapsed_ms;
+        ev.transport = x->transport;
+        ev.rule = x->rule;
+        ev.outcome = x->outcome[0] ? x->outcome : "answered";
+        ev.excerpt = x->excerpt;
+        s->evidence(s->evidence_ctx, &ev);
+    }
+    if (!trace_fn) {
+        trace_fn = s->trace;
+        trace_ctx = s->trace_ctx;
+    }
+    if (!trace_fn)
+        return;
+    struct erp_trace_control *ctl = apbot_xcalloc(x->n_controls ? x->n_controls : 1, sizeof(*ctl));
+    for (size_t i = 0; i < x->n_controls; i++) {
+        ctl[i].name = x->controls[i].name;
+        ctl[i].value = x->controls[i].value;
+        ctl[i].source = x->controls[i].source;
+    }
+    struct erp_trace t = {
+        .step = x->step,
+        .method = x->method,
+        .url = x->url,
+        .status = x->status,
+        .transport = x->transport,
+        .redirects = x->redirects,
+        .first_location = x->first_location,
+        .form = x->form,
+        .controls = ctl,
+        .n_controls = x->n_controls,
+        .rule = x->rule,
+        .outcome = x->outcome[0] ? x->outcome : "answered",
+        .why = x->why,
+        .captured_names = (const char *const *)x->cap_names,
+        .captured_values = (const char *const *)x->cap_values,
+        .n_captured = x->n_captured,
+        .excerpt = x->excerpt,
+    };
+    trace_fn(trace_ctx, &t);
+    free(ctl);
+}
+
+void erp_xch_done(struct erp_xch *x)
+{
+    if (!x)
+        return;
+    free(x->url);
+    free(x->first_location);
+    free(x->excerpt);
+    free(x->form);
+    for (size_t i = 0; i < x->n_controls; i++) {
+        free(x->controls[i].name);
+        free(x->controls[i].value);
+        free(x->controls[i].source);
+    }
+    free(x->controls);
+    free(x->rule);
+    free(x->why);
+    for (size_t i = 0; i < x->n_captured; i++) {
+        free(x->cap_names[i]);
+        free(x->cap_values[i]);
+    }
+    free(x->cap_names);
+    free(x->cap_values);
+    memset(x, 0, sizeof(*x));
+}
+
+/* Reports an exchange with its outcome at once and frees it. */
+static void report_now(const struct erp_session *s, struct erp_xch *x, const char *outcome,
+                       const char *rule, const char *why)
+{
+    erp_xch_outcome(s, x, outcome, rule, why);
+    erp_xch_report(s, x, NULL, NULL);
+    erp_xch_done(x);
+}
+
+/* ---- login ------------------------------------------------------------------------------- */
+
+/* True when a login field's template or value carries a secret. */
+static bool carries_secret(const struct erp_session *s, const char *tmpl, const char *value)
+{
+    if (tmpl && strstr(tmpl, "secret."))
+        return true;
+    if (value && s->password && *s->password && strstr(value, s->password))
+        return true;
     return false;
 }
 
-/* Hands one exchange to the evidence callback, with a bounded excerpt of the page. */
-static void emit(struct erp_session *s, const char *step, const char *method, const char *url,
-                 const struct http_response *r, const struct page *p, const char *outcome)
+/*
+ * What the answer to the login request means. Returns APBOT_OK (logged in), APBOT_E_SYSTEMIC
+ * (refused: a `rejected` rule, 401/403, or an answer without the success marker),
+ * APBOT_E_NET (transient: no answer, 429/5xx, a not-sent rule, a pattern over its budget) or
+ * APBOT_E_BUSY (the ERP answered with its login page again: ambiguous, tried again a bounded
+ * number of times). Reports the exchange x.
+ */
+static int login_answer(struct erp_session *s, const struct http_response *r, const char *method,
+                        const char *url, const struct page_form *form, char *err, size_t errlen)
 {
-    struct store_evidence ev;
-    char transport[320];
-    char *excerpt = NULL;
+    const bool by_form = form != NULL;
+    const struct flow_login *l = &s->flow->login;
+    struct erp_view v;
+    struct erp_xch x;
+    struct match_result *m = NULL;
+    const struct flow_rule *rule;
+    char why[400];
+    int rc;
 
-    if (!s->evidence)
-        return;
-    if (r->detail[0])
-        snprintf(transport, sizeof(transport), "%s: %s", http_transport_name(r->transport),
-                 r->detail);
-    else
-        snprintf(transport, sizeof(transport), "%s", http_transport_name(r->transport));
-    if (p)
-        excerpt = page_excerpt(p, ERP_EXCERPT_MAX);
-    memset(&ev, 0, sizeof(ev));
-    ev.step = step;
-    ev.method = method;
-    ev.url = url;
-    ev.http_status = (int)r->status;
-    ev.elapsed_ms = r->elapsed_ms;
-    ev.transport = transport;
-    ev.rule = NULL;
-    ev.outcome = outcome;
-    ev.excerpt = excerpt;
-    s->evidence(s->evidence_ctx, &ev);
-    free(excerpt);
+    erp_xch_begin(s, &x, "login", method, url, r, NULL, NULL);
+    if (form) {
+        /* every control submitted, secrets masked by erp_xch_control */
+        x.form = apbot_xstrdup(l->form.xpath);
+        for (size_t k = 0; k < form->n; k++) {
+            const char *src = "page default";
+            for (size_t i = 0; i < l->form.n_fields; i++)
+                if (strcmp(l->form.fields[i].name, form->names[k]) == 0)
+                    src = "template";
+            if (form->pressed > 0 && strcmp(form->names[k], form->buttons[form->pressed - 1]) == 0)
+                src = "button pressed";
+            erp_xch_control(s, &x, form->names[k], form->values[k], src);
+        }
+    }
+    erp_view_init(&v, s, r);
+    if (r->transport != HTTP_ANSWERED) {
+        snprintf(why, sizeof(why), "login: %s (%s)", http_transport_name(r->transport),
+                 r->truncated ? "answer too large" : r->detail);
+        rc = APBOT_E_NET;
+        report_now(s, &x, "failed", NULL, why);
+        goto out;
+    }
+    rule = erp_view_rules(&v, l->rules, l->n_rules, &m);
+    match_result_free(m);
+    if (v.aborted) {
+        snprintf(why, sizeof(why), "login: %s stopped: %s", v.aborted_what,
+                 match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+        rc = APBOT_E_NET;
+        report_now(s, &x, "failed", v.aborted_what, why);
+        goto out;
+    }
+    if (rule) {
+        const char *name = rule->name ? rule->name : "?";
+        switch (rule->outcome) {
+        case FLOW_OUT_COMPLETED:
+            snprintf(why, sizeof(why), "logged in (rule %s)", name);
+            rc = APBOT_OK;
+            report_now(s, &x, "logged-in", name, why);
+            goto out;
+        case FLOW_OUT_REJECTED:
+            snprintf(why, sizeof(why), "login refused (rule %s, HTTP %ld)", name, r->status);
+            rc = APBOT_E_SYSTEMIC;
+            s->refused = true;
+            report_now(s, &x, "refused", name, why);
+            goto out;
+        case FLOW_OUT_ALREADY_EXISTS:
+        case FLOW_OUT_NOT_SENT:
+        case FLOW_OUT_SESSION_EXPIRED:
+        case FLOW_OUT_UNKNOWN:
+        case FLOW_OUT_SAVED:
+        case FLOW_OUT__COUNT:
+            snprintf(why, sizeof(why), "login not completed (rule %s, HTTP %ld)", name, r->status);
+            rc = APBOT_E_NET;
+            report_now(s, &x, "failed", name, why);
+            goto out;
+        }
+    }
+    if (r->status == 401 || r->status == 403) {
+        snprintf(why, sizeof(why), "login refused: HTTP %ld", r->status);
+        rc = APBOT_E_SYSTEMIC;
+        s->refused = true;
+        report_now(s, &x, "refused", NULL, why);
+        goto out;
+    }
+    bool ok = (l->success || l->success_status) &&
+              (!l->success_status || match_status(l->success_status, r->status));
+    if (ok && l->success) {
+        enum match_outcome o = erp_view_body(&v, l->success, l->success_raw, "login success", NULL);
+        if (o == MATCH_ABORTED) {
+            snprintf(why, sizeof(why), "login: the success pattern stopped: %s",
+                     match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+            rc = APBOT_E_NET;
+            report_now(s, &x, "failed", "success", why);
+            goto out;
+        }
+        ok = o == MATCH_FOUND;
+    }
+    if (ok) {
+        snprintf(why, sizeof(why), "logged in (HTTP %ld)", r->status);
+        rc = APBOT_OK;
+        report_now(s, &x, "logged-in", NULL, why);
+        goto out;
+    }
+    if (r->status == 429 || r->status >= 500) {
+        snprintf(why, sizeof(why), "login answered HTTP %ld", r->status);
+        rc = APBOT_E_NET;
+        report_now(s, &x, "failed", NULL, why);
+        goto out;
+    }
+    if (by_form && erp_view_session_gone(&v, s->flow)) {
+        snprintf(why, sizeof(why), "the ERP answered the login with its login page (HTTP %ld)",
+                 r->status);
+        rc = APBOT_E_BUSY;
+        report_now(s, &x, "session-expired", NULL, why);
+        goto out;
+    }
+    snprintf(why, sizeof(why), "login failed: the answer lacks the success marker (HTTP %ld%s)",
+             r->status,
+             r->redirect_blocked ? ", a redirect off the ERP's origin was not followed" : "");
+    rc = APBOT_E_SYSTEMIC;
+    report_now(s, &x, "failed", NULL, why);
+out:
+    erp_view_done(&v);
+    if (rc != APBOT_OK)
+        apbot_fail(err, errlen, rc, "%s", why);
+    return rc;
 }
 
-/* ---- login --------------------------------------------------------------------------- */
-
-/* The first login rule matching (status and body), or NULL. */
-static const struct flow_rule *login_rule(const struct flow_login *l, const struct http_response *r)
+/* The login as one request (no form): GET or body-less POST, HTTP Basic riding on it. */
+static int login_request(struct erp_session *s, const char *url, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < l->n_rules; i++) {
-        const struct flow_rule *rule = &l->rules[i];
-        if (rule->status && !match_status(rule->status, r->status))
-            continue;
-        if (rule->url && !(r->effective_url &&
-                           match_exec(rule->url, r->effective_url, strlen(r->effective_url), NULL)))
-            continue;
-        if (rule->body && !match_exec(rule->body, r->body ? r->body : "", r->body_len, NULL))
-            continue;
-        return rule;
+    const struct flow_login *l = &s->flow->login;
+    const char *method = l->method && strcmp(l->method, "POST") == 0 ? "POST" : "GET";
+    struct http_request req = {.method = method, .url = url};
+    struct http_response r;
+    memset(&r, 0, sizeof(r));
+    int rc = http_request(s->http, &req, &r);
+    if (rc != APBOT_OK) {
+        struct erp_xch x;
+        erp_xch_begin(s, &x, "login", method, url, NULL, NULL, apbot_strerror(rc));
+        report_now(s, &x, "failed", NULL, "the login request was refused before sending");
+        return apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login: %s",
+                          apbot_strerror(rc));
     }
+    rc = login_answer(s, &r, method, url, NULL, err, errlen);
+    http_response_done(&r);
+    return rc;
+}
+
+/* Builds "action?name=value&..." for a GET form (a browser replaces the action's query). */
+static char *form_get_url(const struct page_form *form)
+{
+    struct apbot_buf b;
+    const char *q = strchr(form->action, '?');
+    const char *hash = strchr(form->action, '#');
+    size_t base = q ? (size_t)(q - form->action)
+                    : (hash ? (size_t)(hash - form->action) : strlen(form->action));
+    apbot_buf_init(&b, 65536);
+    if (apbot_buf_add(&b, form->action, base) != APBOT_OK || apbot_buf_adds(&b, "?") != APBOT_OK)
+        goto fail;
+    for (size_t i = 0; i < form->n; i++) {
+        char *k = http_escape(form->names[i]);
+        char *v = http_escape(form->values[i] ? form->values[i] : "");
+        int rc = (k && v) ? apbot_buf_addf(&b, "%s%s=%s", i ? "&" : "", k, v) : APBOT_E_INVAL;
+        free(k);
+        free(v);
+        if (rc != APBOT_OK)
+            goto fail;
+    }
+    return apbot_buf_steal(&b, NULL);
+fail:
+    apbot_buf_done(&b);
     return NULL;
 }
 
-/*
- * One login attempt. Returns APBOT_E_BUSY (detail in err) when the answer to the submitted
- * login form is the flow's session-expired page: either the ERP ended the fresh session at
- * once (a transient fault) or it silently refused the credentials; erp_login tells the two
- * apart by trying once more.
- */
-static int login_once(struct erp_session *s, char *err, size_t errlen)
+char *erp_form_get_url(const struct page_form *form)
+{
+    return form_get_url(form);
+}
+
+/* The login by form: fetch the page, fill the form (hidden fields kept), submit it. */
+static int login_form(struct erp_session *s, const char *url, char *err, size_t errlen)
 {
     const struct flow *f = s->flow;
     const struct flow_login *l = &f->login;
@@ -249,323 +697,216 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
     struct page *p = NULL;
     struct page_form form;
     struct http_field *fields = NULL;
-    char *tmpl_url = NULL, *url = NULL;
-    const struct flow_rule *rule;
+    struct erp_xch x;
+    char *get_url = NULL;
+    char why[400];
+    bool secret = false;
     int rc;
 
     memset(&r1, 0, sizeof(r1));
     memset(&r2, 0, sizeof(r2));
     memset(&form, 0, sizeof(form));
+    memset(&vars, 0, sizeof(vars));
+    vars.user = s->user;
+    vars.password = s->password;
+
+    rc = http_get(s->http, url, &r1);
+    if (rc != APBOT_OK) {
+        erp_xch_begin(s, &x, "login", "GET", url, NULL, NULL, apbot_strerror(rc));
+        report_now(s, &x, "failed", NULL, "the login page request was refused before sending");
+        rc = apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login page: %s",
+                        apbot_strerror(rc));
+        goto out;
+    }
+    if (r1.transport != HTTP_ANSWERED || !status_ok(r1.status)) {
+        erp_xch_begin(s, &x, "login", "GET", url, &r1, NULL, NULL);
+        if (r1.transport != HTTP_ANSWERED)
+            snprintf(why, sizeof(why), "login page: %s (%s)", http_transport_name(r1.transport),
+                     r1.truncated ? "answer too large" : r1.detail);
+        else
+            snprintf(why, sizeof(why), "login page answered HTTP %ld", r1.status);
+        report_now(s, &x, "failed", NULL, why);
+        /* A login page refused outright (401/403) is a refusal; anything else transient. */
+        rc = apbot_fail(err, errlen,
+                        r1.transport == HTTP_ANSWERED && (r1.status == 401 || r1.status == 403)
+                            ? APBOT_E_SYSTEMIC
+                            : APBOT_E_NET,
+                        "%s", why);
+        goto out;
+    }
+    rc = page_parse(r1.body, r1.body_len, r1.effective_url ? r1.effective_url : url, &p, err,
+                    errlen);
+    erp_xch_begin(s, &x, "login", "GET", url, &r1, rc == APBOT_OK ? p : NULL, NULL);
+    if (rc != APBOT_OK) {
+        report_now(s, &x, "failed", NULL, "the login page cannot be read");
+        rc = apbot_fail(err, errlen, APBOT_E_NET, "login page cannot be read");
+        goto out;
+    }
+    if (page_find_form(p, l->form.xpath, &form, NULL, 0) != APBOT_OK) {
+        snprintf(why, sizeof(why), "login form not found (%s)", l->form.xpath);
+        report_now(s, &x, "failed", NULL, why);
+        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "%s", why);
+        goto out;
+    }
+    report_now(s, &x, "answered", NULL, "the login page with its form");
+    /* Credentials go to the ERP's origin only, and never into a URL. */
+    if (!form.action || !http_same_origin(s->base_url, form.action)) {
+        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
+                        "login refused before sending: the login form's action leaves the "
+                        "ERP's origin");
+        erp_xch_begin(s, &x, "login", form.method, form.action, NULL, NULL,
+                      "the form's action leaves the ERP's origin");
+        report_now(s, &x, "refused", NULL, err);
+        goto out;
+    }
+    for (size_t i = 0; i < l->form.n_fields; i++) {
+        const struct flow_field *fd = &l->form.fields[i];
+        char *value = NULL;
+        rc = flow_expand(f, fd->value, &vars, &value, err, errlen);
+        if (rc != APBOT_OK) {
+            rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login field '%s' cannot be filled",
+                            fd->name);
+            goto out;
+        }
+        secret = secret || carries_secret(s, fd->value, value);
+        if (fd->option != FLOW_OPTION_DEFAULT)
+            rc =
+                page_form_select(&form, fd->name, value,
+                                 fd->option == FLOW_OPTION_LABEL          ? PAGE_OPTION_LABEL
+                                 : fd->option == FLOW_OPTION_LABEL_PREFIX ? PAGE_OPTION_LABEL_PREFIX
+                                                                          : PAGE_OPTION_VALUE,
+                                 NULL);
+        else
+            rc = page_form_set(&form, fd->name, value);
+        wipe_free(value);
+        if (rc != APBOT_OK) {
+            rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form: field '%s' cannot be set",
+                            fd->name);
+            goto out;
+        }
+    }
+    if (l->form.submit &&
+        page_form_press(&form, l->form.submit, l->form.submit_value) != APBOT_OK) {
+        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
+                        "login form: no single button '%s'%s%s%s (the form changed)",
+                        l->form.submit, l->form.submit_value ? " of value '" : "",
+                        l->form.submit_value ? l->form.submit_value : "",
+                        l->form.submit_value ? "'" : "");
+        goto out;
+    }
+    bool is_get = form.method && strcmp(form.method, "GET") == 0;
+    if (is_get && secret) {
+        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
+                        "login refused before sending: the login form's method is GET and a "
+                        "field carries a secret (it would go into a URL)");
+        erp_xch_begin(s, &x, "login", "GET", form.action, NULL, NULL,
+                      "a secret would go into a URL");
+        report_now(s, &x, "refused", NULL, err);
+        goto out;
+    }
+    if (is_get) {
+        get_url = form_get_url(&form);
+        if (!get_url) {
+            rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form too large");
+            goto out;
+        }
+        struct http_request req = {.method = "GET", .url = get_url, .fresh = true};
+        rc = http_request(s->http, &req, &r2);
+    } else {
+        fields = apbot_xcalloc(form.n ? form.n : 1, sizeof(*fields));
+        for (size_t i = 0; i < form.n; i++) {
+            fields[i].name = form.names[i];
+            fields[i].value = form.values[i];
+        }
+        rc = http_post_form(s->http, form.action, fields, form.n, &r2);
+    }
+    if (rc != APBOT_OK) {
+        erp_xch_begin(s, &x, "login", is_get ? "GET" : "POST", form.action, NULL, NULL,
+                      apbot_strerror(rc));
+        report_now(s, &x, "failed", NULL, "the login submit was refused before sending");
+        rc = apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login: %s",
+                        apbot_strerror(rc));
+        goto out;
+    }
+    rc = login_answer(s, &r2, is_get ? "GET" : "POST", form.action, &form, err, errlen);
+out:
+    free(fields);
+    if (get_url)
+        wipe_free(get_url);
+    page_form_done(&form);
+    page_free(p);
+    http_response_done(&r1);
+    http_response_done(&r2);
+    return rc;
+}
+
+/* One login attempt (see login_answer for the codes). */
+static int login_once(struct erp_session *s, char *err, size_t errlen)
+{
+    const struct flow *f = s->flow;
+    const struct flow_login *l = &f->login;
+    struct flow_vars vars;
+    char *tmpl_url = NULL, *url = NULL;
+    int rc;
+
     s->logged_in = false;
     if (!l->present) {
         s->logged_in = true;
         return APBOT_OK;
     }
-    if (!l->has_form)
-        return apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
-                          "this apbot cannot yet log in without a login <form>");
     http_session_clear_cookies(s->http);
     memset(&vars, 0, sizeof(vars));
-    vars.user = s->user;
-    vars.password = s->password;
-
     rc = flow_expand(f, l->get, &vars, &tmpl_url, err, errlen);
     if (rc != APBOT_OK)
-        goto out;
+        return apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "the login URL cannot be expanded");
     url = erp_url(s, tmpl_url);
-    if (!url) {
-        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "login URL does not resolve");
-        goto out;
-    }
-    rc = http_get(s->http, url, &r1);
-    if (rc != APBOT_OK) {
-        rc = apbot_fail(err, errlen, rc, "login page: %s", apbot_strerror(rc));
-        goto out;
-    }
-    if (r1.transport != HTTP_ANSWERED) {
-        emit(s, "login", "GET", url, &r1, NULL, "failed");
-        rc = apbot_fail(err, errlen, APBOT_E_NET, "login page: %s (%s)",
-                        http_transport_name(r1.transport), r1.detail);
-        goto out;
-    }
-    if (!status_ok(r1.status)) {
-        emit(s, "login", "GET", url, &r1, NULL, "failed");
-        rc = apbot_fail(err, errlen, APBOT_E_NET, "login page answered HTTP %ld", r1.status);
-        goto out;
-    }
-    rc = page_parse(r1.body, r1.body_len, r1.effective_url ? r1.effective_url : url, &p, err,
-                    errlen);
-    if (rc != APBOT_OK)
-        goto out;
-    emit(s, "login", "GET", url, &r1, p, "answered");
-    if (page_find_form(p, l->form.xpath, &form, NULL, 0) != APBOT_OK) {
-        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form not found (%s)", l->form.xpath);
-        goto out;
-    }
-    for (size_t i = 0; i < l->form.n_fields; i++) {
-        char *value = NULL;
-        rc = flow_expand(f, l->form.fields[i].value, &vars, &value, err, errlen);
-        if (rc != APBOT_OK)
-            goto out;
-        rc = page_form_set(&form, l->form.fields[i].name, value);
-        wipe_free(value);
-        if (rc != APBOT_OK) {
-            rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form has no field '%s'",
-                            l->form.fields[i].name);
-            goto out;
-        }
-    }
-    if (l->form.submit && page_form_press(&form, l->form.submit, NULL) != APBOT_OK) {
-        rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login form has no button '%s'",
-                        l->form.submit);
-        goto out;
-    }
-    fields = calloc(form.n ? form.n : 1, sizeof(*fields));
-    if (!fields)
-        abort();
-    for (size_t i = 0; i < form.n; i++) {
-        fields[i].name = form.names[i];
-        fields[i].value = form.values[i];
-    }
-    rc = http_post_form(s->http, form.action, fields, form.n, &r2);
-    if (rc != APBOT_OK) {
-        rc = apbot_fail(err, errlen, rc, "login: %s", apbot_strerror(rc));
-        goto out;
-    }
-    page_free(p);
-    p = NULL;
-    if (r2.transport == HTTP_ANSWERED && r2.body &&
-        page_parse(r2.body, r2.body_len, form.action, &p, NULL, 0) != APBOT_OK)
-        p = NULL; /* evidence without an excerpt */
-    if (r2.transport != HTTP_ANSWERED) {
-        emit(s, "login", "POST", form.action, &r2, NULL, "failed");
-        rc = apbot_fail(err, errlen, APBOT_E_NET, "login: %s (%s)",
-                        http_transport_name(r2.transport), r2.detail);
-        goto out;
-    }
-    rule = login_rule(l, &r2);
-    if (rule) {
-        switch (rule->outcome) {
-        case FLOW_OUT_COMPLETED:
-            break;
-        case FLOW_OUT_REJECTED:
-            emit(s, "login", "POST", form.action, &r2, p, "refused");
-            rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login refused (rule %s)",
-                            rule->name ? rule->name : "?");
-            goto out;
-        case FLOW_OUT_ALREADY_EXISTS:
-        case FLOW_OUT_NOT_SENT:
-        case FLOW_OUT_SESSION_EXPIRED:
-        case FLOW_OUT_UNKNOWN:
-        case FLOW_OUT_SAVED:
-        case FLOW_OUT__COUNT:
-            emit(s, "login", "POST", form.action, &r2, p, "failed");
-            rc = apbot_fail(err, errlen, APBOT_E_NET, "login not completed (rule %s)",
-                            rule->name ? rule->name : "?");
-            goto out;
-        }
-    }
-    if (!rule &&
-        !((l->success || l->success_status) &&
-          (!l->success_status || match_status(l->success_status, r2.status)) &&
-          (!l->success || (r2.body && match_exec(l->success, r2.body, r2.body_len, NULL))))) {
-        emit(s, "login", "POST", form.action, &r2, p, "failed");
-        if (r2.body && erp_is_session_expired(s, r2.body, r2.body_len))
-            rc = apbot_fail(err, errlen, APBOT_E_BUSY,
-                            "the ERP answered the login with its login page (HTTP %ld)", r2.status);
-        else if (r2.status == 429 || r2.status >= 500)
-            rc = apbot_fail(err, errlen, APBOT_E_NET, "login answered HTTP %ld", r2.status);
-        else
-            rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
-                            "login failed: the page after login lacks the success marker "
-                            "(HTTP %ld)",
-                            r2.status);
-        goto out;
-    }
-    emit(s, "login", "POST", form.action, &r2, p, "logged-in");
-    s->logged_in = true;
-    rc = APBOT_OK;
-out:
-    free(fields);
-    page_form_done(&form);
-    page_free(p);
-    http_response_done(&r1);
-    http_response_done(&r2);
     free(tmpl_url);
+    if (!url)
+        return apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "the login URL does not resolve");
+    rc = l->has_form ? login_form(s, url, err, errlen) : login_request(s, url, err, errlen);
     free(url);
+    if (rc == APBOT_OK)
+        s->logged_in = true;
     return rc;
 }
 
-/* Attempts when the ERP answers a submitted login with its login page again. */
-#define ERP_LOGIN_ATTEMPTS 3
-
 /*
- * Logs in through the flow's login form. A login answered by the login page is tried again,
- * up to ERP_LOGIN_ATTEMPTS times: a session the ERP ended at once is transient, the same
- * answer every time is a refusal the flow has no rule for (APBOT_E_SYSTEMIC).
+ * Logs in. A login answered by the login page is tried again, up to ERP_LOGIN_ATTEMPTS times:
+ * a session the ERP ended at once is transient, the same answer every time a refusal the flow
+ * has no rule for (APBOT_E_SYSTEMIC). Every other refusal counts at once.
  */
 int erp_login(struct erp_session *s, char *err, size_t errlen)
 {
     int rc = APBOT_E_BUSY;
+    s->refused = false;
     for (int i = 0; i < ERP_LOGIN_ATTEMPTS && rc == APBOT_E_BUSY; i++)
         rc = login_once(s, err, errlen);
-    if (rc == APBOT_E_BUSY)
+    if (rc == APBOT_E_BUSY) {
+        s->refused = true; /* the same answer every time: the credentials, most likely */
         rc = apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
-                        "login refused: the ERP answered the login form with its login page "
-                        "%d times",
+                        "login refused: the ERP answered the login with its login page %d times",
                         ERP_LOGIN_ATTEMPTS);
+    }
     return rc;
 }
 
-/* ---- rows ---------------------------------------------------------------------------- */
+/* ---- fetching a screen ------------------------------------------------------------------- */
 
-static void row_free(struct erp_row *r)
-{
-    free(r->doc);
-    free(r->reference);
-    free(r->vendor);
-    free(r->invoice_number);
-    free(r->currency);
-    free(r->date);
-    free(r->doc_type);
-    free(r->booked);
-    free(r->amount_text);
-    memset(r, 0, sizeof(*r));
-}
-
-void erp_hits_done(struct erp_hits *h)
-{
-    if (!h)
-        return;
-    for (size_t i = 0; i < h->n; i++)
-        row_free(&h->rows[i]);
-    free(h->rows);
-    memset(h, 0, sizeof(*h));
-}
-
-void erp_lookup_result_done(struct erp_lookup_result *r)
-{
-    if (!r)
-        return;
-    erp_hits_done(&r->hits);
-}
-
-int erp_parse_amount(const struct flow_table *t, const char *text, const char *currency,
-                     int64_t *ret_minor, char *err, size_t errlen)
-{
-    char buf[64];
-    size_t n = 0;
-    const char *p = text;
-    char dec = t->amount_decimal ? t->amount_decimal : '.';
-    char group = t->amount_group;
-    bool seen_dec = false;
-
-    if (!text || !currency)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "no amount or currency");
-    while (*p == ' ')
-        p++;
-    if (*p == '-' || *p == '+')
-        buf[n++] = *p++;
-    for (; *p; p++) {
-        if (n + 2 >= sizeof(buf))
-            return apbot_fail(err, errlen, APBOT_E_RANGE, "amount too long");
-        if (*p >= '0' && *p <= '9') {
-            buf[n++] = *p;
-        } else if (*p == dec && !seen_dec) {
-            seen_dec = true;
-            buf[n++] = '.';
-        } else if (group && *p == group && !seen_dec && n > 0 && buf[n - 1] >= '0' &&
-                   buf[n - 1] <= '9' && p[1] >= '0' && p[1] <= '9') {
-            continue; /* a grouping separator between digits of the integer part */
-        } else if (*p == ' ' && p[strspn(p, " ")] == '\0') {
-            break; /* trailing blanks */
-        } else {
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "not an amount: '%.40s'", text);
-        }
-    }
-    buf[n] = '\0';
-    return money_parse(buf, currency, MONEY_PLAIN, MONEY_ROUND_REFUSE, ret_minor, err, errlen);
-}
-
-/* Column indexes of table t by name. */
-static void table_columns(const struct flow_table *t, int idx[ERP_COL__COUNT])
-{
-    for (int c = 0; c < ERP_COL__COUNT; c++) {
-        idx[c] = -1;
-        for (size_t i = 0; i < t->n_cols; i++)
-            if (t->cols[i].name && strcmp(t->cols[i].name, erp_col_names[c]) == 0) {
-                idx[c] = (int)i;
-                break;
-            }
-    }
-}
-
-static char *cell(const char *const *cells, size_t n, int idx)
-{
-    if (idx < 0 || (size_t)idx >= n || !cells[idx] || !*cells[idx])
-        return NULL;
-    return apbot_xstrdup(cells[idx]);
-}
-
-/* Fills *row from one table row (strings heap-owned by row). */
-static void row_fill(const struct flow_table *t, const int idx[ERP_COL__COUNT],
-                     const char *const *cells, size_t n, const char *currency_hint,
-                     struct erp_row *row)
-{
-    const char *cur;
-    int64_t minor;
-
-    memset(row, 0, sizeof(*row));
-    row->doc = cell(cells, n, idx[ERP_COL_DOC]);
-    row->reference = cell(cells, n, idx[ERP_COL_REFERENCE]);
-    row->vendor = cell(cells, n, idx[ERP_COL_VENDOR]);
-    row->invoice_number = cell(cells, n, idx[ERP_COL_INVOICE_NUMBER]);
-    row->currency = cell(cells, n, idx[ERP_COL_CURRENCY]);
-    row->date = cell(cells, n, idx[ERP_COL_DATE]);
-    row->doc_type = cell(cells, n, idx[ERP_COL_DOC_TYPE]);
-    row->booked = cell(cells, n, idx[ERP_COL_BOOKED]);
-    row->amount_text = cell(cells, n, idx[ERP_COL_AMOUNT]);
-    cur = row->currency ? row->currency : currency_hint;
-    if (row->amount_text && cur && money_exponent(cur) >= 0 &&
-        erp_parse_amount(t, row->amount_text, cur, &minor, NULL, 0) == APBOT_OK) {
-        row->amount = minor;
-        row->exponent = money_exponent(cur);
-        row->has_amount = true;
-    }
-}
-
-static void hits_push(struct erp_hits *h, struct erp_row *row)
-{
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 4;
-        struct erp_row *rows = realloc(h->rows, cap * sizeof(*rows));
-        if (!rows)
-            abort();
-        h->rows = rows;
-        h->cap = cap;
-    }
-    h->rows[h->n++] = *row;
-    memset(row, 0, sizeof(*row));
-}
-
-/* ---- fetching a screen, logging in again when the ERP shows the login page ------------- */
-
-/*
- * GETs url; on the session-expired page logs in again (at most ERP_RELOGIN_MAX times) and
- * repeats. On APBOT_OK *ret is an answered 2xx response and *ret_page its parsed page.
- * APBOT_E_NET: no usable answer (detail in err, *ret still holds the last response);
- * APBOT_E_SYSTEMIC: the login was refused.
- */
-static int fetch(struct erp_session *s, const char *step, const char *url,
-                 struct http_response *ret, struct page **ret_page, char *err, size_t errlen)
+int erp_fetch(struct erp_session *s, const char *step, const char *url, struct page **ret_page,
+              struct erp_xch *ret_x, struct erp_fetch_info *ret_info, char *err, size_t errlen)
 {
     int relogins = 0, retries = 0;
     int rc;
 
+    memset(ret_info, 0, sizeof(*ret_info));
+    ret_info->retry_after_s = -1;
     for (;;) {
+        struct http_response r;
+        struct erp_view v;
+        struct erp_xch x;
         struct page *p = NULL;
-        http_response_done(ret);
-        memset(ret, 0, sizeof(*ret));
+        char why[400];
+
         if (!s->logged_in) {
             rc = erp_login(s, err, errlen);
             if (rc == APBOT_E_NET && retries < s->retries) {
@@ -573,22 +914,40 @@ static int fetch(struct erp_session *s, const char *step, const char *url,
                 continue;
             }
             if (rc != APBOT_OK)
-                return rc;
+                return rc == APBOT_E_SYSTEMIC ? rc : APBOT_E_NET;
         }
-        rc = http_get(s->http, url, ret);
-        if (rc != APBOT_OK)
-            return apbot_fail(err, errlen, rc, "%s: %s", step, apbot_strerror(rc));
-        if (ret->transport != HTTP_ANSWERED) {
-            emit(s, step, "GET", url, ret, NULL, "failed");
-            if (retries < s->retries) {
-                retry_wait(retries++, -1);
-                continue;
-            }
-            return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s (%s)", step,
-                              http_transport_name(ret->transport), ret->detail);
+        memset(&r, 0, sizeof(r));
+        rc = http_get(s->http, url, &r);
+        if (rc != APBOT_OK) {
+            erp_xch_begin(s, &x, step, "GET", url, NULL, NULL, apbot_strerror(rc));
+            report_now(s, &x, "failed", NULL, "refused before sending");
+            return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s", step, apbot_strerror(rc));
         }
-        if (erp_is_session_expired(s, ret->body, ret->body_len)) {
-            emit(s, step, "GET", url, ret, NULL, "session-expired");
+        ret_info->status = r.status;
+        ret_info->retry_after_s = r.retry_after_s;
+        erp_view_init(&v, s, &r);
+        if (r.transport != HTTP_ANSWERED) {
+            snprintf(why, sizeof(why), "%s: %s (%s)", step, http_transport_name(r.transport),
+                     r.truncated ? "answer larger than max-body-bytes" : r.detail);
+            goto failed;
+        }
+        bool gone = erp_view_session_gone(&v, s->flow);
+        if (v.aborted) {
+            ret_info->match_aborted = true;
+            snprintf(why, sizeof(why), "%s: %s stopped (%s): the answer is unknown", step,
+                     v.aborted_what,
+                     match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+            erp_xch_begin(s, &x, step, "GET", url, &r, NULL, NULL);
+            report_now(s, &x, "failed", v.aborted_what, why);
+            erp_view_done(&v);
+            http_response_done(&r);
+            return apbot_fail(err, errlen, APBOT_E_NET, "%s", why);
+        }
+        if (gone) {
+            erp_xch_begin(s, &x, step, "GET", url, &r, NULL, NULL);
+            report_now(s, &x, "session-expired", NULL, "a session marker matched");
+            erp_view_done(&v);
+            http_response_done(&r);
             s->logged_in = false;
             if (relogins++ < ERP_RELOGIN_MAX)
                 continue;
@@ -596,354 +955,33 @@ static int fetch(struct erp_session *s, const char *step, const char *url,
                               "%s: session expired again after %d fresh logins", step,
                               ERP_RELOGIN_MAX);
         }
-        if (!status_ok(ret->status)) {
-            emit(s, step, "GET", url, ret, NULL, "failed");
-            if ((ret->status == 429 || ret->status >= 500) && retries < s->retries) {
-                retry_wait(retries++, ret->retry_after_s);
-                continue;
-            }
-            return apbot_fail(err, errlen, APBOT_E_NET, "%s: HTTP %ld", step, ret->status);
+        if (!status_ok(r.status)) {
+            snprintf(why, sizeof(why), "%s: HTTP %ld", step, r.status);
+            goto failed;
         }
-        if (ret->truncated) {
-            emit(s, step, "GET", url, ret, NULL, "failed");
-            return apbot_fail(err, errlen, APBOT_E_NET, "%s: page larger than max_body", step);
+        if (page_parse(r.body, r.body_len, r.effective_url ? r.effective_url : url, &p, NULL, 0) !=
+            APBOT_OK) {
+            snprintf(why, sizeof(why), "%s: the page cannot be read", step);
+            goto failed;
         }
-        rc = page_parse(ret->body, ret->body_len, ret->effective_url ? ret->effective_url : url, &p,
-                        err, errlen);
-        if (rc != APBOT_OK) {
-            emit(s, step, "GET", url, ret, NULL, "failed");
-            return apbot_fail(err, errlen, APBOT_E_NET, "%s: unreadable page", step);
-        }
+        erp_xch_begin(s, ret_x, step, "GET", url, &r, p, NULL);
+        ret_info->answered = true;
+        ret_info->final_url = apbot_xstrdup(r.effective_url ? r.effective_url : url);
+        erp_view_done(&v);
+        http_response_done(&r);
         *ret_page = p;
         return APBOT_OK;
-    }
-}
-
-/* Column XPaths of a table, for page_rows. Heap array of borrowed strings. */
-static const char **table_xpaths(const struct flow_table *t)
-{
-    const char **x = calloc(t->n_cols ? t->n_cols : 1, sizeof(*x));
-    if (!x)
-        abort();
-    for (size_t i = 0; i < t->n_cols; i++)
-        x[i] = t->cols[i].xpath;
-    return x;
-}
-
-/* ---- lookup -------------------------------------------------------------------------- */
-
-struct lookup_walk {
-    const struct flow_table *t;
-    int idx[ERP_COL__COUNT];
-    int key_idx; /* column compared with the cut key, -1 for a natural-key lookup */
-    const char *cut;
-    const char *currency;
-    int *expect_idx;   /* per <expect>: its column */
-    char **expect_val; /* per <expect>: the expanded value the cell must equal */
-    size_t n_expect;
-    struct erp_hits *hits;
-};
-
-/* True when cell i of the row exists and equals want exactly. */
-static bool cell_is(const char *const *cells, size_t n, int i, const char *want)
-{
-    return i >= 0 && (size_t)i < n && cells[i] && strcmp(cells[i], want) == 0;
-}
-
-static int lookup_row(void *ctx, const char *const *cells, size_t n)
-{
-    struct lookup_walk *w = ctx;
-    struct erp_row row;
-
-    /* The ERP's search may match by prefix or ignore filters: only exact rows count. */
-    if (w->key_idx >= 0 && !cell_is(cells, n, w->key_idx, w->cut))
-        return 0;
-    for (size_t i = 0; i < w->n_expect; i++)
-        if (!cell_is(cells, n, w->expect_idx[i], w->expect_val[i]))
-            return 0;
-    row_fill(w->t, w->idx, cells, n, w->currency, &row);
-    hits_push(w->hits, &row);
-    return 0;
-}
-
-/* Index of the table column called name, or -1. */
-static int column_index(const struct flow_table *t, const char *name)
-{
-    for (size_t i = 0; name && i < t->n_cols; i++)
-        if (t->cols[i].name && strcmp(t->cols[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
-int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv,
-               const char *currency, struct erp_lookup_result *ret, char *err, size_t errlen)
-{
-    const struct flow *f = s->flow;
-    const struct flow_lookup *lk = &f->lookup;
-    struct flow_vars vars;
-    struct http_response resp;
-    struct page *p = NULL;
-    struct lookup_walk w;
-    const char **xp = NULL;
-    char *tmpl_url = NULL, *url = NULL, *cut = NULL;
-    char ferr[256] = "";
-    size_t n_rows = 0;
-    int rc;
-
-    memset(ret, 0, sizeof(*ret));
-    ret->retry_after_s = -1;
-    memset(&resp, 0, sizeof(resp));
-    if (!lk->get || !lk->table.rows)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "the flow has no lookup");
-    if (!key || !*key)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "lookup without a key");
-    if (lk->n_expect > 0 && !inv)
-        return apbot_fail(err, errlen, APBOT_E_INVAL,
-                          "the flow's lookup compares invoice fields: an invoice is needed");
-
-    memset(&w, 0, sizeof(w));
-    memset(&vars, 0, sizeof(vars));
-    vars.key = key;
-    vars.inv = inv;
-    if (lk->n_expect > 0) {
-        w.expect_idx = calloc(lk->n_expect, sizeof(*w.expect_idx));
-        w.expect_val = calloc(lk->n_expect, sizeof(*w.expect_val));
-        if (!w.expect_idx || !w.expect_val)
-            abort();
-        w.n_expect = lk->n_expect;
-        for (size_t i = 0; i < lk->n_expect; i++) {
-            w.expect_idx[i] = column_index(&lk->table, lk->expect[i].name);
-            rc = flow_expand(f, lk->expect[i].value, &vars, &w.expect_val[i], err, errlen);
-            if (rc != APBOT_OK)
-                goto out;
+    failed:
+        erp_xch_begin(s, &x, step, "GET", url, &r, NULL, NULL);
+        report_now(s, &x, "failed", NULL, why);
+        erp_view_done(&v);
+        bool transient = r.transport != HTTP_ANSWERED || r.status == 429 || r.status >= 500;
+        long ra = r.retry_after_s;
+        http_response_done(&r);
+        if (transient && retries < s->retries) {
+            retry_wait(retries++, ra);
+            continue;
         }
+        return apbot_fail(err, errlen, APBOT_E_NET, "%s", why);
     }
-    rc = flow_expand(f, lk->get, &vars, &tmpl_url, err, errlen);
-    if (rc != APBOT_OK)
-        goto out;
-    url = erp_url(s, tmpl_url);
-    cut = flow_key_cut(f, key);
-    if (!url || !cut) {
-        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "lookup URL does not resolve");
-        goto out;
-    }
-
-    rc = fetch(s, "lookup", url, &resp, &p, ferr, sizeof(ferr));
-    ret->http_status = resp.status;
-    ret->retry_after_s = resp.retry_after_s;
-    if (rc == APBOT_E_NET) {
-        ret->answer = ERP_FAILED;
-        snprintf(ret->detail, sizeof(ret->detail), "%s", ferr);
-        rc = APBOT_OK;
-        goto out;
-    }
-    if (rc != APBOT_OK) {
-        rc = apbot_fail(err, errlen, rc, "%s", ferr);
-        goto out;
-    }
-
-    w.t = &lk->table;
-    table_columns(w.t, w.idx);
-    /* By key: the key column (checked to exist at load). By natural key: the expects only. */
-    w.key_idx = lk->key_column ? column_index(w.t, lk->key_column) : -1;
-    if (lk->key_column && w.key_idx < 0)
-        w.key_idx = w.idx[ERP_COL_REFERENCE];
-    if (w.key_idx < 0 && w.n_expect == 0) {
-        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "the flow's lookup compares no column");
-        goto out;
-    }
-    w.cut = cut;
-    w.currency = currency;
-    w.hits = &ret->hits;
-    xp = table_xpaths(w.t);
-    rc = page_rows(p, w.t->rows, xp, w.t->n_cols, lookup_row, &w, &n_rows, err, errlen);
-    if (rc != APBOT_OK) {
-        erp_hits_done(&ret->hits);
-        ret->answer = ERP_FAILED;
-        snprintf(ret->detail, sizeof(ret->detail), "lookup: result table unreadable");
-        emit(s, "lookup", "GET", url, &resp, p, "failed");
-        rc = APBOT_OK;
-        goto out;
-    }
-    if (ret->hits.n > 0) {
-        ret->answer = ERP_FOUND;
-        emit(s, "lookup", "GET", url, &resp, p, "found");
-    } else if (n_rows > 0 || (w.t->empty && page_has(p, w.t->empty))) {
-        ret->answer = ERP_NOT_FOUND;
-        emit(s, "lookup", "GET", url, &resp, p, "not-found");
-    } else {
-        ret->answer = ERP_FAILED;
-        snprintf(ret->detail, sizeof(ret->detail),
-                 "lookup: unrecognised page (neither result rows nor the no-results marker)");
-        emit(s, "lookup", "GET", url, &resp, p, "failed");
-    }
-    rc = APBOT_OK;
-out:
-    if (rc != APBOT_OK)
-        erp_lookup_result_done(ret);
-    for (size_t i = 0; i < w.n_expect; i++)
-        free(w.expect_val[i]);
-    free(w.expect_val);
-    free(w.expect_idx);
-    free(xp);
-    page_free(p);
-    http_response_done(&resp);
-    free(tmpl_url);
-    free(url);
-    free(cut);
-    return rc;
-}
-
-/* ---- day listing --------------------------------------------------------------------- */
-
-struct list_walk {
-    const struct flow_table *t;
-    int idx[ERP_COL__COUNT];
-    erp_row_fn fn;
-    void *ctx;
-    int stop; /* the callback's non-zero return */
-};
-
-static int list_row(void *ctx, const char *const *cells, size_t n)
-{
-    struct list_walk *w = ctx;
-    struct erp_row row;
-    int rc;
-
-    row_fill(w->t, w->idx, cells, n, NULL, &row);
-    rc = w->fn(w->ctx, &row);
-    row_free(&row);
-    if (rc != 0)
-        w->stop = rc;
-    return rc;
-}
-
-/* The next-page href on p, or NULL. The flow's XPath may name the link or its @href. */
-static char *next_href(const struct page *p, const char *xpath)
-{
-    char expr[1024];
-    char *href;
-
-    if (strstr(xpath, "@href"))
-        return page_string(p, xpath);
-    if ((size_t)snprintf(expr, sizeof(expr), "(%s)[1]/@href", xpath) >= sizeof(expr))
-        return NULL;
-    href = page_string(p, expr);
-    return href;
-}
-
-int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
-                 char *err, size_t errlen)
-{
-    const struct flow *f = s->flow;
-    const struct flow_list *ls = &f->list;
-    const bool by_template = ls->get && strstr(ls->get, "${page") != NULL;
-    const int max_pages = ls->max_pages > 0 ? ls->max_pages : 100;
-    struct list_walk w;
-    const char **xp = NULL;
-    char *url = NULL;
-    int pages = 0;
-    int rc = APBOT_OK;
-
-    if (!ls->get || !ls->table.rows)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "the flow has no list operation");
-    if (!date || strlen(date) != 10)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "list: bad date");
-
-    memset(&w, 0, sizeof(w));
-    w.t = &ls->table;
-    w.fn = fn;
-    w.ctx = ctx;
-    table_columns(w.t, w.idx);
-    xp = table_xpaths(w.t);
-
-    for (int page_no = 1;; page_no++) {
-        struct flow_vars vars;
-        struct http_response resp;
-        struct page *p = NULL;
-        char *next = NULL;
-        size_t n_rows = 0;
-        bool more;
-
-        if (!url) {
-            char *tmpl_url = NULL;
-            memset(&vars, 0, sizeof(vars));
-            vars.date = date;
-            vars.from = vars.to = date; /* a range listing, one day of it */
-            vars.page = page_no;
-            rc = flow_expand(f, ls->get, &vars, &tmpl_url, err, errlen);
-            if (rc != APBOT_OK)
-                break;
-            url = erp_url(s, tmpl_url);
-            free(tmpl_url);
-            if (!url) {
-                rc = apbot_fail(err, errlen, APBOT_E_INVAL, "list URL does not resolve");
-                break;
-            }
-        }
-        memset(&resp, 0, sizeof(resp));
-        rc = fetch(s, "list", url, &resp, &p, err, errlen);
-        if (rc != APBOT_OK) {
-            http_response_done(&resp);
-            break;
-        }
-        pages++;
-        rc = page_rows(p, w.t->rows, xp, w.t->n_cols, list_row, &w, &n_rows, err, errlen);
-        if (rc != APBOT_OK || w.stop) {
-            emit(s, "list", "GET", url, &resp, p, w.stop ? "answered" : "failed");
-            page_free(p);
-            http_response_done(&resp);
-            if (w.stop)
-                rc = w.stop;
-            break;
-        }
-        if (n_rows == 0 && w.t->empty && !page_has(p, w.t->empty)) {
-            emit(s, "list", "GET", url, &resp, p, "failed");
-            page_free(p);
-            http_response_done(&resp);
-            rc = apbot_fail(err, errlen, APBOT_E_NET,
-                            "list page %d: unrecognised page (neither rows nor the "
-                            "no-results marker)",
-                            page_no);
-            break;
-        }
-        emit(s, "list", "GET", url, &resp, p, "answered");
-        if (w.t->next) {
-            next = next_href(p, w.t->next);
-            more = next != NULL && *next;
-        } else {
-            more = by_template && n_rows > 0;
-        }
-        free(url);
-        url = NULL;
-        if (more && !by_template) {
-            url = http_resolve_url(resp.effective_url ? resp.effective_url : erp_base_url(s), next);
-            if (!url) {
-                free(next);
-                page_free(p);
-                http_response_done(&resp);
-                rc = apbot_fail(err, errlen, APBOT_E_NET, "list: next-page link unusable");
-                break;
-            }
-        }
-        free(next);
-        page_free(p);
-        http_response_done(&resp);
-        if (!more) {
-            rc = APBOT_OK;
-            break;
-        }
-        if (pages >= max_pages) {
-            rc = apbot_fail(err, errlen, APBOT_E_LIMIT,
-                            "list: the ERP shows more than %d pages for %s; the listing would "
-                            "be incomplete (raise max-pages in the flow)",
-                            max_pages, date);
-            break;
-        }
-    }
-    free(url);
-    free(xp);
-    if (ret_pages)
-        *ret_pages = pages;
-    return rc;
 }

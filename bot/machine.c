@@ -372,6 +372,12 @@ static int from_finishing(enum machine_event ev, struct machine_counters c,
         return cycle(s, MACHINE_FINISHING, c, p, "lookup failed while finishing: back off",
                      "saved in the ERP but not finished: lookups kept failing");
     case MACHINE_EV_NOT_FOUND:
+        /* The ERP's search may lag behind its save: only an absence seen after the settle
+         * delay (counted from the save) means the document is gone. */
+        if (!c.settled)
+            return go(s, MACHINE_FINISHING, MACHINE_DELAY_SETTLE, c,
+                      "saved but not found yet: the search may lag behind the save; look again "
+                      "after the settle delay");
         return go(s, MACHINE_MANUAL_REVIEW, MACHINE_DELAY_NONE, c,
                   "the saved document vanished from the ERP: a human decides, never re-post");
     case MACHINE_EV_REJECTED:

@@ -22,6 +22,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
+#include "apbot/transition.h"
 
 static const char *nz(const char *s)
 {
@@ -874,7 +875,6 @@ int review_decide(struct store *st, const struct flow *f, const char *erp_url,
     struct machine_policy pol = policy_of(f);
     struct store_item it;
     struct machine_step step;
-    struct store_change ch;
     char err[APBOT_ERR_LEN], why[512];
     int64_t seen = 0, holder = 0;
     bool have_item = false;
@@ -995,16 +995,24 @@ int review_decide(struct store *st, const struct flow *f, const char *erp_url,
             goto out;
         }
     }
-    memset(&ch, 0, sizeof(ch));
-    ch.from = it.state;
-    ch.event = action_event(d->action);
-    ch.step = &step;
-    ch.erp_doc = d->action == REVIEW_POSTED ? d->doc : NULL;
-    ch.reason = d->action == REVIEW_REJECT ? d->reason : "";
-    ch.detail = ret->detail;
-    ch.actor = ret->actor;
-    ch.keep_lease = false;
-    rc = store_apply(st, d->id, NULL, &ch, NULL, &holder, err, sizeof(err));
+    {
+        /* The one state setter: the machine decides, the store persists, one audit event. */
+        struct transition_env env = {
+            .st = st,
+            .policy = &pol,
+            .actor = ret->actor,
+        };
+        struct transition_in in = {
+            .event = action_event(d->action),
+            .doc = d->action == REVIEW_POSTED ? d->doc : NULL,
+            .reason = d->action == REVIEW_REJECT ? d->reason : "",
+            .detail = ret->detail,
+            .refuse_conflict = true,
+        };
+        struct transition_out out;
+        rc = transition_apply(&env, &it, &in, &out, err, sizeof(err));
+        holder = out.conflict_with;
+    }
     if (rc == APBOT_OK)
         rc = store_commit(st, err, sizeof(err));
     if (rc != APBOT_OK) {
@@ -1028,7 +1036,7 @@ int review_decide(struct store *st, const struct flow *f, const char *erp_url,
     if (review_version(st, d->id, &ret->version, err, sizeof(err)) != APBOT_OK)
         ret->version = 0;
     result_set(ret, REVIEW_DONE, "item #%lld: %s -> %s by %s: %s", (long long)d->id,
-               machine_state_name(it.state), machine_state_name(step.next), ret->actor,
+               machine_state_name(ret->from), machine_state_name(step.next), ret->actor,
                ret->detail);
 out:
     if (have_item)

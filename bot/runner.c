@@ -1,29 +1,33 @@
 /*
  * runner.c - `apbot run`: the workers that drive queued items through the state machine,
- * the circuit breaker, and the calling thread's watch over clock, signals and progress.
+ * the circuit breaker, the settle delay that learns from late commits, the limit on working
+ * sessions, and the calling thread's watch over clock, signals, recovery and progress.
  *
- * One worker thread per ERP session; each owns a store connection, an erp session (login,
- * lookup) and, through it, an HTTP session for the post steps. A worker is blocking: one
- * exchange at a time, interrupted by the shared abort flag that http.c polls between short
- * slices of its per-session curl multi loop. Per item, the worker computes an event from
- * what the ERP showed (one function per state: lookup for checking/reconciling, the post
- * steps for posting), asks machine_next() for the step and persists it with store_apply(),
- * keeping the lease while it continues with the same item (checking -> posting). The intent
- * to post is committed before any step of the form is sent. What "not sent" means per step:
- * steps before the committing one can never book, so any failure there is NOT_SENT; from the
- * committing step on, only a transport that provably sent nothing or an answer the flow's
- * rules call not-sent/session-expired is NOT_SENT, everything else ambiguous is UNKNOWN.
- * The settle delay of a reconciliation counts from the moment the ambiguity was recorded
- * (the posting -> reconciling event), which is after the client's exchange ended or the
- * crashed runner's lease expired, so an ERP that commits late is never taken for absent.
+ * One worker thread per ERP session (the flow's max-sessions, or --concurrency); a limiter
+ * lets only as many work at once as the ERP can take (fixed, or adaptive with --concurrency
+ * auto: limiter.h). Each worker owns a store connection and an ERP session, and is blocking:
+ * one exchange at a time, interrupted by the shared abort flag that http.c polls. Per item
+ * the worker learns an event from the ERP - a lookup (checking, reconciling, and finishing
+ * when claimed), the post through every step (erp_post_run), or the follow-up steps on a
+ * saved document - and hands it to the one state setter (transition_apply), which asks the
+ * machine and persists the change with its audit event. The intent to post is committed
+ * before any step of the form is sent; a saved document is committed before its follow-up
+ * steps run. What an answer means is decided by decide.c, not here.
  *
- * The circuit breaker stops the run (APBOT_E_SYSTEMIC) on login refused or a login without
- * its success marker, the entry form or one of the flow's fields missing, or an unreachable
- * ERP: breaker_failures consecutive unanswered exchanges across workers spanning at least
- * breaker_window_ms. After a few unanswered exchanges the workers stop claiming and probe
- * the login page instead, so a short outage is ridden out without spending items' attempt
- * budgets. In-flight items are handed back with the `released` event (or `unknown` once the
- * committing step may have gone out); untouched items stay queued.
+ * The settle delay of a reconciliation is measured on CLOCK_BOOTTIME from the moment the
+ * ambiguity was recorded (the store keeps the stamp with its boot id): a step of the wall
+ * clock cannot shorten it. When a reconciliation finds a document the ERP booked later than
+ * the client gave up, the lateness is kept per flow in the queue; once the longest late
+ * commit reaches half the settle delay, the delay in force becomes twice that for the rest of
+ * the run (and for later runs of the flow), and the log says so.
+ *
+ * The circuit breaker stops the run (APBOT_E_SYSTEMIC) on a refused login (one refusal across
+ * all sessions: until a login has succeeded, sessions log in one at a time), the entry form
+ * or a field missing three times in a row, or an unreachable ERP: breaker_failures
+ * consecutive unanswered exchanges across workers spanning at least breaker_window_ms. After
+ * a few unanswered exchanges the workers stop claiming and probe instead, so a short outage
+ * is ridden out without spending items' budgets. In-flight items are handed back with the
+ * `released` event (or `unknown` once the committing request may have gone out).
  */
 #include "apbot/runner.h"
 
@@ -39,22 +43,24 @@
 
 #include "apbot/clock.h"
 #include "apbot/erp.h"
+#include "apbot/erp_post.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
 #include "apbot/invoice.h"
+#include "apbot/limiter.h"
 #include "apbot/machine.h"
-#include "apbot/match.h"
-#include "apbot/page.h"
+#include "apbot/mem.h"
+#include "apbot/money.h"
 #include "apbot/store.h"
+#include "apbot/text.h"
+#include "apbot/transition.h"
 
 #define RUNNER_EXCERPT_MAX 1024   /* bytes of page text kept per exchange */
-#define RUNNER_EXCERPT_READ 4096  /* read this much, mask secrets, then cut */
-#define RUNNER_POST_RESTARTS 2    /* post restarts after a session expired before commit */
 #define RUNNER_SUSPECT_FAILURES 3 /* unanswered in a row: stop claiming, probe instead */
 #define RUNNER_PROBE_CAP_MS 1000  /* longest pause between probes of a silent ERP */
 #define RUNNER_LOGIN_FAILS_MAX 30 /* transient login failures in a row before giving up */
-#define RUNNER_LOGIN_CONFIRM 3    /* systemic-looking login failures in a row that trip */
 #define RUNNER_FORM_CONFIRM 3     /* pages without the flow's form in a row that trip */
+#define RUNNER_JOB_ROUNDS 8       /* events one claim may apply (checking, posting, ...) */
 #define RUNNER_RECOVER_EVERY_MS 1000
 #define RUNNER_TICK_MS 100
 #define RUNNER_PROGRESS_EVERY_MS 500
@@ -94,10 +100,21 @@ struct runner {
     struct runner_policy pol;
     char owner[128];
     int64_t started_mono;
+    struct limiter *limiter;
 
-    atomic_int abort_io; /* written by the calling thread only; workers' http polls it */
-    atomic_bool stop;    /* workers: finish the current item and leave */
-    atomic_int running;  /* workers still in their loop */
+    atomic_int abort_io;       /* written by the calling thread only; workers' http polls it */
+    atomic_bool stop;          /* workers: finish the current item and leave */
+    atomic_int running;        /* workers still in their loop */
+    _Atomic int64_t settle_ms; /* the settle delay in force (raised by late commits) */
+    _Atomic int64_t max_late;  /* the longest late commit seen (ms) */
+    atomic_bool login_ok_once; /* a login succeeded in this run */
+
+    pthread_mutex_t login_mu; /* until a login succeeded: one login attempt at a time */
+    pthread_cond_t login_cv;
+    bool login_busy;
+
+    pthread_mutex_t term_mu; /* the terminal: log lines scrolled above the progress line */
+    char progress[400];
 
     pthread_mutex_t mu; /* guards everything below */
     int unanswered;     /* consecutive unanswered exchanges across workers */
@@ -116,32 +133,30 @@ struct worker {
     pthread_t thread;
     bool started;
     char owner[160];
+    char actor[200];
     struct store *st;
     struct erp_session *erp;
-    bool logged_in;
     int login_fails;
-    int systemic_streak; /* systemic-looking login failures in a row */
-    int form_streak;     /* post pages in a row without the flow's form or field */
+    int form_streak; /* post pages in a row without the flow's form or field */
     uint64_t rng;
     struct runner_stats stats;
     /* the item in hand, for evidence (0 when none) */
     int64_t item_id;
     bool reconciling;
+    int64_t retry_after_ms; /* of the event being applied, for the backoff */
 };
 
 /* One item in hand: what the worker learnt about it during this claim. */
 struct job {
     struct worker *w;
-    struct store_item item;
+    struct store_item item; /* the row as last read (transition_apply refreshes it) */
     struct invoice inv;
     bool inv_ok;
-    int64_t lease_until; /* lease expiry on the store's mono clock (apbot_clock_mono_ms) */
-    int64_t looked_at;   /* mono ms when the last lookup started (0: none): an absence counts
-                          * as confirmed only if the lookup began after the settle delay */
+    int64_t lease_until; /* mono ms */
+    int64_t looked_at;   /* mono ms when the last lookup began (0: none) */
     bool lost;           /* lease lost: touch the item no more */
-    bool systemic;       /* the breaker tripped while this item was in hand */
-    bool commit_sent;    /* the committing step went on the wire (or may have) */
-    bool relogin;        /* the ERP showed the login page: log in before the next exchange */
+    bool commit_sent;    /* the committing request went on the wire (or may have) */
+    bool kept;           /* the last transition kept the lease: work on */
     char doc[128];
     char reason[512];
     char detail[512];
@@ -152,9 +167,7 @@ struct job {
 
 static int64_t mono_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return apbot_clock_mono_ms();
 }
 
 static void sleep_ms(long ms)
@@ -228,9 +241,7 @@ static char *mask_secrets(const char *s, const char *user, const char *password)
     if (!s)
         return NULL;
     size_t len = strlen(s);
-    char *out = malloc(len * 3 + 1); /* "***" is at most 3x a one-byte secret */
-    if (!out)
-        abort();
+    char *out = apbot_xmalloc(len * 3 + 1); /* "***" is at most 3x a one-byte secret */
     size_t o = 0;
     size_t ulen = user ? strlen(user) : 0, plen = password ? strlen(password) : 0;
     for (size_t i = 0; i < len;) {
@@ -273,39 +284,67 @@ static void mask_in_place(const struct runner *r, char *buf, size_t len)
     free(m);
 }
 
-/* ---- logging ---------------------------------------------------------------------------- */
+/* ---- the terminal and the log ----------------------------------------------------------- */
 
-/* Appends ` name=value` to buf, quoting values with blanks or quotes. */
+/* Draws the progress line (under term_mu). */
+static void progress_show(struct runner *r)
+{
+    if (r->progress[0]) {
+        fprintf(stderr, "\r\033[K%s", r->progress);
+        fflush(stderr);
+    }
+}
+
+/* Prints a warning or an error above the progress line, as apt or cargo do. */
+static void term_print(struct runner *r, const char *level, const char *what, const char *detail)
+{
+    if (!r->opt->progress)
+        return;
+    char *w = text_escape(what, 300, 0);
+    char *d = text_escape(detail ? detail : "", 600, 0);
+    pthread_mutex_lock(&r->term_mu);
+    fprintf(stderr, "\r\033[K%s: %s%s%s\n", level, w, *d ? ": " : "", d);
+    progress_show(r);
+    pthread_mutex_unlock(&r->term_mu);
+    free(w);
+    free(d);
+}
+
+/* Appends ` name=value` to buf, quoting values with blanks or quotes, controls escaped. */
 static void kv(char *buf, size_t len, const char *name, const char *value)
 {
     size_t o = strlen(buf);
     if (!value || o + 4 >= len)
         return;
-    bool quote = !*value || strpbrk(value, " \t\"=") != NULL;
+    char *v = text_escape(value, len, 0);
+    bool quote = !*v || strpbrk(v, " \t\"=") != NULL;
     int n = snprintf(buf + o, len - o, " %s=%s", name, quote ? "\"" : "");
-    if (n < 0 || (size_t)n >= len - o)
+    if (n < 0 || (size_t)n >= len - o) {
+        free(v);
         return;
+    }
     o += (size_t)n;
-    for (const char *p = value; *p && o + 3 < len; p++) {
-        if (*p == '"' || *p == '\\')
+    for (const char *p = v; *p && o + 3 < len; p++) {
+        if (*p == '"')
             buf[o++] = '\\';
-        buf[o++] = (*p == '\n' || *p == '\r') ? ' ' : *p;
+        buf[o++] = *p;
     }
     if (quote && o + 1 < len)
         buf[o++] = '"';
     buf[o] = '\0';
+    free(v);
 }
 
 /* Starts a log line with the UTC time and the level. */
 static void log_start(char *buf, size_t len, const char *level)
 {
-    struct timespec ts;
+    int64_t wall = apbot_clock_wall_ms();
+    time_t secs = (time_t)(wall / 1000);
     struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     char when[32];
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "time=%s.%03ldZ level=%s", when, ts.tv_nsec / 1000000L, level);
+    snprintf(buf, len, "time=%s.%03dZ level=%s", when, (int)(wall % 1000), level);
 }
 
 static void log_line(struct runner *r, const char *line)
@@ -313,14 +352,15 @@ static void log_line(struct runner *r, const char *line)
     FILE *f = r->opt->log;
     if (!f)
         return;
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&r->term_mu);
     fputs(line, f);
     fputc('\n', f);
     fflush(f);
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&r->term_mu);
 }
 
-/* A run-level message (start, breaker, stop) as one key=value line. */
+/* A run-level message (start, breaker, stop, warnings) as one key=value line; warnings and
+ * errors also appear above the progress line on a terminal. */
 static void log_msg(struct runner *r, const char *level, const char *what, const char *detail)
 {
     char line[1024];
@@ -329,30 +369,68 @@ static void log_msg(struct runner *r, const char *level, const char *what, const
     if (detail)
         kv(line, sizeof(line), "detail", detail);
     log_line(r, line);
+    if (strcmp(level, "info") != 0)
+        term_print(r, level, what, detail);
 }
 
-static void log_transition(struct worker *w, const struct store_item *it, enum machine_state from,
-                           enum machine_state to, enum machine_event ev, const char *doc,
-                           const char *reason, const char *detail)
+/* The one setter's log callback: one line per state change. */
+static void on_transition(void *ctx, const struct transition_log *l)
 {
-    char line[1536], id[24];
+    struct worker *w = ctx;
+    char line[1536], id[24], worker[16];
     log_start(line, sizeof(line), "info");
-    snprintf(id, sizeof(id), "%" PRId64, it->id);
+    snprintf(id, sizeof(id), "%" PRId64, l->item->id);
     kv(line, sizeof(line), "item", id);
-    kv(line, sizeof(line), "key", it->key);
-    kv(line, sizeof(line), "from", machine_state_name(from));
-    kv(line, sizeof(line), "to", machine_state_name(to));
-    kv(line, sizeof(line), "event", machine_event_name(ev));
-    if (doc && *doc)
-        kv(line, sizeof(line), "doc", doc);
-    if (reason && *reason)
-        kv(line, sizeof(line), "reason", reason);
-    else if (detail && *detail)
-        kv(line, sizeof(line), "detail", detail);
-    char worker[16];
-    snprintf(worker, sizeof(worker), "%d", w->index);
-    kv(line, sizeof(line), "worker", worker);
-    log_line(w->r, line);
+    kv(line, sizeof(line), "key", l->item->key);
+    kv(line, sizeof(line), "from", machine_state_name(l->from));
+    kv(line, sizeof(line), "to", machine_state_name(l->to));
+    kv(line, sizeof(line), "event", machine_event_name(l->event));
+    if (l->doc && *l->doc)
+        kv(line, sizeof(line), "doc", l->doc);
+    if (l->reason && *l->reason)
+        kv(line, sizeof(line), "reason", l->reason);
+    else if (l->detail && *l->detail)
+        kv(line, sizeof(line), "detail", l->detail);
+    if (w) {
+        snprintf(worker, sizeof(worker), "%d", w->index);
+        kv(line, sizeof(line), "worker", worker);
+        w->stats.transitions++;
+        switch (l->to) {
+        case MACHINE_COMPLETED:
+            w->stats.completed++;
+            break;
+        case MACHINE_BUSINESS_EXCEPTION:
+            w->stats.business_exception++;
+            break;
+        case MACHINE_MANUAL_REVIEW:
+            w->stats.manual_review++;
+            break;
+        case MACHINE_NEW:
+        case MACHINE_CHECKING:
+        case MACHINE_POSTING:
+        case MACHINE_RECONCILING:
+        case MACHINE_FINISHING:
+        case MACHINE_STATE__COUNT:
+        case MACHINE_STATE_INVALID:
+            break;
+        }
+    } else {
+        kv(line, sizeof(line), "actor", l->actor);
+    }
+    const struct runner *rr = w ? w->r : NULL;
+    (void)rr;
+    if (w)
+        log_line(w->r, line);
+}
+
+/* The recovery's log callback (the calling thread). */
+static void on_recovery(void *ctx, const struct transition_log *l)
+{
+    struct runner *r = ctx;
+    char msg[256];
+    snprintf(msg, sizeof(msg), "item %" PRId64 " %s -> %s (its runner vanished)", l->item->id,
+             machine_state_name(l->from), machine_state_name(l->to));
+    log_msg(r, "warn", "item taken over", msg);
 }
 
 /* ---- circuit breaker -------------------------------------------------------------------- */
@@ -379,11 +457,12 @@ static void breaker_answered(struct runner *r)
 static void breaker_unanswered(struct runner *r, const char *what)
 {
     char msg[512];
-    bool trip = false;
+    bool trip = false, first_suspect = false;
     int64_t now = mono_ms();
     pthread_mutex_lock(&r->mu);
     if (r->unanswered++ == 0)
         r->first_unanswered_mono = now;
+    first_suspect = r->unanswered == RUNNER_SUSPECT_FAILURES;
     snprintf(r->last_unanswered, sizeof(r->last_unanswered), "%s", what ? what : "");
     if (r->unanswered >= r->pol.breaker_failures &&
         now - r->first_unanswered_mono >= r->pol.breaker_window_ms) {
@@ -393,6 +472,8 @@ static void breaker_unanswered(struct runner *r, const char *what)
                  r->unanswered, (now - r->first_unanswered_mono) / 1000, r->last_unanswered);
     }
     pthread_mutex_unlock(&r->mu);
+    if (first_suspect)
+        log_msg(r, "warn", "the ERP does not answer; pausing claims and probing", what ? what : "");
     if (trip)
         breaker_trip(r, msg);
 }
@@ -410,10 +491,16 @@ static void breaker_count(struct runner *r, const char *transport)
 {
     if (stopping(r))
         return; /* our own abort, not the ERP's silence */
-    if (transport && strncmp(transport, "answered", 8) == 0)
+    if (transport && strncmp(transport, "answered", 8) == 0) {
+        pthread_mutex_lock(&r->mu);
+        bool was = r->unanswered >= RUNNER_SUSPECT_FAILURES;
+        pthread_mutex_unlock(&r->mu);
         breaker_answered(r);
-    else
+        if (was)
+            log_msg(r, "warn", "the ERP answers again; claiming resumes", NULL);
+    } else {
         breaker_unanswered(r, transport);
+    }
 }
 
 static void run_fail(struct runner *r, const char *msg)
@@ -429,12 +516,25 @@ static void run_fail(struct runner *r, const char *msg)
 
 /* ---- evidence --------------------------------------------------------------------------- */
 
+/* What an exchange says about the ERP's load, for the limiter. */
+static enum limiter_signal load_signal(const struct store_evidence *ev)
+{
+    if (ev->http_status == 429 || ev->http_status == 503)
+        return LIMITER_OVERLOAD;
+    if (ev->transport && strncmp(ev->transport, "unknown", 7) == 0 &&
+        strstr(ev->transport, "imed out"))
+        return LIMITER_TIMEOUT;
+    return LIMITER_OK;
+}
+
 /* Stores one exchange of the item in hand (if any), secrets masked, excerpt <= 1 KiB. */
 static void evidence_put(struct worker *w, const struct store_evidence *ev)
 {
     struct runner *r = w->r;
     w->stats.exchanges++;
     breaker_count(r, ev->transport);
+    if (ev->http_status > 0 || load_signal(ev) == LIMITER_TIMEOUT)
+        limiter_sample(r->limiter, ev->step, ev->elapsed_ms, load_signal(ev));
     if (!w->item_id)
         return;
     struct store_evidence e = *ev;
@@ -458,44 +558,7 @@ static void on_erp_evidence(void *ctx, const struct store_evidence *ev)
     evidence_put(ctx, ev);
 }
 
-/* Evidence of one of the runner's own post exchanges. */
-static void post_evidence(struct job *j, const char *step, const char *method, const char *url,
-                          const struct http_response *resp, const struct page *p, const char *rule,
-                          const char *outcome)
-{
-    char transport[320];
-    char *excerpt = NULL;
-    if (resp->detail[0])
-        snprintf(transport, sizeof(transport), "%s: %s", http_transport_name(resp->transport),
-                 resp->detail);
-    else
-        snprintf(transport, sizeof(transport), "%s", http_transport_name(resp->transport));
-    if (p) {
-        excerpt = page_excerpt(p, RUNNER_EXCERPT_READ);
-    } else if (resp->body) {
-        size_t n = resp->body_len < RUNNER_EXCERPT_READ ? resp->body_len : RUNNER_EXCERPT_READ;
-        excerpt = malloc(n + 1);
-        if (!excerpt)
-            abort();
-        memcpy(excerpt, resp->body, n);
-        excerpt[n] = '\0';
-    }
-    struct store_evidence ev = {
-        .step = step,
-        .method = method,
-        .url = url,
-        .http_status = (int)resp->status,
-        .elapsed_ms = resp->elapsed_ms,
-        .transport = transport,
-        .rule = rule,
-        .outcome = outcome,
-        .excerpt = excerpt,
-    };
-    evidence_put(j->w, &ev);
-    free(excerpt);
-}
-
-/* ---- leases ----------------------------------------------------------------------------- */
+/* ---- leases and the state setter ------------------------------------------------------ */
 
 /*
  * Makes sure the lease outlasts one more exchange. Returns false (and marks the job lost)
@@ -505,7 +568,7 @@ static bool job_lease(struct job *j)
 {
     struct worker *w = j->w;
     const struct runner_policy *pol = &w->r->pol;
-    int64_t now = apbot_clock_mono_ms();
+    int64_t now = mono_ms();
     int64_t need = pol->timeout_ms + pol->connect_timeout_ms + RUNNER_LEASE_MARGIN_MS;
     if (j->lease_until - now >= need)
         return true;
@@ -522,54 +585,273 @@ static bool job_lease(struct job *j)
     return false;
 }
 
+/* The backoff a step asks for: full jitter on the item's count, Retry-After if larger. */
+static int64_t worker_backoff(void *ctx, const struct machine_step *step)
+{
+    struct worker *w = ctx;
+    const struct runner_policy *pol = &w->r->pol;
+    if (step->delay != MACHINE_DELAY_BACKOFF)
+        return 0;
+    int n = step->next == MACHINE_NEW ? step->counters.attempts : step->counters.cycles;
+    return runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
+                             w->retry_after_ms, rng_next(&w->rng));
+}
+
+static struct transition_env worker_env(struct worker *w)
+{
+    struct transition_env env = {
+        .st = w->st,
+        .policy = &w->r->pol.machine,
+        .settle_ms = atomic_load(&w->r->settle_ms),
+        .owner = w->owner,
+        .actor = w->actor,
+        .backoff = worker_backoff,
+        .log = on_transition,
+        .ctx = w,
+    };
+    return env;
+}
+
+/*
+ * Applies one event to the item in hand through the one state setter. Returns true when the
+ * worker continues with the item (j->item refreshed, j->kept).
+ */
+static bool job_apply(struct job *j, enum machine_event ev)
+{
+    struct worker *w = j->w;
+    struct runner *r = w->r;
+    char err[APBOT_ERR_LEN];
+
+    j->kept = false;
+    if (j->lost)
+        return false;
+    /* ERP messages may echo the user id: nothing secret reaches the row, event or log. */
+    mask_in_place(r, j->reason, sizeof(j->reason));
+    mask_in_place(r, j->detail, sizeof(j->detail));
+    struct transition_env env = worker_env(w);
+    struct transition_in in = {
+        .event = ev,
+        .looked_mono = j->looked_at,
+        .doc = j->doc[0] ? j->doc : NULL,
+        .reason = j->reason[0] ? j->reason : NULL,
+        .detail = j->detail[0] ? j->detail : NULL,
+        /* A stop arriving after a clean "not found" must not start a post. */
+        .keep_lease = !stopping(r),
+    };
+    struct transition_out out;
+    w->retry_after_ms = j->retry_after_ms;
+    int rc = transition_apply(&env, &j->item, &in, &out, err, sizeof(err));
+    if (rc == APBOT_OK && !out.kept && out.step.next == MACHINE_POSTING) {
+        /* Stopping between not-found and the post: hand it back, no intent committed. */
+        rc = APBOT_OK;
+    }
+    w->retry_after_ms = 0;
+    j->doc[0] = j->reason[0] = j->detail[0] = '\0';
+    j->retry_after_ms = 0;
+    j->looked_at = 0;
+    if (rc == APBOT_E_INVAL) {
+        log_msg(r, "error", "bug", err);
+        j->lost = true;
+        return false;
+    }
+    if (rc != APBOT_OK) {
+        j->lost = true;
+        if (rc == APBOT_E_STATE) {
+            log_msg(r, "warn", "item taken over; result dropped", err);
+        } else {
+            log_msg(r, "error", "store", err);
+            run_fail(r, err);
+        }
+        return false;
+    }
+    if (out.conflict_with)
+        log_msg(r, "warn", "one document claimed by two items: both sent to review",
+                j->item.reason);
+    j->kept = out.kept;
+    if (out.kept)
+        j->lease_until = j->item.lease_mono;
+    return out.kept;
+}
+
 /* ---- login ------------------------------------------------------------------------------ */
 
 enum login_rc { LOGIN_OK, LOGIN_TRANSIENT, LOGIN_SYSTEMIC };
 
 /*
- * A login that looked systemic (refused, no success marker, no form). It trips the breaker
- * only when it repeats RUNNER_LOGIN_CONFIRM times in a row: one odd page (a session killed
- * right after the login redirect shows the login page instead of the home page) must not
- * stop the run. Returns true when the breaker tripped.
+ * Logs the worker's session in. Until a login has succeeded in this run, sessions log in one
+ * at a time, so a wrong password is tried once, not once per session; a refused login trips
+ * the breaker at once.
  */
-static bool login_systemic(struct worker *w, const char *err)
-{
-    if (++w->systemic_streak >= RUNNER_LOGIN_CONFIRM) {
-        breaker_trip(w->r, err);
-        return true;
-    }
-    log_msg(w->r, "warn", "login looked refused; trying once more before stopping", err);
-    worker_sleep(w, 200);
-    return false;
-}
-
 static enum login_rc worker_login(struct worker *w)
 {
+    struct runner *r = w->r;
     char err[APBOT_ERR_LEN];
+
+    pthread_mutex_lock(&r->login_mu);
+    while (!atomic_load(&r->login_ok_once) && r->login_busy && !stopping(r)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&r->login_cv, &r->login_mu, &ts);
+    }
+    bool gated = !atomic_load(&r->login_ok_once);
+    if (gated)
+        r->login_busy = true;
+    pthread_mutex_unlock(&r->login_mu);
+    if (stopping(r)) {
+        if (gated) {
+            pthread_mutex_lock(&r->login_mu);
+            r->login_busy = false;
+            pthread_cond_broadcast(&r->login_cv);
+            pthread_mutex_unlock(&r->login_mu);
+        }
+        return LOGIN_TRANSIENT;
+    }
+
     int rc = erp_login(w->erp, err, sizeof(err));
+    if (gated) {
+        pthread_mutex_lock(&r->login_mu);
+        r->login_busy = false;
+        if (rc == APBOT_OK)
+            atomic_store(&r->login_ok_once, true);
+        pthread_cond_broadcast(&r->login_cv);
+        pthread_mutex_unlock(&r->login_mu);
+    }
     if (rc == APBOT_OK) {
-        w->logged_in = true;
         w->login_fails = 0;
-        w->systemic_streak = 0;
         w->stats.logins++;
         return LOGIN_OK;
     }
-    w->logged_in = false;
-    if (rc == APBOT_E_SYSTEMIC && login_systemic(w, err))
+    if (rc == APBOT_E_SYSTEMIC) {
+        char msg[700];
+        snprintf(msg, sizeof(msg), "login refused: %s", err);
+        breaker_trip(r, msg);
         return LOGIN_SYSTEMIC;
-    if (!stopping(w->r))
-        log_msg(w->r, "warn", "login failed, will retry", err);
+    }
+    if (!stopping(r))
+        log_msg(r, "warn", "login failed, will retry", err);
     if (++w->login_fails >= RUNNER_LOGIN_FAILS_MAX) {
         char msg[700];
         snprintf(msg, sizeof(msg), "login failed %d times in a row (last: %s)", w->login_fails,
                  err);
-        breaker_trip(w->r, msg);
+        breaker_trip(r, msg);
         return LOGIN_SYSTEMIC;
     }
     return LOGIN_TRANSIENT;
 }
 
-/* ---- the lookup (checking, reconciling) ------------------------------------------------- */
+/* ---- late commits and the settle delay -------------------------------------------------- */
+
+/* Reads "<date in the table's format>[ HH:MM[:SS]]" as local time; true only with a time of
+ * day (a date alone cannot measure a late commit). */
+static bool booked_wall_ms(const char *fmt, const char *text, int64_t *ret)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *p = text;
+    if (!fmt || !text)
+        return false;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            if (*p++ != *f)
+                return false;
+            continue;
+        }
+        f++;
+        int digits = *f == 'Y' ? 4 : 2, v = 0;
+        for (int i = 0; i < digits; i++, p++) {
+            if (*p < '0' || *p > '9')
+                return false;
+            v = v * 10 + (*p - '0');
+        }
+        switch (*f) {
+        case 'd':
+            tm.tm_mday = v;
+            break;
+        case 'm':
+            tm.tm_mon = v - 1;
+            break;
+        case 'Y':
+            tm.tm_year = v - 1900;
+            break;
+        case 'y':
+            tm.tm_year = v + 100;
+            break;
+        default:
+            return false;
+        }
+    }
+    int hh, mm, ss = 0, n = 0;
+    if (sscanf(p, " %2d:%2d%n", &hh, &mm, &n) != 2)
+        return false;
+    p += n;
+    if (*p == ':' && sscanf(p, ":%2d", &ss) != 1)
+        return false;
+    tm.tm_hour = hh;
+    tm.tm_min = mm;
+    tm.tm_sec = ss;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1)
+        return false;
+    *ret = (int64_t)t * 1000;
+    return true;
+}
+
+/* Raises the settle delay in force to twice the longest late commit once that reaches half
+ * of it. Returns the delay in force. */
+static int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why)
+{
+    int64_t settle = atomic_load(&r->settle_ms);
+    if (late_ms * 2 < settle)
+        return settle;
+    int64_t raised = late_ms * 2;
+    int64_t cur = settle;
+    while (cur < raised && !atomic_compare_exchange_weak(&r->settle_ms, &cur, raised))
+        ;
+    if (cur < raised) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "the ERP committed %" PRId64 " ms after apbot gave up (%s): settle delay raised "
+                 "from %" PRId64 " to %" PRId64 " ms",
+                 late_ms, why, cur, raised);
+        log_msg(r, "warn", "settle delay raised", msg);
+        return raised;
+    }
+    return cur;
+}
+
+/* A reconciliation found doc booked at `booked`: how late was it after the client gave up? */
+static void observe_late(struct job *j, const char *booked)
+{
+    struct worker *w = j->w;
+    struct runner *r = w->r;
+    int64_t booked_ms;
+    if (!j->item.has_settle || !booked ||
+        !booked_wall_ms(r->flow->lookup.table.date_format, booked, &booked_ms))
+        return;
+    /* Whole seconds on the ERP's clock: a second of rounding is not a late commit. */
+    int64_t late = booked_ms - j->item.settle_at;
+    if (late <= 1000)
+        return;
+    int64_t prev = atomic_load(&r->max_late);
+    while (late > prev && !atomic_compare_exchange_weak(&r->max_late, &prev, late))
+        ;
+    if (late <= prev)
+        return;
+    char err[APBOT_ERR_LEN];
+    if (store_note_late_commit(w->st, r->flow->name, late, NULL, err, sizeof(err)) != APBOT_OK)
+        log_msg(r, "warn", "late commit not recorded", err);
+    char why[80];
+    snprintf(why, sizeof(why), "item %" PRId64, j->item.id);
+    settle_adapt(r, late, why);
+}
+
+/* ---- the lookup (checking, reconciling, finishing) ------------------------------------- */
 
 static int64_t abs64(int64_t v)
 {
@@ -577,7 +859,7 @@ static int64_t abs64(int64_t v)
 }
 
 /*
- * checking / reconciling: looks the key up and returns found, found-conflict, not-found or
+ * Looks the key up and returns found, found-unfinished, found-conflict, not-found or
  * lookup-failed; `released` when the run is stopping or the breaker tripped meanwhile.
  */
 static enum machine_event job_lookup(struct job *j)
@@ -595,11 +877,12 @@ static enum machine_event job_lookup(struct job *j)
     if (!job_lease(j))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
-    j->looked_at = apbot_clock_mono_ms();
+    j->looked_at = mono_ms();
     int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
-        w->logged_in = false;
-        j->systemic = login_systemic(w, err);
+        char msg[700];
+        snprintf(msg, sizeof(msg), "login refused: %s", err);
+        breaker_trip(w->r, msg);
         return MACHINE_EV_RELEASED; /* nothing learnt: back untouched, no attempt spent */
     }
     if (rc != APBOT_OK) {
@@ -608,7 +891,6 @@ static enum machine_event job_lookup(struct job *j)
     }
     enum machine_event ev = MACHINE_EV_LOOKUP_FAILED;
     switch (res.answer) {
-    case ERP_FOUND_UNFINISHED: /* not produced until the ERP driver reads <finished> */
     case ERP_FAILED:
         if (stopping(w->r)) {
             ev = MACHINE_EV_RELEASED;
@@ -620,13 +902,12 @@ static enum machine_event job_lookup(struct job *j)
         ev = MACHINE_EV_LOOKUP_FAILED;
         break;
     case ERP_NOT_FOUND:
-        w->logged_in = true; /* answered: erp_lookup logged in again if it had to */
         snprintf(j->detail, sizeof(j->detail), "not in the ERP");
         ev = MACHINE_EV_NOT_FOUND;
         break;
-    case ERP_FOUND: {
+    case ERP_FOUND:
+    case ERP_FOUND_UNFINISHED: {
         const struct erp_row *row = &res.hits.rows[0];
-        w->logged_in = true;
         if (res.hits.n > 1) {
             snprintf(j->detail, sizeof(j->detail), "%zu ERP documents carry this key (%s, %s)",
                      res.hits.n, row->doc ? row->doc : "?",
@@ -650,9 +931,13 @@ static enum machine_event job_lookup(struct job *j)
                      row->amount_text, j->inv.payable);
             ev = MACHINE_EV_FOUND_CONFLICT;
         } else {
+            bool unfinished = res.answer == ERP_FOUND_UNFINISHED;
             snprintf(j->doc, sizeof(j->doc), "%s", row->doc);
-            snprintf(j->detail, sizeof(j->detail), "found as %s", row->doc);
-            ev = MACHINE_EV_FOUND;
+            snprintf(j->detail, sizeof(j->detail), "found as %s%s", row->doc,
+                     unfinished ? " (saved, not finished)" : "");
+            ev = unfinished ? MACHINE_EV_FOUND_UNFINISHED : MACHINE_EV_FOUND;
+            if (j->item.state == MACHINE_RECONCILING)
+                observe_late(j, row->booked);
         }
         break;
     }
@@ -661,635 +946,173 @@ static enum machine_event job_lookup(struct job *j)
     return ev;
 }
 
-/* ---- the post (posting) ----------------------------------------------------------------- */
+/* ---- the post (posting) and the follow-up steps (finishing) ----------------------------- */
 
-/* Index of the committing step: the first marked so, else the first (every step suspect). */
-static size_t commit_index(const struct flow *f)
+static bool hook_before_commit(void *ctx)
 {
-    for (size_t i = 0; i < f->n_steps; i++)
-        if (f->steps[i].commits)
-            return i;
-    return 0;
+    struct job *j = ctx;
+    if (stopping(j->w->r))
+        return false;
+    /* The lease once more right before the committing request: this step's page fetch and
+     * evidence writes may have outlasted it, and a recovered item must not be posted twice. */
+    if (!job_lease(j))
+        return false;
+    j->commit_sent = true;
+    return true;
 }
 
-/* The first rule in rules[0..n) whose status and body both match, with its groups. */
-static const struct flow_rule *rule_match(const struct flow_rule *rules, size_t n,
-                                          const struct http_response *resp,
-                                          struct match_result **ret_m)
+/* The committing step saved the document: record it before any follow-up step runs. */
+static bool hook_saved(void *ctx, const char *doc)
 {
-    *ret_m = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const struct flow_rule *rule = &rules[i];
-        if (rule->status && !match_status(rule->status, resp->status))
-            continue;
-        if (rule->url && !(resp->effective_url && match_exec(rule->url, resp->effective_url,
-                                                             strlen(resp->effective_url), NULL)))
-            continue;
-        struct match_result *m = NULL;
-        if (rule->body && !match_exec(rule->body, resp->body ? resp->body : "",
-                                      resp->body ? resp->body_len : 0, &m))
-            continue;
-        *ret_m = m;
-        return rule;
-    }
-    return NULL;
+    struct job *j = ctx;
+    snprintf(j->doc, sizeof(j->doc), "%s", doc);
+    snprintf(j->detail, sizeof(j->detail), "saved as %.100s; the follow-up steps are due", doc);
+    if (!job_apply(j, MACHINE_EV_SAVED))
+        return false;
+    return j->item.state == MACHINE_FINISHING;
 }
 
-/* A failure at a step: nothing could have been booked before the committing step went out. */
-static enum machine_event step_failed(struct job *j, const char *fmt, const char *what)
+static bool hook_stopping(void *ctx)
 {
-    snprintf(j->detail, sizeof(j->detail), fmt, what);
-    return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
+    struct job *j = ctx;
+    return stopping(j->w->r) || !job_lease(j);
 }
 
-/* Trips the breaker for a changed screen and hands the item back untouched. */
-static enum machine_event step_systemic(struct job *j, const char *msg)
+/* A form that is not what the flow describes: one odd page gives the item back, the same in
+ * a row RUNNER_FORM_CONFIRM times means the form is gone and stops the run. */
+static enum machine_event form_changed(struct job *j, const char *msg)
 {
     struct worker *w = j->w;
-    snprintf(j->detail, sizeof(j->detail), "%.480s", msg);
-    if (j->commit_sent)
-        return MACHINE_EV_UNKNOWN; /* a screen after the commit: reconcile, no breaker */
-    /* One odd page (a maintenance notice served with 200) gives the item back untouched;
-     * the same in a row RUNNER_FORM_CONFIRM times means the form is gone: stop the run. */
     if (++w->form_streak < RUNNER_FORM_CONFIRM) {
         log_msg(w->r, "warn", "the ERP's page lacks the flow's form; item given back", msg);
         worker_sleep(w, 200);
-        return MACHINE_EV_RELEASED;
+    } else {
+        breaker_trip(w->r, msg);
     }
-    breaker_trip(w->r, msg);
-    j->systemic = true;
     return MACHINE_EV_RELEASED;
 }
 
-static bool status_2xx(long s)
+/* The event a post's result is for the item in its state now (posting, or finishing when
+ * the saved hook moved it). */
+static enum machine_event post_event(struct job *j, const struct erp_post_result *pr)
 {
-    return s >= 200 && s < 300;
-}
+    struct worker *w = j->w;
+    bool finishing = j->item.state == MACHINE_FINISHING;
 
-/* Builds the submitted fields of a form (borrowed strings). Heap array. */
-static struct http_field *form_fields(const struct page_form *form)
-{
-    struct http_field *fields = calloc(form->n ? form->n : 1, sizeof(*fields));
-    if (!fields)
-        abort();
-    for (size_t i = 0; i < form->n; i++) {
-        fields[i].name = form->names[i];
-        fields[i].value = form->values[i];
+    snprintf(j->detail, sizeof(j->detail), "%s", pr->detail);
+    if (pr->retry_after_ms > 0)
+        j->retry_after_ms = pr->retry_after_ms;
+    if (pr->login_refused) {
+        breaker_trip(w->r, "login refused during a post");
+        if (finishing)
+            return MACHINE_EV_RELEASED;
+        return pr->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_RELEASED;
     }
-    return fields;
-}
-
-/* Submits a form as a GET: action?name=value&... Heap URL, NULL when too long. */
-static char *form_get_url(const struct page_form *form)
-{
-    size_t cap = strlen(form->action) + 2, len;
-    char *url = malloc(cap);
-    if (!url)
-        abort();
-    len = (size_t)snprintf(url, cap, "%s%s", form->action, strchr(form->action, '?') ? "&" : "?");
-    for (size_t i = 0; i < form->n && len < 65536; i++) {
-        char *k = http_escape(form->names[i]);
-        char *v = http_escape(form->values[i] ? form->values[i] : "");
-        if (!k || !v)
-            abort();
-        size_t need = len + strlen(k) + strlen(v) + 3;
-        char *grown = realloc(url, need);
-        if (!grown)
-            abort();
-        url = grown;
-        len += (size_t)snprintf(url + len, need - len, "%s%s=%s", i ? "&" : "", k, v);
-        free(k);
-        free(v);
-    }
-    if (len >= 65536) {
-        free(url);
-        return NULL;
-    }
-    return url;
-}
-
-/* What a matched outcome rule says; the caller adjusts for the step's place in the flow. */
-static enum machine_event rule_event(struct job *j, const struct flow_rule *rule,
-                                     struct match_result *m)
-{
-    char *g = NULL;
-    const char *name = rule->name ? rule->name : "?";
-    switch (rule->outcome) {
-    case FLOW_OUT_COMPLETED:
-        g = m ? match_group(m, "doc") : NULL;
-        if (!g || !*g) {
-            free(g);
-            /* Success without a document number: find it out by reconciling. */
-            snprintf(j->detail, sizeof(j->detail), "rule %s matched without a document number",
-                     name);
-            return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
+    if (pr->verdict != DECIDE_SYSTEMIC)
+        w->form_streak = 0;
+    if (finishing) {
+        switch (pr->verdict) {
+        case DECIDE_CONFIRMED:
+            snprintf(j->doc, sizeof(j->doc), "%s", pr->doc[0] ? pr->doc : j->item.erp_doc);
+            return MACHINE_EV_CONFIRMED;
+        case DECIDE_REJECTED:
+            snprintf(j->reason, sizeof(j->reason), "%s", pr->reason);
+            return MACHINE_EV_REJECTED;
+        case DECIDE_NEXT:
+        case DECIDE_RESTART:
+        case DECIDE_RESTART_FOLLOWUPS:
+        case DECIDE_SYSTEMIC:
+        case DECIDE_SAVED:
+        case DECIDE_NOT_SENT:
+        case DECIDE_UNKNOWN:
+        case DECIDE_ALREADY_EXISTS:
+        case DECIDE_FOLLOWUP_FAILED:
+        case DECIDE_POST__COUNT:
+            if (pr->released)
+                return MACHINE_EV_RELEASED;
+            return MACHINE_EV_FOLLOWUP_FAILED;
         }
-        snprintf(j->doc, sizeof(j->doc), "%s", g);
-        snprintf(j->detail, sizeof(j->detail), "posted as %s (rule %s)", g, name);
-        free(g);
+        return MACHINE_EV_FOLLOWUP_FAILED;
+    }
+    if (pr->commit_sent)
+        w->stats.posts_sent++;
+    switch (pr->verdict) {
+    case DECIDE_CONFIRMED:
+        snprintf(j->doc, sizeof(j->doc), "%s", pr->doc);
         return MACHINE_EV_CONFIRMED;
-    case FLOW_OUT_REJECTED:
-        g = m ? match_group(m, "reason") : NULL;
-        snprintf(j->reason, sizeof(j->reason), "%.400s", g && *g ? g : name);
-        snprintf(j->detail, sizeof(j->detail), "rejected: %.400s (rule %.60s)", j->reason, name);
-        free(g);
+    case DECIDE_REJECTED:
+        snprintf(j->reason, sizeof(j->reason), "%s", pr->reason);
         return MACHINE_EV_REJECTED;
-    case FLOW_OUT_ALREADY_EXISTS:
-        g = m ? match_group(m, "doc") : NULL;
-        snprintf(j->detail, sizeof(j->detail), "the ERP says it already exists%s%s (rule %s)",
-                 g && *g ? " as " : "", g && *g ? g : "", name);
-        free(g);
+    case DECIDE_NOT_SENT:
+        if (pr->released)
+            return pr->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_RELEASED;
+        return MACHINE_EV_NOT_SENT;
+    case DECIDE_ALREADY_EXISTS:
+        if (pr->doc[0])
+            snprintf(j->doc, sizeof(j->doc), "%s", pr->doc);
         return MACHINE_EV_ALREADY_EXISTS;
-    case FLOW_OUT_NOT_SENT:
-        snprintf(j->detail, sizeof(j->detail), "not processed (rule %s)", name);
-        return MACHINE_EV_NOT_SENT;
-    case FLOW_OUT_SESSION_EXPIRED:
-        j->relogin = true;
-        snprintf(j->detail, sizeof(j->detail), "the ERP showed the login page (rule %s)", name);
-        return MACHINE_EV_NOT_SENT;
-    case FLOW_OUT_SAVED: /* not run by this runner yet: the document exists, reconcile */
-    case FLOW_OUT_UNKNOWN:
-    case FLOW_OUT__COUNT:
-        snprintf(j->detail, sizeof(j->detail), "ambiguous answer (rule %s)", name);
-        return j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
+    case DECIDE_SYSTEMIC:
+        if (pr->commit_sent)
+            return MACHINE_EV_UNKNOWN;
+        return form_changed(j, pr->detail);
+    case DECIDE_SAVED: /* the saved document could not be recorded: find it by lookup */
+    case DECIDE_UNKNOWN:
+    case DECIDE_FOLLOWUP_FAILED:
+    case DECIDE_NEXT:
+    case DECIDE_RESTART:
+    case DECIDE_RESTART_FOLLOWUPS:
+    case DECIDE_POST__COUNT:
+        return pr->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
     }
     return MACHINE_EV_UNKNOWN;
 }
 
-/*
- * One pass over the flow's post steps. Returns the event, or RELEASED when the item must go
- * back untouched (stop or breaker before the committing step). *ret_restart is set when a
- * step before the commit showed the login page: log in again and start over.
- */
-static enum machine_event post_pass(struct job *j, bool *ret_restart)
+/* Logs the session in when it is not; RELEASED (nothing learnt) when that fails. */
+static bool job_session(struct job *j)
 {
     struct worker *w = j->w;
-    const struct flow *f = w->r->flow;
-    size_t ci = commit_index(f);
-    struct flow_vars vars = {.inv = &j->inv, .key = j->item.key};
-    struct page *cur = NULL;
-    struct http_response resp;
-    struct page_form form;
-    struct http_field *fields = NULL;
-    char *tmpl = NULL, *url = NULL;
-    char err[APBOT_ERR_LEN], msg[600];
-    enum machine_event ev = MACHINE_EV_UNKNOWN;
-
-    memset(&resp, 0, sizeof(resp));
-    memset(&form, 0, sizeof(form));
-    *ret_restart = false;
-    for (size_t i = 0; i < f->n_steps; i++) {
-        const struct flow_step *st = &f->steps[i];
-        bool last = i + 1 == f->n_steps;
-        if (stopping(w->r) && !j->commit_sent) {
-            ev = MACHINE_EV_RELEASED;
-            goto out;
-        }
-        if (!job_lease(j)) {
-            ev = MACHINE_EV_RELEASED; /* not applied: the lease is gone */
-            goto out;
-        }
-        /* The page holding this step's form: fetched, or the previous step's answer. */
-        if (st->get) {
-            if (flow_expand(f, st->get, &vars, &tmpl, err, sizeof(err)) != APBOT_OK) {
-                ev = step_failed(j, "%s", err);
-                goto out;
-            }
-            url = erp_url(w->erp, tmpl);
-            if (!url) {
-                ev = step_systemic(j, "a step URL of the flow does not resolve");
-                goto out;
-            }
-            http_response_done(&resp);
-            memset(&resp, 0, sizeof(resp));
-            if (http_get(erp_http(w->erp), url, &resp) != APBOT_OK) {
-                ev = step_failed(j, "%s: cannot fetch the page", st->name);
-                goto out;
-            }
-            page_free(cur);
-            cur = NULL;
-            if (resp.transport == HTTP_ANSWERED && resp.body &&
-                page_parse(resp.body, resp.body_len, resp.effective_url ? resp.effective_url : url,
-                           &cur, NULL, 0) != APBOT_OK)
-                cur = NULL;
-            if (resp.transport != HTTP_ANSWERED) {
-                post_evidence(j, st->name, "GET", url, &resp, NULL, NULL, "failed");
-                if (stopping(w->r) && !j->commit_sent) {
-                    ev = MACHINE_EV_RELEASED;
-                    goto out;
-                }
-                ev = step_failed(j, "%s page: no answer", st->name);
-                goto out;
-            }
-            if (erp_is_session_expired(w->erp, resp.body, resp.body_len)) {
-                post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "session-expired");
-                j->relogin = true;
-                if (!j->commit_sent) {
-                    *ret_restart = true;
-                    ev = MACHINE_EV_NOT_SENT;
-                } else {
-                    ev = step_failed(j, "%s page: the ERP showed the login page", st->name);
-                }
-                goto out;
-            }
-            if (!status_2xx(resp.status) || !cur) {
-                post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "failed");
-                if (resp.retry_after_s > 0)
-                    j->retry_after_ms = resp.retry_after_s * 1000;
-                snprintf(msg, sizeof(msg), "%s page answered HTTP %ld", st->name, resp.status);
-                ev = step_failed(j, "%.400s", msg);
-                goto out;
-            }
-            post_evidence(j, st->name, "GET", url, &resp, cur, NULL, "answered");
-            free(tmpl);
-            free(url);
-            tmpl = url = NULL;
-        }
-        if (!cur) {
-            ev = step_systemic(j, "the flow's first post step fetches no page");
-            goto out;
-        }
-        page_form_done(&form);
-        memset(&form, 0, sizeof(form));
-        if (page_find_form(cur, st->form.xpath, &form, NULL, 0) != APBOT_OK) {
-            snprintf(msg, sizeof(msg), "form %s of step %s not found on the ERP's page",
-                     st->form.xpath, st->name);
-            ev = step_systemic(j, msg);
-            goto out;
-        }
-        for (size_t k = 0; k < st->form.n_fields; k++) {
-            char *value = NULL;
-            vars.user = w->r->user;
-            vars.password = w->r->password;
-            if (flow_expand(f, st->form.fields[k].value, &vars, &value, err, sizeof(err)) !=
-                APBOT_OK) {
-                ev = step_failed(j, "%s", err);
-                goto out;
-            }
-            int rc = page_form_set(&form, st->form.fields[k].name, value);
-            if (value)
-                explicit_bzero(value, strlen(value));
-            free(value);
-            if (rc != APBOT_OK) {
-                snprintf(msg, sizeof(msg), "form %s of step %s has no field '%s'", st->form.xpath,
-                         st->name, st->form.fields[k].name);
-                ev = step_systemic(j, msg);
-                goto out;
-            }
-        }
-        vars.user = vars.password = NULL;
-        if (st->form.submit && page_form_press(&form, st->form.submit, NULL) != APBOT_OK) {
-            snprintf(msg, sizeof(msg), "form %s of step %s has no button '%s'", st->form.xpath,
-                     st->name, st->form.submit);
-            ev = step_systemic(j, msg);
-            goto out;
-        }
-        if (stopping(w->r) && !j->commit_sent) {
-            ev = MACHINE_EV_RELEASED;
-            goto out;
-        }
-
-        w->form_streak = 0; /* the form and every field the flow fills are there */
-
-        /* Submit. From the committing step on, the ERP may book. The lease is checked once
-         * more right before the committing request: this step's page fetch and evidence
-         * write may have outlasted it, and a recovered item must not be posted twice. */
-        if (i == ci && !job_lease(j)) {
-            ev = MACHINE_EV_RELEASED; /* not applied: the lease is gone, nothing was sent */
-            goto out;
-        }
-        bool is_get = form.method && strcmp(form.method, "GET") == 0;
-        const char *method = is_get ? "GET" : "POST";
-        if (i == ci) {
-            w->stats.posts_sent++;
-            j->commit_sent = true;
-        }
-        http_response_done(&resp);
-        memset(&resp, 0, sizeof(resp));
-        int hrc;
-        if (is_get) {
-            char *gurl = form_get_url(&form);
-            if (!gurl) {
-                ev = step_systemic(j, "a GET form too large to submit");
-                goto out;
-            }
-            hrc = http_get(erp_http(w->erp), gurl, &resp);
-            free(gurl);
-        } else {
-            free(fields);
-            fields = form_fields(&form);
-            hrc = http_post_form(erp_http(w->erp), form.action, fields, form.n, &resp);
-        }
-        if (hrc != APBOT_OK) {
-            if (i == ci && resp.transport == HTTP_NOT_SENT)
-                j->commit_sent = false;
-            ev = step_failed(j, "%s: the request could not be made", st->name);
-            goto out;
-        }
-        page_free(cur);
-        cur = NULL;
-        if (resp.transport == HTTP_ANSWERED && resp.body &&
-            page_parse(resp.body, resp.body_len,
-                       resp.effective_url ? resp.effective_url : form.action, &cur, NULL,
-                       0) != APBOT_OK)
-            cur = NULL;
-        if (resp.transport != HTTP_ANSWERED) {
-            if (i == ci && resp.transport == HTTP_NOT_SENT) {
-                j->commit_sent = false;
-                w->stats.posts_sent--;
-            }
-            post_evidence(j, st->name, method, form.action, &resp, NULL, NULL,
-                          j->commit_sent ? "unknown" : "not-sent");
-            if (stopping(w->r) && !j->commit_sent) {
-                ev = MACHINE_EV_RELEASED;
-                goto out;
-            }
-            ev = step_failed(j, "%s: no answer", st->name);
-            if (j->commit_sent)
-                snprintf(j->detail, sizeof(j->detail), "%s: %s (%s)", st->name,
-                         http_transport_name(resp.transport), resp.detail);
-            goto out;
-        }
-
-        /* Step rules first, then (last step) the final outcome rules. */
-        struct match_result *m = NULL;
-        const struct flow_rule *rule = rule_match(st->rules, st->n_rules, &resp, &m);
-        if (!rule && last)
-            rule = rule_match(f->outcomes, f->n_outcomes, &resp, &m);
-        if (rule) {
-            ev = rule_event(j, rule, m);
-            match_result_free(m);
-            if (rule->outcome == FLOW_OUT_SESSION_EXPIRED && i < ci) {
-                *ret_restart = true; /* nothing sent that could book: log in, start over */
-                ev = MACHINE_EV_NOT_SENT;
-            }
-            if (rule->outcome == FLOW_OUT_NOT_SENT && resp.retry_after_s > 0)
-                j->retry_after_ms = resp.retry_after_s * 1000;
-            if (ev == MACHINE_EV_NOT_SENT && j->commit_sent && i > ci)
-                ev = MACHINE_EV_UNKNOWN; /* a later step was refused; the commit stands */
-            if (ev == MACHINE_EV_NOT_SENT && j->commit_sent && i == ci && resp.redirects > 0) {
-                /* The committed form was answered by a redirect: the login page or overload
-                 * reply is the redirect target's, the form itself may have been booked. */
-                ev = MACHINE_EV_UNKNOWN;
-                snprintf(j->detail, sizeof(j->detail),
-                         "%s: rule %s matched after %ld redirect(s): the form may be booked",
-                         st->name, rule->name ? rule->name : "?", resp.redirects);
-            }
-            post_evidence(j, st->name, method, form.action, &resp, cur, rule->name,
-                          machine_event_name(ev));
-            goto out;
-        }
-        if (erp_is_session_expired(w->erp, resp.body, resp.body_len)) {
-            post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "session-expired");
-            j->relogin = true;
-            snprintf(j->detail, sizeof(j->detail), "%s: the ERP showed the login page", st->name);
-            if (i < ci)
-                *ret_restart = true;
-            /* At the committing step the login page proves nothing was processed only when it
-             * answered the form itself, not a redirect after it. */
-            ev = i < ci || (i == ci && resp.redirects == 0) ? MACHINE_EV_NOT_SENT
-                                                            : MACHINE_EV_UNKNOWN;
-            goto out;
-        }
-        if (last) {
-            post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "unknown");
-            snprintf(j->detail, sizeof(j->detail),
-                     "%s: HTTP %ld with a page no outcome rule matches", st->name, resp.status);
-            ev = j->commit_sent ? MACHINE_EV_UNKNOWN : MACHINE_EV_NOT_SENT;
-            goto out;
-        }
-        if (!status_2xx(resp.status) || !cur) {
-            post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "failed");
-            if (resp.retry_after_s > 0)
-                j->retry_after_ms = resp.retry_after_s * 1000;
-            snprintf(msg, sizeof(msg), "%s answered HTTP %ld", st->name, resp.status);
-            ev = step_failed(j, "%.400s", msg);
-            goto out;
-        }
-        post_evidence(j, st->name, method, form.action, &resp, cur, NULL, "next-step");
-    }
-    ev = step_failed(j, "%s", "the flow has no post steps");
-out:
-    free(fields);
-    page_form_done(&form);
-    page_free(cur);
-    http_response_done(&resp);
-    free(tmpl);
-    free(url);
-    return ev;
+    if (erp_logged_in(w->erp))
+        return true;
+    enum login_rc lr = worker_login(w);
+    if (lr == LOGIN_OK)
+        return true;
+    snprintf(j->detail, sizeof(j->detail), "login before the post failed");
+    return false;
 }
 
-/* posting: runs the post steps, restarting after a session expired before the commit. */
-static enum machine_event job_post(struct job *j)
+/* posting: the whole post, from its first step; finishing: the follow-up steps on the doc. */
+static enum machine_event job_post(struct job *j, enum erp_post_from from)
 {
     struct worker *w = j->w;
-    enum machine_event ev = MACHINE_EV_NOT_SENT;
+    char err[APBOT_ERR_LEN];
+    struct erp_post_result pr;
+
     j->commit_sent = false;
     if (!j->inv_ok) {
         snprintf(j->detail, sizeof(j->detail), "the queued payload cannot be read");
-        return MACHINE_EV_NOT_SENT;
+        return from == ERP_POST_FROM_START ? MACHINE_EV_NOT_SENT : MACHINE_EV_FOLLOWUP_FAILED;
     }
-    for (int round = 0; round <= RUNNER_POST_RESTARTS; round++) {
-        if (stopping(w->r))
-            return MACHINE_EV_RELEASED;
-        if (!w->logged_in || j->relogin) {
-            j->relogin = false;
-            enum login_rc lr = worker_login(w);
-            if (lr == LOGIN_SYSTEMIC) {
-                j->systemic = true;
-                return MACHINE_EV_RELEASED;
-            }
-            if (lr == LOGIN_TRANSIENT) {
-                snprintf(j->detail, sizeof(j->detail), "login before the post failed");
-                return stopping(w->r) ? MACHINE_EV_RELEASED : MACHINE_EV_NOT_SENT;
-            }
-        }
-        bool restart = false;
-        ev = post_pass(j, &restart);
-        if (!restart)
-            break;
-        w->logged_in = false;
+    if (stopping(w->r) || !job_session(j))
+        return MACHINE_EV_RELEASED;
+    struct erp_post_hooks hooks = {
+        .ctx = j,
+        .before_commit = hook_before_commit,
+        .saved = hook_saved,
+        .stopping = hook_stopping,
+    };
+    int rc = erp_post_run(w->erp, &j->inv, j->item.key, from,
+                          from == ERP_POST_FROM_FOLLOWUPS ? j->item.erp_doc : NULL, &hooks, &pr,
+                          err, sizeof(err));
+    if (j->lost)
+        return MACHINE_EV_RELEASED; /* taken over while in the hooks: drop it */
+    if (rc != APBOT_OK) {
+        snprintf(j->detail, sizeof(j->detail), "post: %.400s", err);
+        return form_changed(j, j->detail);
     }
-    if (j->relogin)
-        w->logged_in = false;
-    return ev;
+    return post_event(j, &pr);
 }
 
 /* ---- one claimed item ------------------------------------------------------------------- */
-
-/* The backoff the machine's delay asks for (the store turns delays into due times). */
-static int64_t backoff_of(struct job *j, const struct machine_step *step)
-{
-    struct worker *w = j->w;
-    const struct runner_policy *pol = &w->r->pol;
-    if (step->delay != MACHINE_DELAY_BACKOFF)
-        return 0;
-    int n = step->next == MACHINE_RECONCILING ? step->counters.cycles : step->counters.attempts;
-    return runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
-                             j->retry_after_ms, rng_next(&w->rng));
-}
-
-/*
- * Applies one event to the item: machine_next, then store_apply in one transaction.
- * Returns true when the worker continues with the item (*state updated).
- */
-static bool job_apply(struct job *j, enum machine_state *state, enum machine_event ev)
-{
-    struct worker *w = j->w;
-    struct runner *r = w->r;
-    struct machine_counters c = j->item.counters;
-    struct apbot_now now;
-    apbot_clock_now(&now);
-    /* Judged when the lookup began: a search that started before the deadline and ended
-     * after it may have missed a late commit. */
-    struct apbot_now looked = now;
-    if (j->looked_at)
-        looked.mono_ms = j->looked_at;
-    c.settled = store_settled(&j->item, &looked, r->pol.settle_ms);
-    struct machine_step step;
-    char err[APBOT_ERR_LEN];
-
-    if (j->lost)
-        return false;
-    /* ERP messages may echo the user id: nothing secret reaches the row, event or log. */
-    mask_in_place(r, j->reason, sizeof(j->reason));
-    mask_in_place(r, j->detail, sizeof(j->detail));
-    int rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
-    if (rc != APBOT_OK) {
-        char msg[APBOT_ERR_LEN];
-        snprintf(msg, sizeof(msg), "item %" PRId64 ": no transition for %s in %s (%s)", j->item.id,
-                 machine_event_name(ev), machine_state_name(*state), apbot_strerror(rc));
-        log_msg(r, "error", "bug", msg);
-        return false;
-    }
-    /* A stop arriving after a clean "not found" must not start a post. */
-    bool keep = step.next == MACHINE_POSTING && !stopping(r);
-    char reason[700];
-    const char *reason_p = NULL;
-    const char *doc = NULL;
-    switch (step.next) {
-    case MACHINE_COMPLETED:
-        doc = j->doc[0] ? j->doc : NULL;
-        reason_p = "";
-        break;
-    case MACHINE_BUSINESS_EXCEPTION:
-        reason_p = j->reason[0] ? j->reason : j->detail;
-        break;
-    case MACHINE_MANUAL_REVIEW:
-        snprintf(reason, sizeof(reason), "%s; last outcome: %s: %s", step.why,
-                 machine_event_name(ev), j->detail[0] ? j->detail : "-");
-        reason_p = reason;
-        break;
-    case MACHINE_NEW:
-    case MACHINE_CHECKING:
-    case MACHINE_POSTING:
-    case MACHINE_RECONCILING:
-    case MACHINE_FINISHING:
-    case MACHINE_STATE__COUNT:
-    case MACHINE_STATE_INVALID:
-        break;
-    }
-    if (step.next == MACHINE_POSTING && !keep) {
-        /* Stopping: give the item back instead of committing an intent we will not use. */
-        ev = MACHINE_EV_RELEASED;
-        rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
-        if (rc != APBOT_OK)
-            return false;
-    }
-    char actor[200];
-    snprintf(actor, sizeof(actor), "runner:%s", w->owner);
-    struct store_change ch = {
-        .from = *state,
-        .event = ev,
-        .step = &step,
-        .backoff_ms = backoff_of(j, &step),
-        .settle_ms = r->pol.settle_ms,
-        .erp_doc = doc,
-        .reason = reason_p,
-        .detail = j->detail[0] ? j->detail : NULL,
-        .actor = actor,
-        .keep_lease = keep,
-    };
-    int64_t holder = 0;
-    rc = store_apply(w->st, j->item.id, w->owner, &ch, &now, &holder, err, sizeof(err));
-    if (rc == APBOT_E_CONFLICT) {
-        /* One document, one item: both go to a human. */
-        log_msg(r, "warn", "document held by another item", err);
-        snprintf(j->detail, sizeof(j->detail), "document %.100s is held by item #%" PRId64,
-                 doc ? doc : "?", holder);
-        char hdetail[200];
-        snprintf(hdetail, sizeof(hdetail), "document %.100s is claimed by item #%" PRId64 " too",
-                 doc ? doc : "?", j->item.id);
-        struct machine_step dc;
-        struct machine_counters hc = {0};
-        struct store_change hch = {.event = MACHINE_EV_DOC_CONFLICT,
-                                   .step = &dc,
-                                   .detail = hdetail,
-                                   .reason = hdetail,
-                                   .actor = actor,
-                                   .take_over = true};
-        struct store_item h;
-        if (store_get(w->st, holder, &h, NULL, 0) == APBOT_OK) {
-            hc = h.counters;
-            hch.from = h.state;
-            char herr[APBOT_ERR_LEN];
-            if (machine_next(h.state, MACHINE_EV_DOC_CONFLICT, &hc, &r->pol.machine, &dc) ==
-                    APBOT_OK &&
-                store_apply(w->st, holder, NULL, &hch, &now, NULL, herr, sizeof(herr)) != APBOT_OK)
-                log_msg(r, "warn", "document holder not sent to review", herr);
-            store_item_done(&h);
-        }
-        ev = MACHINE_EV_DOC_CONFLICT;
-        rc = machine_next(*state, ev, &c, &r->pol.machine, &step);
-        if (rc != APBOT_OK)
-            return false;
-        snprintf(reason, sizeof(reason), "%s; %s", step.why, j->detail);
-        ch.event = ev;
-        ch.erp_doc = NULL;
-        ch.reason = reason;
-        ch.keep_lease = keep = false;
-        doc = NULL;
-        reason_p = reason;
-        rc = store_apply(w->st, j->item.id, w->owner, &ch, &now, NULL, err, sizeof(err));
-    }
-    if (rc != APBOT_OK) {
-        j->lost = true;
-        if (rc == APBOT_E_STATE) {
-            log_msg(r, "warn", "item taken over; result dropped", err);
-        } else {
-            log_msg(r, "error", "store", err);
-            run_fail(r, err);
-        }
-        return false;
-    }
-    w->stats.transitions++;
-    switch (step.next) {
-    case MACHINE_COMPLETED:
-        w->stats.completed++;
-        break;
-    case MACHINE_BUSINESS_EXCEPTION:
-        w->stats.business_exception++;
-        break;
-    case MACHINE_MANUAL_REVIEW:
-        w->stats.manual_review++;
-        break;
-    case MACHINE_NEW:
-    case MACHINE_CHECKING:
-    case MACHINE_POSTING:
-    case MACHINE_RECONCILING:
-    case MACHINE_FINISHING:
-    case MACHINE_STATE__COUNT:
-    case MACHINE_STATE_INVALID:
-        break;
-    }
-    log_transition(w, &j->item, *state, step.next, ev, doc, reason_p, j->detail);
-    j->item.counters = step.counters;
-    *state = step.next;
-    j->doc[0] = j->reason[0] = j->detail[0] = '\0';
-    j->retry_after_ms = 0;
-    j->looked_at = 0;
-    return keep;
-}
 
 /* Drives one claimed item until it leaves the worker's hands. */
 static void job_run(struct worker *w, struct store_item *it)
@@ -1299,21 +1122,20 @@ static void job_run(struct worker *w, struct store_item *it)
     memset(&j, 0, sizeof(j));
     j.w = w;
     j.item = *it;
-    j.lease_until = it->lease_mono;
+    memset(it, 0, sizeof(*it)); /* the job owns the row now */
+    j.lease_until = j.item.lease_mono;
     invoice_init(&j.inv);
-    j.inv_ok = invoice_from_json(it->payload, &j.inv, err, sizeof(err)) == APBOT_OK;
+    j.inv_ok = invoice_from_json(j.item.payload, &j.inv, err, sizeof(err)) == APBOT_OK;
     if (!j.inv_ok)
         log_msg(w->r, "error", "payload unreadable", err);
-    enum machine_state state = it->state;
-    w->item_id = it->id;
+    w->item_id = j.item.id;
     w->stats.claims++;
-    if (state == MACHINE_CHECKING) {
-        w->stats.transitions++; /* store_claim moved it from new */
-        log_transition(w, it, MACHINE_NEW, MACHINE_CHECKING, MACHINE_EV_CLAIMED, NULL, NULL, NULL);
-    }
 
-    /* checking/reconciling -> (posting ->) out of our hands: at most two events. */
-    for (int round = 0; round < 3 && !j.lost; round++) {
+    /* A finishing item claimed anew is looked up first (its follow-up steps may have gone
+     * through before a crash); one that became finishing in this claim runs them at once. */
+    bool followups_now = false;
+    for (int round = 0; round < RUNNER_JOB_ROUNDS && !j.lost; round++) {
+        enum machine_state state = j.item.state;
         enum machine_event ev = MACHINE_EV_RELEASED;
         switch (state) {
         case MACHINE_CHECKING:
@@ -1321,12 +1143,15 @@ static void job_run(struct worker *w, struct store_item *it)
             w->reconciling = state == MACHINE_RECONCILING;
             ev = job_lookup(&j);
             break;
+        case MACHINE_FINISHING:
+            w->reconciling = !followups_now;
+            ev = followups_now ? job_post(&j, ERP_POST_FROM_FOLLOWUPS) : job_lookup(&j);
+            break;
         case MACHINE_POSTING:
             w->reconciling = false;
-            ev = job_post(&j);
+            ev = job_post(&j, ERP_POST_FROM_START);
             break;
         case MACHINE_NEW:
-        case MACHINE_FINISHING: /* follow-up steps: not driven by this runner yet */
         case MACHINE_COMPLETED:
         case MACHINE_BUSINESS_EXCEPTION:
         case MACHINE_MANUAL_REVIEW:
@@ -1334,15 +1159,20 @@ static void job_run(struct worker *w, struct store_item *it)
         case MACHINE_STATE_INVALID:
             goto out;
         }
-        if (ev == MACHINE_EV_RELEASED && state == MACHINE_POSTING && j.commit_sent)
+        if (ev == MACHINE_EV_RELEASED && j.item.state == MACHINE_POSTING && j.commit_sent)
             ev = MACHINE_EV_UNKNOWN; /* never hand back what may have been booked */
-        if (!job_apply(&j, &state, ev))
+        enum machine_state before = j.item.state;
+        if (!job_apply(&j, ev))
             break;
+        /* Follow-up steps run at once after a save or an unfinished hit in this claim. */
+        followups_now = j.item.state == MACHINE_FINISHING &&
+                        (ev == MACHINE_EV_FOUND_UNFINISHED || before != MACHINE_FINISHING);
     }
 out:
     w->item_id = 0;
     w->reconciling = false;
     invoice_done(&j.inv);
+    store_item_done(&j.item);
 }
 
 /* ---- workers ---------------------------------------------------------------------------- */
@@ -1359,13 +1189,22 @@ static void worker_probe(struct worker *w, int *probes)
         char t[320];
         snprintf(t, sizeof(t), "%s: %s", http_transport_name(resp.transport), resp.detail);
         breaker_count(w->r, t);
-        if (resp.transport == HTTP_ANSWERED)
-            w->logged_in = false; /* a long silence may have ended our session */
+        (void)0; /* a long silence may have ended the session: the next exchange finds out */
     }
     http_response_done(&resp);
     free(url);
     int64_t pause = runner_backoff_ms(100, RUNNER_PROBE_CAP_MS, (*probes)++, 0, rng_next(&w->rng));
     worker_sleep(w, pause < 50 ? 50 : pause);
+}
+
+static void worker_idle(struct worker *w)
+{
+    struct runner *r = w->r;
+    int64_t wait = -1;
+    int64_t pause = r->pol.poll_ms;
+    if (store_next_due(w->st, NULL, &wait, NULL, 0) == APBOT_OK && wait > 0 && wait < pause)
+        pause = wait;
+    worker_sleep(w, pause < 5 ? 5 : pause);
 }
 
 static void *worker_main(void *arg)
@@ -1385,43 +1224,41 @@ static void *worker_main(void *arg)
     }
     erp_set_evidence(w->erp, on_erp_evidence, w);
 
-    for (long iter = 0; !stopping(r); iter++) {
+    while (!stopping(r)) {
         if (breaker_suspect(r)) {
             worker_probe(w, &probes);
             continue;
         }
         probes = 0;
-        if (!w->logged_in) {
+        /* Only as many sessions work as the limit allows (the ERP's capacity). */
+        if (!limiter_acquire(r->limiter, &r->stop))
+            break;
+        if (!erp_logged_in(w->erp)) {
             enum login_rc lr = worker_login(w);
-            if (lr == LOGIN_SYSTEMIC)
-                break;
-            if (lr == LOGIN_TRANSIENT) {
+            if (lr != LOGIN_OK) {
+                limiter_release(r->limiter);
+                if (lr == LOGIN_SYSTEMIC)
+                    break;
                 worker_sleep(w, runner_backoff_ms(r->pol.backoff_base_ms, r->pol.backoff_cap_ms,
                                                   w->login_fails, 0, rng_next(&w->rng)));
                 continue;
             }
         }
         struct store_item it;
-        struct machine_step claimed;
-        struct machine_counters fresh = {0};
-        int rc = machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &r->pol.machine, &claimed);
-        if (rc == APBOT_OK)
-            rc = store_claim(w->st, w->owner, NULL, r->pol.lease_ms, &claimed, &it, err,
-                             sizeof(err));
+        struct transition_env env = worker_env(w);
+        int rc = transition_claim(&env, NULL, r->pol.lease_ms, &it, err, sizeof(err));
         if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
-            int64_t wait = -1;
-            int64_t pause = r->pol.poll_ms;
-            if (store_next_due(w->st, NULL, &wait, NULL, 0) == APBOT_OK && wait > 0 && wait < pause)
-                pause = wait;
-            worker_sleep(w, pause < 5 ? 5 : pause);
+            limiter_release(r->limiter);
+            worker_idle(w);
             continue;
         }
         if (rc != APBOT_OK) {
+            limiter_release(r->limiter);
             run_fail(r, err);
             break;
         }
         job_run(w, &it);
-        store_item_done(&it);
+        limiter_release(r->limiter);
     }
 out:
     erp_close(w->erp);
@@ -1445,31 +1282,6 @@ out:
 }
 
 /* ---- the calling thread ----------------------------------------------------------------- */
-
-/* A flow element this runner does not drive yet, or NULL. Refusing the flow is safer than
- * pressing the first of several buttons or booking one line of many. */
-static const char *flow_unsupported(const struct flow *f)
-{
-    for (size_t i = 0; i < f->n_session_expired; i++)
-        if (f->session_expired[i].status || f->session_expired[i].redirect)
-            return "<session-expired status= or redirect=>";
-    if (f->login.present && !f->login.has_form)
-        return "a login without <form>";
-    if (f->lookup.detail.present || f->lookup.has_finished)
-        return "<detail> or <finished> in the lookup";
-    if (flow_commit_index(f) + 1 < f->n_steps)
-        return "steps after the committing step";
-    for (size_t i = 0; i < f->n_steps; i++) {
-        const struct flow_step *st = &f->steps[i];
-        if (st->form.submit_value || st->form.lines.present || st->n_captures ||
-            st->repeat_until_lines)
-            return "submit-value=, <lines>, <capture> or repeat=";
-        for (size_t k = 0; k < st->form.n_fields; k++)
-            if (st->form.fields[k].option != FLOW_OPTION_DEFAULT)
-                return "option=";
-    }
-    return NULL;
-}
 
 static long pick(long override, long flow_value, long fallback)
 {
@@ -1509,6 +1321,8 @@ static void policy_setup(struct runner *r)
     r->run_flow.policy.timeout_ms = p->timeout_ms;
     r->run_flow.policy.connect_timeout_ms = p->connect_timeout_ms;
     r->run_flow.policy.settle_ms = p->settle_ms;
+    atomic_init(&r->settle_ms, p->settle_ms);
+    atomic_init(&r->max_late, 0);
 }
 
 static void make_owner(struct runner *r)
@@ -1525,26 +1339,48 @@ static void make_owner(struct runner *r)
              (uint32_t)seed_random());
 }
 
-static void progress_draw(const struct store_counts *c, int64_t elapsed_ms, bool final)
-{
-    int64_t done = c->by_state[MACHINE_COMPLETED] + c->by_state[MACHINE_BUSINESS_EXCEPTION] +
-                   c->by_state[MACHINE_MANUAL_REVIEW];
-    int64_t pending = c->total - done;
-    int64_t secs = elapsed_ms / 1000;
-    fprintf(stderr,
-            "\r\033[Kapbot run %" PRId64 "/%" PRId64 " settled | completed %" PRId64
-            " | exception %" PRId64 " | review %" PRId64 " | pending %" PRId64
-            " (reconciling %" PRId64 ") | %d:%02d%s",
-            done, c->total, c->by_state[MACHINE_COMPLETED], c->by_state[MACHINE_BUSINESS_EXCEPTION],
-            c->by_state[MACHINE_MANUAL_REVIEW], pending, c->by_state[MACHINE_RECONCILING],
-            (int)(secs / 60), (int)(secs % 60), final ? "\n" : "");
-    fflush(stderr);
-}
-
 static int64_t pending_of(const struct store_counts *c)
 {
     return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] + c->by_state[MACHINE_POSTING] +
            c->by_state[MACHINE_RECONCILING] + c->by_state[MACHINE_FINISHING];
+}
+
+/* Redraws the progress line: what is settled, what is pending, the sessions at work. */
+static void progress_draw(struct runner *r, const struct store_counts *c, int64_t elapsed_ms,
+                          bool final)
+{
+    int64_t pending = pending_of(c);
+    int64_t done = c->total - pending;
+    int64_t secs = elapsed_ms / 1000;
+    pthread_mutex_lock(&r->term_mu);
+    snprintf(r->progress, sizeof(r->progress),
+             "apbot run %" PRId64 "/%" PRId64 " settled | completed %" PRId64
+             " | exception %" PRId64 " | review %" PRId64 " | pending %" PRId64
+             " (reconciling %" PRId64 ") | sessions %d | %d:%02d",
+             done, c->total, c->by_state[MACHINE_COMPLETED],
+             c->by_state[MACHINE_BUSINESS_EXCEPTION], c->by_state[MACHINE_MANUAL_REVIEW], pending,
+             c->by_state[MACHINE_RECONCILING], limiter_limit(r->limiter), (int)(secs / 60),
+             (int)(secs % 60));
+    progress_show(r);
+    if (final) {
+        fputc('\n', stderr);
+        r->progress[0] = '\0';
+    }
+    fflush(stderr);
+    pthread_mutex_unlock(&r->term_mu);
+}
+
+/* Reports a change of the adaptive limit (once per change). */
+static void limit_report(struct runner *r)
+{
+    int old, now;
+    double q;
+    if (!limiter_changed(r->limiter, &old, &now, &q))
+        return;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "sessions at work %d -> %d (latency %.2fx the uncongested)", old,
+             now, q);
+    log_msg(r, "info", "concurrency limit", msg);
 }
 
 int runner_run(const struct runner_options *opt, struct runner_stats *ret)
@@ -1565,25 +1401,21 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         snprintf(ret->message, sizeof(ret->message), "run: flow and database are required");
         return APBOT_E_INVAL;
     }
-    r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    r = apbot_xcalloc(1, sizeof(*r));
     r->opt = opt;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_init(&r->term_mu, NULL);
+    pthread_mutex_init(&r->login_mu, NULL);
+    pthread_cond_init(&r->login_cv, NULL);
     atomic_init(&r->stop, false);
     atomic_init(&r->running, 0);
+    atomic_init(&r->abort_io, 0);
+    atomic_init(&r->login_ok_once, false);
     r->started_mono = mono_ms();
 
     rc = flow_load(opt->flow_path, &r->flow, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "flow %.100s: %.400s", opt->flow_path, err);
-        goto out;
-    }
-    const char *unsupported = flow_unsupported(r->flow);
-    if (unsupported) {
-        rc = APBOT_E_INVAL;
-        snprintf(ret->message, sizeof(ret->message), "flow %.100s: this runner cannot drive %s yet",
-                 opt->flow_path, unsupported);
         goto out;
     }
     r->base_url = opt->erp_url && *opt->erp_url ? opt->erp_url : r->flow->base_url;
@@ -1592,32 +1424,49 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     policy_setup(r);
     make_owner(r);
 
+    int max_sessions = r->flow->policy.max_sessions > 0 ? r->flow->policy.max_sessions : 1;
+    n = opt->concurrency > 0 ? opt->concurrency : max_sessions;
+    if (n > max_sessions)
+        n = max_sessions;
+    rc = limiter_new(n, opt->concurrency == 0, &r->limiter);
+    if (rc != APBOT_OK)
+        goto out;
+
     rc = store_open(opt->db_path, &st, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "%s", err);
         goto out;
     }
+    /* What earlier runs learnt about this ERP's late commits holds from the start. */
+    struct store_late_commit late;
+    if (store_late_commit(st, r->flow->name, &late, NULL, 0) == APBOT_OK && late.max_ms > 0) {
+        atomic_store(&r->max_late, late.max_ms);
+        settle_adapt(r, late.max_ms, "seen in an earlier run");
+    }
+    struct transition_env renv = {
+        .st = st,
+        .policy = &r->pol.machine,
+        .settle_ms = atomic_load(&r->settle_ms),
+        .actor = "recovery",
+        .log = on_recovery,
+        .ctx = r,
+    };
     int recovered = 0;
-    rc = store_recover_settle(st, NULL, r->pol.settle_ms, &r->pol.machine, &recovered, err,
-                              sizeof(err));
+    rc = transition_recover(&renv, NULL, &recovered, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "recovery: %.400s", err);
         goto out;
     }
 
-    int max_sessions = r->flow->policy.max_sessions > 0 ? r->flow->policy.max_sessions : 1;
-    n = opt->concurrency > 0 ? opt->concurrency : max_sessions;
-    if (n > max_sessions)
-        n = max_sessions;
     char line[512];
     snprintf(line, sizeof(line),
-             "owner=%s sessions=%d erp=%s recovered=%d settle_ms=%ld timeout_ms=%ld", r->owner, n,
-             r->base_url ? r->base_url : "-", recovered, r->pol.settle_ms, r->pol.timeout_ms);
+             "owner=%s sessions=%d%s erp=%s recovered=%d settle_ms=%" PRId64 " timeout_ms=%ld",
+             r->owner, n, opt->concurrency == 0 ? " (adaptive)" : "",
+             r->base_url ? r->base_url : "-", recovered, atomic_load(&r->settle_ms),
+             r->pol.timeout_ms);
     log_msg(r, "info", "run started", line);
 
-    workers = calloc((size_t)n, sizeof(*workers));
-    if (!workers)
-        abort();
+    workers = apbot_xcalloc((size_t)n, sizeof(*workers));
     uint64_t seed = opt->seed ? opt->seed : seed_random();
     /* Workers must not take SIGINT/SIGTERM: the calling thread turns them into a stop. */
     sigset_t block, old;
@@ -1632,6 +1481,7 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         w->index = i;
         w->rng = seed + (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
         snprintf(w->owner, sizeof(w->owner), "%s/w%d", r->owner, i);
+        snprintf(w->actor, sizeof(w->actor), "runner:%s", w->owner);
         atomic_fetch_add(&r->running, 1);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             atomic_fetch_sub(&r->running, 1);
@@ -1642,7 +1492,7 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
-    /* Watch: clock, cancel, breaker, queue, progress. */
+    /* Watch: clock, cancel, breaker, queue, recovery, progress. */
     enum runner_stop why = RUNNER_STOP_CANCEL;
     int64_t last_recover = mono_ms(), last_progress = 0, last_count = 0;
     struct store_counts counts;
@@ -1678,12 +1528,11 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         if (now - last_recover >= RUNNER_RECOVER_EVERY_MS) {
             last_recover = now;
             int nrec = 0;
-            if (store_recover_settle(st, NULL, r->pol.settle_ms, &r->pol.machine, &nrec, err,
-                                     sizeof(err)) != APBOT_OK)
+            renv.settle_ms = atomic_load(&r->settle_ms);
+            if (transition_recover(&renv, NULL, &nrec, err, sizeof(err)) != APBOT_OK)
                 log_msg(r, "warn", "recovery", err);
-            else if (nrec > 0)
-                log_msg(r, "info", "recovered expired leases", NULL);
         }
+        limit_report(r);
         if (now - last_count >= 250) {
             last_count = now;
             if (store_counts(st, &counts, err, sizeof(err)) == APBOT_OK) {
@@ -1696,14 +1545,14 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         }
         if (opt->progress && have_counts && now - last_progress >= RUNNER_PROGRESS_EVERY_MS) {
             last_progress = now;
-            progress_draw(&counts, elapsed, false);
+            progress_draw(r, &counts, elapsed, false);
         }
         sleep_ms(RUNNER_TICK_MS);
     }
 
     /* Stop: in-flight exchanges are cut short, items handed back by their workers. */
     atomic_store(&r->stop, true);
-    r->abort_io = 1;
+    atomic_store(&r->abort_io, 1);
     for (int i = 0; i < n; i++)
         if (workers[i].started)
             pthread_join(workers[i].thread, NULL);
@@ -1719,10 +1568,13 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         snprintf(ret->message, sizeof(ret->message), "%s", r->fail_msg);
     pthread_mutex_unlock(&r->mu);
     ret->workers = n;
+    ret->limit = limiter_limit(r->limiter);
+    ret->settle_ms = atomic_load(&r->settle_ms);
+    ret->max_late_commit_ms = atomic_load(&r->max_late);
     if (store_counts(st, &counts, err, sizeof(err)) == APBOT_OK) {
         ret->pending = pending_of(&counts);
         if (opt->progress)
-            progress_draw(&counts, mono_ms() - r->started_mono, true);
+            progress_draw(r, &counts, mono_ms() - r->started_mono, true);
     }
     ret->elapsed_ms = mono_ms() - r->started_mono;
     rc = why == RUNNER_STOP_SYSTEMIC ? APBOT_E_SYSTEMIC
@@ -1730,19 +1582,22 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
                                      : APBOT_OK;
     snprintf(line, sizeof(line),
              "stop=%s completed=%" PRId64 " business_exception=%" PRId64 " manual_review=%" PRId64
-             " pending=%" PRId64 " elapsed_ms=%" PRId64,
+             " pending=%" PRId64 " elapsed_ms=%" PRId64 " settle_ms=%" PRId64 " sessions=%d",
              runner_stop_name(why), ret->completed, ret->business_exception, ret->manual_review,
-             ret->pending, ret->elapsed_ms);
+             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit);
     log_msg(r, why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR ? "error" : "info",
             "run stopped", line);
-    if (ret->message[0])
-        log_msg(r, why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR ? "error" : "info",
-                "reason", ret->message);
+    if (ret->message[0] && why != RUNNER_STOP_SYSTEMIC && why != RUNNER_STOP_ERROR)
+        log_msg(r, "info", "reason", ret->message);
 out:
     free(workers);
     store_close(st);
     if (r) {
+        limiter_free(r->limiter);
         flow_free(r->flow);
+        pthread_cond_destroy(&r->login_cv);
+        pthread_mutex_destroy(&r->login_mu);
+        pthread_mutex_destroy(&r->term_mu);
         pthread_mutex_destroy(&r->mu);
         free(r);
     }

@@ -16,6 +16,7 @@
 
 #include "apbot/machine.h"
 #include "apbot/runner.h"
+#include "apbot/store.h"
 #include "helpers/e2e.h"
 #include "helpers/invariants.h"
 #include "helpers/sim_client.h"
@@ -41,6 +42,26 @@ static void assert_all_completed(struct e2e *e)
     assert_int_equal(simc_count_rows(e->port), e->n_items);
 }
 
+/* Reviewed items whose document the ERP saved (a draft whose follow-up steps never got
+ * through: the ledger holds it, a human finishes it). */
+static int reviewed_with_doc(struct e2e *e)
+{
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    int n = 0;
+    assert_int_equal(store_open(e->db, &st, err, sizeof(err)), APBOT_OK);
+    for (int64_t id = 1; id <= e->n_items; id++) {
+        struct store_item it;
+        if (store_get(st, id, &it, NULL, 0) != APBOT_OK)
+            continue;
+        if (it.state == MACHINE_MANUAL_REVIEW && it.erp_doc)
+            n++;
+        store_item_done(&it);
+    }
+    store_close(st);
+    return n;
+}
+
 /*
  * For faults drawn at random on every screen: one item's committing step can be hit twice,
  * and two ambiguous posts each confirmed absent rightly end in manual review. So: every item
@@ -55,7 +76,19 @@ static void assert_completed_or_reviewed(struct e2e *e)
     assert_int_equal(done + review, e->n_items);
     assert_int_equal(e2e_count(e, MACHINE_BUSINESS_EXCEPTION), 0);
     assert_true(done > 0);
-    assert_int_equal(simc_count_rows(e->port), done);
+    assert_int_equal(simc_count_rows(e->port), done + reviewed_with_doc(e));
+}
+
+/*
+ * A per-request fault probability for this UI. The classic ERP needs about three times the
+ * requests of acme per invoice (a search and its detail pages, an update per line, save, the
+ * edit page, approve), so a third of acme's rate hits an invoice about as often.
+ */
+static const char *per_request(char *buf, size_t len, const char *key, double acme_p)
+{
+    double p = e2e_test_ui() == SIM_UI_CLASSIC ? acme_p / 3 : acme_p;
+    snprintf(buf, len, "%s = %.3f\n", key, p);
+    return buf;
 }
 
 /* Starts, queues n invoices, forces `count` of `fault` (0: none) and runs to empty. */
@@ -137,7 +170,8 @@ static void test_e2e_overload503(void **state)
 {
     (void)state;
     struct e2e e;
-    run_with_fault(&e, "O503", 8, NULL, 0, "fault.overload503 = 0.15\n");
+    char p[64];
+    run_with_fault(&e, "O503", 8, NULL, 0, per_request(p, sizeof(p), "fault.overload503", 0.15));
     assert_all_completed(&e);
     assert_true(simc_stat(e.port, "overload503") >= 1);
     e2e_stop(&e);
@@ -147,7 +181,8 @@ static void test_e2e_overload429(void **state)
 {
     (void)state;
     struct e2e e;
-    run_with_fault(&e, "O429", 8, NULL, 0, "fault.overload429 = 0.15\n");
+    char p[64];
+    run_with_fault(&e, "O429", 8, NULL, 0, per_request(p, sizeof(p), "fault.overload429", 0.15));
     assert_all_completed(&e);
     assert_true(simc_stat(e.port, "overload429") >= 1);
     e2e_stop(&e);
@@ -158,7 +193,9 @@ static void test_e2e_drop_before_commit(void **state)
 {
     (void)state;
     struct e2e e;
-    run_with_fault(&e, "DBC", 8, NULL, 0, "fault.drop_before_commit = 0.12\n");
+    char p[64];
+    run_with_fault(&e, "DBC", 8, NULL, 0,
+                   per_request(p, sizeof(p), "fault.drop_before_commit", 0.12));
     assert_completed_or_reviewed(&e);
     assert_true(simc_stat(e.port, "drop_before_commit") >= 1);
     e2e_stop(&e);
@@ -182,7 +219,8 @@ static void test_e2e_session_expiry(void **state)
 {
     (void)state;
     struct e2e e;
-    run_with_fault(&e, "SESS", 8, NULL, 0, "fault.session_expiry = 0.2\n");
+    char p[64];
+    run_with_fault(&e, "SESS", 8, NULL, 0, per_request(p, sizeof(p), "fault.session_expiry", 0.2));
     assert_all_completed(&e);
     assert_true(simc_stat(e.port, "session_expiry") >= 1);
     assert_true(e.stats.logins > 2);

@@ -106,7 +106,9 @@ static void test_flow_acme_struct(void **state)
     assert_false(f->steps[0].commits);
     assert_string_equal(f->steps[0].form.xpath, "//form[@id='apEntry']");
     assert_string_equal(f->steps[0].form.submit, "check");
-    assert_int_equal(f->steps[0].form.n_fields, 10);
+    assert_int_equal(f->steps[0].form.n_fields, 12); /* 10 + lineCount, taxAmount */
+    assert_true(f->steps[0].form.lines.present);
+    assert_int_equal(f->steps[0].form.lines.missing, FLOW_MISSING_ADD);
     assert_string_equal(f->steps[0].form.fields[8].name, "reference");
     assert_string_equal(f->steps[0].form.fields[8].value, "${key}");
     assert_int_equal(f->steps[0].n_rules, 4);

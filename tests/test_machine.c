@@ -139,6 +139,7 @@ static const struct row rows[] = {
     {F, MACHINE_EV_LOOKUP_FAILED,           1, 0, 0, true,   F, BACK,   1, 1, 0, false, "cycles < max"},
     {F, MACHINE_EV_LOOKUP_FAILED,           1, 2, 0, true,   M, NONE,   1, 3, 0, false, "cycles = max"},
     {F, MACHINE_EV_NOT_FOUND,               1, 0, 0, true,   M, NONE,   1, 0, 0, false, "the saved document vanished"},
+    {F, MACHINE_EV_NOT_FOUND,               1, 0, 0, false,  F, SETL,   1, 0, 0, false, "not found yet: the search lags the save"},
     {F, MACHINE_EV_NOT_FOUND,               0, 0, 0, true,   M, NONE,   0, 0, 0, false, "never re-post, even with budget"},
     {F, MACHINE_EV_REJECTED,                1, 0, 0, true,   M, NONE,   1, 0, 0, false, "the ERP refused the follow-up"},
     {F, MACHINE_EV_FOUND_CONFLICT,          1, 0, 0, true,   M, NONE,   1, 0, 0, false, "(beyond the spec) conflicting record"},
@@ -208,7 +209,7 @@ static void test_machine_settle_mark_only_after_a_possible_send(void **state)
     }
 }
 
-/* `settled` only matters to not-found in checking and reconciling. */
+/* `settled` only matters to not-found in checking, reconciling and finishing. */
 static void test_machine_settled_matters_only_for_absence(void **state)
 {
     (void)state;
@@ -223,7 +224,8 @@ static void test_machine_settled_matters_only_for_absence(void **state)
             int r0 = machine_next(s, e, &c0, &pol, &s0);
             int r1 = machine_next(s, e, &c1, &pol, &s1);
             bool matters =
-                e == MACHINE_EV_NOT_FOUND && (s == MACHINE_CHECKING || s == MACHINE_RECONCILING);
+                e == MACHINE_EV_NOT_FOUND &&
+                (s == MACHINE_CHECKING || s == MACHINE_RECONCILING || s == MACHINE_FINISHING);
             bool same = r0 == r1 && s0.next == s1.next && s0.delay == s1.delay &&
                         s0.counters.posts == s1.counters.posts &&
                         s0.counters.cycles == s1.counters.cycles &&

@@ -37,8 +37,13 @@ static void run_usage(FILE *out)
             "  --erp URL          ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
             "  --until-empty      stop once no item is pending\n"
             "  --max-seconds N    stop after N seconds (in-flight items are handed back)\n"
-            "  --concurrency N    ERP sessions in parallel; auto = the flow's max-sessions\n"
+            "  --concurrency N    ERP sessions working at once (at most the flow's\n"
+            "                     max-sessions); auto (the default) adapts to the ERP's\n"
+            "                     capacity: more while answers stay fast, fewer when they slow\n"
+            "                     down, time out or the ERP says it is overloaded\n"
             "  --quiet            no progress line and no log lines, only the summary\n"
+            "On a terminal: a progress line, warnings and errors scrolled above it; otherwise\n"
+            "one key=value log line per event on stderr.\n"
             "Credentials: APBOT_ERP_USER, APBOT_ERP_PASSWORD.\n"
             "Exit: 0 stopped normally, 1 error, 2 usage, 4 circuit breaker (ERP unusable;\n"
             "untouched items stay queued).\n");
@@ -136,6 +141,10 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
            "\n",
            runner_stop_name(stats.stop), stats.elapsed_ms / 1000, stats.completed,
            stats.business_exception, stats.manual_review, stats.pending);
+    if (stats.max_late_commit_ms > 0)
+        printf("run: the ERP committed up to %" PRId64 " ms after apbot gave up; settle delay in "
+               "force %" PRId64 " ms\n",
+               stats.max_late_commit_ms, stats.settle_ms);
     fflush(stdout);
     switch (rc) {
     case APBOT_OK:

@@ -1,20 +1,30 @@
 /*
- * erp.h - an ERP session driven by a flow: log in, look a key up, read a day's listing.
+ * erp.h - an ERP session driven by a flow: log in, look a key up, list a date range.
  *
- * The session wraps one http_session (cookies, optional HTTP Basic from APBOT_ERP_USER /
- * APBOT_ERP_PASSWORD when the flow says basic_auth) and the flow's login, lookup and list
- * operations. It knows nothing of the queue or the state machine: it answers "what does the
- * ERP show for this key / this day", and the caller (runner, report, resolve) decides what
- * that means. Pages answered with the flow's session-expired marker are retried after a
- * fresh login, a bounded number of times (ERP_RELOGIN_MAX); lookups and listings are GETs,
- * so repeating them is always safe. Posting stays with the runner, which may use the same
- * session through erp_http() / erp_login() / erp_url().
+ * The session wraps one http_session (cookies, HTTP Basic from APBOT_ERP_USER /
+ * APBOT_ERP_PASSWORD when the flow says <http-basic/>) and the flow's login, lookup and list
+ * operations; the post of an invoice through the flow's steps is erp_post.h, on the same
+ * session. It knows nothing of the queue or the state machine: it answers "what does the ERP
+ * show for this key / these days", and the caller (runner, report, resolve, flow trace) decides
+ * what that means. Whether a lookup proves an absence is decide_lookup()'s word alone
+ * (decide.h): this module gathers its facts honestly (a page not answered, without its
+ * results-screen marker, at the screen's row maximum, with a next page left unread, a
+ * candidate's detail page not read, a pattern over its budget: never an absence).
  *
- * Credentials are read from the environment at erp_open and go to the wire only: they never
- * appear in err, in evidence or in any returned string. Amounts are parsed exactly into
- * minor units with the table's separators and the row's currency (or the caller's).
- * Modules return errors and never log; the optional evidence callback lets the caller store
- * every exchange (store_add_evidence-shaped, excerpt bounded and secret-free).
+ * Answers are read as the flow says: every pattern (session markers, login success and rules)
+ * sees the page with comments, scripts and attribute values blanked (page_rule_text) unless it
+ * is raw, and all patterns on one answer share one match budget (match.h): a pattern that
+ * exhausts it makes the answer unknown, the evidence naming it. A session marker (status of the
+ * first hop or of the answer, Location of the first redirect hop, body) means the session is
+ * gone: the GET is repeated after a fresh login, at most ERP_RELOGIN_MAX times (lookups and
+ * listings are GETs, so repeating them is safe).
+ *
+ * Credentials are read from the environment at erp_open and go to the wire only, to the ERP's
+ * origin only: they never appear in err, in evidence, in a trace or in any returned string
+ * (the user name and password are masked as "***" wherever a page echoes them). Amounts are
+ * parsed exactly into minor units with the table's separators and the row's currency (or the
+ * caller's). The module never logs: the evidence and trace callbacks let the caller store or
+ * print every exchange.
  */
 #ifndef APBOT_ERP_H
 #define APBOT_ERP_H
@@ -40,11 +50,15 @@ struct erp_session;
 #define ERP_EXCERPT_MAX 2048
 
 /*
- * Called once per HTTP exchange (login page, login submit, lookup, each list page) with a
- * filled evidence record: step ("login", "lookup", "list"), method, URL (resolved, never
- * with credentials), status, elapsed, transport name, outcome ("answered", "found",
- * "not-found", "session-expired", "failed", ...) and a bounded excerpt. Every pointer is
- * valid only during the call. The return value is ignored (evidence is best effort).
+ * Called once per HTTP exchange (login, each lookup page, each detail page, each list page, each
+ * post exchange) with a filled evidence record: step ("login", "lookup", "detail", "list", or
+ * the post step's name), method, URL (resolved, secrets masked), status, elapsed, transport
+ * ("answered", "not-sent: ...", "unknown: ..."), the rule that matched (or the pattern that
+ * exhausted the budget), outcome ("answered", "logged-in", "refused", "session-expired",
+ * "failed"; a lookup's last exchange carries its verdict "found", "found-unfinished",
+ * "not-found", "failed"; a post exchange its decide_post verdict) and a bounded excerpt
+ * (ERP_EXCERPT_MAX). Every pointer is valid only during the call. Best effort: nothing is
+ * returned.
  */
 typedef void (*erp_evidence_fn)(void *ctx, const struct store_evidence *ev);
 
@@ -72,13 +86,18 @@ void erp_set_retries(struct erp_session *s, int retries);
 /* Sets (or clears with fn NULL) the evidence callback. */
 void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx);
 
-/* The underlying HTTP session (owned by s), for the runner's post steps. */
+/* The underlying HTTP session (owned by s). */
 struct http_session *erp_http(struct erp_session *s);
+/* True after a successful erp_login until a session marker (or a failed login, or a post that
+ * lost its session) said the session is gone; lookups, listings and posts log in again by
+ * themselves when it is false. */
+bool erp_logged_in(const struct erp_session *s);
 /* The effective base URL (owned by s). */
 const char *erp_base_url(const struct erp_session *s);
 /* Resolves an expanded flow URL ("/erp/x?y" or absolute) against the base URL. Heap. */
 char *erp_url(const struct erp_session *s, const char *expanded);
-/* True when body carries the flow's session-expired marker (false if the flow has none). */
+/* True when body carries one of the flow's session markers that are a body pattern alone
+ * (markers by status or redirect need the whole answer: they are judged inside the session). */
 bool erp_is_session_expired(const struct erp_session *s, const char *body, size_t len);
 
 /*
@@ -112,19 +131,29 @@ struct erp_trace {
     const char *excerpt; /* bounded, secret-free text of the answer, or NULL */
 };
 typedef void (*erp_trace_fn)(void *ctx, const struct erp_trace *t);
-/* Sets (or clears with fn NULL) the trace callback for every exchange of the session. */
+/* Sets (or clears with fn NULL) the trace callback for every exchange of the session (a post's
+ * exchanges go to its hooks' trace instead when it has one, see erp_post.h). */
 void erp_set_trace(struct erp_session *s, erp_trace_fn fn, void *ctx);
 
 /*
- * Logs in with the flow's login form (clearing cookies first). A flow without a login form
- * succeeds at once (HTTP Basic, if any, rides on every request).
- * Returns APBOT_OK; APBOT_E_NET when the ERP could not be reached or answered a transient
- * error (timeout, 5xx, 429/503) - retry later; APBOT_E_SYSTEMIC when the login was refused,
- * the login form is missing or the page after login lacks the success marker. An answer that
- * is the login page itself is tried up to three times before it counts as a refusal (the ERP may
- * have ended the fresh session at once).
+ * Logs in (clearing cookies first): with a <form>, fetches the login page, fills the form
+ * (hidden fields kept), presses the button and submits it; without one, sends the one request
+ * `method` to `get` (HTTP Basic riding on it). A flow without <login> succeeds at once.
+ * Before anything is sent, a login form whose action leaves the ERP's origin, or whose method
+ * is GET while a field carries a secret, is refused (APBOT_E_SYSTEMIC).
+ * The answer: a `rejected` rule, 401 or 403 is a refusal (APBOT_E_SYSTEMIC: stop the run at
+ * once, never try the credentials again); a `completed` rule or the <success> conditions
+ * (status and/or pattern) a login; no answer, 429/5xx, a `not-sent`/`unknown` rule or a
+ * pattern over its budget is transient (APBOT_E_NET); an answer to a login form that is the
+ * login page again (a session marker) is ambiguous - the ERP may have ended the fresh session
+ * at once - and is tried up to three times before it counts as a refusal; anything else lacks
+ * the success marker (APBOT_E_SYSTEMIC).
  */
 int erp_login(struct erp_session *s, char *err, size_t errlen) APBOT_MUST_USE;
+/* True when the last erp_login failed because the ERP refused it (a `rejected` rule, 401/403,
+ * or the login page every time): the credentials will not work; stop the run now, from any
+ * session. False after any other outcome (a missing form is systemic too, but not a refusal). */
+bool erp_login_refused(const struct erp_session *s);
 
 /* One result row of a lookup or listing. Strings are heap-owned (erp_hits_done frees them);
  * any may be NULL when the flow has no such column or the cell is empty. */
@@ -142,6 +171,7 @@ struct erp_row {
     int64_t amount;       /* amount_text in minor units, valid when has_amount */
     int exponent;         /* of the currency used to parse the amount, valid when has_amount */
     bool has_amount;      /* false: no amount column, unknown currency or unparsable text */
+    bool unfinished;      /* a lookup hit whose <finished> column differs: saved, not finished */
 };
 
 /* A set of rows; zero-initialise before use. */
@@ -155,18 +185,22 @@ void erp_hits_done(struct erp_hits *h);
 
 /* What a lookup concluded. */
 enum erp_answer {
-    ERP_FOUND = 0,        /* the ERP answered and holds the key: rows has >= 1 exact hit */
-    ERP_FOUND_UNFINISHED, /* the ERP holds the key, saved but not finished (the flow's
-                           * <finished> column differs): the follow-up steps are due */
-    ERP_NOT_FOUND,        /* the ERP answered a clean "no results" (the flow's empty marker, or a
-                           * result table none of whose rows carries exactly the key) */
-    ERP_FAILED,           /* no usable answer: transport failure, 5xx/429/503, unrecognised page,
-                           * still the login page after ERP_RELOGIN_MAX fresh logins */
+    ERP_FOUND = 0,        /* the ERP holds the key: hits has >= 1 exact hit, a finished one
+                           * first (decide_lookup: DECIDE_FOUND) */
+    ERP_FOUND_UNFINISHED, /* the ERP holds the key, saved but not finished (every hit's
+                           * <finished> column differs): the follow-up steps are due on
+                           * hits.rows[0].doc */
+    ERP_NOT_FOUND,        /* a complete, genuine results screen without the key: every page
+                           * answered and read, the screen marker present, none cut, no next
+                           * page left, every candidate's detail read, rows or the empty
+                           * marker */
+    ERP_FAILED,           /* no proof either way (detail says why): never an absence */
 };
 
 struct erp_lookup_result {
     enum erp_answer answer;
-    struct erp_hits hits; /* exact-key hits (reference == cut key), ERP_FOUND only */
+    struct erp_hits hits; /* every exact-key hit, finished ones first (ERP_FOUND and
+                           * ERP_FOUND_UNFINISHED only; more than one is a conflict) */
     long http_status;     /* of the last exchange, 0 if none answered */
     long retry_after_s;   /* Retry-After of the last answer, -1 if none */
     char detail[256];     /* why ERP_FAILED (secret-free), else "" */
@@ -176,35 +210,38 @@ void erp_lookup_result_done(struct erp_lookup_result *r);
 
 /*
  * Looks the (full identity) key up with the flow's lookup: expands lookup.get with the key
- * (cut to policy.key_length by the flow) and the invoice, logs in first if needed, and keeps
- * only rows whose key_column equals the cut key exactly (the ERP's search may match by
- * prefix) and whose <expect> columns equal their expanded values (a lookup by natural key has
- * only those). inv may be NULL for a flow without <expect>. currency, when non-NULL, is used
- * to parse amounts of rows that show no currency column.
- * Returns APBOT_OK with *ret filled (answer FOUND / NOT_FOUND / FAILED; free with
- * erp_lookup_result_done) whenever the exchange was classified; APBOT_E_SYSTEMIC when the
- * login was refused; APBOT_E_INVAL for a flow without lookup; *ret is then empty.
+ * (cut to policy.key_length by the flow) and the invoice, logs in first if needed, reads the
+ * result pages through the table's next link (at most max-pages), opens each candidate's
+ * detail page (at most max-candidates; its cells override the row's), and keeps only rows
+ * whose key column equals the cut key exactly (the ERP's search may match by prefix) and whose
+ * <expect> columns equal their expanded values (a lookup by natural key has only those); a hit
+ * whose <finished> column differs is marked unfinished. The verdict is decide_lookup()'s. inv
+ * may be NULL for a flow without <expect>. currency, when non-NULL, parses amounts of rows
+ * that show no currency column.
+ * Returns APBOT_OK with *ret filled (free with erp_lookup_result_done) whenever the lookup was
+ * classified, even as ERP_FAILED; APBOT_E_SYSTEMIC when a login was refused; APBOT_E_INVAL for
+ * a flow without lookup or a missing invoice; *ret is then empty.
  */
 int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv,
                const char *currency, struct erp_lookup_result *ret, char *err,
                size_t errlen) APBOT_MUST_USE;
 
 /*
- * Reads the listing of one booking day (date "YYYY-MM-DD") through every page: follows the
- * table's next-page link while there is one (or, without a next XPath, increments ${page}
- * until a page has no rows), at most list.max_pages pages. fn is called for every row in
- * page order (the row is valid only during the call; a non-zero return stops the walk and is
+ * Reads the listing of the dates from..to (inclusive, "YYYY-MM-DD"), by the date the flow's list
+ * selects by (list.by: booking or invoice date), through every page: follows the table's
+ * next-page link while there is one (or, without a next XPath, increments ${page} until a page
+ * has no rows), at most list.max_pages pages per walk. fn is called for every row in page
+ * order (the row is valid only during the call; a non-zero return stops the walk and is
  * returned). *ret_pages (may be NULL) gets the number of pages read.
- * Returns APBOT_OK when the whole day was read; APBOT_E_NET when a page could not be read
+ * Returns APBOT_OK when the whole range was read; APBOT_E_NET when a page could not be read
  * (after bounded re-logins); APBOT_E_LIMIT when max_pages was reached and the ERP still
  * shows a next page (the listing would be incomplete, which a reconciliation must never
  * take for complete); APBOT_E_SYSTEMIC when the login was refused; APBOT_E_INVAL for a flow
- * without a list operation or a bad date.
+ * without a list operation, a bad date or a range that ends before it starts.
  *
- * erp_list_range reads the dates from..to (inclusive, "YYYY-MM-DD") by the date the flow's
- * list selects by (list.by: booking or invoice date): one walk with ${from}/${to} when the
- * list URL has them, else each day in turn with ${date} (at most 62 days, else
- * APBOT_E_LIMIT). erp_list_day(s, d, ...) is erp_list_range(s, d, d, ...).
+ * One walk with ${from}/${to} when the list URL has them, else each day in turn with ${date}
+ * (at most 62 days, else APBOT_E_LIMIT). erp_list_day(s, d, ...) is erp_list_range(s, d, d,
+ * ...).
  */
 typedef int (*erp_row_fn)(void *ctx, const struct erp_row *row);
 int erp_list_range(struct erp_session *s, const char *from, const char *to, erp_row_fn fn,

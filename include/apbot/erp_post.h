@@ -6,8 +6,20 @@
  * The post knows the ERP and the flow, never the queue: the caller (runner, flow trace) has
  * committed the intent to post before calling, persists what the hooks report (the saved
  * document, before the follow-up steps run) and turns the result into a machine event.
- * Every exchange is handed to the session's evidence callback (erp_set_evidence) and, when
- * the hooks have one, to the trace callback; secrets never appear in either.
+ * Every exchange is handed to the session's evidence callback (erp_set_evidence) and to the
+ * hooks' trace callback (or, when it is NULL, the session's, erp_set_trace), with every
+ * control submitted and where its value came from; secrets never appear in either.
+ *
+ * Filling a form: fields and <lines> fields are expanded with the invoice, the key, ${doc} and
+ * the captures (never the secrets); option= goes through page_form_select, a plain value
+ * through page_form_set. A select given a value it does not offer (or several options), and a
+ * map: without a mapping, are data errors (verdict REJECTED, data_error, reason naming field
+ * and value), found before the step is sent. A missing control or button, several buttons
+ * matching, a form action off the ERP's origin, or a GET form carrying a secret mean the form
+ * is not what the flow says: nothing of the step is sent (SYSTEMIC before the commit,
+ * FOLLOWUP_FAILED after it). repeat="until-lines" submits the step again on its answer while
+ * a line could not be filled (its row was not on the page), at most line_count + 1 times;
+ * a line still not entered then is refused the same way (never booked short of a line).
  *
  * Safety, in the order of the steps (see decide.h): before the committing step nothing can
  * book, so a lost session restarts the post (at most ERP_POST_RESTARTS times, logging in
@@ -52,7 +64,9 @@ struct erp_post_hooks {
     bool (*saved)(void *ctx, const char *doc);
     /* Checked before each step that precedes the commit: true ends the post `released`. */
     bool (*stopping)(void *ctx);
-    /* Every exchange explained, for `apbot flow trace` (NULL in a run). */
+    /* Every exchange explained, for `apbot flow trace` (NULL: the session's trace callback,
+     * if any). A post stopped by before_commit is traced too, with the controls the
+     * committing request would have carried (transport "not-sent: ..."). */
     void (*trace)(void *ctx, const struct erp_trace *t);
 };
 
@@ -64,8 +78,10 @@ struct erp_post_result {
     bool released;       /* stopped before the committing request was sent: nothing booked;
                           * verdict is NOT_SENT then */
     bool commit_sent;    /* the committing request went out (or may have) */
-    bool relogin;        /* the session is gone: log in before the next exchange */
-    bool login_refused;  /* a login needed for a restart was refused: stop the run */
+    bool relogin;        /* the session is gone: the session was marked logged out, and the
+                          * next erp_* call logs in first */
+    bool login_refused;  /* a login the post needed was refused (erp_login_refused): stop
+                          * the run; verdict SYSTEMIC before the commit, FOLLOWUP_FAILED after */
     bool data_error;     /* REJECTED because the invoice carries a value the form cannot take
                           * (no such option, no mapping); reason names the field and value */
     char doc[128];       /* the document number, when known (CONFIRMED, SAVED, FOLLOWUP_FAILED,
@@ -79,10 +95,11 @@ struct erp_post_result {
 
 /*
  * Runs the post of inv (identity key `key`) from `from` on session s (logged in by the
- * caller; logs in again itself for a restart). doc is required with ERP_POST_FROM_FOLLOWUPS
- * and ignored otherwise. Returns APBOT_OK whenever the post was driven to a result (read
- * ret->verdict, even for failures of the ERP), or APBOT_E_INVAL for bad arguments or a flow
- * without post steps (ret zeroed).
+ * caller, or logged in here first when erp_logged_in is false; logs in again itself for a
+ * restart). doc is required with ERP_POST_FROM_FOLLOWUPS and ignored otherwise. Returns
+ * APBOT_OK whenever the post was driven to a result (read ret->verdict, even for failures of
+ * the ERP), or APBOT_E_INVAL for bad arguments, a flow without post steps, or FROM_FOLLOWUPS
+ * without a document or without follow-up steps (ret zeroed).
  */
 int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *key,
                  enum erp_post_from from, const char *doc, const struct erp_post_hooks *hooks,

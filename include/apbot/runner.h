@@ -40,14 +40,16 @@ struct runner_options {
     const char *flow_path;         /* flow XML, required */
     const char *erp_url;           /* overrides the flow's base URL, or NULL */
     const char *db_path;           /* queue database, required */
-    int concurrency;               /* workers (= ERP sessions); 0 = auto: the flow's max_sessions.
-                                    * Never more than the flow's max_sessions. */
+    int concurrency;               /* ERP sessions working at once; 0 = auto: an adaptive limit
+                                    * (limiter.h) up to the flow's max_sessions. Never more
+                                    * than the flow's max_sessions. */
     bool until_empty;              /* stop once no item is new/checking/posting/reconciling */
     long max_seconds;              /* stop after this long (0 = no limit) */
     const char *owner;             /* lease owner id; NULL = "host:pid:random" */
     volatile sig_atomic_t *cancel; /* non-NULL: a non-zero value stops the run */
     FILE *log;                     /* one key=value line per transition and run event, or NULL */
-    bool progress;                 /* redraw a progress line on stderr */
+    bool progress;                 /* redraw a progress line on stderr, with warnings and
+                                    * errors scrolled above it (a terminal) */
 
     /* Policy overrides, mostly for tests (0 = the flow's value). */
     long settle_ms, lease_ms, timeout_ms, connect_timeout_ms;
@@ -73,9 +75,13 @@ struct runner_stats {
     int64_t exchanges;   /* HTTP exchanges with the ERP */
     int64_t logins;      /* successful logins */
     int64_t completed, business_exception, manual_review; /* entered by this run */
-    int64_t pending; /* new/checking/posting/reconciling at the end */
+    int64_t pending; /* new/checking/posting/reconciling/finishing at the end */
     int64_t elapsed_ms;
-    char message[512]; /* why it stopped, for the operator (breaker reason, error) */
+    int limit;                  /* sessions allowed to work at the end (the adaptive limit) */
+    int64_t limit_changes;      /* times the adaptive limit changed */
+    int64_t settle_ms;          /* the settle delay in force at the end (raised by late commits) */
+    int64_t max_late_commit_ms; /* the longest late commit the ERP was seen to make (0: none) */
+    char message[512];          /* why it stopped, for the operator (breaker reason, error) */
 };
 
 /*

@@ -31,9 +31,18 @@ void e2e_src_path(char *buf, size_t len, const char *rel)
     snprintf(buf, len, "%s/%s", src && *src ? src : ".", rel);
 }
 
+enum sim_ui e2e_test_ui(void)
+{
+    enum sim_ui ui = SIM_UI_ACME;
+    const char *name = getenv("APBOT_TEST_UI");
+    if (name && *name && sim_ui_from_name(name, &ui) != 0)
+        e2e_die("APBOT_TEST_UI names no simulator UI", name);
+    return ui;
+}
+
 void e2e_start(struct e2e *e, const char *scenario, const char *scenario_text, uint64_t seed)
 {
-    e2e_start_ui(e, SIM_UI_ACME, scenario, scenario_text, seed);
+    e2e_start_ui(e, e2e_test_ui(), scenario, scenario_text, seed);
 }
 
 void e2e_start_ui(struct e2e *e, enum sim_ui ui, const char *scenario, const char *scenario_text,

@@ -23,15 +23,22 @@ struct e2e {
     char url[64];   /* http://127.0.0.1:PORT */
     struct sim *sim;
     unsigned short port;
-    enum sim_ui ui; /* the simulator's user interface (SIM_UI_ACME unless e2e_start_ui) */
+    enum sim_ui ui; /* the simulator's user interface (e2e_test_ui() unless e2e_start_ui) */
     struct runner_options opt; /* short numbers; tests may change any field */
     struct runner_stats stats; /* of the last e2e_run */
     int n_items;               /* enqueued by e2e_add / e2e_add_many */
 };
 
 /*
- * Starts a test: temp dir, empty queue, simulator with fixtures/scenarios/<scenario>.scn
- * (NULL: built-in defaults) plus scenario_text (may be NULL), admin on, the given seed.
+ * The user interface the end-to-end tests run against: APBOT_TEST_UI ("acme", the default, or
+ * "classic"); ctest runs the UI-neutral tests once per UI.
+ */
+enum sim_ui e2e_test_ui(void);
+
+/*
+ * Starts a test on e2e_test_ui(): temp dir, empty queue, simulator with
+ * fixtures/scenarios/<scenario>.scn (NULL: built-in defaults) plus scenario_text (may be NULL),
+ * admin on, the given seed.
  * Sets APBOT_ERP_USER/APBOT_ERP_PASSWORD to the simulator's clerk. Test timings: settle
  * 2500 ms, timeout 1500 ms, backoff 50..400 ms, poll 50 ms, 2 sessions, max 90 s.
  */

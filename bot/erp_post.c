@@ -1,0 +1,885 @@
+/*
+ * erp_post.c - one post of one invoice through a flow's steps (see erp_post.h): fetch each
+ * step's page, fill its form (fields, per-line fields, select options by value or label, the
+ * button by name and value), submit it (the committing request on a fresh connection), read
+ * the answer with the step's rules, the outcomes, the captures and the session markers, and
+ * hand the facts of every exchange to decide_post(), whose verdict alone says what happens
+ * next. This file fetches, fills and reads; it never decides what an answer means.
+ */
+#include "apbot/erp_post.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/buf.h"
+#include "apbot/erp.h"
+#include "apbot/flow.h"
+#include "apbot/http.h"
+#include "apbot/invoice.h"
+#include "apbot/match.h"
+#include "apbot/mem.h"
+#include "apbot/page.h"
+#include "erp-int.h"
+
+/* Values captured over one post (doc included); flow check caps captures far below this. */
+#define POST_CAPTURES_MAX 64
+
+/* Where a control's value came from, for the trace. */
+struct src {
+    char *name;
+    char *source;
+};
+
+/* Everything one post works with. */
+struct post_run {
+    struct erp_session *s;
+    const struct flow *f;
+    const struct invoice *inv;
+    const char *key;
+    const struct erp_post_hooks *hooks;
+    struct erp_post_result *ret;
+    size_t ci; /* the committing step */
+    const char *cap_names[POST_CAPTURES_MAX];
+    char *cap_values[POST_CAPTURES_MAX];
+    size_t n_caps;
+    char doc[128];
+    bool have_doc;
+    struct page *cur; /* the page the next step without `get` works on */
+};
+
+/* What filling a form found (a data error or a form that is not as the flow says). */
+struct fill {
+    bool data_error;
+    bool fill_error;
+    char what[400];
+    size_t skipped; /* lines left out (missing="skip") */
+    struct src *srcs;
+    size_t n_srcs, cap_srcs;
+};
+
+static void fill_done(struct fill *fl)
+{
+    for (size_t i = 0; i < fl->n_srcs; i++) {
+        free(fl->srcs[i].name);
+        free(fl->srcs[i].source);
+    }
+    free(fl->srcs);
+    memset(fl, 0, sizeof(*fl));
+}
+
+static void fill_source(struct fill *fl, const char *name, const char *source)
+{
+    for (size_t i = 0; i < fl->n_srcs; i++)
+        if (strcmp(fl->srcs[i].name, name) == 0) {
+            free(fl->srcs[i].source);
+            fl->srcs[i].source = apbot_xstrdup(source);
+            return;
+        }
+    if (apbot_grow((void **)&fl->srcs, &fl->cap_srcs, fl->n_srcs, sizeof(*fl->srcs), 100000) !=
+        APBOT_OK)
+        return;
+    fl->srcs[fl->n_srcs].name = apbot_xstrdup(name);
+    fl->srcs[fl->n_srcs].source = apbot_xstrdup(source);
+    fl->n_srcs++;
+}
+
+static const char *fill_source_of(const struct fill *fl, const char *name)
+{
+    for (size_t i = 0; i < fl->n_srcs; i++)
+        if (strcmp(fl->srcs[i].name, name) == 0)
+            return fl->srcs[i].source;
+    return "page default";
+}
+
+static void fill_problem(struct fill *fl, bool data, const char *fmt, const char *a, const char *b)
+{
+    if (fl->data_error || fl->fill_error)
+        return; /* the first problem is the one reported */
+    if (data)
+        fl->data_error = true;
+    else
+        fl->fill_error = true;
+    snprintf(fl->what, sizeof(fl->what), fmt, a ? a : "", b ? b : "");
+}
+
+static void vars_of(const struct post_run *pr, struct flow_vars *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->inv = pr->inv;
+    v->key = pr->key;
+    v->doc = pr->have_doc ? pr->doc : NULL;
+    v->capture_names = pr->cap_names;
+    v->capture_values = (const char *const *)pr->cap_values;
+    v->n_captures = pr->n_caps;
+}
+
+static void capture_set(struct post_run *pr, const char *name, const char *value)
+{
+    if (strcmp(name, "doc") == 0) {
+        snprintf(pr->doc, sizeof(pr->doc), "%s", value);
+        pr->have_doc = true;
+    }
+    for (size_t i = 0; i < pr->n_caps; i++)
+        if (strcmp(pr->cap_names[i], name) == 0) {
+            free(pr->cap_values[i]);
+            pr->cap_values[i] = apbot_xstrdup(value);
+            return;
+        }
+    if (pr->n_caps >= POST_CAPTURES_MAX)
+        return;
+    pr->cap_names[pr->n_caps] = name; /* borrowed from the flow */
+    pr->cap_values[pr->n_caps] = apbot_xstrdup(value);
+    pr->n_caps++;
+}
+
+/* Forgets the captures (a restart), keeping the document number when keep_doc. */
+static void captures_clear(struct post_run *pr, bool keep_doc)
+{
+    for (size_t i = 0; i < pr->n_caps; i++)
+        free(pr->cap_values[i]);
+    pr->n_caps = 0;
+    if (keep_doc && pr->have_doc) {
+        char doc[sizeof(pr->doc)];
+        memcpy(doc, pr->doc, sizeof(doc));
+        capture_set(pr, "doc", doc);
+    } else {
+        pr->have_doc = false;
+    }
+}
+
+static enum page_option_mode option_mode(enum flow_option o)
+{
+    switch (o) {
+    case FLOW_OPTION_LABEL:
+        return PAGE_OPTION_LABEL;
+    case FLOW_OPTION_LABEL_PREFIX:
+        return PAGE_OPTION_LABEL_PREFIX;
+    case FLOW_OPTION_DEFAULT:
+    case FLOW_OPTION_VALUE:
+    case FLOW_OPTION__COUNT:
+        break;
+    }
+    return PAGE_OPTION_VALUE;
+}
+
+static const char *option_words(enum flow_option o)
+{
+    switch (o) {
+    case FLOW_OPTION_LABEL:
+        return "whose label is";
+    case FLOW_OPTION_LABEL_PREFIX:
+        return "whose label starts with";
+    case FLOW_OPTION_DEFAULT:
+    case FLOW_OPTION_VALUE:
+    case FLOW_OPTION__COUNT:
+        break;
+    }
+    return "of value";
+}
+
+/*
+ * Sets one field. in_lines: a <lines> field, where `missing` says what a control the page
+ * lacks means. Returns false when the field could not be set (the problem is in fl).
+ */
+static bool fill_field(struct post_run *pr, struct page_form *form, const struct flow_field *fd,
+                       const struct flow_vars *vars, bool in_lines, enum flow_missing missing,
+                       struct fill *fl)
+{
+    char err[APBOT_ERR_LEN] = "";
+    char *name = NULL, *value = NULL;
+    char what[300];
+    bool ok = false;
+    int rc;
+
+    rc = flow_expand(pr->f, fd->name, vars, &name, err, sizeof(err));
+    if (rc == APBOT_OK)
+        rc = flow_expand(pr->f, fd->value, vars, &value, err, sizeof(err));
+    if (rc != APBOT_OK) {
+        char *m = erp_mask(pr->s, err);
+        fill_problem(fl, rc == APBOT_E_DATA, "field %s: %s", name ? name : fd->name, m);
+        free(m);
+        goto out;
+    }
+    if (!page_form_has(form, name)) {
+        if (in_lines && missing == FLOW_MISSING_ADD && fd->option != FLOW_OPTION_DEFAULT) {
+            /* An added control has no options to choose from: the value would be a guess. */
+            fill_problem(fl, false,
+                         "field %s: option= on a control the page lacks: no option to "
+                         "choose%s",
+                         name, NULL);
+            goto out;
+        }
+        if (in_lines && missing == FLOW_MISSING_ADD) {
+            if (page_form_add(form, name, value) != APBOT_OK) {
+                fill_problem(fl, false, "field %s cannot be added%s", name, NULL);
+                goto out;
+            }
+            fill_source(fl, name, "added (not on the page)");
+            ok = true;
+            goto out;
+        }
+        fill_problem(fl, false, "the form has no control '%s'%s (the form changed)", name, NULL);
+        goto out;
+    }
+    if (fd->option != FLOW_OPTION_DEFAULT) {
+        const struct page_option *chosen = NULL;
+        rc = page_form_select(form, name, value, option_mode(fd->option), &chosen);
+        switch (rc) {
+        case APBOT_OK:
+            snprintf(what, sizeof(what), "option chosen by %s '%.200s'",
+                     fd->option == FLOW_OPTION_VALUE ? "value" : "label", chosen->label);
+            fill_source(fl, name, what);
+            ok = true;
+            goto out;
+        case APBOT_E_DATA:
+        case APBOT_E_CONFLICT:
+            snprintf(what, sizeof(what), "%s option %s '%.200s'",
+                     rc == APBOT_E_DATA ? "has no" : "has several options, not one",
+                     option_words(fd->option), value);
+            fill_problem(fl, true, "field %s %s", name, what);
+            goto out;
+        default:
+            fill_problem(fl, false, "field %s is not a select (the form changed)%s", name, NULL);
+            goto out;
+        }
+    }
+    rc = page_form_set(form, name, value);
+    if (rc == APBOT_E_DATA) {
+        snprintf(what, sizeof(what), "'%.200s' is not one of its options", value);
+        fill_problem(fl, true, "field %s: %s", name, what);
+        goto out;
+    }
+    if (rc != APBOT_OK) {
+        fill_problem(fl, false, "field %s cannot be set%s", name, NULL);
+        goto out;
+    }
+    fill_source(fl, name, "template");
+    ok = true;
+out:
+    free(name);
+    free(value);
+    return ok;
+}
+
+/* Fills a step's fields and lines into form. */
+static void fill_form(struct post_run *pr, const struct flow_step *st, struct page_form *form,
+                      struct fill *fl)
+{
+    struct flow_vars vars;
+    vars_of(pr, &vars);
+    for (size_t k = 0; k < st->form.n_fields && !fl->data_error && !fl->fill_error; k++)
+        (void)fill_field(pr, form, &st->form.fields[k], &vars, false, FLOW_MISSING_ERROR, fl);
+    const struct flow_lines *ln = &st->form.lines;
+    if (!ln->present || ln->n_fields == 0)
+        return;
+    for (size_t n = 1; n <= pr->inv->n_lines && !fl->data_error && !fl->fill_error; n++) {
+        vars.line = &pr->inv->lines[n - 1];
+        vars.line_n = n;
+        if (ln->missing == FLOW_MISSING_SKIP) {
+            char *first = NULL;
+            if (flow_expand(pr->f, ln->fields[0].name, &vars, &first, NULL, 0) == APBOT_OK &&
+                !page_form_has(form, first)) {
+                free(first);
+                fl->skipped++;
+                continue; /* the next round trip brings its row */
+            }
+            free(first);
+        }
+        for (size_t k = 0; k < ln->n_fields && !fl->data_error && !fl->fill_error; k++)
+            (void)fill_field(pr, form, &ln->fields[k], &vars, true, ln->missing, fl);
+    }
+}
+
+/* True when the form found by the step's XPath on p lacks the controls of some line. */
+static bool lacks_lines(const struct post_run *pr, const struct flow_step *st, const struct page *p)
+{
+    struct page_form form;
+    struct flow_vars vars;
+    bool lacks = false;
+    memset(&form, 0, sizeof(form));
+    if (!p || page_find_form(p, st->form.xpath, &form, NULL, 0) != APBOT_OK)
+        return false; /* no form: the next step says what that means */
+    vars_of(pr, &vars);
+    for (size_t n = 1; n <= pr->inv->n_lines && !lacks; n++) {
+        char *first = NULL;
+        vars.line = &pr->inv->lines[n - 1];
+        vars.line_n = n;
+        if (flow_expand(pr->f, st->form.lines.fields[0].name, &vars, &first, NULL, 0) == APBOT_OK)
+            lacks = !page_form_has(&form, first);
+        free(first);
+    }
+    page_form_done(&form);
+    return lacks;
+}
+
+static enum decide_rule rule_kind(enum flow_outcome o)
+{
+    switch (o) {
+    case FLOW_OUT_COMPLETED:
+        return DECIDE_RULE_COMPLETED;
+    case FLOW_OUT_SAVED:
+        return DECIDE_RULE_SAVED;
+    case FLOW_OUT_REJECTED:
+        return DECIDE_RULE_REJECTED;
+    case FLOW_OUT_ALREADY_EXISTS:
+        return DECIDE_RULE_ALREADY_EXISTS;
+    case FLOW_OUT_NOT_SENT:
+        return DECIDE_RULE_NOT_SENT;
+    case FLOW_OUT_SESSION_EXPIRED:
+        return DECIDE_RULE_SESSION_EXPIRED;
+    case FLOW_OUT_UNKNOWN:
+    case FLOW_OUT__COUNT:
+        break;
+    }
+    return DECIDE_RULE_UNKNOWN;
+}
+
+static enum decide_transport transport_of(const struct http_response *r)
+{
+    switch (r->transport) {
+    case HTTP_ANSWERED:
+        return DECIDE_TR_ANSWERED;
+    case HTTP_NOT_SENT:
+        return DECIDE_TR_NOT_SENT;
+    case HTTP_UNKNOWN:
+        break;
+    }
+    return DECIDE_TR_UNKNOWN;
+}
+
+static enum decide_phase phase_of(const struct post_run *pr, size_t i)
+{
+    return i < pr->ci ? DECIDE_BEFORE_COMMIT : i == pr->ci ? DECIDE_COMMIT : DECIDE_FOLLOWUP;
+}
+
+static void trace_hooks(const struct post_run *pr, erp_trace_fn *ret_fn, void **ret_ctx)
+{
+    *ret_fn = pr->hooks ? pr->hooks->trace : NULL;
+    *ret_ctx = pr->hooks ? pr->hooks->ctx : NULL;
+}
+
+/* Writes the exchange's detail into the result: "step: why (what)". */
+static void set_detail(struct post_run *pr, const char *step, const char *why, const char *what)
+{
+    struct erp_post_result *ret = pr->ret;
+    if (what && *what)
+        snprintf(ret->detail, sizeof(ret->detail), "%s: %s (%.300s)", step, why, what);
+    else
+        snprintf(ret->detail, sizeof(ret->detail), "%s: %s", step, why);
+    erp_mask_into(pr->s, ret->detail, sizeof(ret->detail));
+}
+
+/* Reports one exchange of a post (evidence, trace) and frees it. */
+static void report(struct post_run *pr, struct erp_xch *x, struct decide_post d, const char *rule,
+                   const char *what)
+{
+    erp_trace_fn fn;
+    void *ctx;
+    char why[600];
+    if (what && *what)
+        snprintf(why, sizeof(why), "%s (%.400s)", d.why, what);
+    else
+        snprintf(why, sizeof(why), "%s", d.why);
+    erp_xch_outcome(pr->s, x, decide_post_verdict_name(d.verdict), rule, why);
+    trace_hooks(pr, &fn, &ctx);
+    erp_xch_report(pr->s, x, fn, ctx);
+    erp_xch_done(x);
+}
+
+/* Fetches the step's page (GET, same origin, never fresh: it changes nothing). */
+static struct decide_post step_fetch(struct post_run *pr, size_t i)
+{
+    const struct flow_step *st = &pr->f->steps[i];
+    struct decide_post_facts facts;
+    struct decide_post d;
+    struct flow_vars vars;
+    struct http_response r;
+    struct erp_view v;
+    struct erp_xch x;
+    struct page *p = NULL;
+    char err[APBOT_ERR_LEN] = "", what[400] = "";
+    char *tmpl = NULL, *url = NULL;
+
+    memset(&facts, 0, sizeof(facts));
+    memset(&r, 0, sizeof(r));
+    facts.phase = phase_of(pr, i);
+    facts.fetch = true;
+    facts.last = i + 1 == pr->f->n_steps;
+    facts.doc = pr->have_doc;
+    facts.captures_ok = true;
+    vars_of(pr, &vars);
+    int rc = flow_expand(pr->f, st->get, &vars, &tmpl, err, sizeof(err));
+    if (rc == APBOT_OK && !(url = erp_url(pr->s, tmpl))) {
+        rc = APBOT_E_INVAL;
+        snprintf(err, sizeof(err), "the step's URL does not resolve");
+    }
+    if (rc != APBOT_OK) {
+        facts.data_error = rc == APBOT_E_DATA;
+        facts.fill_error = !facts.data_error;
+        snprintf(what, sizeof(what), "%s page: %.300s", st->name, err);
+        erp_mask_into(pr->s, what, sizeof(what));
+        d = decide_post(&facts);
+        erp_xch_begin(pr->s, &x, st->name, "GET", tmpl ? tmpl : st->get, NULL, NULL, what);
+        report(pr, &x, d, NULL, what);
+        if (facts.data_error)
+            snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", what);
+        pr->ret->data_error = facts.data_error;
+        set_detail(pr, st->name, d.why, what);
+        free(tmpl);
+        return d;
+    }
+    struct http_request req = {.method = "GET", .url = url};
+    pr->ret->exchanges++;
+    rc = http_request(erp_http(pr->s), &req, &r);
+    if (rc != APBOT_OK) {
+        facts.transport = DECIDE_TR_NOT_SENT;
+        snprintf(what, sizeof(what), "refused before sending: %s", apbot_strerror(rc));
+        d = decide_post(&facts);
+        erp_xch_begin(pr->s, &x, st->name, "GET", url, NULL, NULL, what);
+        report(pr, &x, d, NULL, what);
+        set_detail(pr, st->name, d.why, what);
+        free(tmpl);
+        free(url);
+        return d;
+    }
+    erp_view_init(&v, pr->s, &r);
+    facts.transport = transport_of(&r);
+    facts.status = r.status;
+    facts.via_redirect = r.redirects > 0 || r.redirect_blocked;
+    if (r.transport == HTTP_ANSWERED) {
+        facts.session_gone = erp_view_session_gone(&v, pr->f);
+        facts.match_aborted = v.aborted;
+        if (r.status >= 200 && r.status < 300 && r.body &&
+            page_parse(r.body, r.body_len, r.effective_url ? r.effective_url : url, &p, NULL, 0) ==
+                APBOT_OK)
+            facts.page_ok = true;
+        if (v.aborted)
+            snprintf(what, sizeof(what), "%s stopped: %s", v.aborted_what,
+                     match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+        else if (!facts.page_ok)
+            snprintf(what, sizeof(what), "HTTP %ld", r.status);
+    } else {
+        snprintf(what, sizeof(what), "%s", r.truncated ? "answer too large" : r.detail);
+    }
+    d = decide_post(&facts);
+    erp_xch_begin(pr->s, &x, st->name, "GET", url, &r, p, NULL);
+    report(pr, &x, d, v.aborted ? v.aborted_what : NULL, what);
+    if (d.verdict == DECIDE_NEXT) {
+        page_free(pr->cur);
+        pr->cur = p;
+        p = NULL;
+    } else {
+        if (r.retry_after_s > 0)
+            pr->ret->retry_after_ms = r.retry_after_s * 1000;
+        set_detail(pr, st->name, d.why, what);
+    }
+    if (d.relogin)
+        pr->ret->relogin = true;
+    page_free(p);
+    erp_view_done(&v);
+    http_response_done(&r);
+    free(tmpl);
+    free(url);
+    return d;
+}
+
+/* Lists every submitted control of form in the exchange, with its source. */
+static void trace_controls(struct post_run *pr, struct erp_xch *x, const struct page_form *form,
+                           const struct fill *fl)
+{
+    for (size_t k = 0; k < form->n; k++) {
+        const char *src = fill_source_of(fl, form->names[k]);
+        if (form->pressed > 0 && strcmp(form->names[k], form->buttons[form->pressed - 1]) == 0)
+            src = "button pressed";
+        erp_xch_control(pr->s, x, form->names[k], form->values[k], src);
+    }
+}
+
+/*
+ * Fills and submits step i's form on the current page, reads the answer and decides. *ret_again
+ * is set when the step must be submitted once more on its answer (repeat="until-lines").
+ */
+static struct decide_post step_submit(struct post_run *pr, size_t i, int round, bool *ret_again)
+{
+    const struct flow *f = pr->f;
+    const struct flow_step *st = &f->steps[i];
+    const bool last = i + 1 == f->n_steps;
+    struct decide_post_facts facts;
+    struct decide_post d;
+    struct page_form form;
+    struct fill fl;
+    struct http_response r;
+    struct erp_view v;
+    struct erp_xch x;
+    struct http_field *fields = NULL;
+    struct match_result *m = NULL;
+    struct page *p = NULL;
+    const struct flow_rule *rule = NULL;
+    char *get_url = NULL;
+    char what[512] = "";
+    const char *method = "POST";
+    bool doc_by_rule = false;
+
+    *ret_again = false;
+    memset(&facts, 0, sizeof(facts));
+    memset(&form, 0, sizeof(form));
+    memset(&fl, 0, sizeof(fl));
+    memset(&r, 0, sizeof(r));
+    memset(&x, 0, sizeof(x));
+    facts.phase = phase_of(pr, i);
+    facts.last = last;
+    facts.doc = pr->have_doc;
+    facts.captures_ok = true;
+
+    /* ---- fill ---- */
+    if (!pr->cur || page_find_form(pr->cur, st->form.xpath, &form, NULL, 0) != APBOT_OK) {
+        fill_problem(&fl, false, "form %s not found on the ERP's page%s", st->form.xpath, NULL);
+    } else if (!form.action || !http_same_origin(erp_base_url(pr->s), form.action)) {
+        fill_problem(&fl, false, "refused: the form's action leaves the ERP's origin (%.200s)%s",
+                     form.action ? form.action : "none", NULL);
+    } else {
+        fill_form(pr, st, &form, &fl);
+        if (!fl.data_error && !fl.fill_error && st->form.submit) {
+            int rc = page_form_press(&form, st->form.submit, st->form.submit_value);
+            if (rc != APBOT_OK) {
+                char b[300];
+                snprintf(b, sizeof(b), "%s%s%s%s", st->form.submit,
+                         st->form.submit_value ? "' of value '" : "",
+                         st->form.submit_value ? st->form.submit_value : "", "'");
+                fill_problem(&fl, false,
+                             rc == APBOT_E_CONFLICT
+                                 ? "several buttons '%s match: the form changed%s"
+                                 : "no button '%s: the form changed%s",
+                             b, NULL);
+            }
+        }
+        if (!fl.data_error && !fl.fill_error && form.method && strcmp(form.method, "GET") == 0) {
+            method = "GET";
+            for (size_t k = 0; k < form.n; k++)
+                if (pr->s->password && *pr->s->password && form.values[k] &&
+                    strstr(form.values[k], pr->s->password))
+                    fill_problem(&fl, false,
+                                 "refused: a GET form would carry a secret in its URL%s%s", NULL,
+                                 NULL);
+            if (!fl.fill_error && !(get_url = erp_form_get_url(&form)))
+                fill_problem(&fl, false, "a GET form too large to submit%s%s", NULL, NULL);
+        }
+    }
+    if (fl.data_error || fl.fill_error) {
+        facts.data_error = fl.data_error;
+        facts.fill_error = fl.fill_error;
+        char *m_what = erp_mask(pr->s, fl.what);
+        snprintf(what, sizeof(what), "%s", m_what);
+        free(m_what);
+        d = decide_post(&facts);
+        erp_xch_begin(pr->s, &x, st->name, method, form.action ? form.action : "", NULL, NULL,
+                      "not submitted");
+        x.form = apbot_xstrdup(st->form.xpath);
+        if (form.n)
+            trace_controls(pr, &x, &form, &fl);
+        report(pr, &x, d, NULL, what);
+        if (fl.data_error) {
+            snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", what);
+            pr->ret->data_error = true;
+        }
+        set_detail(pr, st->name, d.why, what);
+        goto out;
+    }
+
+    /* ---- submit ---- */
+    if (facts.phase == DECIDE_COMMIT && pr->hooks && pr->hooks->before_commit &&
+        !pr->hooks->before_commit(pr->hooks->ctx)) {
+        pr->ret->released = true;
+        d.verdict = DECIDE_NOT_SENT;
+        d.relogin = false;
+        d.why = "stopped before the committing request: nothing was sent";
+        /* What would have been sent, for `flow trace --dry-run`. */
+        erp_xch_begin(pr->s, &x, st->name, method, get_url ? get_url : form.action, NULL, NULL,
+                      "stopped before the committing request");
+        x.form = apbot_xstrdup(st->form.xpath);
+        trace_controls(pr, &x, &form, &fl);
+        report(pr, &x, d, NULL, NULL);
+        set_detail(pr, st->name, d.why, NULL);
+        goto out;
+    }
+    struct http_request req = {.method = method,
+                               .url = get_url ? get_url : form.action,
+                               .fresh = facts.phase == DECIDE_COMMIT};
+    if (!get_url) {
+        fields = apbot_xcalloc(form.n ? form.n : 1, sizeof(*fields));
+        for (size_t k = 0; k < form.n; k++) {
+            fields[k].name = form.names[k];
+            fields[k].value = form.values[k];
+        }
+        req.fields = fields;
+        req.n_fields = form.n;
+    }
+    if (facts.phase == DECIDE_COMMIT)
+        pr->ret->commit_sent = true;
+    pr->ret->exchanges++;
+    int hrc = http_request(erp_http(pr->s), &req, &r);
+    if (hrc != APBOT_OK || r.transport == HTTP_NOT_SENT) {
+        if (facts.phase == DECIDE_COMMIT)
+            pr->ret->commit_sent = false;
+    }
+    if (hrc != APBOT_OK) {
+        facts.transport = DECIDE_TR_NOT_SENT;
+        snprintf(what, sizeof(what), "refused before sending: %s", apbot_strerror(hrc));
+        d = decide_post(&facts);
+        erp_xch_begin(pr->s, &x, st->name, method, req.url, NULL, NULL, what);
+        x.form = apbot_xstrdup(st->form.xpath);
+        trace_controls(pr, &x, &form, &fl);
+        report(pr, &x, d, NULL, what);
+        set_detail(pr, st->name, d.why, what);
+        goto out;
+    }
+
+    /* ---- read the answer ---- */
+    erp_view_init(&v, pr->s, &r);
+    facts.transport = transport_of(&r);
+    facts.status = r.status;
+    facts.via_redirect = r.redirects > 0 || r.redirect_blocked;
+    if (r.transport == HTTP_ANSWERED) {
+        rule = erp_view_rules(&v, st->rules, st->n_rules, &m);
+        if (!rule && !v.aborted && last)
+            rule = erp_view_rules(&v, f->outcomes, f->n_outcomes, &m);
+        facts.rule = rule ? rule_kind(rule->outcome) : DECIDE_RULE_NONE;
+        if (!rule && !v.aborted)
+            facts.session_gone = erp_view_session_gone(&v, f);
+        if (rule && (rule->outcome == FLOW_OUT_COMPLETED || rule->outcome == FLOW_OUT_SAVED ||
+                     rule->outcome == FLOW_OUT_ALREADY_EXISTS)) {
+            char *g = m ? match_group(m, "doc") : NULL;
+            if (g && *g) {
+                snprintf(pr->doc, sizeof(pr->doc), "%s", g);
+                pr->have_doc = true;
+                doc_by_rule = true;
+            }
+            free(g);
+        }
+        /* Captures: when the step goes on, or the rule leaves the document number to them. */
+        if (!v.aborted &&
+            (!rule || rule->outcome == FLOW_OUT_SAVED || rule->outcome == FLOW_OUT_COMPLETED)) {
+            for (size_t k = 0; k < st->n_captures; k++) {
+                const struct flow_capture *c = &st->captures[k];
+                struct match_result *cm = NULL;
+                char cwhat[96];
+                snprintf(cwhat, sizeof(cwhat), "capture %s", c->name);
+                enum match_outcome o = erp_view_body(&v, c->re, c->raw, cwhat, &cm);
+                char *g = o == MATCH_FOUND ? match_group(cm, c->name) : NULL;
+                match_result_free(cm);
+                if (!g || !*g) {
+                    facts.captures_ok = false;
+                    free(g);
+                    continue;
+                }
+                capture_set(pr, c->name, g);
+                free(g);
+            }
+        }
+        facts.doc = pr->have_doc;
+        facts.match_aborted = v.aborted;
+        if (r.status >= 200 && r.status < 300 && r.body &&
+            page_parse(r.body, r.body_len, r.effective_url ? r.effective_url : req.url, &p, NULL,
+                       0) == APBOT_OK)
+            facts.page_ok = true;
+        if (v.aborted)
+            snprintf(what, sizeof(what), "%s stopped: %s", v.aborted_what,
+                     match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+        else if (!rule && !facts.session_gone)
+            snprintf(what, sizeof(what), "HTTP %ld, no rule matched", r.status);
+        else
+            snprintf(what, sizeof(what), "HTTP %ld", r.status);
+    } else {
+        snprintf(what, sizeof(what), "%s: %s", http_transport_name(r.transport),
+                 r.truncated ? "answer too large" : r.detail);
+    }
+    d = decide_post(&facts);
+
+    /* repeat="until-lines": again while a line could not be filled (its row did not exist on
+     * the page), on the answer, which an update round trip gave one more row. */
+    bool again = false;
+    if (d.verdict == DECIDE_NEXT && st->repeat_until_lines && st->form.lines.present &&
+        st->form.lines.n_fields > 0 && pr->inv->n_lines > 0 &&
+        (fl.skipped > 0 || lacks_lines(pr, st, p))) {
+        if ((size_t)round + 1 < pr->inv->n_lines + 1) {
+            again = true;
+        } else {
+            struct decide_post_facts ff = facts;
+            ff.fill_error = true;
+            snprintf(what, sizeof(what),
+                     "the form still lacks line rows after %d submissions of the step", round + 1);
+            d = decide_post(&ff);
+        }
+    }
+    erp_xch_begin(pr->s, &x, st->name, method, req.url, &r, p, NULL);
+    /* erp_xch_begin zeroed the captures recorded above: record them again */
+    if (doc_by_rule)
+        erp_xch_capture(pr->s, &x, "doc", pr->doc);
+    for (size_t k = 0; k < st->n_captures; k++)
+        for (size_t c = 0; c < pr->n_caps; c++)
+            if (strcmp(pr->cap_names[c], st->captures[k].name) == 0)
+                erp_xch_capture(pr->s, &x, pr->cap_names[c], pr->cap_values[c]);
+    x.form = apbot_xstrdup(st->form.xpath);
+    trace_controls(pr, &x, &form, &fl);
+    report(pr, &x, d, rule ? rule->name : (v.aborted ? v.aborted_what : NULL),
+           again ? "a line row is still missing: the step is submitted again" : what);
+    if (rule)
+        snprintf(pr->ret->rule, sizeof(pr->ret->rule), "%s", rule->name ? rule->name : "");
+    if (d.relogin)
+        pr->ret->relogin = true;
+    if (d.verdict == DECIDE_REJECTED && rule) {
+        char *g = m ? match_group(m, "reason") : NULL;
+        snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s",
+                 g && *g ? g : (rule->name ? rule->name : "rejected"));
+        erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
+        free(g);
+    }
+    if (d.verdict == DECIDE_NOT_SENT && r.retry_after_s > 0)
+        pr->ret->retry_after_ms = r.retry_after_s * 1000;
+    if (d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED) {
+        page_free(pr->cur);
+        pr->cur = p;
+        p = NULL;
+        *ret_again = again;
+    }
+    set_detail(pr, st->name, d.why, what);
+    erp_view_done(&v);
+out:
+    match_result_free(m);
+    page_free(p);
+    http_response_done(&r);
+    free(fields);
+    free(get_url);
+    fill_done(&fl);
+    page_form_done(&form);
+    return d;
+}
+
+/* Runs the steps from `start`; a SAVED answer hands the document to hooks.saved and goes on
+ * with the follow-up steps. Returns the final decision (never NEXT). */
+static struct decide_post run_steps(struct post_run *pr, size_t start)
+{
+    const struct flow *f = pr->f;
+    struct decide_post d = {.verdict = DECIDE_NOT_SENT, .why = "no step ran"};
+
+    for (size_t i = start; i < f->n_steps; i++) {
+        const struct flow_step *st = &f->steps[i];
+        if (i <= pr->ci && pr->hooks && pr->hooks->stopping &&
+            pr->hooks->stopping(pr->hooks->ctx)) {
+            pr->ret->released = true;
+            d.verdict = DECIDE_NOT_SENT;
+            d.relogin = false;
+            d.why = "stopped before the committing request: nothing was sent";
+            set_detail(pr, st->name, d.why, NULL);
+            return d;
+        }
+        if (st->get) {
+            d = step_fetch(pr, i);
+            if (d.verdict != DECIDE_NEXT)
+                return d;
+        }
+        bool again = false;
+        int round = 0;
+        do {
+            d = step_submit(pr, i, round++, &again);
+        } while (d.verdict == DECIDE_NEXT && again);
+        if (d.verdict == DECIDE_SAVED) {
+            if (pr->hooks && pr->hooks->saved && !pr->hooks->saved(pr->hooks->ctx, pr->doc))
+                return d; /* the caller could not record it: no follow-up without it */
+            continue;
+        }
+        if (d.verdict != DECIDE_NEXT)
+            return d;
+    }
+    /* The last step always decides; a flow whose last step went on is misread: the
+     * committing request may have gone out. */
+    d.verdict = pr->ret->commit_sent ? DECIDE_UNKNOWN : DECIDE_NOT_SENT;
+    d.why = "the last step's answer decided nothing";
+    return d;
+}
+
+int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *key,
+                 enum erp_post_from from, const char *doc, const struct erp_post_hooks *hooks,
+                 struct erp_post_result *ret, char *err, size_t errlen)
+{
+    struct post_run pr;
+    struct decide_post d;
+    int restarts = 0;
+
+    if (ret)
+        memset(ret, 0, sizeof(*ret));
+    if (!s || !inv || !key || !*key || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "erp_post_run: bad arguments");
+    const struct flow *f = s->flow;
+    if (!f->n_steps)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "the flow has no post steps");
+    size_t ci = flow_commit_index(f);
+    if (from == ERP_POST_FROM_FOLLOWUPS && (!doc || !*doc || ci + 1 >= f->n_steps))
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "follow-up steps need a document and a flow that has them");
+
+    memset(&pr, 0, sizeof(pr));
+    pr.s = s;
+    pr.f = f;
+    pr.inv = inv;
+    pr.key = key;
+    pr.hooks = hooks;
+    pr.ret = ret;
+    pr.ci = ci;
+    size_t start = 0;
+    if (from == ERP_POST_FROM_FOLLOWUPS) {
+        capture_set(&pr, "doc", doc);
+        start = ci + 1;
+    }
+    for (;;) {
+        if (!erp_logged_in(s)) {
+            char lerr[APBOT_ERR_LEN] = "";
+            int lrc = erp_login(s, lerr, sizeof(lerr));
+            if (lrc != APBOT_OK) {
+                ret->relogin = true;
+                ret->login_refused = erp_login_refused(s);
+                d.relogin = true;
+                if (start > ci)
+                    d.verdict = DECIDE_FOLLOWUP_FAILED;
+                else
+                    d.verdict = lrc == APBOT_E_SYSTEMIC ? DECIDE_SYSTEMIC : DECIDE_NOT_SENT;
+                d.why =
+                    lrc == APBOT_E_SYSTEMIC ? "the login was refused" : "the login failed for now";
+                set_detail(&pr, "login", d.why, lerr);
+                break;
+            }
+        }
+        d = run_steps(&pr, start);
+        if (d.verdict == DECIDE_RESTART || d.verdict == DECIDE_RESTART_FOLLOWUPS) {
+            bool followups = d.verdict == DECIDE_RESTART_FOLLOWUPS;
+            s->logged_in = false;
+            if (restarts < ERP_POST_RESTARTS) {
+                restarts++;
+                captures_clear(&pr, followups);
+                page_free(pr.cur);
+                pr.cur = NULL;
+                start = followups ? ci + 1 : 0;
+                continue;
+            }
+            d.verdict = followups ? DECIDE_FOLLOWUP_FAILED : DECIDE_NOT_SENT;
+            d.why = followups ? "the session was lost again on the follow-up steps"
+                              : "the session was lost again before the committing step";
+            ret->relogin = true;
+            char note[64];
+            snprintf(note, sizeof(note), "after %d fresh logins", restarts);
+            set_detail(&pr, "post", d.why, note);
+        }
+        break;
+    }
+    ret->verdict = d.verdict;
+    if (pr.have_doc)
+        snprintf(ret->doc, sizeof(ret->doc), "%s", pr.doc);
+    erp_mask_into(s, ret->doc, sizeof(ret->doc));
+    erp_mask_into(s, ret->reason, sizeof(ret->reason));
+    if (ret->relogin)
+        s->logged_in = false;
+    captures_clear(&pr, false);
+    page_free(pr.cur);
+    return APBOT_OK;
+}

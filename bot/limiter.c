@@ -1,0 +1,203 @@
+/*
+ * limiter.c - the number of ERP sessions working at once: fixed, or adaptive as described in
+ * limiter.h (Vegas on request latency, cut on overload). The core is pure; the wrapper adds a
+ * mutex and a condition variable so workers wait for a free place.
+ */
+#include "apbot/limiter.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "apbot/mem.h"
+
+void limiter_core_init(struct limiter_core *c, int max, int initial)
+{
+    memset(c, 0, sizeof(*c));
+    c->max = max < 1 ? 1 : max;
+    c->limit = initial < 1 ? 1 : initial > c->max ? c->max : initial;
+    c->last_q = 1.0;
+}
+
+unsigned limiter_kind(const char *step)
+{
+    unsigned h = 2166136261u; /* FNV-1a */
+    for (const char *p = step ? step : ""; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* Ends a round: grows, holds or shrinks the limit from what the round showed. */
+static void round_end(struct limiter_core *c, int64_t now_ms)
+{
+    int old = c->limit;
+    if (c->overload) {
+        /* The ERP refused for load or did not answer in time: a quarter less, at least one. */
+        int cut = c->limit * 3 / 4;
+        c->limit = cut < c->limit - 1 ? cut : c->limit - 1;
+    } else if (c->samples > 0) {
+        double q = c->ratio_sum / c->samples;
+        if (q < 1.0)
+            q = 1.0;
+        double queued = c->limit * (1.0 - 1.0 / q);
+        if (queued < LIMITER_ALPHA) {
+            c->limit++;
+        } else if (queued > LIMITER_BETA) {
+            /* Where the queue would be ALPHA again at today's latency, in one step. */
+            int target = (int)(c->limit / q + LIMITER_ALPHA + 0.5);
+            c->limit = target < c->limit - 1 ? target : c->limit - 1;
+        }
+        c->last_q = q;
+    }
+    if (c->limit < 1)
+        c->limit = 1;
+    if (c->limit > c->max)
+        c->limit = c->max;
+    if (c->limit != old)
+        c->changes++;
+    c->ratio_sum = 0;
+    c->samples = 0;
+    c->overload = false;
+    c->round_start_ms = now_ms;
+}
+
+int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
+                        enum limiter_signal sig, int64_t now_ms)
+{
+    unsigned k = kind % LIMITER_KINDS;
+    double lat = latency_ms < 1 ? 1.0 : (double)latency_ms;
+    if (c->round_start_ms == 0)
+        c->round_start_ms = now_ms;
+    if (sig != LIMITER_OK) {
+        c->overload = true;
+    } else {
+        /* A kind first seen at a higher limit: its uncongested latency is estimated from
+         * the queueing the other kinds showed in the last round. */
+        if (c->base[k] <= 0)
+            c->base[k] = lat / (c->limit <= LIMITER_LEARN_LIMIT ? 1.0 : c->last_q);
+        /* The uncongested latency is learnt only while at most LIMITER_LEARN_LIMIT requests
+         * are out: then apbot queues (almost) nothing at the ERP, so a queue it causes later
+         * can never become the new normal. A slower ERP shows as queueing, the limit drops
+         * to the learning level, and the baseline is learnt again there. */
+        if (c->limit <= LIMITER_LEARN_LIMIT)
+            c->base[k] += LIMITER_BASE_EWMA * (lat - c->base[k]);
+        c->ratio_sum += lat / c->base[k];
+        c->samples++;
+    }
+    bool long_enough = now_ms - c->round_start_ms >= LIMITER_ROUND_MS;
+    if (long_enough && (c->overload || c->samples >= c->limit))
+        round_end(c, now_ms);
+    return c->limit;
+}
+
+struct limiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool adaptive;
+    struct limiter_core core;
+    int in_flight;
+    int reported; /* the limit last reported by limiter_changed */
+    double reported_q;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int limiter_new(int max, bool adaptive, struct limiter **ret)
+{
+    struct limiter *l = apbot_xcalloc(1, sizeof(*l));
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    l->adaptive = adaptive;
+    limiter_core_init(&l->core, max, adaptive ? (max < 2 ? max : 2) : max);
+    l->reported = l->core.limit;
+    *ret = l;
+    return APBOT_OK;
+}
+
+void limiter_free(struct limiter *l)
+{
+    if (!l)
+        return;
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
+{
+    pthread_mutex_lock(&l->mu);
+    while (l->in_flight >= l->core.limit && !atomic_load(stop)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 100 * 1000000L; /* look at the stop flag ten times a second */
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+        if (rc != 0 && rc != ETIMEDOUT)
+            break;
+    }
+    bool ok = !atomic_load(stop) && l->in_flight < l->core.limit;
+    if (ok)
+        l->in_flight++;
+    pthread_mutex_unlock(&l->mu);
+    return ok;
+}
+
+void limiter_release(struct limiter *l)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->in_flight > 0)
+        l->in_flight--;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
+                    enum limiter_signal sig)
+{
+    if (!l->adaptive)
+        return;
+    pthread_mutex_lock(&l->mu);
+    int old = l->core.limit;
+    limiter_core_sample(&l->core, limiter_kind(step), latency_ms, sig, now_ms());
+    if (l->core.limit > old)
+        pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+int limiter_limit(struct limiter *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = l->core.limit;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q)
+{
+    pthread_mutex_lock(&l->mu);
+    bool changed = l->core.limit != l->reported;
+    if (changed) {
+        *ret_old = l->reported;
+        *ret_new = l->core.limit;
+        *ret_q = l->core.last_q;
+        l->reported = l->core.limit;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return changed;
+}

@@ -1,0 +1,897 @@
+/*
+ * test_erp_post.c - every path of a post (erp_post_run) against canned pages served by a small
+ * server inside the test, no simulator: the button pressed by name and value, an ambiguous or
+ * missing button refused, select options by label prefix, an option the form does not offer
+ * and a map: without a mapping as data errors naming field and value, lines added, skipped
+ * and refused, an update repeated until every line has its row (and bounded), saved then
+ * approved with the saved hook before the follow-up, an approve that fails or is refused with
+ * the document kept, a session lost before the commit (restart), after it (follow-ups again),
+ * a 303 to the login after the commit (unknown), success text forged in a comment, a script
+ * or an attribute (not success), a pathological pattern (unknown within the budget), a form
+ * action off the origin (refused, nothing sent), a committing GET on a fresh connection, the
+ * hooks that stop a post before anything is sent, and traces with every control's source.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apbot/erp.h"
+#include "apbot/erp_post.h"
+#include "apbot/flow.h"
+#include "apbot/http.h"
+#include "apbot/invoice.h"
+#include "apbot/store.h"
+#include "helpers/pagesrv.h"
+
+#define USER "clerk"
+#define PASSWORD "s3cret-pass"
+#define KEY "AP1-CANNEDKEY00000000001"
+#define DOC "AP-2026-000123"
+
+/* ---- fixtures ---------------------------------------------------------------------------- */
+
+/* Loads tests/data/pages/<name> with each pairs[2i] replaced by pairs[2i+1] (must occur). */
+static struct flow *load_flow(const char *name, const char *const *pairs)
+{
+    const char *src = getenv("APBOT_SRC");
+    char path[1024], tmp[] = "/tmp/apbot-test-post-XXXXXX";
+    snprintf(path, sizeof(path), "%s/tests/data/pages/%s", src && *src ? src : ".", name);
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    static char text[65536];
+    size_t len = fread(text, 1, sizeof(text) - 1, in);
+    fclose(in);
+    text[len] = '\0';
+    for (size_t i = 0; pairs && pairs[i]; i += 2) {
+        char *at = strstr(text, pairs[i]);
+        if (!at)
+            fail_msg("%s: '%s' not found", name, pairs[i]);
+        size_t from = strlen(pairs[i]), to = strlen(pairs[i + 1]);
+        assert_true(len - from + to < sizeof(text));
+        memmove(at + to, at + from, len - (size_t)(at - text) - from + 1);
+        memcpy(at, pairs[i + 1], to);
+        len = len - from + to;
+    }
+    int fd = mkstemp(tmp);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    struct flow *f = NULL;
+    char err[APBOT_ERR_LEN] = "";
+    int rc = flow_load(tmp, &f, err, sizeof(err));
+    unlink(tmp);
+    if (rc != APBOT_OK)
+        fail_msg("flow %s: %s", name, err);
+    return f;
+}
+
+struct fx {
+    struct pagesrv *srv;
+    struct flow *f;
+    struct erp_session *s;
+    struct invoice inv;
+    struct erp_post_hooks hooks;
+    /* what the hooks and callbacks saw */
+    int saved_calls;
+    char saved_doc[64];
+    int approve_posts_at_saved; /* approve submits already made when hooks.saved ran */
+    bool commit_allowed;
+    bool stop;
+    int n_traces;
+    char traces[65536];
+    bool secret_seen;
+};
+
+static void on_trace(void *ctx, const struct erp_trace *t)
+{
+    struct fx *x = ctx;
+    size_t o = strlen(x->traces);
+    x->n_traces++;
+    o += (size_t)snprintf(x->traces + o, sizeof(x->traces) - o, "[%s %s %s rule=%s]", t->step,
+                          t->method, t->outcome, t->rule ? t->rule : "-");
+    for (size_t i = 0; i < t->n_controls && o < sizeof(x->traces); i++)
+        o += (size_t)snprintf(x->traces + o, sizeof(x->traces) - o, "%s=%s(%s);",
+                              t->controls[i].name, t->controls[i].value, t->controls[i].source);
+    for (size_t i = 0; i < t->n_captured && o < sizeof(x->traces); i++)
+        o += (size_t)snprintf(x->traces + o, sizeof(x->traces) - o, "captured %s=%s;",
+                              t->captured_names[i], t->captured_values[i]);
+    const char *texts[] = {t->url, t->why, t->excerpt, t->transport};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i] && strstr(texts[i], PASSWORD))
+            x->secret_seen = true;
+}
+
+static void on_evidence(void *ctx, const struct store_evidence *ev)
+{
+    struct fx *x = ctx;
+    const char *texts[] = {ev->url, ev->excerpt, ev->transport};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i] && strstr(texts[i], PASSWORD))
+            x->secret_seen = true;
+}
+
+static bool hook_before_commit(void *ctx)
+{
+    return ((struct fx *)ctx)->commit_allowed;
+}
+
+static bool hook_saved(void *ctx, const char *doc)
+{
+    struct fx *x = ctx;
+    x->saved_calls++;
+    snprintf(x->saved_doc, sizeof(x->saved_doc), "%s", doc);
+    x->approve_posts_at_saved = 0;
+    for (int i = 0; i < pagesrv_n_requests(x->srv); i++) {
+        struct pagesrv_req rq;
+        if (pagesrv_request(x->srv, i, &rq) && strstr(rq.body, "action=approve"))
+            x->approve_posts_at_saved++;
+    }
+    return true;
+}
+
+static bool hook_stopping(void *ctx)
+{
+    return ((struct fx *)ctx)->stop;
+}
+
+/* An invoice of vendor 100001 in EUR with lines on the given accounts, 10.00 each. */
+static void make_invoice(struct invoice *inv, const char *const *gl, size_t n)
+{
+    invoice_init(inv);
+    invoice_set_str(&inv->vendor_id, "100001");
+    invoice_set_str(&inv->invoice_number, "INV-1");
+    inv->doc_type = INVOICE_DOC_INVOICE;
+    snprintf(inv->issue_date, sizeof(inv->issue_date), "2026-11-03");
+    snprintf(inv->currency, sizeof(inv->currency), "EUR");
+    inv->exponent = 2;
+    for (size_t i = 0; i < n; i++) {
+        char text[32];
+        snprintf(text, sizeof(text), "line %zu", i + 1);
+        struct invoice_line l = {
+            .description = text, .gl_account = (char *)gl[i], .net = 1000 * (int64_t)(i + 1)};
+        invoice_add_line(inv, &l);
+        inv->net_total += l.net;
+    }
+    inv->payable = inv->net_total;
+}
+
+static void fx_start(struct fx *x, const char *const *pairs, const char *const *gl, size_t n_lines)
+{
+    char err[APBOT_ERR_LEN] = "";
+    memset(x, 0, sizeof(*x));
+    x->srv = pagesrv_start();
+    x->f = load_flow("flow-classic.xml", pairs);
+    if (erp_open(x->f, pagesrv_base(x->srv), NULL, &x->s, err, sizeof(err)) != APBOT_OK)
+        fail_msg("erp_open: %s", err);
+    erp_set_evidence(x->s, on_evidence, x);
+    make_invoice(&x->inv, gl, n_lines);
+    x->commit_allowed = true;
+    x->hooks.ctx = x;
+    x->hooks.before_commit = hook_before_commit;
+    x->hooks.saved = hook_saved;
+    x->hooks.stopping = hook_stopping;
+    x->hooks.trace = on_trace;
+}
+
+static void fx_stop(struct fx *x)
+{
+    assert_false(x->secret_seen);
+    invoice_done(&x->inv);
+    erp_close(x->s);
+    flow_free(x->f);
+    pagesrv_stop(x->srv);
+}
+
+#define R(...) ((const struct pagesrv_resp[]){__VA_ARGS__})
+#define N(...) (sizeof(R(__VA_ARGS__)) / sizeof(struct pagesrv_resp))
+#define ROUTE(x, m, p, ...) pagesrv_route((x)->srv, m, p, R(__VA_ARGS__), N(__VA_ARGS__))
+#define ROUTE_BODY(x, m, p, b, ...)                                                                \
+    pagesrv_route_body((x)->srv, m, p, b, R(__VA_ARGS__), N(__VA_ARGS__))
+
+static void route_login(struct fx *x)
+{
+    ROUTE(x, "GET", "/login.pl?action=authenticate",
+          {.body = "Success\n", .type = "text/plain; charset=utf-8"});
+}
+
+/* The whole happy path of a one-line invoice: add, update, save, edit, approve. */
+static void route_happy(struct fx *x)
+{
+    route_login(x);
+    ROUTE(x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+}
+
+static struct erp_post_result run(struct fx *x, enum erp_post_from from, const char *doc)
+{
+    struct erp_post_result res;
+    char err[APBOT_ERR_LEN] = "";
+    if (erp_post_run(x->s, &x->inv, KEY, from, doc, &x->hooks, &res, err, sizeof(err)) != APBOT_OK)
+        fail_msg("erp_post_run: %s", err);
+    return res;
+}
+
+/* Number of POSTs whose body contains needle. */
+static int posts_with(struct fx *x, const char *needle)
+{
+    int n = 0;
+    for (int i = 0; i < pagesrv_n_requests(x->srv); i++) {
+        struct pagesrv_req rq;
+        if (pagesrv_request(x->srv, i, &rq) && strcmp(rq.method, "POST") == 0 &&
+            strstr(rq.body, needle))
+            n++;
+    }
+    return n;
+}
+
+static bool last_with(struct fx *x, const char *needle, struct pagesrv_req *ret)
+{
+    bool found = false;
+    for (int i = 0; i < pagesrv_n_requests(x->srv); i++) {
+        struct pagesrv_req rq;
+        if (pagesrv_request(x->srv, i, &rq) &&
+            (strstr(rq.body, needle) || strstr(rq.path, needle))) {
+            *ret = rq;
+            found = true;
+        }
+    }
+    return found;
+}
+
+#define V(r, want)                                                                                 \
+    do {                                                                                           \
+        if ((r).verdict != (want))                                                                 \
+            fail_msg("verdict %s, want %s: %s", decide_post_verdict_name((r).verdict),             \
+                     decide_post_verdict_name(want), (r).detail);                                  \
+    } while (0)
+
+static const char *const GL_5700[] = {"5700"};
+static const char *const GL_3[] = {"5700", "4400", "6010"};
+
+/* ---- the happy path ---------------------------------------------------------------------- */
+
+static void test_erp_post_saved_then_approved(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_string_equal(r.doc, DOC);
+    assert_true(r.commit_sent);
+    assert_false(r.released);
+    assert_string_equal(r.rule, "approved");
+    /* The saved document went to the hook before any approve was submitted. */
+    assert_int_equal(x.saved_calls, 1);
+    assert_string_equal(x.saved_doc, DOC);
+    assert_int_equal(x.approve_posts_at_saved, 0);
+    assert_int_equal(posts_with(&x, "action=approve"), 1);
+    assert_int_equal(posts_with(&x, "action=save"), 1);
+    /* The button by name and value; the option by its label's prefix. */
+    struct pagesrv_req rq;
+    assert_true(last_with(&x, "action=update", &rq));
+    assert_null(strstr(rq.body, "action=save"));
+    assert_non_null(strstr(rq.body, "account_1=5700--Office%20Supplies"));
+    assert_non_null(strstr(rq.body, "amount_1=10.00"));
+    assert_non_null(strstr(rq.body, "ponumber=" KEY));
+    assert_non_null(strstr(rq.body, "form_id=f1")); /* hidden, kept */
+    assert_true(last_with(&x, "action=save", &rq));
+    assert_null(strstr(rq.body, "action=update"));
+    assert_true(rq.fresh); /* the committing request: a new connection */
+    /* The trace says where every value came from. */
+    assert_non_null(strstr(x.traces,
+                           "account_1=5700--Office Supplies(option chosen by label '5700--Office "
+                           "Supplies')"));
+    assert_non_null(strstr(x.traces, "form_id=f1(page default)"));
+    assert_non_null(strstr(x.traces, "vendor=100001(template)"));
+    assert_non_null(strstr(x.traces, "action=save(button pressed)"));
+    assert_non_null(strstr(x.traces, "[save POST saved rule=saved]"));
+    assert_non_null(strstr(x.traces, "captured doc=" DOC));
+    assert_non_null(strstr(x.traces, "[approve POST confirmed rule=approved]"));
+    fx_stop(&x);
+}
+
+/* ---- buttons ----------------------------------------------------------------------------- */
+
+static void test_erp_post_ambiguous_button_refused(void **state)
+{
+    (void)state;
+    struct fx x;
+    /* The save step presses "action" by name alone: update and save both match. */
+    const char *pairs[] = {"submit=\"action\" submit-value=\"save\"", "submit=\"action\"", NULL};
+    fx_start(&x, pairs, GL_5700, 1);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_false(r.commit_sent);
+    assert_non_null(strstr(r.detail, "several buttons"));
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    fx_stop(&x);
+
+    /* A form without the save button: the form changed, nothing committed. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-no-save.html"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_false(r.commit_sent);
+    assert_non_null(strstr(r.detail, "no button"));
+    fx_stop(&x);
+}
+
+/* ---- selects and data errors ------------------------------------------------------------- */
+
+static void test_erp_post_unknown_option_is_data_error(void **state)
+{
+    (void)state;
+    struct fx x;
+    static const char *const gl[] = {"9999"};
+    fx_start(&x, NULL, gl, 1);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_true(r.data_error);
+    assert_false(r.commit_sent);
+    assert_non_null(strstr(r.reason, "account_1"));
+    assert_non_null(strstr(r.reason, "9999--"));
+    assert_int_equal(posts_with(&x, "action="), 0); /* nothing submitted at all */
+    fx_stop(&x);
+
+    /* A prefix that designates two options: never a guess. */
+    const char *pairs[] = {"option=\"label-prefix\">${line.gl_account}--<",
+                           "option=\"label-prefix\">${line.gl_account}<", NULL};
+    static const char *const gl57[] = {"57"};
+    fx_start(&x, pairs, gl57, 1);
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_true(r.data_error);
+    assert_non_null(strstr(r.reason, "several options"));
+    assert_non_null(strstr(r.reason, "'57'"));
+    fx_stop(&x);
+
+    /* A value written into a select without option= must be one of its values. */
+    const char *pairs2[] = {"<field name=\"currency\" option=\"value\">",
+                            "<field name=\"currency\">", NULL};
+    fx_start(&x, pairs2, GL_5700, 1);
+    snprintf(x.inv.currency, sizeof(x.inv.currency), "GBP");
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_true(r.data_error);
+    assert_non_null(strstr(r.reason, "currency"));
+    assert_non_null(strstr(r.reason, "GBP"));
+    fx_stop(&x);
+}
+
+static void test_erp_post_map_miss_is_data_error(void **state)
+{
+    (void)state;
+    struct fx x;
+    const char *pairs[] = {"${invoice.currency}</field>", "${invoice.currency|map:EUR=EUR}</field>",
+                           NULL};
+    fx_start(&x, pairs, GL_5700, 1);
+    snprintf(x.inv.currency, sizeof(x.inv.currency), "USD");
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_true(r.data_error);
+    assert_non_null(strstr(r.reason, "currency"));
+    assert_non_null(strstr(r.reason, "USD"));
+    assert_int_equal(posts_with(&x, "action="), 0);
+    fx_stop(&x);
+}
+
+/* ---- lines ------------------------------------------------------------------------------- */
+
+static void test_erp_post_lines_added(void **state)
+{
+    (void)state;
+    struct fx x;
+    const char *pairs[] = {
+        " repeat=\"until-lines\"",
+        "",
+        "<lines missing=\"skip\">",
+        "<lines missing=\"add\">",
+        "<field name=\"account_${line.n}\" option=\"label-prefix\">${line.gl_account}--</field>",
+        "<field name=\"text_${line.n}\">${line.description}</field>",
+        NULL};
+    fx_start(&x, pairs, GL_3, 3);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    struct pagesrv_req rq;
+    assert_true(last_with(&x, "action=update", &rq));
+    assert_non_null(strstr(rq.body, "amount_1=10.00"));
+    assert_non_null(strstr(rq.body, "amount_2=20.00"));
+    assert_non_null(strstr(rq.body, "amount_3=30.00"));
+    assert_non_null(strstr(rq.body, "text_3=line%203"));
+    assert_non_null(strstr(rq.body, "rowcount=3"));
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    assert_non_null(strstr(x.traces, "amount_2=20.00(added (not on the page))"));
+    assert_non_null(strstr(x.traces, "amount_1=10.00(template)"));
+    fx_stop(&x);
+
+    /* An option on a control the page lacks cannot be chosen: refused, nothing sent. */
+    const char *pairs2[] = {" repeat=\"until-lines\"", "", "<lines missing=\"skip\">",
+                            "<lines missing=\"add\">", NULL};
+    fx_start(&x, pairs2, GL_3, 3);
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_int_equal(posts_with(&x, "action="), 0);
+    fx_stop(&x);
+}
+
+static void test_erp_post_lines_missing_is_error(void **state)
+{
+    (void)state;
+    struct fx x;
+    const char *pairs[] = {" repeat=\"until-lines\"", "", "<lines missing=\"skip\">",
+                           "<lines missing=\"error\">", NULL};
+    fx_start(&x, pairs, GL_3, 3);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_non_null(strstr(r.detail, "account_2"));
+    assert_int_equal(posts_with(&x, "action="), 0);
+    fx_stop(&x);
+}
+
+static void test_erp_post_repeat_until_lines(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_3, 3);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"},
+               {.file = "add-3.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    /* Round 1 fills line 1 (the page has one row), round 2 lines 1-2, round 3 all three. */
+    assert_int_equal(posts_with(&x, "action=update"), 3);
+    struct pagesrv_req rq;
+    assert_true(pagesrv_request(x.srv, 2, &rq)); /* login, add page, update 1 */
+    assert_non_null(strstr(rq.body, "action=update"));
+    assert_non_null(strstr(rq.body, "account_1=5700"));
+    assert_null(strstr(rq.body, "amount_2="));
+    assert_true(last_with(&x, "action=update", &rq));
+    assert_non_null(strstr(rq.body, "account_3=6010--Printing%20and%20Toner"));
+    assert_non_null(strstr(rq.body, "account_2=4400--Tools%20and%20Equipment"));
+    assert_non_null(strstr(rq.body, "form_id=f3")); /* the fresh token of the last page */
+    assert_int_equal(posts_with(&x, "action=save"), 1);
+    fx_stop(&x);
+
+    /* An ERP that never adds the rows: at most line_count + 1 rounds, then no save. */
+    fx_start(&x, NULL, GL_3, 3);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_false(r.commit_sent);
+    assert_int_equal(posts_with(&x, "action=update"), 4);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    fx_stop(&x);
+}
+
+/* ---- follow-up steps --------------------------------------------------------------------- */
+
+static void test_erp_post_approve_failure_keeps_doc(void **state)
+{
+    (void)state;
+    struct fx x;
+    /* 503 on approve, an unrecognised answer, a refusal */
+    const struct pagesrv_resp answers[] = {
+        {.status = 503, .body = "busy", .headers = "Retry-After: 3\r\n"},
+        {.body = "<html><body><p>Something else</p></body></html>"},
+        {.status = 500, .body = "<h2 class=\"error\">Period closed</h2>"},
+    };
+    const enum decide_post_verdict want[] = {DECIDE_FOLLOWUP_FAILED, DECIDE_FOLLOWUP_FAILED,
+                                             DECIDE_REJECTED};
+    for (size_t i = 0; i < 3; i++) {
+        fx_start(&x, NULL, GL_5700, 1);
+        route_login(&x);
+        ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+        ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+        ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+        ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+        pagesrv_route_body(x.srv, "POST", "/ap.pl", "action=approve", &answers[i], 1);
+        struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+        V(r, want[i]);
+        assert_string_equal(r.doc, DOC); /* the document stands */
+        assert_true(r.commit_sent);
+        assert_int_equal(x.saved_calls, 1);
+        assert_int_equal(posts_with(&x, "action=save"), 1);
+        if (i == 2)
+            assert_string_equal(r.reason, "Period closed");
+        fx_stop(&x);
+    }
+}
+
+static void test_erp_post_from_followups(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_FOLLOWUPS, DOC);
+    V(r, DECIDE_CONFIRMED);
+    assert_string_equal(r.doc, DOC);
+    assert_false(r.commit_sent);
+    assert_int_equal(x.saved_calls, 0);
+    assert_int_equal(posts_with(&x, "action=update"), 0);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    assert_int_equal(posts_with(&x, "action=approve"), 1);
+    fx_stop(&x);
+
+    /* A posted document has no approve button: the follow-up failed, nothing else sent. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-posted.html"});
+    r = run(&x, ERP_POST_FROM_FOLLOWUPS, DOC);
+    V(r, DECIDE_FOLLOWUP_FAILED);
+    assert_int_equal(posts_with(&x, "action="), 0);
+    fx_stop(&x);
+
+    /* FROM_FOLLOWUPS needs the document. */
+    fx_start(&x, NULL, GL_5700, 1);
+    struct erp_post_result res;
+    char err[APBOT_ERR_LEN];
+    assert_int_equal(erp_post_run(x.s, &x.inv, KEY, ERP_POST_FROM_FOLLOWUPS, NULL, &x.hooks, &res,
+                                  err, sizeof(err)),
+                     APBOT_E_INVAL);
+    fx_stop(&x);
+}
+
+static bool refuse_saved(void *ctx, const char *doc)
+{
+    (void)ctx;
+    (void)doc;
+    return false;
+}
+
+static void test_erp_post_saved_not_recorded_stops(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_happy(&x);
+    x.hooks.saved = refuse_saved;
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SAVED);
+    assert_string_equal(r.doc, DOC);
+    assert_int_equal(posts_with(&x, "action=approve"), 0);
+    fx_stop(&x);
+}
+
+/* ---- sessions ---------------------------------------------------------------------------- */
+
+static void test_erp_post_session_lost_before_commit_restarts(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.status = 401, .body = "Session expired.\n"},
+          {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.status = 401, .body = "Session expired."},
+               {.file = "add-2.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    /* logged in at the start, then once per lost session */
+    assert_int_equal(pagesrv_count(x.srv, "GET", "/login.pl"), 3);
+    assert_int_equal(posts_with(&x, "action=save"), 1);
+    fx_stop(&x);
+
+    /* Lost every time: bounded restarts, then not sent. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.status = 401, .body = "Session expired.\n"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_NOT_SENT);
+    assert_true(r.relogin);
+    assert_false(r.commit_sent);
+    assert_int_equal(pagesrv_count(x.srv, "GET", "/ap.pl?action=add"), 1 + ERP_POST_RESTARTS);
+    assert_false(erp_logged_in(x.s));
+    fx_stop(&x);
+
+    /* A restart whose login is refused: stop the run. */
+    fx_start(&x, NULL, GL_5700, 1);
+    ROUTE(&x, "GET", "/login.pl?action=authenticate", {.body = "Success\n", .type = "text/plain"},
+          {.status = 401, .body = "denied"});
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.status = 401, .body = "Session expired.\n"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_true(r.login_refused);
+    assert_int_equal(pagesrv_count(x.srv, "GET", "/login.pl"), 2);
+    fx_stop(&x);
+}
+
+static void test_erp_post_session_lost_at_commit(void **state)
+{
+    (void)state;
+    struct fx x;
+    /* 303 to the login page after the save: it may have booked. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save",
+               {.status = 303, .headers = "Location: /login.pl\r\n", .body = "See Other"});
+    ROUTE(&x, "GET", "/login.pl", {.body = "<html><body>Please log in</body></html>"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_UNKNOWN);
+    assert_true(r.relogin);
+    assert_true(r.commit_sent);
+    assert_int_equal(posts_with(&x, "action=save"), 1); /* never sent again */
+    assert_int_equal(x.saved_calls, 0);
+    fx_stop(&x);
+
+    /* The ERP's own 401 to the save: not processed, log in again. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.status = 401, .body = "Session expired."});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_NOT_SENT);
+    assert_true(r.relogin);
+    assert_int_equal(posts_with(&x, "action=save"), 1);
+    fx_stop(&x);
+
+    /* No answer to the save: unknown. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.drop = true});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_UNKNOWN);
+    assert_true(r.commit_sent);
+    assert_int_equal(posts_with(&x, "action=save"), 1);
+    fx_stop(&x);
+}
+
+static void test_erp_post_session_lost_on_followup(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=approve", {.status = 401, .body = "Session expired."},
+               {.file = "approved.html"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_int_equal(posts_with(&x, "action=save"), 1); /* the follow-ups again, never the save */
+    assert_int_equal(posts_with(&x, "action=approve"), 2);
+    assert_int_equal(x.saved_calls, 1);
+    fx_stop(&x);
+}
+
+/* ---- what the rules see ------------------------------------------------------------------ */
+
+static void test_erp_post_forged_success_is_not_success(void **state)
+{
+    (void)state;
+    static const char *const pages[] = {"forged-comment.html", "forged-script.html",
+                                        "forged-attribute.html"};
+    for (size_t i = 0; i < 3; i++) {
+        struct fx x;
+        fx_start(&x, NULL, GL_5700, 1);
+        route_login(&x);
+        ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+        ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+        ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = pages[i]});
+        struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+        V(r, DECIDE_UNKNOWN);
+        assert_string_equal(r.doc, "");
+        assert_int_equal(x.saved_calls, 0);
+        fx_stop(&x);
+    }
+    /* The same page read raw (raw="true") would pass: the blanking is what protects. */
+    struct fx x;
+    const char *pairs[] = {"<rule name=\"saved\" outcome=\"saved\" status=\"200\"",
+                           "<rule name=\"saved\" outcome=\"saved\" status=\"200\" raw=\"true\"",
+                           NULL};
+    fx_start(&x, pairs, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "forged-comment.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit*", {.status = 404, .body = "no"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    assert_int_equal(x.saved_calls, 1);
+    assert_string_equal(x.saved_doc, "AP-2026-999999");
+    V(r, DECIDE_FOLLOWUP_FAILED);
+    fx_stop(&x);
+}
+
+static void test_erp_post_pathological_pattern_is_unknown(void **state)
+{
+    (void)state;
+    struct fx x;
+    const char *pairs[] = {"<rule name=\"saved\" outcome=\"saved\"",
+                           "<rule name=\"runaway\" outcome=\"rejected\" status=\"200\""
+                           ">.*.*.*[XY]</rule>\n      <rule name=\"saved\" outcome=\"saved\"",
+                           NULL};
+    fx_start(&x, pairs, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"});
+    size_t n = 300000;
+    char *big = malloc(n + 200);
+    assert_non_null(big);
+    int o =
+        snprintf(big, 200, "<html><body><p class=\"info\">Invoice " DOC " saved as draft</p><p>");
+    memset(big + o, 'a', n);
+    snprintf(big + o + n, 40, "</p></body></html>");
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.body = big});
+    free(big);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    V(r, DECIDE_UNKNOWN); /* not rejected, not saved: the earlier rule could not be decided */
+    assert_non_null(strstr(r.detail, "runaway"));
+    assert_non_null(strstr(r.detail, "budget"));
+    assert_int_equal(x.saved_calls, 0);
+    assert_true(t1.tv_sec - t0.tv_sec < 60);
+    fx_stop(&x);
+}
+
+/* ---- origin and connections -------------------------------------------------------------- */
+
+static void test_erp_post_off_origin_action_refused(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-offorigin.html"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_non_null(strstr(r.detail, "origin"));
+    assert_int_equal(pagesrv_n_requests(x.srv), 2); /* login, the page: nothing submitted */
+    fx_stop(&x);
+
+    /* At the committing step: refused, nothing committed. */
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-offorigin.html"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_false(r.commit_sent);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    fx_stop(&x);
+}
+
+static void test_erp_post_committing_get_is_fresh(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-get.html"});
+    ROUTE(&x, "GET", "/ap.pl?form_id=*", {.file = "saved.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    struct pagesrv_req add, save, edit;
+    assert_true(pagesrv_last(x.srv, "GET", "/ap.pl?action=add", &add));
+    assert_true(pagesrv_last(x.srv, "GET", "/ap.pl?form_id=", &save));
+    assert_true(pagesrv_last(x.srv, "GET", "/ap.pl?action=edit", &edit));
+    assert_non_null(strstr(save.path, "action=save"));
+    assert_non_null(strstr(save.path, "form_id=f1"));
+    /* A plain GET rides the kept-alive connection of the login; the committing GET never
+     * does, and nothing rides its connection after it. */
+    assert_false(add.fresh);
+    assert_true(save.fresh);
+    assert_true(edit.conn != save.conn);
+    for (int i = 0; i < pagesrv_n_requests(x.srv); i++) {
+        struct pagesrv_req rq;
+        assert_true(pagesrv_request(x.srv, i, &rq));
+        if (rq.conn == save.conn)
+            assert_int_equal(rq.on_conn, 1); /* the committing GET alone on its connection */
+    }
+    fx_stop(&x);
+}
+
+/* ---- hooks ------------------------------------------------------------------------------- */
+
+static void test_erp_post_hooks_stop_before_sending(void **state)
+{
+    (void)state;
+    struct fx x;
+    fx_start(&x, NULL, GL_5700, 1);
+    route_happy(&x);
+    x.commit_allowed = false; /* the lease is gone, or flow trace --dry-run */
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_NOT_SENT);
+    assert_true(r.released);
+    assert_false(r.commit_sent);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    /* the trace still shows what the committing request would have carried */
+    assert_non_null(strstr(x.traces, "[save POST not-sent"));
+    assert_non_null(strstr(x.traces, "action=save(button pressed)"));
+    fx_stop(&x);
+
+    fx_start(&x, NULL, GL_5700, 1);
+    route_happy(&x);
+    x.stop = true;
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_NOT_SENT);
+    assert_true(r.released);
+    assert_int_equal(pagesrv_count(x.srv, "*", "/ap.pl"), 0);
+    fx_stop(&x);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    setenv("APBOT_ERP_USER", USER, 1);
+    setenv("APBOT_ERP_PASSWORD", PASSWORD, 1);
+    return http_global_init() == APBOT_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    http_global_cleanup();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_erp_post_saved_then_approved),
+        cmocka_unit_test(test_erp_post_ambiguous_button_refused),
+        cmocka_unit_test(test_erp_post_unknown_option_is_data_error),
+        cmocka_unit_test(test_erp_post_map_miss_is_data_error),
+        cmocka_unit_test(test_erp_post_lines_added),
+        cmocka_unit_test(test_erp_post_lines_missing_is_error),
+        cmocka_unit_test(test_erp_post_repeat_until_lines),
+        cmocka_unit_test(test_erp_post_approve_failure_keeps_doc),
+        cmocka_unit_test(test_erp_post_from_followups),
+        cmocka_unit_test(test_erp_post_saved_not_recorded_stops),
+        cmocka_unit_test(test_erp_post_session_lost_before_commit_restarts),
+        cmocka_unit_test(test_erp_post_session_lost_at_commit),
+        cmocka_unit_test(test_erp_post_session_lost_on_followup),
+        cmocka_unit_test(test_erp_post_forged_success_is_not_success),
+        cmocka_unit_test(test_erp_post_pathological_pattern_is_unknown),
+        cmocka_unit_test(test_erp_post_off_origin_action_refused),
+        cmocka_unit_test(test_erp_post_committing_get_is_fresh),
+        cmocka_unit_test(test_erp_post_hooks_stop_before_sending),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,253 @@
+/*
+ * test_limiter.c - the adaptive concurrency limit against a simulated ERP with a fixed number
+ * of processing slots (a queue in front of them, random service times, the client's own time
+ * between requests), simulated millisecond by millisecond in a deterministic loop: the limit
+ * settles just above the slots (idle slots would waste the ERP, a long queue would only slow
+ * its answers), follows a capacity that drops and comes back, cuts at once on overload, and
+ * never leaves 1..max. Also the fixed limiter and the waiting of workers for a place.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apbot/limiter.h"
+
+#define SIM_WORKERS 32
+
+struct erp_sim {
+    int slots;                  /* processing slots now */
+    int service_lo, service_hi; /* ms */
+    int think_ms;               /* the client's time between two requests of a worker */
+    uint64_t rng;
+    /* per worker */
+    int state[SIM_WORKERS]; /* 0 thinking, 1 queued, 2 in service */
+    int64_t until[SIM_WORKERS];
+    int64_t sent[SIM_WORKERS];
+    int queue[SIM_WORKERS * 2];
+    int qhead, qlen, busy;
+    /* what happened */
+    int64_t done, busy_ms, queued_ms;
+};
+
+static uint64_t rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Runs the ERP and the client for ms milliseconds from t0; the limiter decides how many
+ * workers send. Returns the limit at the end; *ret_max_limit the largest seen. */
+static int simulate(struct erp_sim *e, struct limiter_core *c, int64_t t0, int64_t ms,
+                    int (*slots_at)(int64_t t), int *ret_max_limit, int *ret_min_limit)
+{
+    for (int64_t t = t0; t < t0 + ms; t++) {
+        if (slots_at)
+            e->slots = slots_at(t);
+        /* answers */
+        for (int i = 0; i < SIM_WORKERS; i++)
+            if (e->state[i] == 2 && e->until[i] <= t) {
+                e->state[i] = 0;
+                e->busy--;
+                e->done++;
+                e->until[i] = t + e->think_ms;
+                limiter_core_sample(c, (unsigned)(i % 3), t - e->sent[i], LIMITER_OK, t);
+            }
+        /* workers within the limit send when their own time is over */
+        for (int i = 0; i < SIM_WORKERS; i++)
+            if (e->state[i] == 0 && e->until[i] <= t && i < c->limit) {
+                e->state[i] = 1;
+                e->sent[i] = t;
+                e->queue[(e->qhead + e->qlen++) % (SIM_WORKERS * 2)] = i;
+            }
+        /* the ERP takes queued requests into free slots */
+        while (e->qlen > 0 && e->busy < e->slots) {
+            int i = e->queue[e->qhead];
+            e->qhead = (e->qhead + 1) % (SIM_WORKERS * 2);
+            e->qlen--;
+            e->busy++;
+            e->state[i] = 2;
+            int span = e->service_hi - e->service_lo + 1;
+            e->until[i] = t + e->service_lo + (int64_t)(rnd(&e->rng) % (uint64_t)span);
+        }
+        e->busy_ms += e->busy < e->slots ? e->busy : e->slots;
+        e->queued_ms += e->qlen;
+        if (ret_max_limit && c->limit > *ret_max_limit)
+            *ret_max_limit = c->limit;
+        if (ret_min_limit && c->limit < *ret_min_limit)
+            *ret_min_limit = c->limit;
+    }
+    return c->limit;
+}
+
+static void erp_init(struct erp_sim *e, int slots, int lo, int hi, int think)
+{
+    memset(e, 0, sizeof(*e));
+    e->slots = slots;
+    e->service_lo = lo;
+    e->service_hi = hi;
+    e->think_ms = think;
+    e->rng = 0x9E3779B97F4A7C15ull;
+}
+
+/* A calm ERP: 8 slots, 2..8 ms per request, 1 ms of client time: the limit settles a little
+ * above 8 and keeps the slots busy. */
+static void test_limiter_finds_the_slots(void **state)
+{
+    (void)state;
+    struct erp_sim e;
+    struct limiter_core c;
+    erp_init(&e, 8, 2, 8, 1);
+    limiter_core_init(&c, 16, 2);
+    int hi = 0, lo = 100;
+    simulate(&e, &c, 1, 20000, NULL, NULL, NULL);
+    int64_t busy0 = e.busy_ms;
+    simulate(&e, &c, 20001, 20000, NULL, &hi, &lo);
+    double eff = (double)(e.busy_ms - busy0) / (8.0 * 20000);
+    print_message("calm: limit %d (%d..%d over the second half), slot use %.2f\n", c.limit, lo, hi,
+                  eff);
+    assert_true(lo >= 8 && hi <= 16);
+    assert_true(eff >= 0.90);
+}
+
+/* A congested month-end ERP: 4 slots, slow requests: the limit stays near 4..8, not at the
+ * ceiling of 16 (which would only queue). */
+static void test_limiter_does_not_flood_a_slow_erp(void **state)
+{
+    (void)state;
+    struct erp_sim e;
+    struct limiter_core c;
+    erp_init(&e, 4, 40, 300, 2);
+    limiter_core_init(&c, 16, 2);
+    int hi = 0, lo = 100;
+    simulate(&e, &c, 1, 60000, NULL, NULL, NULL);
+    int64_t busy0 = e.busy_ms, q0 = e.queued_ms;
+    simulate(&e, &c, 60001, 60000, NULL, &hi, &lo);
+    double eff = (double)(e.busy_ms - busy0) / (4.0 * 60000);
+    double queue = (double)(e.queued_ms - q0) / 60000;
+    print_message("month-end: limit %d..%d, slot use %.2f, queue %.1f requests\n", lo, hi, eff,
+                  queue);
+    assert_true(lo >= 4 && hi <= 10);
+    assert_true(eff >= 0.90);
+    assert_true(queue <= LIMITER_BETA + 1);
+}
+
+static int varying_slots(int64_t t)
+{
+    return t < 20000 ? 8 : t < 40000 ? 2 : 8;
+}
+
+/* Capacity 8, then 2 for a while, then 8 again: the limit follows within a few seconds. */
+static void test_limiter_follows_capacity(void **state)
+{
+    (void)state;
+    struct erp_sim e;
+    struct limiter_core c;
+    erp_init(&e, 8, 5, 15, 1);
+    limiter_core_init(&c, 16, 2);
+    simulate(&e, &c, 1, 20000, varying_slots, NULL, NULL);
+    int before = c.limit;
+    int hi = 0, lo = 100;
+    simulate(&e, &c, 20001, 5000, varying_slots, NULL, NULL);
+    simulate(&e, &c, 25001, 15000, varying_slots, &hi, &lo);
+    int during = c.limit;
+    simulate(&e, &c, 40001, 10000, varying_slots, NULL, NULL);
+    int after = c.limit;
+    print_message("varying: %d with 8 slots, %d..%d with 2, %d with 8 again\n", before, lo, hi,
+                  after);
+    assert_true(before >= 8);
+    assert_true(hi <= 2 + (int)LIMITER_BETA + 1 && during >= 2);
+    assert_true(after >= 8);
+}
+
+static void test_limiter_cuts_on_overload_and_stays_in_bounds(void **state)
+{
+    (void)state;
+    struct limiter_core c;
+    limiter_core_init(&c, 12, 12);
+    int64_t t = 1000;
+    limiter_core_sample(&c, 1, 10, LIMITER_OK, t);
+    limiter_core_sample(&c, 1, 10, LIMITER_OVERLOAD, t + 200);
+    assert_int_equal(c.limit, 9); /* a quarter less */
+    limiter_core_sample(&c, 1, 10, LIMITER_TIMEOUT, t + 400);
+    assert_int_equal(c.limit, 6);
+    for (int i = 0; i < 50; i++)
+        limiter_core_sample(&c, 1, 10, LIMITER_OVERLOAD, t + 600 + i * 200);
+    assert_int_equal(c.limit, 1); /* never below 1 */
+    for (int i = 0; i < 2000; i++)
+        limiter_core_sample(&c, 1, 10, LIMITER_OK, t + 20000 + i * 100);
+    assert_int_equal(c.limit, 12); /* never above max */
+    struct limiter_core d;
+    limiter_core_init(&d, 4, 99);
+    assert_int_equal(d.limit, 4);
+    limiter_core_init(&d, 0, 0);
+    assert_int_equal(d.limit, 1);
+}
+
+struct waiter {
+    struct limiter *l;
+    atomic_bool *stop;
+    atomic_int *inside, *most;
+};
+
+static void *waiter_main(void *arg)
+{
+    struct waiter *w = arg;
+    for (int i = 0; i < 50; i++) {
+        if (!limiter_acquire(w->l, w->stop))
+            break;
+        int n = atomic_fetch_add(w->inside, 1) + 1;
+        int m = atomic_load(w->most);
+        while (n > m && !atomic_compare_exchange_weak(w->most, &m, n))
+            ;
+        usleep(200);
+        atomic_fetch_sub(w->inside, 1);
+        limiter_release(w->l);
+    }
+    return NULL;
+}
+
+/* Eight threads, a fixed limit of three: never more than three inside; a stop frees waiters. */
+static void test_limiter_fixed_gate(void **state)
+{
+    (void)state;
+    struct limiter *l = NULL;
+    assert_int_equal(limiter_new(3, false, &l), APBOT_OK);
+    atomic_bool stop = false;
+    atomic_int inside = 0, most = 0;
+    pthread_t t[8];
+    struct waiter w = {.l = l, .stop = &stop, .inside = &inside, .most = &most};
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, waiter_main, &w), 0);
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(atomic_load(&most), 3);
+    assert_int_equal(limiter_limit(l), 3);
+    /* with every place taken, a raised stop makes acquire give up */
+    for (int i = 0; i < 3; i++)
+        assert_true(limiter_acquire(l, &stop));
+    atomic_store(&stop, true);
+    assert_false(limiter_acquire(l, &stop));
+    limiter_free(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_limiter_finds_the_slots),
+        cmocka_unit_test(test_limiter_does_not_flood_a_slow_erp),
+        cmocka_unit_test(test_limiter_follows_capacity),
+        cmocka_unit_test(test_limiter_cuts_on_overload_and_stays_in_bounds),
+        cmocka_unit_test(test_limiter_fixed_gate),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
