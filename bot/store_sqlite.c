@@ -1,6 +1,6 @@
 /*
- * store.c - the durable queue in SQLite: items, their append-only audit events and the ERP
- * evidence kept for the morning review.
+ * store_sqlite.c - the SQLite backend of the queue (store-int.h): items, their append-only
+ * audit events and the ERP evidence kept for the morning review, in one file on one host.
  *
  * The database runs in WAL mode with synchronous=FULL, foreign keys on and a busy timeout;
  * PRAGMA user_version is the schema version and the migrations below bring any older file
@@ -25,6 +25,7 @@
  * for one thread at a time; open one per thread.
  */
 #include "apbot/store.h"
+#include "store-int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,13 +40,6 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
-
-#define STORE_BUSY_TIMEOUT_MS 5000
-#define STORE_BUSY_RETRIES 6        /* whole-transaction retries after the busy timeout */
-#define STORE_BUSY_PAUSE_BASE_MS 20 /* pause before retry n: in [d/2, d], d = base * 2^n */
-#define STORE_BUSY_PAUSE_CAP_MS 1000
-#define STORE_TEXT_MAX 2048      /* url, detail, reason and other short texts are cut here */
-#define STORE_EXPIRED_MAX 100000 /* items one store_each_expired call lists at most */
 
 /*
  * Forward migrations: entry i brings schema version i to i + 1. Append, never edit a
@@ -260,28 +254,13 @@ static const char *const stmt_sql[] = {
 };
 _Static_assert(sizeof(stmt_sql) / sizeof(stmt_sql[0]) == Q__COUNT, "every statement needs SQL");
 
-struct store {
+/* The SQLite handle: the shared part first (store-int.h). */
+struct sq {
+    struct store base;
     sqlite3 *db;
-    sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by store_close */
-    bool in_batch;                /* between store_begin and store_commit/rollback */
-    int busy_retries;             /* whole-transaction retries after the busy timeout */
-    int64_t busy_retried;         /* how many this handle did */
-    uint64_t rng;                 /* xorshift state for the retry jitter */
+    sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by sq_close */
 };
-
-int64_t store_now_ms(void)
-{
-    return apbot_clock_wall_ms();
-}
-
-/* The caller's clock reading, or a fresh one in *buf. */
-static const struct apbot_now *now_or_read(const struct apbot_now *now, struct apbot_now *buf)
-{
-    if (now)
-        return now;
-    apbot_clock_now(buf);
-    return buf;
-}
+#define SQ(st) ((struct sq *)(st))
 
 /* Maps a SQLite result to ours: busy/locked is "retry later", the rest a database error. */
 static int db_rc(int rc)
@@ -303,21 +282,21 @@ static int db_rc(int rc)
 static int db_fail(struct store *st, int rc, char *err, size_t errlen, const char *what)
 {
     return apbot_fail(err, errlen, db_rc(rc), "store: %s: %s", what,
-                      st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+                      st && SQ(st)->db ? sqlite3_errmsg(SQ(st)->db) : sqlite3_errstr(rc));
 }
 
 /* The cached statement `id`, reset and unbound, or NULL with err filled. */
 static sqlite3_stmt *stmt_get(struct store *st, enum stmt_id id, char *err, size_t errlen)
 {
-    if (!st->stmt[id]) {
-        int rc = sqlite3_prepare_v3(st->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-                                    &st->stmt[id], NULL);
+    if (!SQ(st)->stmt[id]) {
+        int rc = sqlite3_prepare_v3(SQ(st)->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &SQ(st)->stmt[id], NULL);
         if (rc != SQLITE_OK) {
             (void)db_fail(st, rc, err, errlen, "prepare");
             return NULL;
         }
     }
-    return st->stmt[id];
+    return SQ(st)->stmt[id];
 }
 
 /* Resets a statement after use so it releases its read snapshot. */
@@ -357,13 +336,7 @@ static int bind_text_max(sqlite3_stmt *s, int i, const char *v, size_t max)
 {
     if (!v)
         return sqlite3_bind_null(s, i);
-    size_t n = strnlen(v, max + 1);
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)v[n] & 0xC0) == 0x80)
-            n--;
-    }
-    return sqlite3_bind_text(s, i, v, (int)n, SQLITE_TRANSIENT);
+    return sqlite3_bind_text(s, i, v, (int)store_text_cut(v, max), SQLITE_TRANSIENT);
 }
 
 static char *col_dup(sqlite3_stmt *s, int i)
@@ -388,22 +361,6 @@ static int col_int(sqlite3_stmt *s, int i)
 {
     sqlite3_int64 v = sqlite3_column_int64(s, i);
     return v < 0 ? 0 : v > 1000000 ? 1000000 : (int)v;
-}
-
-void store_item_done(struct store_item *item)
-{
-    if (!item)
-        return;
-    free(item->lease_owner);
-    free(item->payload);
-    free(item->source);
-    free(item->erp_doc);
-    free(item->reason);
-    free(item->vendor_id);
-    free(item->vendor_name);
-    free(item->invoice_number);
-    item->lease_owner = item->payload = item->source = item->erp_doc = item->reason = NULL;
-    item->vendor_id = item->vendor_name = item->invoice_number = NULL;
 }
 
 /* Reads a row selected with ITEM_COLS into *it (strings heap-owned). */
@@ -463,7 +420,7 @@ static void tx_rollback(struct store *st)
     if (st->in_batch) {
         (void)stmt_exec(st, Q_ROLLBACK_TO, NULL, 0);
         (void)stmt_exec(st, Q_RELEASE, NULL, 0);
-    } else if (!sqlite3_get_autocommit(st->db)) {
+    } else if (!sqlite3_get_autocommit(SQ(st)->db)) {
         (void)stmt_exec(st, Q_ROLLBACK, NULL, 0);
     }
 }
@@ -481,59 +438,16 @@ static int tx_end(struct store *st, int r, char *err, size_t errlen)
     return r;
 }
 
-/* xorshift64*: jitter only, never a secret. */
-static uint64_t rng_next(struct store *st)
+/* One write transaction through the shared busy-retry loop (store-int.h). */
+static int run_write(struct store *st, store_tx_body body, void *ctx, char *err, size_t errlen)
 {
-    uint64_t x = st->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    st->rng = x;
-    return x * UINT64_C(2685821657736338717);
-}
-
-/* The pause before retry n: uniform in [d/2, d], d = min(cap, base * 2^n). */
-static void busy_pause(struct store *st, int n)
-{
-    int64_t d = STORE_BUSY_PAUSE_BASE_MS;
-    for (int i = 0; i < n && d < STORE_BUSY_PAUSE_CAP_MS; i++)
-        d *= 2;
-    if (d > STORE_BUSY_PAUSE_CAP_MS)
-        d = STORE_BUSY_PAUSE_CAP_MS;
-    int64_t ms = d / 2 + (int64_t)(rng_next(st) % (uint64_t)(d / 2 + 1));
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* The body of one write transaction; writes its results into ctx only (it may run again). */
-typedef int (*tx_body)(struct store *st, void *ctx, char *err, size_t errlen);
-
-/*
- * Runs body in one write transaction. A busy database (after the busy timeout) rolls the
- * whole transaction back and runs it again after a jittered pause, up to busy_retries times;
- * inside a batch there is nothing to retry (the batch holds the lock) and the error goes
- * back to the caller. Returns the body's result, or the transaction's error.
- */
-static int run_write(struct store *st, tx_body body, void *ctx, char *err, size_t errlen)
-{
-    for (int attempt = 0;; attempt++) {
-        int r = tx_begin(st, err, errlen);
-        if (r == APBOT_OK) {
-            r = body(st, ctx, err, errlen);
-            r = tx_end(st, r, err, errlen);
-        }
-        if (r != APBOT_E_BUSY || st->in_batch || attempt >= st->busy_retries)
-            return r;
-        st->busy_retried++;
-        busy_pause(st, attempt);
-    }
+    return store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
 }
 
 static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
 {
     char *msg = NULL;
-    int rc = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
+    int rc = sqlite3_exec(SQ(st)->db, sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
         int r = apbot_fail(err, errlen, db_rc(rc), "store: %s", msg ? msg : sqlite3_errstr(rc));
         sqlite3_free(msg);
@@ -545,7 +459,7 @@ static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
 static int user_version(struct store *st, int *ret, char *err, size_t errlen)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(SQ(st)->db, "PRAGMA user_version", -1, &s, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc != SQLITE_ROW) {
@@ -608,27 +522,27 @@ static void create_private(const char *path)
         close(fd); /* an empty file is an empty database */
 }
 
-int store_open(const char *path, struct store **ret, char *err, size_t errlen)
+static const struct store_ops sq_ops;
+static void sq_close(struct store *st);
+
+int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen)
 {
-    if (!path || !ret)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no database path");
-    struct store *st = apbot_xcalloc(1, sizeof(*st));
-    st->busy_retries = STORE_BUSY_RETRIES;
-    st->rng =
-        (uint64_t)apbot_clock_mono_ms() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)st;
-    if (!st->rng)
-        st->rng = 1;
+    struct sq *h = apbot_xcalloc(1, sizeof(*h));
+    struct store *st = &h->base;
+    store_base_init(st, &sq_ops);
     int r;
     create_private(path);
     int rc = sqlite3_open_v2(
-        path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        path, &SQ(st)->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
+        char shown[512];
+        store_path_display(path, shown, sizeof(shown));
         r = apbot_fail(err, errlen, db_rc(rc) == APBOT_E_BUSY ? APBOT_E_BUSY : APBOT_E_IO,
-                       "store: cannot open %s: %s", path,
-                       st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+                       "store: cannot open %s: %s", shown,
+                       SQ(st)->db ? sqlite3_errmsg(SQ(st)->db) : sqlite3_errstr(rc));
         goto fail;
     }
-    sqlite3_busy_timeout(st->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_busy_timeout(SQ(st)->db, STORE_BUSY_TIMEOUT_MS);
     /* journal_mode answers a row ("wal", or "memory" for :memory:); exec ignores it. */
     r = exec_sql(st,
                  "PRAGMA journal_mode = WAL;"
@@ -643,48 +557,33 @@ int store_open(const char *path, struct store **ret, char *err, size_t errlen)
     *ret = st;
     return APBOT_OK;
 fail:
-    store_close(st);
+    sq_close(st);
     return r;
 }
 
-void store_close(struct store *st)
+static void sq_close(struct store *st)
 {
-    if (!st)
-        return;
     for (int i = 0; i < Q__COUNT; i++)
-        sqlite3_finalize(st->stmt[i]);
-    sqlite3_close(st->db);
+        sqlite3_finalize(SQ(st)->stmt[i]);
+    sqlite3_close(SQ(st)->db);
     free(st);
 }
 
-int store_begin(struct store *st, char *err, size_t errlen)
+/* Batches: the dispatcher keeps in_batch. */
+static int sq_begin(struct store *st, char *err, size_t errlen)
 {
-    if (st->in_batch)
-        return apbot_fail(err, errlen, APBOT_E_STATE, "store: a batch is already open");
-    int rc = stmt_exec(st, Q_BEGIN, err, errlen);
-    if (rc == APBOT_OK)
-        st->in_batch = true;
-    return rc;
+    return stmt_exec(st, Q_BEGIN, err, errlen);
 }
 
-int store_commit(struct store *st, char *err, size_t errlen)
+static int sq_commit(struct store *st, char *err, size_t errlen)
 {
-    if (!st->in_batch)
-        return apbot_fail(err, errlen, APBOT_E_STATE, "store: no batch is open");
-    int rc = stmt_exec(st, Q_COMMIT, err, errlen);
-    /* A failed COMMIT (busy) leaves the transaction open: the caller retries or rolls back. */
-    if (rc == APBOT_OK)
-        st->in_batch = false;
-    return rc;
+    return stmt_exec(st, Q_COMMIT, err, errlen);
 }
 
-void store_rollback(struct store *st)
+static void sq_rollback(struct store *st)
 {
-    if (!st)
-        return;
-    if (!sqlite3_get_autocommit(st->db))
+    if (!sqlite3_get_autocommit(SQ(st)->db))
         (void)stmt_exec(st, Q_ROLLBACK, NULL, 0);
-    st->in_batch = false;
 }
 
 /* Whether the queue's rows are all under `boot` (store_meta 'clock_boot'). */
@@ -850,21 +749,16 @@ static int enqueue_body(struct store *st, void *ctx, char *err, size_t errlen)
     stmt_done(s);
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "inserting the item");
-    op->id = sqlite3_last_insert_rowid(st->db);
+    op->id = sqlite3_last_insert_rowid(SQ(st)->db);
     return add_event(st, op->id, op->now->wall_ms, NULL, machine_state_name(MACHINE_NEW),
                      "enqueued", source, "enqueue", err, errlen);
 }
 
-int store_enqueue_raw(struct store *st, const struct store_new_item *ni,
+static int sq_enqueue(struct store *st, const struct store_new_item *ni,
                       const struct apbot_now *now, enum store_enqueue_result *ret_result,
                       int64_t *ret_id, char *err, size_t errlen)
 {
-    if (!st || !ni || !ni->key || !ni->fingerprint || !ni->payload || !ni->vendor_id ||
-        !ni->invoice_number || !ni->doc_type || !ni->issue_date || !ni->currency || !ret_result ||
-        !ret_id)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: incomplete item");
-    struct apbot_now buf;
-    struct enqueue_op op = {.ni = ni, .now = now_or_read(now, &buf)};
+    struct enqueue_op op = {.ni = ni, .now = now};
     int r = run_write(st, enqueue_body, &op, err, errlen);
     if (r)
         return r;
@@ -873,55 +767,10 @@ int store_enqueue_raw(struct store *st, const struct store_new_item *ni,
     return APBOT_OK;
 }
 
-int store_enqueue(struct store *st, const struct invoice *inv, const char *source,
-                  const struct apbot_now *now, enum store_enqueue_result *ret_result,
-                  int64_t *ret_id, char *err, size_t errlen)
+static int sq_get(struct store *st, int64_t id, const char *key, struct store_item *ret, char *err,
+                  size_t errlen)
 {
-    if (!st || !inv)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no invoice");
-    char key[INVOICE_KEY_LEN + 1];
-    char fp[INVOICE_FP_LEN + 1];
-    int r = invoice_identity_key(inv, key);
-    if (r)
-        return apbot_fail(err, errlen, r, "store: cannot compute the identity key");
-    r = invoice_fingerprint(inv, fp);
-    if (r)
-        return apbot_fail(err, errlen, r, "store: cannot compute the fingerprint");
-    char *payload = invoice_to_json(inv);
-    if (!payload)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invoice has no canonical form");
-    struct store_new_item ni = {
-        .key = key,
-        .fingerprint = fp,
-        .payload = payload,
-        .source = source,
-        .vendor_id = inv->vendor_id,
-        .vendor_name = inv->vendor_name,
-        .invoice_number = inv->invoice_number,
-        .doc_type = invoice_doc_type_name(inv->doc_type),
-        .issue_date = inv->issue_date,
-        .currency = inv->currency,
-        .exponent = inv->exponent,
-        .total = inv->payable,
-    };
-    r = store_enqueue_raw(st, &ni, now, ret_result, ret_id, err, errlen);
-    free(payload);
-    return r;
-}
-
-int store_get(struct store *st, int64_t id, struct store_item *ret, char *err, size_t errlen)
-{
-    if (!st || !ret)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
-    return get_item(st, Q_GET_ID, id, NULL, ret, err, errlen);
-}
-
-int store_get_by_key(struct store *st, const char *key, struct store_item *ret, char *err,
-                     size_t errlen)
-{
-    if (!st || !key || !ret)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no key");
-    return get_item(st, Q_GET_KEY, 0, key, ret, err, errlen);
+    return get_item(st, key ? Q_GET_KEY : Q_GET_ID, id, key, ret, err, errlen);
 }
 
 /* ---- claim and leases ------------------------------------------------------------------- */
@@ -1035,17 +884,11 @@ out:
     return r;
 }
 
-int store_claim(struct store *st, const char *owner, const struct apbot_now *now, int64_t lease_ms,
-                const struct machine_step *claimed, struct store_item *ret, char *err,
-                size_t errlen)
+static int sq_claim(struct store *st, const char *owner, const struct apbot_now *now,
+                    int64_t lease_ms, const struct machine_step *claimed, struct store_item *ret,
+                    char *err, size_t errlen)
 {
-    if (!st || !owner || !*owner || !claimed || !ret || lease_ms <= 0 || (int)claimed->next < 0 ||
-        claimed->next >= MACHINE_STATE__COUNT)
-        return apbot_fail(err, errlen, APBOT_E_INVAL,
-                          "store: claim needs an owner, a lease and the claimed step");
-    struct apbot_now buf;
-    struct claim_op op = {
-        .owner = owner, .now = now_or_read(now, &buf), .lease_ms = lease_ms, .claimed = claimed};
+    struct claim_op op = {.owner = owner, .now = now, .lease_ms = lease_ms, .claimed = claimed};
     int r = run_write(st, claim_body, &op, err, errlen);
     if (r) {
         if (op.have_item)
@@ -1081,20 +924,16 @@ static int renew_body(struct store *st, void *ctx, char *err, size_t errlen)
     stmt_done(s);
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "renewing a lease");
-    if (sqlite3_changes(st->db) != 1)
+    if (sqlite3_changes(SQ(st)->db) != 1)
         return apbot_fail(err, errlen, APBOT_E_STATE,
                           "item #%" PRId64 ": lease lost (not held by %s)", op->id, op->owner);
     return APBOT_OK;
 }
 
-int store_renew(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
-                int64_t lease_ms, char *err, size_t errlen)
+static int sq_renew(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                    int64_t lease_ms, char *err, size_t errlen)
 {
-    if (!st || !owner || lease_ms <= 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: renew needs owner and lease");
-    struct apbot_now buf;
-    struct renew_op op = {
-        .id = id, .owner = owner, .now = now_or_read(now, &buf), .lease_ms = lease_ms};
+    struct renew_op op = {.id = id, .owner = owner, .now = now, .lease_ms = lease_ms};
     return run_write(st, renew_body, &op, err, errlen);
 }
 
@@ -1130,7 +969,7 @@ static int unknown_state(struct store *st, int64_t id, char *err, size_t errlen)
 {
     sqlite3_stmt *s = NULL;
     char text[64] = "";
-    if (sqlite3_prepare_v2(st->db, "SELECT state FROM items WHERE id = ?1", -1, &s, NULL) ==
+    if (sqlite3_prepare_v2(SQ(st)->db, "SELECT state FROM items WHERE id = ?1", -1, &s, NULL) ==
         SQLITE_OK) {
         sqlite3_bind_int64(s, 1, id);
         if (sqlite3_step(s) == SQLITE_ROW)
@@ -1233,10 +1072,7 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
 
     /* The event keeps the machine's reason and the caller's detail together. */
     char detail[STORE_TEXT_MAX];
-    if (ch->detail && *ch->detail)
-        snprintf(detail, sizeof(detail), "%s: %s", step->why ? step->why : "", ch->detail);
-    else
-        snprintf(detail, sizeof(detail), "%s", step->why ? step->why : "");
+    store_event_detail(step, ch->detail, detail, sizeof(detail));
     r = add_event(st, op->id, now->wall_ms, machine_state_name(it.state),
                   machine_state_name(step->next), machine_event_name(ch->event), detail,
                   ch->actor ? ch->actor : (op->owner ? op->owner : "operator"), err, errlen);
@@ -1245,18 +1081,12 @@ out:
     return r;
 }
 
-int store_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen)
+static int sq_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
+                    const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen)
 {
-    if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
-        (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
-        ch->event >= MACHINE_EVENT__COUNT || (ch->erp_doc && !*ch->erp_doc) ||
-        (owner && ch->take_over))
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invalid change");
-    struct apbot_now buf;
-    struct apply_op op = {.id = id, .owner = owner, .ch = ch, .now = now_or_read(now, &buf)};
+    struct apply_op op = {.id = id, .owner = owner, .ch = ch, .now = now};
     int r = run_write(st, apply_body, &op, err, errlen);
-    if (r == APBOT_E_CONFLICT && ret_holder)
+    if (r == APBOT_E_CONFLICT)
         *ret_holder = op.holder;
     return r;
 }
@@ -1294,13 +1124,10 @@ static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
     return APBOT_OK;
 }
 
-int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                       const struct apbot_now *now, char *err, size_t errlen)
+static int sq_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                           const struct apbot_now *now, char *err, size_t errlen)
 {
-    if (!st || !ev || !ev->step)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
-    struct apbot_now buf;
-    struct evidence_op op = {.item_id = item_id, .ev = ev, .at = now_or_read(now, &buf)->wall_ms};
+    struct evidence_op op = {.item_id = item_id, .ev = ev, .at = now->wall_ms};
     return run_write(st, evidence_body, &op, err, errlen);
 }
 
@@ -1329,13 +1156,9 @@ static int ensure_boot_tx(struct store *st, const struct apbot_now *now, char *e
     return run_write(st, boot_body, &op, err, errlen);
 }
 
-int store_each_expired(struct store *st, const struct apbot_now *now, int64_t limit,
-                       store_item_fn fn, void *ctx, char *err, size_t errlen)
+static int sq_each_expired(struct store *st, const struct apbot_now *now, int64_t limit,
+                           store_item_fn fn, void *ctx, char *err, size_t errlen)
 {
-    if (!st || !fn || limit < 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments to each_expired");
-    struct apbot_now buf;
-    now = now_or_read(now, &buf);
     int r = ensure_boot_tx(st, now, err, errlen);
     if (r)
         return r;
@@ -1381,94 +1204,18 @@ out:
     return r;
 }
 
-struct recover_ctx {
-    struct store *st;
-    const struct apbot_now *now;
-    int64_t settle_ms;
-    const struct machine_policy *policy;
-    int count;
-    char *err;
-    size_t errlen;
-};
-
-static int recover_item(void *arg, const struct store_item *it)
-{
-    struct recover_ctx *rc = arg;
-    if (it->state == MACHINE_STATE_INVALID)
-        return APBOT_OK; /* unknown state text: never act on it */
-    struct machine_step step;
-    int mr = machine_next(it->state, MACHINE_EV_LEASE_EXPIRED, &it->counters, rc->policy, &step);
-    if (mr == APBOT_E_STATE)
-        return APBOT_OK; /* no lease-expired row: leave it */
-    if (mr)
-        return apbot_fail(rc->err, rc->errlen, mr, "store: cannot recover item #%" PRId64, it->id);
-    char detail[256];
-    snprintf(detail, sizeof(detail), "lease of %s expired",
-             it->lease_owner ? it->lease_owner : "?");
-    struct store_change ch = {
-        .from = it->state,
-        .event = MACHINE_EV_LEASE_EXPIRED,
-        .step = &step,
-        .settle_ms = rc->settle_ms,
-        .detail = detail,
-        .actor = "recovery",
-        .take_over = true,
-    };
-    int r = store_apply(rc->st, it->id, NULL, &ch, rc->now, NULL, rc->err, rc->errlen);
-    if (r == APBOT_E_STATE)
-        return APBOT_OK; /* renewed, finished or recovered by someone else meanwhile */
-    if (r == APBOT_OK)
-        rc->count++;
-    return r;
-}
-
-int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t settle_ms,
-                         const struct machine_policy *policy, int *ret_count, char *err,
-                         size_t errlen)
-{
-    if (!st || !policy || settle_ms < 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: recover needs a policy");
-    struct apbot_now buf;
-    struct recover_ctx rc = {.st = st,
-                             .now = now_or_read(now, &buf),
-                             .settle_ms = settle_ms,
-                             .policy = policy,
-                             .err = err,
-                             .errlen = errlen};
-    int r = store_each_expired(st, rc.now, 0, recover_item, &rc, err, errlen);
-    if (r)
-        return r;
-    if (ret_count)
-        *ret_count = rc.count;
-    return APBOT_OK;
-}
-
-int store_recover(struct store *st, const struct apbot_now *now,
-                  const struct machine_policy *policy, int *ret_count, char *err, size_t errlen)
-{
-    return store_recover_settle(st, now, 0, policy, ret_count, err, errlen);
-}
-
 /* ---- readers ---------------------------------------------------------------------------- */
 
-int store_each(struct store *st, enum machine_state state, store_item_fn fn, void *ctx, char *err,
-               size_t errlen)
+static int sq_each_limit(struct store *st, enum machine_state state, int64_t limit,
+                         store_item_fn fn, void *ctx, char *err, size_t errlen)
 {
-    return store_each_limit(st, state, 0, fn, ctx, err, errlen);
-}
-
-int store_each_limit(struct store *st, enum machine_state state, int64_t limit, store_item_fn fn,
-                     void *ctx, char *err, size_t errlen)
-{
-    if (!st || !fn || (int)state < MACHINE_STATE_INVALID || state >= MACHINE_STATE__COUNT)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments to store_each");
     /* A private statement, so fn may call back into the store (even store_each). */
     const char *sql = state == MACHINE_STATE_INVALID
                           ? "SELECT " ITEM_COLS " FROM items ORDER BY id LIMIT ?2"
                           : "SELECT " ITEM_COLS " FROM items WHERE state = ?1"
                             " ORDER BY created_at, id LIMIT ?2";
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(SQ(st)->db, sql, -1, &s, NULL);
     if (rc != SQLITE_OK)
         return db_fail(st, rc, err, errlen, "listing items");
     if (state != MACHINE_STATE_INVALID)
@@ -1489,13 +1236,11 @@ int store_each_limit(struct store *st, enum machine_state state, int64_t limit, 
     return r;
 }
 
-int store_each_event(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
-                     size_t errlen)
+static int sq_each_event(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
+                         size_t errlen)
 {
-    if (!st || !fn)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db,
+    int rc = sqlite3_prepare_v2(SQ(st)->db,
                                 "SELECT id, item_id, at, from_state, to_state, event, detail,"
                                 " actor FROM events WHERE item_id = ?1 ORDER BY id",
                                 -1, &s, NULL);
@@ -1524,13 +1269,11 @@ int store_each_event(struct store *st, int64_t item_id, store_event_fn fn, void 
     return r;
 }
 
-int store_each_evidence(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
-                        char *err, size_t errlen)
+static int sq_each_evidence(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
+                            char *err, size_t errlen)
 {
-    if (!st || !fn)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(st->db,
+    int rc = sqlite3_prepare_v2(SQ(st)->db,
                                 "SELECT id, item_id, at, step, method, url, http_status,"
                                 " elapsed_ms, transport, rule, outcome, excerpt"
                                 " FROM evidence WHERE item_id = ?1 ORDER BY id",
@@ -1567,10 +1310,8 @@ int store_each_evidence(struct store *st, int64_t item_id, store_evidence_fn fn,
     return r;
 }
 
-int store_counts(struct store *st, struct store_counts *ret, char *err, size_t errlen)
+static int sq_counts(struct store *st, struct store_counts *ret, char *err, size_t errlen)
 {
-    if (!st || !ret)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     struct store_counts c;
     memset(&c, 0, sizeof(c));
     /* One read transaction so the counts and the oldest age come from one snapshot. */
@@ -1614,13 +1355,9 @@ out:
     return APBOT_OK;
 }
 
-int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
-                   size_t errlen)
+static int sq_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms,
+                       char *err, size_t errlen)
 {
-    if (!st || !ret_wait_ms)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
-    struct apbot_now buf;
-    now = now_or_read(now, &buf);
     int r = ensure_boot_tx(st, now, err, errlen);
     if (r)
         return r;
@@ -1643,28 +1380,14 @@ int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_w
     return r;
 }
 
-int store_schema_version(struct store *st, int *ret_version, char *err, size_t errlen)
+static int sq_schema_version(struct store *st, int *ret_version, char *err, size_t errlen)
 {
-    if (!st || !ret_version)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     return user_version(st, ret_version, err, errlen);
 }
 
-void store_set_busy_timeout(struct store *st, int ms)
+static void sq_set_busy_timeout(struct store *st, int ms)
 {
-    if (st)
-        sqlite3_busy_timeout(st->db, ms < 0 ? 0 : ms);
-}
-
-void store_set_busy_retries(struct store *st, int retries)
-{
-    if (st)
-        st->busy_retries = retries < 0 ? 0 : retries > 100 ? 100 : retries;
-}
-
-int64_t store_busy_retried(const struct store *st)
-{
-    return st ? st->busy_retried : 0;
+    sqlite3_busy_timeout(SQ(st)->db, ms);
 }
 
 /* ---- late commits ----------------------------------------------------------------------- */
@@ -1690,21 +1413,16 @@ static int late_body(struct store *st, void *ctx, char *err, size_t errlen)
     return APBOT_OK;
 }
 
-int store_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
-                           const struct apbot_now *now, char *err, size_t errlen)
+static int sq_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
+                               const struct apbot_now *now, char *err, size_t errlen)
 {
-    if (!st || !flow_name || !*flow_name || ms < 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: a late commit needs a flow and ms");
-    struct apbot_now buf;
-    struct late_op op = {.flow = flow_name, .ms = ms, .at = now_or_read(now, &buf)->wall_ms};
+    struct late_op op = {.flow = flow_name, .ms = ms, .at = now->wall_ms};
     return run_write(st, late_body, &op, err, errlen);
 }
 
-int store_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
-                      char *err, size_t errlen)
+static int sq_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
+                          char *err, size_t errlen)
 {
-    if (!st || !flow_name || !ret)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     sqlite3_stmt *s = stmt_get(st, Q_GET_LATE, err, errlen);
     if (!s)
         return APBOT_E_DB;
@@ -1725,79 +1443,358 @@ int store_late_commit(struct store *st, const char *flow_name, struct store_late
     return r;
 }
 
-/* ---- pure decisions --------------------------------------------------------------------- */
+/* ---- copying a whole queue (store_copy) -------------------------------------------------- */
 
-static bool foreign(const struct store_item *it, const struct apbot_now *now)
+/* Rows per table and items per state, inside the caller's transaction. */
+static int sq_tally_in(struct store *st, struct store_tally *ret, char *err, size_t errlen)
 {
-    return !apbot_clock_same_boot(it->clock_boot, now->boot);
-}
-
-int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now *now,
-                             int64_t settle_ms)
-{
-    if (settle_ms <= 0 || !it->has_settle)
-        return 0;
-    if (foreign(it, now))
-        return settle_ms; /* counted again from now: never shortened */
-    int64_t left = it->settle_mono + settle_ms - now->mono_ms;
-    return left > 0 ? left : 0;
-}
-
-bool store_settled(const struct store_item *it, const struct apbot_now *now, int64_t settle_ms)
-{
-    return store_settle_wait_ms(it, now, settle_ms) == 0;
-}
-
-int64_t store_step_delay_ms(const struct store_item *it, const struct machine_step *step,
-                            const struct apbot_now *now, int64_t backoff_ms, int64_t settle_ms)
-{
-    switch (step->delay) {
-    case MACHINE_DELAY_NONE:
-        return 0;
-    case MACHINE_DELAY_BACKOFF:
-        return backoff_ms > 0 ? backoff_ms : 0;
-    case MACHINE_DELAY_SETTLE:
-        if (settle_ms <= 0)
-            return 0;
-        return step->settle_mark ? settle_ms : store_settle_wait_ms(it, now, settle_ms);
+    struct store_tally t;
+    memset(&t, 0, sizeof(t));
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(SQ(st)->db,
+                                "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM"
+                                " evidence), (SELECT COUNT(*) FROM late_commits)",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) {
+        int r = db_fail(st, rc, err, errlen, "counting rows");
+        sqlite3_finalize(s);
+        return r;
     }
-    return 0;
-}
-
-bool store_due(const struct store_item *it, const struct apbot_now *now)
-{
-    return foreign(it, now) || it->next_mono <= now->mono_ms;
-}
-
-bool store_lease_live(const struct store_item *it, const struct apbot_now *now)
-{
-    return it->lease_owner && !foreign(it, now) && it->lease_mono > now->mono_ms;
-}
-
-int store_lease_allows(const struct store_item *it, const struct apbot_now *now, const char *owner,
-                       bool take_over, enum machine_event event)
-{
-    if (owner) {
-        if (take_over)
-            return APBOT_E_INVAL;
-        return it->lease_owner && strcmp(it->lease_owner, owner) == 0 ? APBOT_OK : APBOT_E_STATE;
+    t.events = sqlite3_column_int64(s, 0);
+    t.evidence = sqlite3_column_int64(s, 1);
+    t.late_commits = sqlite3_column_int64(s, 2);
+    sqlite3_finalize(s);
+    s = stmt_get(st, Q_COUNTS, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        enum machine_state state = col_state(s, 0);
+        int64_t n = sqlite3_column_int64(s, 1);
+        if (state == MACHINE_STATE_INVALID)
+            t.unknown_state += n;
+        else
+            t.by_state[state] += n;
+        t.items += n;
     }
-    if (!take_over)
-        return store_lease_live(it, now) ? APBOT_E_STATE : APBOT_OK;
-    if (event == MACHINE_EV_DOC_CONFLICT)
-        return APBOT_OK;
-    return it->lease_owner && !store_lease_live(it, now) ? APBOT_OK : APBOT_E_STATE;
+    stmt_done(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(st, rc, err, errlen, "counting items");
+    *ret = t;
+    return APBOT_OK;
 }
 
-bool store_restamp(struct store_item *it, const struct apbot_now *now)
+static int sq_tally(struct store *st, struct store_tally *ret, char *err, size_t errlen)
 {
-    if (!foreign(it, now))
-        return false;
-    snprintf(it->clock_boot, sizeof(it->clock_boot), "%s", now->boot);
-    it->next_mono = now->mono_ms;
-    it->next_at = now->wall_ms;
-    it->lease_mono = it->lease_owner ? now->mono_ms : 0;
-    if (it->has_settle)
-        it->settle_mono = now->mono_ms;
-    return true;
+    bool own = sqlite3_get_autocommit(SQ(st)->db);
+    if (own) {
+        int r = exec_sql(st, "BEGIN", err, errlen);
+        if (r)
+            return r;
+    }
+    int r = sq_tally_in(st, ret, err, errlen);
+    if (own)
+        (void)exec_sql(st, "COMMIT", NULL, 0);
+    return r;
 }
+
+static int sq_dump(struct store *st, const struct store_dump *d, struct store_tally *ret_tally,
+                   char *err, size_t errlen)
+{
+    /* BEGIN IMMEDIATE: no runner writes while the queue is copied. */
+    int r = exec_sql(st, "BEGIN IMMEDIATE", err, errlen);
+    if (r)
+        return r;
+    sqlite3_stmt *s = NULL;
+    int rc =
+        sqlite3_prepare_v2(SQ(st)->db, "SELECT " ITEM_COLS " FROM items ORDER BY id", -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_item it;
+        row_to_item(s, &it);
+        if (it.state == MACHINE_STATE_INVALID)
+            r = apbot_fail(err, errlen, APBOT_E_STATE,
+                           "item #%" PRId64 " is in a state this apbot does not know: copy the "
+                           "queue with the apbot that wrote it",
+                           it.id);
+        else
+            r = d->item(d->ctx, &it);
+        store_item_done(&it);
+        if (r)
+            goto out;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = db_fail(st, rc, err, errlen, "reading items");
+        goto out;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    rc = sqlite3_prepare_v2(SQ(st)->db,
+                            "SELECT id, item_id, at, from_state, to_state, event, detail, actor"
+                            " FROM events ORDER BY id",
+                            -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_event_row row = {
+            .id = sqlite3_column_int64(s, 0),
+            .item_id = sqlite3_column_int64(s, 1),
+            .at = sqlite3_column_int64(s, 2),
+            .from = (const char *)sqlite3_column_text(s, 3),
+            .to = (const char *)sqlite3_column_text(s, 4),
+            .event = (const char *)sqlite3_column_text(s, 5),
+            .detail = (const char *)sqlite3_column_text(s, 6),
+            .actor = (const char *)sqlite3_column_text(s, 7),
+        };
+        r = d->event(d->ctx, &row);
+        if (r)
+            goto out;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = db_fail(st, rc, err, errlen, "reading events");
+        goto out;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    rc = sqlite3_prepare_v2(SQ(st)->db,
+                            "SELECT id, item_id, at, step, method, url, http_status, elapsed_ms,"
+                            " transport, rule, outcome, excerpt FROM evidence ORDER BY id",
+                            -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_evidence_row row = {
+            .id = sqlite3_column_int64(s, 0),
+            .item_id = sqlite3_column_int64(s, 1),
+            .at = sqlite3_column_int64(s, 2),
+            .ev =
+                {
+                    .step = (const char *)sqlite3_column_text(s, 3),
+                    .method = (const char *)sqlite3_column_text(s, 4),
+                    .url = (const char *)sqlite3_column_text(s, 5),
+                    .http_status = sqlite3_column_int(s, 6),
+                    .elapsed_ms = sqlite3_column_int64(s, 7),
+                    .transport = (const char *)sqlite3_column_text(s, 8),
+                    .rule = (const char *)sqlite3_column_text(s, 9),
+                    .outcome = (const char *)sqlite3_column_text(s, 10),
+                    .excerpt = (const char *)sqlite3_column_text(s, 11),
+                },
+        };
+        r = d->evidence(d->ctx, &row);
+        if (r)
+            goto out;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = db_fail(st, rc, err, errlen, "reading evidence");
+        goto out;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    rc = sqlite3_prepare_v2(SQ(st)->db,
+                            "SELECT flow, max_ms, at, observations FROM late_commits ORDER BY flow",
+                            -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_late_commit lc = {.max_ms = sqlite3_column_int64(s, 1),
+                                       .at = sqlite3_column_int64(s, 2),
+                                       .observations = sqlite3_column_int64(s, 3)};
+        r = d->late(d->ctx, (const char *)sqlite3_column_text(s, 0), &lc);
+        if (r)
+            goto out;
+        rc = SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) {
+        r = db_fail(st, rc, err, errlen, "reading late commits");
+        goto out;
+    }
+    r = sq_tally_in(st, ret_tally, err, errlen);
+out:
+    sqlite3_finalize(s);
+    (void)exec_sql(st, "ROLLBACK", NULL, 0); /* read only: nothing to keep */
+    return r;
+}
+
+static int sq_load_begin(struct store *st, char *err, size_t errlen)
+{
+    int r = exec_sql(st, "BEGIN IMMEDIATE", err, errlen);
+    if (r)
+        return r;
+    struct store_tally t;
+    r = sq_tally_in(st, &t, err, errlen);
+    if (r == APBOT_OK && (t.items || t.events || t.evidence || t.late_commits))
+        r = apbot_fail(err, errlen, APBOT_E_STATE,
+                       "store: the target queue is not empty (%" PRId64 " items, %" PRId64
+                       " events, %" PRId64 " evidence rows): refused",
+                       t.items, t.events, t.evidence);
+    if (r)
+        (void)exec_sql(st, "ROLLBACK", NULL, 0);
+    return r;
+}
+
+/* Steps one bound INSERT (prepared with result rc) and finalizes it. */
+static int load_step(struct store *st, sqlite3_stmt *s, int rc, char *err, size_t errlen,
+                     const char *what)
+{
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(s);
+    int r = rc == SQLITE_DONE ? APBOT_OK : db_fail(st, rc, err, errlen, what);
+    sqlite3_finalize(s);
+    return r;
+}
+
+static int sq_load_item(struct store *st, const struct store_item *it, char *err, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(
+        SQ(st)->db,
+        "INSERT INTO items (id, key, fingerprint, state, posts, cycles, attempts, next_at,"
+        " last_post_at, created_at, updated_at, lease_owner, lease_until, payload, source,"
+        " erp_doc, reason, vendor_id, vendor_name, invoice_number, doc_type, issue_date,"
+        " currency, exponent, total, clock_boot, next_mono, lease_mono, settle_mono, settle_at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
+        -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, it->id);
+        bind_text(s, 2, it->key);
+        bind_text(s, 3, it->fingerprint);
+        bind_text(s, 4, machine_state_name(it->state));
+        sqlite3_bind_int(s, 5, it->counters.posts);
+        sqlite3_bind_int(s, 6, it->counters.cycles);
+        sqlite3_bind_int(s, 7, it->counters.attempts);
+        sqlite3_bind_int64(s, 8, it->next_at);
+        sqlite3_bind_int64(s, 9, it->last_post_at);
+        sqlite3_bind_int64(s, 10, it->created_at);
+        sqlite3_bind_int64(s, 11, it->updated_at);
+        bind_text(s, 12, it->lease_owner);
+        sqlite3_bind_int64(s, 13, it->lease_until);
+        bind_text(s, 14, it->payload ? it->payload : "");
+        bind_text(s, 15, it->source ? it->source : "");
+        bind_text(s, 16, it->erp_doc);
+        bind_text(s, 17, it->reason);
+        bind_text(s, 18, it->vendor_id ? it->vendor_id : "");
+        bind_text(s, 19, it->vendor_name);
+        bind_text(s, 20, it->invoice_number ? it->invoice_number : "");
+        bind_text(s, 21, it->doc_type);
+        bind_text(s, 22, it->issue_date);
+        bind_text(s, 23, it->currency);
+        sqlite3_bind_int(s, 24, it->exponent);
+        sqlite3_bind_int64(s, 25, it->total);
+        bind_text(s, 26, it->clock_boot);
+        sqlite3_bind_int64(s, 27, it->next_mono);
+        sqlite3_bind_int64(s, 28, it->lease_mono);
+        if (it->has_settle)
+            sqlite3_bind_int64(s, 29, it->settle_mono);
+        else
+            sqlite3_bind_null(s, 29);
+        sqlite3_bind_int64(s, 30, it->settle_at);
+    }
+    return load_step(st, s, rc, err, errlen, "copying an item");
+}
+
+static int sq_load_event(struct store *st, const struct store_event_row *row, char *err,
+                         size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(SQ(st)->db,
+                                "INSERT INTO events (id, item_id, at, from_state, to_state, event,"
+                                " detail, actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, row->id);
+        sqlite3_bind_int64(s, 2, row->item_id);
+        sqlite3_bind_int64(s, 3, row->at);
+        bind_text(s, 4, row->from);
+        bind_text(s, 5, row->to);
+        bind_text(s, 6, row->event);
+        bind_text(s, 7, row->detail);
+        bind_text(s, 8, row->actor);
+    }
+    return load_step(st, s, rc, err, errlen, "copying an event");
+}
+
+static int sq_load_evidence(struct store *st, const struct store_evidence_row *row, char *err,
+                            size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(
+        SQ(st)->db,
+        "INSERT INTO evidence (id, item_id, at, step, method, url, http_status, elapsed_ms,"
+        " transport, rule, outcome, excerpt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+        " ?11, ?12)",
+        -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, row->id);
+        sqlite3_bind_int64(s, 2, row->item_id);
+        sqlite3_bind_int64(s, 3, row->at);
+        bind_text(s, 4, row->ev.step);
+        bind_text(s, 5, row->ev.method);
+        bind_text(s, 6, row->ev.url);
+        sqlite3_bind_int(s, 7, row->ev.http_status);
+        sqlite3_bind_int64(s, 8, row->ev.elapsed_ms);
+        bind_text(s, 9, row->ev.transport);
+        bind_text(s, 10, row->ev.rule);
+        bind_text(s, 11, row->ev.outcome);
+        bind_text(s, 12, row->ev.excerpt);
+    }
+    return load_step(st, s, rc, err, errlen, "copying evidence");
+}
+
+static int sq_load_late(struct store *st, const char *flow, const struct store_late_commit *lc,
+                        char *err, size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(SQ(st)->db,
+                                "INSERT INTO late_commits (flow, max_ms, at, observations)"
+                                " VALUES (?1, ?2, ?3, ?4)",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        bind_text(s, 1, flow);
+        sqlite3_bind_int64(s, 2, lc->max_ms);
+        sqlite3_bind_int64(s, 3, lc->at);
+        sqlite3_bind_int64(s, 4, lc->observations);
+    }
+    return load_step(st, s, rc, err, errlen, "copying a late commit");
+}
+
+static int sq_load_end(struct store *st, bool commit, char *err, size_t errlen)
+{
+    int r = APBOT_OK;
+    if (commit) {
+        r = exec_sql(st, "COMMIT", err, errlen);
+        if (r == APBOT_OK)
+            return APBOT_OK;
+    }
+    (void)exec_sql(st, "ROLLBACK", NULL, 0);
+    return r;
+}
+
+static const struct store_ops sq_ops = {
+    .name = "sqlite",
+    .close = sq_close,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .enqueue = sq_enqueue,
+    .claim = sq_claim,
+    .renew = sq_renew,
+    .apply = sq_apply,
+    .add_evidence = sq_add_evidence,
+    .each_expired = sq_each_expired,
+    .get = sq_get,
+    .each_limit = sq_each_limit,
+    .each_event = sq_each_event,
+    .each_evidence = sq_each_evidence,
+    .counts = sq_counts,
+    .next_due = sq_next_due,
+    .schema_version = sq_schema_version,
+    .set_busy_timeout = sq_set_busy_timeout,
+    .note_late_commit = sq_note_late_commit,
+    .late_commit = sq_late_commit,
+    .dump = sq_dump,
+    .load_begin = sq_load_begin,
+    .load_item = sq_load_item,
+    .load_event = sq_load_event,
+    .load_evidence = sq_load_evidence,
+    .load_late = sq_load_late,
+    .load_end = sq_load_end,
+    .tally = sq_tally,
+};
