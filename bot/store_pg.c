@@ -215,7 +215,7 @@ static const char *const pg_sql[] = {
         " next_at = $6, next_mono = $7, erp_doc = COALESCE($8, erp_doc),"
         " reason = CASE WHEN $9::text IS NULL THEN reason WHEN $9::text = '' THEN NULL"
         " ELSE $9::text END,"
-        " last_post_at = CASE WHEN $10::boolean THEN $13 ELSE last_post_at END,"
+        " last_post_at = CASE WHEN $10::boolean THEN $13::bigint ELSE last_post_at END,"
         " lease_owner = $11, lease_until = $12, lease_mono = $14, clock_boot = $15,"
         " settle_mono = $16::bigint, settle_at = $17, updated_at = $13 WHERE id = $1"
         " RETURNING id)"
@@ -239,9 +239,9 @@ static const char *const pg_sql[] = {
                    " AND state IN ('new', 'reconciling', 'finishing')",
     [P_CLOCK] = CLOCK_QUERY,
     /* store_restamp for every row of another boot (settle_at keeps the original moment). */
-    [P_RESTAMP_ALL] = "UPDATE items SET clock_boot = $1, next_mono = $2, next_at = $3,"
-                      " lease_mono = CASE WHEN lease_owner IS NULL THEN 0 ELSE $2 END,"
-                      " settle_mono = CASE WHEN settle_mono IS NULL THEN NULL ELSE $2 END"
+    [P_RESTAMP_ALL] = "UPDATE items SET clock_boot = $1, next_mono = $2::bigint, next_at = $3,"
+                      " lease_mono = CASE WHEN lease_owner IS NULL THEN 0 ELSE $2::bigint END,"
+                      " settle_mono = CASE WHEN settle_mono IS NULL THEN NULL ELSE $2::bigint END"
                       " WHERE clock_boot <> $1",
     [P_SET_META_BOOT] = "INSERT INTO store_meta (key, value) VALUES ('clock_boot', $1)"
                         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -30,5 +30,6 @@ int cli_flow(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_report(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_review(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv);
+int cli_migrate(const struct cli_ctx *ctx, int argc, char **argv);
 
 #endif
