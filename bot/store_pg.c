@@ -813,6 +813,13 @@ fail:
 
 static const struct store_ops pg_ops;
 
+/* The module does not print (STYLE.md): the server's notices go nowhere. */
+static void quiet_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
 static void pg_close(struct store *st)
 {
     struct pg *h = PG(st);
@@ -848,6 +855,7 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
             scrub(err, errlen, h->password);
         goto fail;
     }
+    PQsetNoticeProcessor(h->conn, quiet_notice, NULL); /* notices are not errors: never print */
     if (PQsetClientEncoding(h->conn, "UTF8") != 0) {
         rc = pg_fail(h, NULL, err, errlen, "setting the client encoding");
         goto fail;
@@ -858,6 +866,7 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
                     "SET default_transaction_isolation = 'read committed';"
                     "SET default_transaction_read_only = off;"
                     "SET synchronous_commit = on;"
+                    "SET client_min_messages = warning;"
                     "SET lock_timeout = 5000;"
                     "SET TIME ZONE 'UTC'",
                     err, errlen, "setting up the session");
