@@ -10,12 +10,16 @@ CTEST_ARGS ?=
 FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
                  tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
 
-.PHONY: all deps build test test-plain test-asan demo bench clean format format-check
+.PHONY: all deps deps-test build test test-plain test-asan demo bench clean format format-check
 
 all: build
 
 deps:
 	@scripts/deps.sh
+
+# What only the tests and the benchmark need (the PostgreSQL server); `make` never pulls it.
+deps-test:
+	@scripts/deps.sh --test
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -23,10 +27,10 @@ build: deps
 
 test: test-plain test-asan
 
-test-plain: build
+test-plain: build deps-test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-test-asan: deps
+test-asan: deps deps-test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAPBOT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
@@ -34,7 +38,7 @@ test-asan: deps
 demo: build
 	scripts/demo.sh $(BUILD)
 
-bench: build
+bench: build deps-test
 	scripts/bench.sh $(BUILD)
 
 format:

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages apbot needs to build and test, only those that are missing.
 # Runs apt-get as root, or through sudo otherwise.
+#   scripts/deps.sh           what the build needs (`make`)
+#   scripts/deps.sh --test    that, plus what only the tests and the benchmark need: the
+#                             PostgreSQL server the PostgreSQL backend is tested against
+#                             (`make test`, `make bench`)
+# Further arguments are extra package names.
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
-      zlib1g-dev sqlite3 curl
+      zlib1g-dev sqlite3 curl libpq-dev
       chromium)
+if [ "${1:-}" = "--test" ]; then
+    shift
+    pkgs+=(postgresql postgresql-client)
+fi
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
