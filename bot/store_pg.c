@@ -73,7 +73,7 @@ static const char *const pg_migrations[] = {
     " lease_mono BIGINT NOT NULL DEFAULT 0,"
     " settle_mono BIGINT,"
     " settle_at BIGINT NOT NULL DEFAULT 0);"
-    "CREATE INDEX items_due ON items (state, clock_boot, next_mono);"
+    "CREATE INDEX items_due ON items (state, clock_boot, next_mono, id);"
     "CREATE INDEX items_state_created ON items (state, created_at, id);"
     "CREATE INDEX items_leased ON items (clock_boot, lease_mono) WHERE lease_owner IS NOT NULL;"
     "CREATE INDEX items_doc ON items (erp_doc) WHERE erp_doc IS NOT NULL;"
@@ -131,17 +131,23 @@ static const char *const pg_migrations[] = {
     " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total, clock_boot,"   \
     " next_mono, lease_mono, settle_mono, settle_at"
 #define ITEM_NCOLS 30
+/* The same, of the table aliased i (where another relation has an id or a state). */
+#define ITEM_COLS_I                                                                                \
+    "i.id, i.key, i.fingerprint, i.state, i.posts, i.cycles, i.attempts, i.next_at,"               \
+    " i.last_post_at, i.created_at, i.updated_at, i.lease_owner, i.lease_until, i.payload,"        \
+    " i.source, i.erp_doc, i.reason, i.vendor_id, i.vendor_name, i.invoice_number, i.doc_type,"    \
+    " i.issue_date, i.currency, i.exponent, i.total, i.clock_boot, i.next_mono, i.lease_mono,"     \
+    " i.settle_mono, i.settle_at"
 
 /* Prepared statements. If you add one: add its SQL in pg_sql at the same index. */
 enum pg_q {
     P_ENQUEUE,
-    P_CLAIM_PICK,
-    P_CLAIM_UPDATE,
+    P_CLAIM,
     P_RENEW,
     P_GET_ID,
     P_GET_KEY,
     P_LOCK_ID,
-    P_DOC_LOCK,
+    P_LOCK_ID_DOC,
     P_DOC_HOLDER,
     P_APPLY_UPDATE,
     P_EVIDENCE,
@@ -179,36 +185,41 @@ static const char *const pg_sql[] = {
         " SELECT id, $4::bigint, NULL, 'new', 'enqueued', $5::text, 'enqueue' FROM ins)"
         " SELECT 1, id, NULL, NULL, NULL FROM ins"
         " UNION ALL SELECT 0, id, fingerprint, source, state FROM old",
-    /* store_due and !store_lease_live in SQL: the first due reconciling and finishing rows,
-     * and a new row only when neither is due; rows another claim holds are skipped. */
-    [P_CLAIM_PICK] =
-        "WITH r AS (SELECT id, next_mono FROM items WHERE state = 'reconciling'"
+    /*
+     * The whole claim in one statement. store_due and !store_lease_live in SQL: the first due
+     * reconciling and finishing rows, and a new row only when neither is due (rows another
+     * claim holds are skipped); of these the earlier due (reconciling on a tie), as the
+     * SQLite backend picks; leased to $4 and, when new, moved to $3 with its `claimed` event.
+     */
+    [P_CLAIM] =
+        "WITH r AS (SELECT id, state, next_mono, 0 AS pri FROM items WHERE state = 'reconciling'"
         " AND clock_boot = $1 AND next_mono <= $2 AND (lease_owner IS NULL OR lease_mono <= $2)"
         " ORDER BY next_mono, id LIMIT 1 FOR UPDATE SKIP LOCKED),"
-        " f AS (SELECT id, next_mono FROM items WHERE state = 'finishing'"
+        " f AS (SELECT id, state, next_mono, 1 AS pri FROM items WHERE state = 'finishing'"
         " AND clock_boot = $1 AND next_mono <= $2 AND (lease_owner IS NULL OR lease_mono <= $2)"
         " ORDER BY next_mono, id LIMIT 1 FOR UPDATE SKIP LOCKED),"
-        " n AS (SELECT id, next_mono FROM items WHERE state = 'new'"
+        " n AS (SELECT id, state, next_mono, 2 AS pri FROM items WHERE state = 'new'"
         " AND clock_boot = $1 AND next_mono <= $2 AND (lease_owner IS NULL OR lease_mono <= $2)"
         " AND NOT EXISTS (SELECT 1 FROM r) AND NOT EXISTS (SELECT 1 FROM f)"
-        " ORDER BY next_mono, id LIMIT 1 FOR UPDATE SKIP LOCKED)"
-        " SELECT 'reconciling', id, next_mono FROM r UNION ALL"
-        " SELECT 'finishing', id, next_mono FROM f UNION ALL SELECT 'new', id, next_mono FROM n",
-    [P_CLAIM_UPDATE] =
-        "WITH u AS (UPDATE items SET state = $2, lease_owner = $3, lease_until = $4,"
-        " lease_mono = $5, updated_at = $6 WHERE id = $1 RETURNING " ITEM_COLS "),"
+        " ORDER BY next_mono, id LIMIT 1 FOR UPDATE SKIP LOCKED),"
+        " pick AS (SELECT id, state FROM (SELECT * FROM r UNION ALL SELECT * FROM f"
+        " UNION ALL SELECT * FROM n) c ORDER BY next_mono, pri LIMIT 1),"
+        " u AS (UPDATE items i SET state = CASE WHEN p.state = 'new' THEN $3::text"
+        " ELSE p.state END, lease_owner = $4, lease_until = $5, lease_mono = $6, updated_at = $7"
+        " FROM pick p WHERE i.id = p.id RETURNING " ITEM_COLS_I ", p.state AS from_state),"
         " e AS (INSERT INTO events (item_id, at, from_state, to_state, event, detail, actor)"
-        " SELECT id, $6::bigint, $7::text, $2::text, 'claimed', $8::text, $9::text FROM u"
-        " WHERE $10::boolean)"
-        " SELECT " ITEM_COLS " FROM u",
+        " SELECT id, $7::bigint, from_state, state, 'claimed', $8::text, $9::text FROM u"
+        " WHERE from_state <> state)"
+        " SELECT * FROM u",
     [P_RENEW] = "UPDATE items SET lease_until = $3, lease_mono = $4"
                 " WHERE id = $1 AND lease_owner = $2 AND clock_boot = $5",
     [P_GET_ID] = "SELECT " ITEM_COLS ", " PG_NOW " FROM items WHERE id = $1",
     [P_GET_KEY] = "SELECT " ITEM_COLS ", " PG_NOW " FROM items WHERE key = $1",
     [P_LOCK_ID] = "SELECT " ITEM_COLS " FROM items WHERE id = $1 FOR UPDATE",
-    /* One document, one item: whoever sets a document number holds this lock until commit,
-     * and the holder query runs after it (READ COMMITTED: a fresh snapshot). */
-    [P_DOC_LOCK] = "SELECT pg_advisory_xact_lock(1634758756, hashtext($1))",
+    /* One document, one item: whoever sets a document number holds this lock on it until
+     * commit, and the holder query runs after it (READ COMMITTED: a fresh snapshot). */
+    [P_LOCK_ID_DOC] = "SELECT " ITEM_COLS ", pg_advisory_xact_lock(1634758756, hashtext($2))"
+                      " FROM items WHERE id = $1 FOR UPDATE",
     [P_DOC_HOLDER] = "SELECT id FROM items WHERE erp_doc = $1 AND id <> $2 ORDER BY id LIMIT 1",
     [P_APPLY_UPDATE] =
         "WITH u AS (UPDATE items SET state = $2, posts = $3, cycles = $4, attempts = $5,"
@@ -1053,50 +1064,26 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
         store_item_done(&op->it); /* a retried attempt starts over */
         op->have_item = false;
     }
+    char actor[160];
+    snprintf(actor, sizeof(actor), "runner:%s", op->owner);
     struct pp p = {.n = 0};
     pp_text(&p, now->boot);
     pp_i64(&p, now->mono_ms);
-    int rc = APBOT_OK;
-    PGresult *res = pg_run(h, P_CLAIM_PICK, &p, &rc, err, errlen, "looking for due items");
-    if (!res)
-        return rc;
-    /* A due reconciliation or saved document goes first (the earlier due, reconciling on a
-     * tie); a new item only when neither is due, as the SQLite backend decides. */
-    int64_t id = 0, best_next = 0;
-    enum machine_state from = MACHINE_STATE_INVALID;
-    for (int i = 0; i < PQntuples(res); i++) {
-        enum machine_state s = machine_state_from_name(PQgetvalue(res, i, 0));
-        int64_t next = col_i64(res, i, 2);
-        if (!id || (s != MACHINE_NEW && next < best_next)) {
-            id = col_i64(res, i, 1);
-            best_next = next;
-            from = s;
-        }
-    }
-    PQclear(res);
-    if (!id)
-        return apbot_fail(err, errlen, APBOT_E_NOTFOUND, "nothing is due");
-    enum machine_state next = from == MACHINE_NEW ? op->claimed->next : from;
-    char actor[160];
-    snprintf(actor, sizeof(actor), "runner:%s", op->owner);
-    p = (struct pp){.n = 0};
-    pp_i64(&p, id);
-    pp_text(&p, machine_state_name(next));
+    pp_text(&p, machine_state_name(op->claimed->next));
     pp_text(&p, op->owner);
     pp_i64(&p, now->wall_ms + op->lease_ms);
     pp_i64(&p, now->mono_ms + op->lease_ms);
     pp_i64(&p, now->wall_ms);
-    pp_text(&p, machine_state_name(from));
     pp_text_max(&p, op->claimed->why ? op->claimed->why : "claimed", STORE_TEXT_MAX);
     pp_text(&p, actor);
-    pp_bool(&p, next != from);
-    res = pg_run(h, P_CLAIM_UPDATE, &p, &rc, err, errlen, "claiming an item");
+    int rc = APBOT_OK;
+    PGresult *res = pg_run(h, P_CLAIM, &p, &rc, err, errlen, "claiming an item");
     if (!res)
         return rc;
     int64_t local = apbot_clock_mono_ms();
-    if (PQntuples(res) != 1) {
+    if (PQntuples(res) == 0) {
         PQclear(res);
-        return apbot_fail(err, errlen, APBOT_E_BUG, "store: the claimed row vanished");
+        return apbot_fail(err, errlen, APBOT_E_NOTFOUND, "nothing is due");
     }
     pg_row_item(res, 0, &op->it);
     PQclear(res);
@@ -1165,18 +1152,13 @@ struct apply_op {
     int64_t holder; /* APBOT_E_CONFLICT: the item holding the document */
 };
 
-/* The id of another item holding doc, 0 if none, under the document's lock. */
+/* The id of another item holding doc, 0 if none (the caller holds the document's lock). */
 static int doc_holder(struct pg *h, const char *doc, int64_t id, int64_t *ret_holder, char *err,
                       size_t errlen)
 {
     struct pp p = {.n = 0};
-    pp_text_max(&p, doc, STORE_TEXT_MAX);
     int rc = APBOT_OK;
-    PGresult *res = pg_run(h, P_DOC_LOCK, &p, &rc, err, errlen, "locking the document");
-    if (!res)
-        return rc;
-    PQclear(res);
-    p = (struct pp){.n = 0};
+    PGresult *res;
     pp_text_max(&p, doc, STORE_TEXT_MAX);
     pp_i64(&p, id);
     res = pg_run(h, P_DOC_HOLDER, &p, &rc, err, errlen, "looking up the document's holder");
@@ -1196,8 +1178,11 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     op->holder = 0;
     struct pp p = {.n = 0};
     pp_i64(&p, op->id);
+    if (ch->erp_doc)
+        pp_text_max(&p, ch->erp_doc, STORE_TEXT_MAX);
     int rc = APBOT_OK;
-    PGresult *res = pg_run(h, P_LOCK_ID, &p, &rc, err, errlen, "reading an item");
+    PGresult *res =
+        pg_run(h, ch->erp_doc ? P_LOCK_ID_DOC : P_LOCK_ID, &p, &rc, err, errlen, "reading an item");
     if (!res)
         return rc;
     if (PQntuples(res) == 0) {
