@@ -851,9 +851,17 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
     h->password = conninfo_password(conninfo);
     char shown[512];
     store_path_display(conninfo, shown, sizeof(shown));
-    /* Ours first, so the connection string's own settings override them. */
-    const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
-    const char *const vals[] = {PG_CONNECT_TIMEOUT, "apbot", conninfo, NULL};
+    /* Ours first, so the connection string's own settings override them. TCP keepalives
+     * find a dead server (or a cut network) in about a minute instead of the system's two
+     * hours: a host stuck on a dead connection would only sit there. */
+    const char *const keys[] = {"connect_timeout",
+                                "fallback_application_name",
+                                "keepalives_idle",
+                                "keepalives_interval",
+                                "keepalives_count",
+                                "dbname",
+                                NULL};
+    const char *const vals[] = {PG_CONNECT_TIMEOUT, "apbot", "30", "10", "3", conninfo, NULL};
     int rc = APBOT_OK;
     h->conn = PQconnectdbParams(keys, vals, 1);
     if (!h->conn || PQstatus(h->conn) != CONNECTION_OK) {
@@ -872,13 +880,16 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
         goto fail;
     }
     /* Every transaction: READ COMMITTED (the document lock relies on a fresh snapshot per
-     * statement), durable at commit, bounded lock waits, times in UTC. */
+     * statement), durable at commit, bounded lock waits, times in UTC; and a session of ours
+     * that stalls inside a transaction (a host cut off mid-write) is ended by the server
+     * after a minute, so its row locks cannot hold the other hosts up. */
     rc = pg_exec_ok(h,
                     "SET default_transaction_isolation = 'read committed';"
                     "SET default_transaction_read_only = off;"
                     "SET synchronous_commit = on;"
                     "SET client_min_messages = warning;"
                     "SET lock_timeout = 5000;"
+                    "SET idle_in_transaction_session_timeout = 60000;"
                     "SET TIME ZONE 'UTC'",
                     err, errlen, "setting up the session");
     if (rc)
