@@ -39,7 +39,7 @@ test-asan: test-deps
 demo: build
 	scripts/demo.sh $(BUILD)
 
-bench: build
+bench: build test-deps
 	scripts/bench.sh $(BUILD)
 
 format:

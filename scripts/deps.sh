@@ -2,14 +2,16 @@
 # Installs the Debian packages apbot needs, only those that are missing. Runs apt-get as root,
 # or through sudo otherwise.
 #   scripts/deps.sh          what building and running need (`make`, `make demo`)
-#   scripts/deps.sh --test   that, plus what only the tests need (`make test`): headless
-#                            Chromium and Node.js for the HTML and review-page checks
+#   scripts/deps.sh --test   that, plus what only the tests and the benchmark need
+#                            (`make test`, `make bench`): headless Chromium and Node.js for
+#                            the HTML and review-page checks, the PostgreSQL server the
+#                            PostgreSQL backend is tested against
 # Further arguments are extra package names.
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
-      zlib1g-dev sqlite3 curl)
-test_pkgs=(chromium nodejs)
+      zlib1g-dev sqlite3 curl libpq-dev)
+test_pkgs=(chromium nodejs postgresql postgresql-client)
 if [ "${1:-}" = "--test" ]; then
     shift
     pkgs+=("${test_pkgs[@]}")

@@ -1,9 +1,16 @@
 /*
- * test_store.c - the SQLite queue: migrations, enqueue results, claim order and lease
- * exclusivity (two connections, and two forked processes hammering one file), store_apply's
- * state and lease checks with exactly one event per change, evidence, crash recovery,
- * counts and the readers (get, each, events). Each test gets a fresh database file in a
- * temporary directory, because several tests need a second connection.
+ * test_store.c - the store's conformance suite, run against both backends: migrations,
+ * enqueue results, claim order and lease exclusivity (two connections, and two forked
+ * processes hammering one queue), store_apply's state and lease checks with exactly one
+ * event per change, evidence, crash recovery, counts and the readers (get, each, events),
+ * the boot and settle rules, one document per item, late commits and busy retries.
+ *
+ * Every case runs once on SQLite (a fresh file in a temporary directory) and once on
+ * PostgreSQL (a fresh schema on the test server of the ctest fixture `pg`), with the
+ * caller's clock trusted (store_test_trust_caller_clock) so one timeline of fake readings
+ * drives both. A few cases are SQLite's own (file modes, ":memory:", an old file's
+ * migration). What only PostgreSQL does (the server's clock, SKIP LOCKED across processes, a
+ * lost connection) is in test_pg_store.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +19,7 @@
 #include <cmocka.h>
 
 #include <inttypes.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +34,7 @@
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/store.h"
+#include "helpers/pg_test.h"
 
 #define T0 INT64_C(1700000000000) /* a fixed wall "now" in Unix ms */
 #define M0 INT64_C(5000000)       /* the mono clock at T0 */
@@ -43,9 +52,13 @@ static struct apbot_now now_of(int64_t wall, int64_t mono, const char *boot)
 }
 #define AT2(wall, mono, b) ((struct apbot_now[]){now_of((wall), (mono), (b))})
 
+enum backend { BK_SQLITE, BK_PG };
+
 struct fx {
+    enum backend bk;
     char dir[96];
-    char path[128];
+    char path[512];  /* the SQLite file, or the PostgreSQL connection string */
+    char schema[64]; /* PostgreSQL: the test's own schema */
     struct store *st;
     struct machine_policy pol;
     struct machine_step claimed; /* machine_next(new, claimed) */
@@ -53,17 +66,23 @@ struct fx {
     char err[APBOT_ERR_LEN];
 };
 
-static int fx_setup(void **state)
+static int fx_setup_bk(void **state, enum backend bk)
 {
     struct fx *f = calloc(1, sizeof(*f));
     if (!f)
         return -1;
+    f->bk = bk;
     const char *tmp = getenv("TMPDIR");
     snprintf(f->dir, sizeof(f->dir), "%s/apbot-store-XXXXXX",
              tmp && *tmp && strlen(tmp) < 64 ? tmp : "/tmp");
     if (!mkdtemp(f->dir))
         return -1;
-    snprintf(f->path, sizeof(f->path), "%s/q.db", f->dir);
+    if (bk == BK_PG) {
+        if (!pgt_new_queue(f->path, sizeof(f->path), f->schema, sizeof(f->schema)))
+            return -1;
+    } else {
+        snprintf(f->path, sizeof(f->path), "%s/q.db", f->dir);
+    }
     if (store_open(f->path, &f->st, f->err, sizeof(f->err)) != APBOT_OK) {
         fprintf(stderr, "%s\n", f->err);
         return -1;
@@ -76,19 +95,79 @@ static int fx_setup(void **state)
     return 0;
 }
 
+static int fx_setup(void **state)
+{
+    return fx_setup_bk(state, BK_SQLITE);
+}
+
+static int fx_setup_pg(void **state)
+{
+    return fx_setup_bk(state, BK_PG);
+}
+
 static int fx_teardown(void **state)
 {
     struct fx *f = *state;
     store_close(f->st);
-    char p[192];
+    if (f->bk == BK_PG)
+        pgt_drop_queue(f->schema);
+    char p[600];
     const char *suffix[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+    for (size_t i = 0; f->bk == BK_SQLITE && i < sizeof(suffix) / sizeof(suffix[0]); i++) {
         snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
         unlink(p);
     }
     rmdir(f->dir);
     free(f);
     return 0;
+}
+
+/* A second, raw connection to a queue, for what the store API cannot do. */
+struct raw {
+    sqlite3 *db;
+    PGconn *pg;
+};
+
+static struct raw raw_open(enum backend bk, const char *path)
+{
+    struct raw r = {NULL, NULL};
+    if (bk == BK_PG) {
+        r.pg = PQconnectdb(path);
+        if (PQstatus(r.pg) != CONNECTION_OK)
+            fail_msg("raw connection: %s", PQerrorMessage(r.pg));
+    } else {
+        if (sqlite3_open(path, &r.db) != SQLITE_OK)
+            fail_msg("raw connection: %s", sqlite3_errmsg(r.db));
+        sqlite3_busy_timeout(r.db, 5000);
+    }
+    return r;
+}
+
+/* Runs sql (several statements allowed); 0 when it succeeded. */
+static int raw_exec(struct raw *r, const char *sql)
+{
+    if (r->db)
+        return sqlite3_exec(r->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    PGresult *res = PQexec(r->pg, sql);
+    ExecStatusType st = PQresultStatus(res);
+    PQclear(res);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : -1;
+}
+
+/* Takes the queue's write lock: no store writes an item until COMMIT or ROLLBACK. */
+static int raw_lock(struct raw *r)
+{
+    return raw_exec(r, r->db ? "BEGIN IMMEDIATE" : "BEGIN; LOCK TABLE items IN EXCLUSIVE MODE");
+}
+
+static void raw_close(struct raw *r)
+{
+    if (r->db)
+        sqlite3_close(r->db);
+    if (r->pg)
+        PQfinish(r->pg);
+    r->db = NULL;
+    r->pg = NULL;
 }
 
 /* A synthetic queue row; n picks the key, variant the content. */
@@ -236,20 +315,29 @@ static void test_store_migrates_fresh_and_reopens(void **state)
     assert_int_equal(v2, v);
     assert_int_equal(state_of(f, id), MACHINE_NEW);
 
-    /* WAL and the append-only triggers are in place. */
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    sqlite3_stmt *s = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-    assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
-    sqlite3_finalize(s);
-    assert_int_not_equal(sqlite3_exec(db, "DELETE FROM events", NULL, NULL, NULL), SQLITE_OK);
-    assert_int_not_equal(sqlite3_exec(db, "UPDATE events SET actor = 'x'", NULL, NULL, NULL),
-                         SQLITE_OK);
+    /* The append-only triggers are in place (and WAL on SQLite). */
+    struct store_evidence ev = {.step = "lookup", .method = "GET", .url = "/x"};
+    assert_int_equal(store_add_evidence(f->st, id, &ev, AT(T0), f->err, sizeof(f->err)), APBOT_OK);
+    struct raw db = raw_open(f->bk, f->path);
+    if (f->bk == BK_SQLITE) {
+        sqlite3_stmt *s = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db.db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+        assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+        sqlite3_finalize(s);
+    } else {
+        assert_int_not_equal(raw_exec(&db, "TRUNCATE events"), 0);
+        assert_int_not_equal(raw_exec(&db, "TRUNCATE evidence"), 0);
+    }
+    assert_int_not_equal(raw_exec(&db, "DELETE FROM events"), 0);
+    assert_int_not_equal(raw_exec(&db, "UPDATE events SET actor = 'x'"), 0);
+    assert_int_not_equal(raw_exec(&db, "DELETE FROM evidence"), 0);
+    assert_int_equal(n_events(f, id), 1);
     /* A database from a newer apbot is refused, not touched. */
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
+    assert_int_equal(raw_exec(&db, f->bk == BK_SQLITE ? "PRAGMA user_version = 999"
+                                                      : "UPDATE apbot_schema SET version = 999"),
+                     0);
+    raw_close(&db);
     struct store *st2 = NULL;
     assert_int_equal(store_open(f->path, &st2, f->err, sizeof(f->err)), APBOT_E_DB);
     assert_null(st2);
@@ -274,9 +362,8 @@ static void test_store_busy_and_bad_path(void **state)
     struct fx *f = *state;
     (void)enq(f, 1, 0, T0, NULL);
     /* Another connection holds the write lock: a claim waits, retries once, then says busy. */
-    sqlite3 *raw = NULL;
-    assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    struct raw raw = raw_open(f->bk, f->path);
+    assert_int_equal(raw_lock(&raw), 0);
     store_set_busy_timeout(f->st, 50);
     store_set_busy_retries(f->st, 1);
     struct store_item it = {.id = -7};
@@ -292,14 +379,16 @@ static void test_store_busy_and_bad_path(void **state)
                      APBOT_E_BUSY);
     assert_int_equal(id, -7);
     assert_int_equal(store_busy_retried(f->st), 2);
-    assert_int_equal(sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(raw);
+    assert_int_equal(raw_exec(&raw, "COMMIT"), 0);
+    raw_close(&raw);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 1), 1);
 
     struct store *st = NULL;
-    assert_int_equal(store_open("/nonexistent-dir/q.db", &st, f->err, sizeof(f->err)), APBOT_E_IO);
+    const char *bad = f->bk == BK_SQLITE ? "/nonexistent-dir/q.db"
+                                         : "host=/nonexistent-dir dbname=apbot connect_timeout=2";
+    assert_int_equal(store_open(bad, &st, f->err, sizeof(f->err)), APBOT_E_IO);
     assert_null(st);
-    assert_non_null(strstr(f->err, "/nonexistent-dir/q.db"));
+    assert_non_null(strstr(f->err, "/nonexistent-dir"));
 }
 
 /* ---- enqueue ---- */
@@ -496,14 +585,19 @@ static void test_store_claim_two_connections(void **state)
     assert_non_null(strstr(f->err, "lease"));
     assert_int_equal(step_item(f, f->st, a, "p1", MACHINE_EV_NOT_FOUND, T0 + 20, NULL, NULL),
                      APBOT_OK);
-    /* A batch open on one connection makes the other's claim wait, then report busy. */
+    /* A batch open on one connection: SQLite makes every other writer wait (then busy);
+     * PostgreSQL lets the other claim go on without seeing the batch's rows. */
     assert_int_equal(store_begin(f->st, f->err, sizeof(f->err)), APBOT_OK);
     (void)enq(f, 3, 0, T0, NULL);
-    sqlite3 *raw = NULL;
-    assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
-    sqlite3_busy_timeout(raw, 50);
-    assert_int_not_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(raw);
+    if (f->bk == BK_SQLITE) {
+        sqlite3 *raw = NULL;
+        assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
+        sqlite3_busy_timeout(raw, 50);
+        assert_int_not_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(raw);
+    } else {
+        assert_int_equal(claim_id(f, st2, "p2", T0 + 10), 0);
+    }
     assert_int_equal(store_commit(f->st, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(claim_id(f, st2, "p2", T0 + 10), a + 2);
     store_close(st2);
@@ -690,14 +784,10 @@ static void test_store_unknown_state_is_left_alone(void **state)
 {
     struct fx *f = *state;
     int64_t id = enq(f, 1, 0, T0, NULL);
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-                                  "UPDATE items SET state = 'parked', lease_owner = 'x',"
-                                  " lease_until = 1",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(db);
+    struct raw db = raw_open(f->bk, f->path);
+    assert_int_equal(
+        raw_exec(&db, "UPDATE items SET state = 'parked', lease_owner = 'x', lease_until = 1"), 0);
+    raw_close(&db);
     assert_int_equal(state_of(f, id), MACHINE_STATE_INVALID);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 10), 0);
     struct machine_step step = {.next = MACHINE_NEW, .why = "x"};
@@ -1568,9 +1658,8 @@ static void test_store_busy_retries_are_bounded(void **state)
 {
     struct fx *f = *state;
     (void)enq(f, 1, 0, T0, NULL);
-    sqlite3 *raw = NULL;
-    assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    struct raw raw = raw_open(f->bk, f->path);
+    assert_int_equal(raw_lock(&raw), 0);
     store_set_busy_timeout(f->st, 20);
     store_set_busy_retries(f->st, 3);
     int64_t t = mono_now();
@@ -1583,12 +1672,12 @@ static void test_store_busy_retries_are_bounded(void **state)
     assert_int_equal(store_busy_retried(f->st), 3);
     /* four attempts of 20 ms plus pauses of at least 10 + 20 + 40 ms */
     assert_true(took >= 4 * 20 + 70);
-    assert_int_equal(sqlite3_exec(raw, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(raw);
+    assert_int_equal(raw_exec(&raw, "ROLLBACK"), 0);
+    raw_close(&raw);
 }
 
 struct holder {
-    sqlite3 *db;
+    struct raw db;
     int hold_ms;
 };
 
@@ -1597,7 +1686,7 @@ static void *release_later(void *arg)
     struct holder *h = arg;
     struct timespec ts = {.tv_sec = h->hold_ms / 1000, .tv_nsec = (h->hold_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-    sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
+    (void)raw_exec(&h->db, "COMMIT");
     return NULL;
 }
 
@@ -1607,9 +1696,8 @@ static void test_store_busy_retry_outlasts_a_lock(void **state)
     struct fx *f = *state;
     int64_t id = enq(f, 1, 0, T0, NULL);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 1), id);
-    struct holder h = {.hold_ms = 200};
-    assert_int_equal(sqlite3_open(f->path, &h.db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(h.db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    struct holder h = {.db = raw_open(f->bk, f->path), .hold_ms = 200};
+    assert_int_equal(raw_lock(&h.db), 0);
     store_set_busy_timeout(f->st, 10);
     /* 20 retries span well over ten seconds: far beyond the 200 ms hold, on any machine */
     store_set_busy_retries(f->st, 20);
@@ -1618,7 +1706,7 @@ static void test_store_busy_retry_outlasts_a_lock(void **state)
     assert_int_equal(store_renew(f->st, id, "w", AT(T0 + 2), 30000, f->err, sizeof(f->err)),
                      APBOT_OK);
     assert_int_equal(pthread_join(t, NULL), 0);
-    sqlite3_close(h.db);
+    raw_close(&h.db);
     assert_true(store_busy_retried(f->st) >= 1); /* the lock was held 20x the timeout */
 }
 
@@ -1626,23 +1714,19 @@ static void test_store_busy_retry_outlasts_a_lock(void **state)
 #define PRESSURE_ROUNDS 40
 
 /* Holds the write lock 80 ms of every 100 for ~2 s; writes "1" to fd once it first holds. */
-static int pressure(const char *path, int fd)
+static int pressure(enum backend bk, const char *path, int fd)
 {
-    sqlite3 *db = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK)
-        return 20;
-    sqlite3_busy_timeout(db, 5000);
-    if (sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS pressure (n INTEGER)", NULL, NULL, NULL) !=
-        SQLITE_OK)
+    struct raw db = raw_open(bk, path);
+    if (raw_exec(&db, "CREATE TABLE IF NOT EXISTS pressure (n INTEGER)") != 0)
         return 21;
     int64_t end = mono_now() + 2000;
     bool told = false;
     for (int n = 0; mono_now() < end; n++) {
-        if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        if (raw_lock(&db) != 0)
             continue;
         char sql[64];
         snprintf(sql, sizeof(sql), "INSERT INTO pressure VALUES (%d)", n);
-        (void)sqlite3_exec(db, sql, NULL, NULL, NULL);
+        (void)raw_exec(&db, sql);
         if (!told) {
             char one = '1';
             if (write(fd, &one, 1) != 1)
@@ -1651,11 +1735,11 @@ static int pressure(const char *path, int fd)
         }
         struct timespec hold = {.tv_nsec = 80 * 1000000L}, gap = {.tv_nsec = 20 * 1000000L};
         nanosleep(&hold, NULL);
-        if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        if (raw_exec(&db, "COMMIT") != 0)
             return 23;
         nanosleep(&gap, NULL);
     }
-    sqlite3_close(db);
+    raw_close(&db);
     return 0;
 }
 
@@ -1751,7 +1835,7 @@ static void test_store_busy_two_processes_under_write_pressure(void **state)
     assert_true(pres >= 0);
     if (pres == 0) {
         close(pp[0]);
-        _exit(pressure(f->path, pp[1]));
+        _exit(pressure(f->bk, f->path, pp[1]));
     }
     close(pp[1]);
     char one = 0;
@@ -1995,41 +2079,41 @@ static void test_store_migrates_a_version_1_queue(void **state)
 
 int main(void)
 {
+    /* One timeline of fake clock readings for both backends (PostgreSQL would read its own). */
+    store_test_trust_caller_clock(true);
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
-    const struct CMUnitTest tests[] = {
-        T(test_store_migrates_fresh_and_reopens),
+#define P(fn) cmocka_unit_test_setup_teardown(fn, fx_setup_pg, fx_teardown)
+#define BOTH(X)                                                                                    \
+    X(test_store_migrates_fresh_and_reopens), X(test_store_busy_and_bad_path),                     \
+        X(test_store_enqueue_queued_already_conflict), X(test_store_enqueue_batches),              \
+        X(test_store_enqueue_invoice), X(test_store_claim_order_and_due),                          \
+        X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
+        X(test_store_apply_checks_state_and_lease), X(test_store_operator_resolution),             \
+        X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
+        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
+        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
+        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
+        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
+        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
+        X(test_store_busy_retry_outlasts_a_lock),                                                  \
+        X(test_store_busy_two_processes_under_write_pressure)
+    const struct CMUnitTest sqlite_tests[] = {
+        BOTH(T),
         cmocka_unit_test(test_store_memory_db_opens),
-        T(test_store_busy_and_bad_path),
-        T(test_store_enqueue_queued_already_conflict),
-        T(test_store_enqueue_batches),
-        T(test_store_enqueue_invoice),
-        T(test_store_claim_order_and_due),
-        T(test_store_claim_two_connections),
-        T(test_store_claim_forked_processes),
-        T(test_store_apply_checks_state_and_lease),
-        T(test_store_operator_resolution),
-        T(test_store_unknown_state_is_left_alone),
-        T(test_store_evidence_round_trip),
-        T(test_store_recover_after_crash),
-        T(test_store_counts_and_each),
         cmocka_unit_test(test_store_settle_table),
         cmocka_unit_test(test_store_step_delay_table),
         cmocka_unit_test(test_store_due_and_lease_table),
         cmocka_unit_test(test_store_lease_allows_table),
         cmocka_unit_test(test_store_restamp_table),
-        T(test_store_settle_runs_on_mono_not_wall),
-        T(test_store_requeue_keeps_the_settle_base),
-        T(test_store_another_boot_restamps),
-        T(test_store_rows_of_any_boot_stay_claimable),
-        T(test_store_one_document_one_item),
-        T(test_store_expired_and_take_over),
-        T(test_store_late_commits),
-        T(test_store_busy_retries_are_bounded),
-        T(test_store_busy_retry_outlasts_a_lock),
-        T(test_store_busy_two_processes_under_write_pressure),
         T(test_store_files_are_private),
         T(test_store_migrates_a_version_1_queue),
     };
+    const struct CMUnitTest pg_tests[] = {BOTH(P)};
+#undef BOTH
+#undef P
 #undef T
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("store on sqlite", sqlite_tests, NULL, NULL);
+    if (pgt_server())
+        failed += cmocka_run_group_tests_name("store on postgresql", pg_tests, NULL, NULL);
+    return failed;
 }

@@ -31,5 +31,6 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_review(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_serve(const struct cli_ctx *ctx, int argc, char **argv);
+int cli_migrate(const struct cli_ctx *ctx, int argc, char **argv);
 
 #endif

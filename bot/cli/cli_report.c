@@ -162,7 +162,7 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         report_local_date(store_now_ms(), today);
         date = today;
     }
-    if (strcmp(ctx->db_path, ":memory:") != 0 && access(ctx->db_path, F_OK) != 0) {
+    if (store_path_is_file(ctx->db_path) && access(ctx->db_path, F_OK) != 0) {
         fprintf(stderr, "apbot report: no queue database at %s\n", ctx->db_path);
         return CLI_EXIT_ERROR;
     }

@@ -270,7 +270,7 @@ int cli_review(const struct cli_ctx *ctx, int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
     }
-    if (strcmp(ctx->db_path, ":memory:") != 0 && access(ctx->db_path, F_OK) != 0) {
+    if (store_path_is_file(ctx->db_path) && access(ctx->db_path, F_OK) != 0) {
         fprintf(stderr, "apbot review: no queue database at %s\n", ctx->db_path);
         return CLI_EXIT_ERROR;
     }

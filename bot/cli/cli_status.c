@@ -92,7 +92,7 @@ int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
         }
     }
     /* Looking must not create: a mistyped --db is an error, not an empty queue. */
-    if (strcmp(ctx->db_path, ":memory:") != 0 && access(ctx->db_path, F_OK) != 0) {
+    if (store_path_is_file(ctx->db_path) && access(ctx->db_path, F_OK) != 0) {
         fprintf(stderr, "apbot status: no queue database at %s\n", ctx->db_path);
         return CLI_EXIT_ERROR;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/store.h"
 #include "cli.h"
 
 static const struct {
@@ -31,6 +32,7 @@ static const struct {
     {"serve", cli_serve,
      "serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]   the review page"},
     {"flow", cli_flow, "flow check FILE...                   validate flows"},
+    {"migrate", cli_migrate, "migrate --from FILE.db --to postgresql://...   move a queue"},
 };
 
 static void usage(FILE *out)
@@ -40,7 +42,8 @@ static void usage(FILE *out)
         fprintf(out, "  apbot %s\n", commands[i].summary);
     fprintf(out,
             "\nglobal options:\n"
-            "  --db PATH     queue database (default $APBOT_DB or ./apbot.db)\n"
+            "  --db PATH     queue: a SQLite file or a postgresql:// URI (default $APBOT_DB\n"
+            "                or ./apbot.db); PostgreSQL passwords via PGPASSWORD or ~/.pgpass\n"
             "  --erp URL     ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
             "  --help, --version\n"
             "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged),\n"
@@ -85,6 +88,12 @@ int main(int argc, char **argv)
     }
     if (!ctx.db_path || !*ctx.db_path)
         ctx.db_path = "apbot.db";
+    /* A password given with --db would show in `ps` (APBOT_DB is the environment). */
+    if (ctx.db_path != getenv("APBOT_DB") && store_path_has_password(ctx.db_path)) {
+        fprintf(stderr, "apbot: --db must not carry a password (it shows in ps): use "
+                        "PGPASSWORD, ~/.pgpass or a service file\n");
+        return CLI_EXIT_USAGE;
+    }
     if (i >= argc) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -1,7 +1,7 @@
 /*
  * store.h - the durable queue: items, their audit events and ERP evidence.
  *
- * One interface for every backend (SQLite today, PostgreSQL to come): nothing here names a
+ * One interface for every backend (SQLite, PostgreSQL): nothing here names a
  * database type, and every contract below is what a backend must keep. Every state change is
  * one transaction that updates the item row and appends its audit event; the intent to post
  * is such a change, committed before the form is sent. Items are claimed with a lease (owner
@@ -18,11 +18,14 @@
  * lease expired, due now, and its settle delay counted again from the moment this boot
  * first sees it (the store re-stamps it in that same transaction): never shortened.
  * (A backend with a clock of its own, as PostgreSQL's server clock for several hosts, stamps
- * on that clock instead and must hand out items whose stamps compare with the `now` its
- * callers pass; the contract is the comparisons, not where the clock is read.)
+ * on that clock instead and hands out items whose stamps compare with the `now` its callers
+ * pass; the contract is the comparisons, not where the clock is read: see "Backends".)
  *
  * Busy. A write that finds the queue locked waits the busy timeout, then the store retries
- * the whole transaction (bounded, with jitter) before it reports APBOT_E_BUSY.
+ * the whole transaction (bounded, with jitter) before it reports APBOT_E_BUSY. On PostgreSQL
+ * the busy timeout is the lock timeout, and a serialization failure or a deadlock counts as
+ * busy too. A lost connection is never retried: it is APBOT_E_DB, and the handle stays
+ * unusable (a runner stops as after a crash; its leases expire and the items are recovered).
  */
 #ifndef APBOT_STORE_H
 #define APBOT_STORE_H
@@ -79,11 +82,12 @@ enum store_enqueue_result {
 };
 
 /*
- * Opens (creating and migrating as needed) the queue at path (":memory:" for tests). A new
- * database file and its companions (-wal, -shm) are created readable by the owner only
- * (0600): they hold invoices and evidence. Returns APBOT_OK and *ret (close with
- * store_close), or an error with detail in err (APBOT_E_IO: cannot open; APBOT_E_DB: a
- * schema newer than this apbot, or a database error).
+ * Opens (creating and migrating as needed) the queue at path (":memory:" for tests; a
+ * PostgreSQL URI or connection string, see "Backends"). A new database file and its
+ * companions (-wal, -shm) are created readable by the owner only (0600): they hold invoices
+ * and evidence. Returns APBOT_OK and *ret (close with store_close), or an error with detail
+ * in err, never showing a password (APBOT_E_IO: cannot open or connect; APBOT_E_DB: a schema
+ * newer than this apbot, or a database error; APBOT_E_INVAL: a URI of no known kind).
  */
 int store_open(const char *path, struct store **ret, char *err, size_t errlen) APBOT_MUST_USE;
 /* Closes; NULL is fine. A handle is for one thread at a time. */
@@ -302,6 +306,73 @@ int store_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
                            const struct apbot_now *now, char *err, size_t errlen) APBOT_MUST_USE;
 int store_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
                       char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
+ * ---- Backends ----
+ *
+ * store_open picks the backend by the path's form: a postgresql:// or postgres:// URI, or a
+ * libpq key=value connection string ("service=apbot", "host=db1 dbname=ap"), is PostgreSQL
+ * (libpq: credentials come from PGPASSWORD, ~/.pgpass or a service file, never from apbot);
+ * anything else is a SQLite file (":memory:" for tests). No message of the store shows a
+ * password: paths are printed through store_path_display.
+ *
+ * The clock on PostgreSQL. Every stamp and every comparison the PostgreSQL backend makes
+ * (due times, leases, settle bases, expired leases, next due) is on the database server's
+ * clock (clock_timestamp(), read in the transaction), under a boot id of its own naming the
+ * queue and the server's start: the `now` a caller passes is not used for them, so a host
+ * whose clock is skewed can neither shorten a settle delay nor take a live lease. The items
+ * it hands out (store_get, store_claim, store_each..., store_each_expired) carry their
+ * stamps translated into the caller's own clock (this process's boot id and CLOCK_BOOTTIME,
+ * read after the answer arrived, so a stamp can only look later than it is), so the pure
+ * decisions below, called with apbot_clock_now(), keep meaning what they say on SQLite.
+ * Callers change nothing. A restart of the database server counts as a new boot (settle
+ * delays counted again, leases expired); a step of the server's own clock is the one thing
+ * it cannot see (docs/postgresql.md).
+ */
+
+/* Which backend serves st: "sqlite" or "postgresql" ("none" for NULL). Cannot fail. */
+const char *store_backend(const struct store *st);
+/* True when path names a PostgreSQL queue (see above). Pure. */
+bool store_path_is_pg(const char *path);
+/* True when path names a SQLite file on disk (not ":memory:", not a file: or other URI, not
+ * PostgreSQL): the one kind whose existence a caller may check with access(). Pure. */
+bool store_path_is_file(const char *path);
+/* True when path carries a password (in a URI's user info, or a password= parameter): such a
+ * path must not come from the command line, where `ps` shows it. Pure. */
+bool store_path_has_password(const char *path);
+/* Writes path into buf (len bytes, always terminated) with every password replaced by ***:
+ * the only way a path may reach a message or a log. Cannot fail. */
+void store_path_display(const char *path, char *buf, size_t len);
+
+/* Rows per table and items per state of one queue, read in one snapshot. */
+struct store_tally {
+    int64_t items, events, evidence, late_commits;
+    int64_t by_state[MACHINE_STATE__COUNT];
+    int64_t unknown_state; /* items in a state this version does not know */
+};
+int store_tally(struct store *st, struct store_tally *ret, char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Copies a whole queue (items with their ids, counters, stamps, leases and documents; every
+ * event, every piece of evidence; the late-commit observations) from one store into another,
+ * in one transaction on the target, while the source is held against writers. Refuses a
+ * target that holds any row (APBOT_E_STATE) and a source item in a state this version does
+ * not know (APBOT_E_STATE). Before the target commits, and again after, the rows per table and
+ * the items per state must equal the source's (else APBOT_E_BUG, nothing committed or, after,
+ * reported). Stamps of the source's clock are foreign to the target's: the first write on
+ * the target re-stamps them (due now, leases expired, settle delays counted again). Stop the
+ * runners before copying. *ret_copied (may be NULL) gets the target's tally.
+ */
+int store_copy(struct store *from, struct store *to, struct store_tally *ret_copied, char *err,
+               size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Test hook: a backend with a clock of its own (PostgreSQL) takes the `now` its callers pass
+ * for every stamp and comparison instead, and hands items out untranslated, so one test
+ * timeline runs on every backend. Process-wide, read when a store is opened; never used
+ * outside tests.
+ */
+void store_test_trust_caller_clock(bool on);
 
 /*
  * ---- Pure decisions, shared by every backend (no I/O, no clock; table-tested) ----

@@ -1,0 +1,140 @@
+/*
+ * store-int.h - what the store's backends share, private to bot/store*.c.
+ *
+ * store.c is the thin dispatcher: it checks the arguments of every public call, then calls
+ * the backend's operation through the ops table below (the redis ae.c pattern). A backend's
+ * handle embeds `struct store` as its first member, so a `struct store *` is a pointer to
+ * the backend's own struct. Each operation keeps the contract written in store.h; the pure
+ * decisions (store_lease_allows, store_step_delay_ms, store_restamp, ...) are shared, so
+ * both backends decide the same way on the same stamps.
+ *
+ * If you add an operation: add it to struct store_ops, to both backends' tables and to the
+ * dispatcher; a backend leaving it NULL does not build (the tables are checked in store.c).
+ */
+#ifndef APBOT_STORE_INT_H
+#define APBOT_STORE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apbot/store.h"
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+#define STORE_BUSY_RETRIES 6        /* whole-transaction retries after the busy timeout */
+#define STORE_BUSY_PAUSE_BASE_MS 20 /* pause before retry n: in [d/2, d], d = base * 2^n */
+#define STORE_BUSY_PAUSE_CAP_MS 1000
+#define STORE_TEXT_MAX 2048      /* url, detail, reason and other short texts are cut here */
+#define STORE_EXPIRED_MAX 100000 /* items one store_each_expired call lists at most */
+
+struct store_ops;
+
+/* The part of every handle the dispatcher reads; each backend's struct starts with it. */
+struct store {
+    const struct store_ops *ops;
+    bool in_batch;        /* between store_begin and store_commit/rollback */
+    int busy_retries;     /* whole-transaction retries after the busy timeout */
+    int64_t busy_retried; /* how many this handle did */
+    uint64_t rng;         /* xorshift state for the retry jitter */
+};
+
+/* Every row of a queue, for store_copy: each callback sees one row, valid during the call. */
+struct store_dump {
+    int (*item)(void *ctx, const struct store_item *it);
+    int (*event)(void *ctx, const struct store_event_row *row);
+    int (*evidence)(void *ctx, const struct store_evidence_row *row);
+    int (*late)(void *ctx, const char *flow, const struct store_late_commit *lc);
+    void *ctx;
+};
+
+/* One backend. Arguments were checked by the dispatcher; `now` is never NULL. */
+struct store_ops {
+    const char *name; /* "sqlite", "postgresql" */
+    void (*close)(struct store *st);
+    int (*begin)(struct store *st, char *err, size_t errlen);
+    int (*commit)(struct store *st, char *err, size_t errlen);
+    void (*rollback)(struct store *st);
+    int (*enqueue)(struct store *st, const struct store_new_item *ni, const struct apbot_now *now,
+                   enum store_enqueue_result *ret_result, int64_t *ret_id, char *err,
+                   size_t errlen);
+    int (*claim)(struct store *st, const char *owner, const struct apbot_now *now, int64_t lease_ms,
+                 const struct machine_step *claimed, struct store_item *ret, char *err,
+                 size_t errlen);
+    int (*renew)(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                 int64_t lease_ms, char *err, size_t errlen);
+    int (*apply)(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
+                 const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen);
+    int (*add_evidence)(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                        const struct apbot_now *now, char *err, size_t errlen);
+    int (*each_expired)(struct store *st, const struct apbot_now *now, int64_t limit,
+                        store_item_fn fn, void *ctx, char *err, size_t errlen);
+    /* by key when key is not NULL, else by id */
+    int (*get)(struct store *st, int64_t id, const char *key, struct store_item *ret, char *err,
+               size_t errlen);
+    int (*each_limit)(struct store *st, enum machine_state state, int64_t limit, store_item_fn fn,
+                      void *ctx, char *err, size_t errlen);
+    int (*each_event)(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
+                      size_t errlen);
+    int (*each_evidence)(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
+                         char *err, size_t errlen);
+    int (*counts)(struct store *st, struct store_counts *ret, char *err, size_t errlen);
+    int (*next_due)(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
+                    size_t errlen);
+    int (*schema_version)(struct store *st, int *ret_version, char *err, size_t errlen);
+    void (*set_busy_timeout)(struct store *st, int ms);
+    int (*note_late_commit)(struct store *st, const char *flow_name, int64_t ms,
+                            const struct apbot_now *now, char *err, size_t errlen);
+    int (*late_commit)(struct store *st, const char *flow_name, struct store_late_commit *ret,
+                       char *err, size_t errlen);
+    /* store_copy: every row in id order, and the tally of what was dumped, in one snapshot
+     * that keeps writers out; an item in a state this version does not know is refused
+     * (APBOT_E_STATE): it would not survive the copy */
+    int (*dump)(struct store *st, const struct store_dump *d, struct store_tally *ret_tally,
+                char *err, size_t errlen);
+    /* store_copy's target: one transaction that refuses a non-empty queue (APBOT_E_STATE),
+     * rows inserted as they are (ids and stamps kept), ended by load_end (commit or not) */
+    int (*load_begin)(struct store *st, char *err, size_t errlen);
+    int (*load_item)(struct store *st, const struct store_item *it, char *err, size_t errlen);
+    int (*load_event)(struct store *st, const struct store_event_row *row, char *err,
+                      size_t errlen);
+    int (*load_evidence)(struct store *st, const struct store_evidence_row *row, char *err,
+                         size_t errlen);
+    int (*load_late)(struct store *st, const char *flow, const struct store_late_commit *lc,
+                     char *err, size_t errlen);
+    int (*load_end)(struct store *st, bool commit, char *err, size_t errlen);
+    /* rows per table and items per state, one snapshot (inside a load: what it holds) */
+    int (*tally)(struct store *st, struct store_tally *ret, char *err, size_t errlen);
+};
+
+/* The backends' constructors: open and migrate the queue at path. */
+int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen);
+int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t errlen);
+
+/* store_test_trust_caller_clock's switch: read by a backend with a clock of its own. */
+bool store_caller_clock_trusted(void);
+
+/* Fills the shared part of a new handle (busy defaults, jitter seed). Cannot fail. */
+void store_base_init(struct store *st, const struct store_ops *ops);
+
+/* The body of one write transaction; writes its results into ctx only (it may run again). */
+typedef int (*store_tx_body)(struct store *st, void *ctx, char *err, size_t errlen);
+/* A backend's transaction bracket: begin, and end given the body's result (commit when
+ * APBOT_OK, else roll back; returns the result or the commit's error). */
+typedef int (*store_tx_begin_fn)(struct store *st, char *err, size_t errlen);
+typedef int (*store_tx_end_fn)(struct store *st, int r, char *err, size_t errlen);
+/*
+ * Runs body in one write transaction. APBOT_E_BUSY (lock timeout, serialization failure,
+ * deadlock) rolls the whole transaction back and runs it again after a jittered pause, up to
+ * busy_retries times; inside a batch there is nothing to retry and the error goes back.
+ */
+int store_run_write(struct store *st, store_tx_begin_fn begin, store_tx_end_fn end,
+                    store_tx_body body, void *ctx, char *err, size_t errlen);
+
+/* How many bytes of v to keep so that it is at most max bytes, never cutting a UTF-8
+ * sequence. */
+size_t store_text_cut(const char *v, size_t max);
+
+/* The event detail store_apply writes: the machine's why, then the caller's detail. */
+void store_event_detail(const struct machine_step *step, const char *detail, char *buf, size_t len);
+
+#endif

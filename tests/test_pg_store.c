@@ -1,0 +1,774 @@
+/*
+ * test_pg_store.c - what only the PostgreSQL backend does, on the real test server of the
+ * ctest fixture `pg`, with the server's own clock (no trusted caller clock):
+ *  - items come back in the caller's CLOCK_BOOTTIME (the pure decisions of store.h hold);
+ *  - a client whose clock is skewed (wall stepped, a fake mono, another boot id) can neither
+ *    take a live lease, nor recover it, nor shorten a settle delay: the server's clock rules;
+ *  - leases and settle delays do expire on the server's clock as real time passes;
+ *  - two processes with two threads each claim one queue: no item is claimed twice (SKIP
+ *    LOCKED), no busy error surfaces;
+ *  - a connection lost mid-item behaves like a crash: the store fails and stays failed, the
+ *    lease expires, another host recovers the item into reconciliation;
+ *  - passwords: never in a message (store_path_display table, a refused login), PGPASSWORD
+ *    logs in; invalid UTF-8 in evidence is stored, not refused;
+ *  - store_copy: SQLite -> PostgreSQL -> SQLite keeps every row (ids, stamps, events,
+ *    evidence, late commits), verified; a non-empty target is refused.
+ * Every test skips, with the reason printed, when there is no test server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apbot/clock.h"
+#include "apbot/machine.h"
+#include "apbot/store.h"
+#include "helpers/pg_test.h"
+
+struct fx {
+    char conn[512];
+    char schema[64];
+    struct store *st;
+    struct machine_policy pol;
+    struct machine_step claimed;
+    char err[APBOT_ERR_LEN];
+};
+
+static int fx_setup(void **state)
+{
+    if (!pgt_server()) {
+        *state = NULL;
+        return 0;
+    }
+    struct fx *f = calloc(1, sizeof(*f));
+    if (!f || !pgt_new_queue(f->conn, sizeof(f->conn), f->schema, sizeof(f->schema)))
+        return -1;
+    if (store_open(f->conn, &f->st, f->err, sizeof(f->err)) != APBOT_OK) {
+        fprintf(stderr, "%s\n", f->err);
+        return -1;
+    }
+    f->pol = machine_policy_default();
+    struct machine_counters fresh = {0};
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &f->pol, &f->claimed) != APBOT_OK)
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    struct fx *f = *state;
+    if (!f)
+        return 0;
+    store_close(f->st);
+    pgt_drop_queue(f->schema);
+    free(f);
+    return 0;
+}
+
+#define NEED_SERVER(f)                                                                             \
+    do {                                                                                           \
+        if (!(f))                                                                                  \
+            skip();                                                                                \
+    } while (0)
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+static int64_t enq(struct store *st, int n)
+{
+    char key[32], fp[65];
+    snprintf(key, sizeof(key), "AP1-PG%018d", n);
+    snprintf(fp, sizeof(fp), "%064d", n);
+    struct store_new_item ni = {.key = key,
+                                .fingerprint = fp,
+                                .payload = "{}",
+                                .source = "t.csv:1",
+                                .vendor_id = "V1",
+                                .invoice_number = "I1",
+                                .doc_type = "invoice",
+                                .issue_date = "2024-01-31",
+                                .currency = "EUR",
+                                .exponent = 2,
+                                .total = 100};
+    enum store_enqueue_result r;
+    int64_t id = 0;
+    char err[APBOT_ERR_LEN];
+    if (store_enqueue_raw(st, &ni, NULL, &r, &id, err, sizeof(err)) != APBOT_OK)
+        fail_msg("enqueue: %s", err);
+    return id;
+}
+
+/* Applies machine_next(ev) to the item as owner (keeping the lease while not terminal). */
+static int step(struct fx *f, struct store *st, int64_t id, const char *owner,
+                enum machine_event ev, int64_t settle_ms, const struct apbot_now *now)
+{
+    struct store_item it;
+    int rc = store_get(st, id, &it, f->err, sizeof(f->err));
+    if (rc)
+        return rc;
+    struct machine_step s;
+    struct machine_counters c = it.counters;
+    c.settled = store_settled(&it, now, settle_ms);
+    rc = machine_next(it.state, ev, &c, &f->pol, &s);
+    if (rc == APBOT_OK) {
+        struct store_change ch = {.from = it.state,
+                                  .event = ev,
+                                  .step = &s,
+                                  .settle_ms = settle_ms,
+                                  .actor = "test",
+                                  .keep_lease = !machine_is_terminal(s.next) &&
+                                                s.next != MACHINE_NEW && owner != NULL};
+        rc = store_apply(st, id, owner, &ch, now, NULL, f->err, sizeof(f->err));
+    }
+    store_item_done(&it);
+    return rc;
+}
+
+/* A reading of a badly skewed host: wall and mono two hours ahead, under another boot. */
+static struct apbot_now skewed(void)
+{
+    struct apbot_now n;
+    apbot_clock_now(&n);
+    n.wall_ms += 2 * 3600 * 1000;
+    n.mono_ms += 2 * 3600 * 1000;
+    snprintf(n.boot, sizeof(n.boot), "%s", "skewed-host-boot-0000");
+    return n;
+}
+
+/* ---- the server's clock, seen from the caller ---- */
+
+static void test_pg_items_come_back_in_the_callers_clock(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    int64_t id = enq(f->st, 1);
+    struct apbot_now before;
+    apbot_clock_now(&before);
+    struct store_item it;
+    assert_int_equal(store_claim(f->st, "w", NULL, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    struct apbot_now after;
+    apbot_clock_now(&after);
+    assert_int_equal(it.id, id);
+    assert_string_equal(it.clock_boot, apbot_clock_boot_id());
+    /* The lease ends 60 s after the claim on the server's clock: in ours, after before + 60 s
+     * (never earlier) and not later than the answer + 60 s. */
+    assert_true(it.lease_mono >= before.mono_ms + 60000);
+    assert_true(it.lease_mono <= after.mono_ms + 60000);
+    assert_true(store_lease_live(&it, &after));
+    store_item_done(&it);
+    /* In the database, stamps are the server's, under its boot id, never this host's. */
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "DO $$ BEGIN IF (SELECT count(*) FROM %s.items WHERE clock_boot LIKE 'pg-%%') <> 1"
+             " THEN RAISE EXCEPTION 'not under the server''s boot'; END IF; END $$",
+             f->schema);
+    assert_int_equal(pgt_exec(pgt_server(), sql, false), 0);
+}
+
+static void test_pg_skewed_client_cannot_take_a_live_lease(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    int64_t id = enq(f->st, 1);
+    struct store_item it;
+    assert_int_equal(
+        store_claim(f->st, "host-a", NULL, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_OK);
+    store_item_done(&it);
+
+    /* Host B: its wall clock stepped two hours ahead, its readings fake. */
+    struct store *b = NULL;
+    assert_int_equal(store_open(f->conn, &b, f->err, sizeof(f->err)), APBOT_OK);
+    apbot_clock_test_step_wall(2 * 3600 * 1000);
+    struct apbot_now sk = skewed();
+    assert_int_equal(store_claim(b, "host-b", &sk, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+                     APBOT_E_NOTFOUND);
+    int moved = -1;
+    assert_int_equal(store_recover(b, &sk, &f->pol, &moved, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(moved, 0);
+    struct machine_step s;
+    struct machine_counters c = {0};
+    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_LEASE_EXPIRED, &c, &f->pol, &s),
+                     APBOT_OK);
+    struct store_change ch = {.from = MACHINE_CHECKING,
+                              .event = MACHINE_EV_LEASE_EXPIRED,
+                              .step = &s,
+                              .actor = "recovery",
+                              .take_over = true};
+    assert_int_equal(store_apply(b, id, NULL, &ch, &sk, NULL, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
+    assert_int_equal(store_renew(b, id, "host-b", &sk, 60000, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
+    apbot_clock_test_step_wall(-2 * 3600 * 1000);
+    /* The owner is untouched and goes on. */
+    assert_int_equal(store_renew(f->st, id, "host-a", NULL, 60000, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_CHECKING);
+    assert_string_equal(it.lease_owner, "host-a");
+    store_item_done(&it);
+    store_close(b);
+}
+
+static void test_pg_skewed_client_cannot_shorten_a_settle_delay(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    const int64_t settle = 60000;
+    int64_t id = enq(f->st, 1);
+    struct store_item it;
+    assert_int_equal(
+        store_claim(f->st, "host-a", NULL, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+        APBOT_OK);
+    store_item_done(&it);
+    struct apbot_now now;
+    apbot_clock_now(&now);
+    assert_int_equal(step(f, f->st, id, "host-a", MACHINE_EV_NOT_FOUND, settle, &now), APBOT_OK);
+    /* The post's outcome is unknown: reconciling once the settle delay has passed. */
+    assert_int_equal(step(f, f->st, id, NULL, MACHINE_EV_UNKNOWN, settle, &now), APBOT_E_STATE);
+    assert_int_equal(step(f, f->st, id, "host-a", MACHINE_EV_UNKNOWN, settle, &now), APBOT_OK);
+    assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_RECONCILING);
+    assert_true(it.has_settle);
+    struct apbot_now later;
+    apbot_clock_now(&later);
+    assert_false(store_settled(&it, &later, settle));
+    assert_false(store_due(&it, &later));
+    /* The translation is exact arithmetic on our clock: one minute on, it is settled. */
+    later.mono_ms += settle + 1000;
+    assert_true(store_settled(&it, &later, settle));
+    /* A skewed reading is another boot: never settled by it. */
+    struct apbot_now sk = skewed();
+    assert_false(store_settled(&it, &sk, settle));
+    store_item_done(&it);
+
+    /* Host B, two hours ahead: the item is not due, on the server's clock. */
+    struct store *b = NULL;
+    assert_int_equal(store_open(f->conn, &b, f->err, sizeof(f->err)), APBOT_OK);
+    apbot_clock_test_step_wall(2 * 3600 * 1000);
+    assert_int_equal(store_claim(b, "host-b", &sk, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+                     APBOT_E_NOTFOUND);
+    int64_t wait = -1;
+    assert_int_equal(store_next_due(b, &sk, &wait, f->err, sizeof(f->err)), APBOT_OK);
+    assert_true(wait > settle - 30000); /* about a minute, however far ahead B's clock is */
+    apbot_clock_test_step_wall(-2 * 3600 * 1000);
+    store_close(b);
+}
+
+static void test_pg_leases_and_settle_run_on_the_servers_clock(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    int64_t id = enq(f->st, 1);
+    struct store_item it;
+    assert_int_equal(
+        store_claim(f->st, "dead", NULL, 300, &f->claimed, &it, f->err, sizeof(f->err)), APBOT_OK);
+    store_item_done(&it);
+    struct apbot_now now;
+    apbot_clock_now(&now);
+    assert_int_equal(step(f, f->st, id, "dead", MACHINE_EV_NOT_FOUND, 400, &now), APBOT_OK);
+    /* "dead" never comes back. Its lease is live for another host now... */
+    struct store *b = NULL;
+    assert_int_equal(store_open(f->conn, &b, f->err, sizeof(f->err)), APBOT_OK);
+    int moved = -1;
+    assert_int_equal(store_recover_settle(b, NULL, 400, &f->pol, &moved, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(moved, 0);
+    /* ...and expired once 300 ms have passed (the sleep guarantees at least that). */
+    nap_ms(400);
+    assert_int_equal(store_recover_settle(b, NULL, 400, &f->pol, &moved, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(moved, 1);
+    assert_int_equal(store_get(b, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_RECONCILING); /* the form may have gone out */
+    store_item_done(&it);
+    /* Due only after the settle delay, counted on the server from the take-over. */
+    nap_ms(500);
+    assert_int_equal(store_claim(b, "b", NULL, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(it.id, id);
+    assert_int_equal(it.state, MACHINE_RECONCILING);
+    apbot_clock_now(&now);
+    assert_true(store_settled(&it, &now, 400));
+    store_item_done(&it);
+    store_close(b);
+}
+
+/* ---- SKIP LOCKED: two processes, two threads each ---- */
+
+#define CLAIM_ITEMS 400
+
+struct claimer {
+    const char *conn;
+    char owner[32];
+    int64_t ids[CLAIM_ITEMS];
+    int n;
+    int rc;
+};
+
+static void *claim_loop(void *arg)
+{
+    struct claimer *c = arg;
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    c->rc = 10;
+    if (store_open(c->conn, &st, err, sizeof(err)) != APBOT_OK)
+        return NULL;
+    struct machine_policy pol = machine_policy_default();
+    struct machine_counters fresh = {0};
+    struct machine_step claimed;
+    if (machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &fresh, &pol, &claimed) != APBOT_OK)
+        return NULL;
+    for (;;) {
+        struct store_item it;
+        int rc = store_claim(st, c->owner, NULL, 60000, &claimed, &it, err, sizeof(err));
+        if (rc == APBOT_E_NOTFOUND)
+            break;
+        if (rc != APBOT_OK || c->n >= CLAIM_ITEMS) {
+            fprintf(stderr, "%s: %s\n", c->owner, err);
+            c->rc = 11;
+            store_close(st);
+            return NULL;
+        }
+        c->ids[c->n++] = it.id;
+        store_item_done(&it);
+    }
+    store_close(st);
+    c->rc = 0;
+    return NULL;
+}
+
+/* One process: two threads claiming; writes every id it got to fd. */
+static int claim_process(const char *conn, int k, int fd)
+{
+    struct claimer c[2];
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].conn = conn;
+        snprintf(c[i].owner, sizeof(c[i].owner), "host-%d-worker-%d", k, i);
+        if (pthread_create(&t[i], NULL, claim_loop, &c[i]) != 0)
+            return 20;
+    }
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        if (c[i].rc)
+            rc = c[i].rc;
+        for (int j = 0; j < c[i].n; j++)
+            if (write(fd, &c[i].ids[j], sizeof(int64_t)) != (ssize_t)sizeof(int64_t))
+                rc = 21;
+    }
+    return rc;
+}
+
+static void test_pg_two_processes_never_claim_one_item_twice(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    assert_int_equal(store_begin(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    for (int i = 0; i < CLAIM_ITEMS; i++)
+        (void)enq(f->st, i);
+    assert_int_equal(store_commit(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    int fds[2][2];
+    pid_t pid[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(pipe(fds[k]), 0);
+        pid[k] = fork();
+        assert_true(pid[k] >= 0);
+        if (pid[k] == 0) {
+            close(fds[k][0]);
+            _exit(claim_process(f->conn, k, fds[k][1]));
+        }
+        close(fds[k][1]);
+    }
+    static int seen[CLAIM_ITEMS + 1];
+    memset(seen, 0, sizeof(seen));
+    int total = 0, per[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        int64_t id;
+        while (read(fds[k][0], &id, sizeof(id)) == (ssize_t)sizeof(id)) {
+            assert_true(id >= 1 && id <= CLAIM_ITEMS);
+            seen[id]++;
+            per[k]++;
+            total++;
+        }
+        close(fds[k][0]);
+        int status = 0;
+        assert_int_equal(waitpid(pid[k], &status, 0), pid[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    printf("two processes x two threads: %d claims (%d + %d), each item once\n", total, per[0],
+           per[1]);
+    assert_int_equal(total, CLAIM_ITEMS);
+    for (int i = 1; i <= CLAIM_ITEMS; i++)
+        if (seen[i] != 1)
+            fail_msg("item %d claimed %d times", i, seen[i]);
+    struct store_counts c;
+    assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(c.by_state[MACHINE_CHECKING], CLAIM_ITEMS);
+}
+
+/* ---- a lost connection is a crash ---- */
+
+static void test_pg_lost_connection_is_a_crash(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    int64_t id = enq(f->st, 1);
+    char conn[640];
+    snprintf(conn, sizeof(conn), "%s application_name=lost-%ld", f->conn, (long)getpid());
+    struct store *a = NULL;
+    assert_int_equal(store_open(conn, &a, f->err, sizeof(f->err)), APBOT_OK);
+    struct store_item it;
+    assert_int_equal(store_claim(a, "host-a", NULL, 300, &f->claimed, &it, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    store_item_done(&it);
+    struct apbot_now now;
+    apbot_clock_now(&now);
+    /* The intent to post is committed... */
+    assert_int_equal(step(f, a, id, "host-a", MACHINE_EV_NOT_FOUND, 400, &now), APBOT_OK);
+    /* ...then the connection dies (a network cut, a failover: the server ends it). */
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+             " WHERE application_name = 'lost-%ld'",
+             (long)getpid());
+    assert_int_equal(pgt_exec(pgt_server(), sql, false), 0);
+    char err[APBOT_ERR_LEN] = "";
+    int rc = store_renew(a, id, "host-a", NULL, 300, err, sizeof(err));
+    assert_int_equal(rc, APBOT_E_DB);
+    assert_non_null(strstr(err, "connection"));
+    /* Never retried, never half-working: every later call fails at once. */
+    assert_int_equal(store_renew(a, id, "host-a", NULL, 300, err, sizeof(err)), APBOT_E_DB);
+    assert_non_null(strstr(err, "lost"));
+    struct store_counts c;
+    assert_int_equal(store_counts(a, &c, err, sizeof(err)), APBOT_E_DB);
+    store_close(a);
+    /* Another host recovers it after the lease, into reconciliation: never posted blind. */
+    nap_ms(400);
+    int moved = -1;
+    assert_int_equal(store_recover(f->st, NULL, &f->pol, &moved, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(moved, 1);
+    assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_RECONCILING);
+    assert_null(it.lease_owner);
+    store_item_done(&it);
+}
+
+/* ---- passwords and text ---- */
+
+static void test_pg_path_display_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } rows[] = {
+        {"postgresql://ap:s3cret@db1:5432/ap", "postgresql://ap:***@db1:5432/ap"},
+        {"postgres://ap:s3cret@db1/ap?sslmode=verify-full",
+         "postgres://ap:***@db1/ap?sslmode=verify-full"},
+        {"postgresql://ap@db1/ap?password=s3cret&sslmode=require",
+         "postgresql://ap@db1/ap?password=***&sslmode=require"},
+        {"postgresql://db1/ap", "postgresql://db1/ap"},
+        {"host=db1 user=ap password=s3cret dbname=ap", "host=db1 user=ap password=*** dbname=ap"},
+        {"host=db1 password = 's3 cr\\'et' dbname=ap", "host=db1 password =*** dbname=ap"},
+        {"service=apbot", "service=apbot"},
+        {"/var/lib/apbot/q.db", "/var/lib/apbot/q.db"},
+        {"postgresql://ap:p%40ss@db1/ap", "postgresql://ap:***@db1/ap"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char buf[256];
+        store_path_display(rows[i].in, buf, sizeof(buf));
+        if (strcmp(buf, rows[i].want) != 0)
+            fail_msg("row %zu: '%s' -> '%s', want '%s'", i, rows[i].in, buf, rows[i].want);
+        assert_null(strstr(buf, "s3cret"));
+    }
+    assert_true(store_path_has_password("postgresql://ap:s3cret@db1/ap"));
+    assert_true(store_path_has_password("host=db1 password=s3cret"));
+    assert_false(store_path_has_password("postgresql://ap@db1/ap"));
+    assert_false(store_path_has_password("/tmp/q.db"));
+    assert_true(store_path_is_pg("postgresql://db1/ap"));
+    assert_true(store_path_is_pg("postgres://db1/ap"));
+    assert_true(store_path_is_pg("service=apbot"));
+    assert_true(store_path_is_pg("host=/tmp dbname=x"));
+    assert_false(store_path_is_pg("a=b.db"));
+    assert_false(store_path_is_pg("/tmp/q.db"));
+    assert_false(store_path_is_pg(":memory:"));
+    assert_true(store_path_is_file("/tmp/q.db"));
+    assert_false(store_path_is_file(":memory:"));
+    assert_false(store_path_is_file("file:q.db?mode=ro"));
+    assert_false(store_path_is_file("postgresq://ap:s3cret@db1/ap"));
+    assert_false(store_path_is_file("postgresql://db1/ap"));
+}
+
+static void test_pg_passwords_never_echoed(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    const char *dir = pgt_env("APBOT_TEST_PG_DIR");
+    const char *user = pgt_env("APBOT_TEST_PG_PWUSER");
+    const char *pw = pgt_env("APBOT_TEST_PG_PASSWORD");
+    assert_non_null(dir);
+    assert_non_null(user);
+    assert_non_null(pw);
+    /* A wrong password in the URI: refused, and neither password is in the message. */
+    char uri[600];
+    snprintf(uri, sizeof(uri), "postgresql://%s:wrong-%s@/apbot?host=%s", user, pw, dir);
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(store_open(uri, &st, err, sizeof(err)), APBOT_E_IO);
+    assert_null(st);
+    assert_null(strstr(err, pw));
+    assert_non_null(strstr(err, "***"));
+    /* A URI of an unknown scheme is refused with the password hidden too. */
+    snprintf(uri, sizeof(uri), "postgresq://%s:%s@/apbot", user, pw);
+    assert_int_equal(store_open(uri, &st, err, sizeof(err)), APBOT_E_INVAL);
+    assert_null(strstr(err, pw));
+    /* The libpq way: PGPASSWORD in the environment, nothing in the URI. */
+    char sql[200];
+    snprintf(sql, sizeof(sql), "CREATE SCHEMA %s_pw AUTHORIZATION %s", f->schema, user);
+    assert_int_equal(pgt_exec(pgt_server(), sql, false), 0);
+    snprintf(uri, sizeof(uri), "postgresql://%s@/apbot?host=%s&options=-csearch_path%%3D%s_pw",
+             user, dir, f->schema);
+    assert_int_equal(setenv("PGPASSWORD", pw, 1), 0);
+    int rc = store_open(uri, &st, err, sizeof(err));
+    unsetenv("PGPASSWORD");
+    if (rc != APBOT_OK)
+        fail_msg("PGPASSWORD login: %s", err);
+    assert_string_equal(store_backend(st), "postgresql");
+    store_close(st);
+    char pw_schema[96];
+    snprintf(pw_schema, sizeof(pw_schema), "%s_pw", f->schema);
+    pgt_drop_queue(pw_schema);
+}
+
+static int grab_excerpt(void *ctx, const struct store_evidence_row *row)
+{
+    snprintf(ctx, 64, "%s", row->ev.excerpt ? row->ev.excerpt : "");
+    return 0;
+}
+
+static void test_pg_invalid_utf8_is_stored_not_refused(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    int64_t id = enq(f->st, 1);
+    struct store_evidence ev = {.step = "lookup",
+                                .method = "GET",
+                                .url = "/search?q=\xff",
+                                .excerpt = "caf\xe9 \xc3\xa9t\xc3"};
+    assert_int_equal(store_add_evidence(f->st, id, &ev, NULL, f->err, sizeof(f->err)), APBOT_OK);
+    char got[64] = "";
+    assert_int_equal(store_each_evidence(f->st, id, grab_excerpt, got, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_string_equal(got, "caf? \xc3\xa9t?");
+}
+
+/* ---- store_copy: a round trip through PostgreSQL ---- */
+
+struct rows {
+    char text[64 * 1024];
+    size_t len;
+};
+
+static void add_text(struct rows *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(r->text + r->len, sizeof(r->text) - r->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        r->len += (size_t)n < sizeof(r->text) - r->len ? (size_t)n : sizeof(r->text) - r->len - 1;
+}
+
+static int row_item(void *ctx, const struct store_item *it)
+{
+    add_text(ctx,
+             "I %" PRId64 " %s %s %s %d/%d/%d %" PRId64 " %" PRId64 " %" PRId64 " %s %" PRId64
+             " %s %s %s %s %s %" PRId64 " %s %" PRId64 " %" PRId64 " %d %" PRId64 " %" PRId64 "\n",
+             it->id, it->key, it->fingerprint, machine_state_name(it->state), it->counters.posts,
+             it->counters.cycles, it->counters.attempts, it->next_at, it->last_post_at,
+             it->created_at, it->lease_owner ? it->lease_owner : "-", it->lease_until, it->payload,
+             it->erp_doc ? it->erp_doc : "-", it->reason ? it->reason : "-", it->vendor_id,
+             it->currency, it->total, it->clock_boot, it->next_mono, it->lease_mono, it->has_settle,
+             it->settle_mono, it->settle_at);
+    return 0;
+}
+
+static int row_event(void *ctx, const struct store_event_row *e)
+{
+    add_text(ctx, "E %" PRId64 " %" PRId64 " %" PRId64 " %s %s %s %s %s\n", e->id, e->item_id,
+             e->at, e->from ? e->from : "-", e->to, e->event, e->detail ? e->detail : "-",
+             e->actor);
+    return 0;
+}
+
+static int row_evidence(void *ctx, const struct store_evidence_row *e)
+{
+    add_text(ctx, "V %" PRId64 " %" PRId64 " %" PRId64 " %s %s %d %s\n", e->id, e->item_id, e->at,
+             e->ev.step, e->ev.url ? e->ev.url : "-", e->ev.http_status,
+             e->ev.excerpt ? e->ev.excerpt : "-");
+    return 0;
+}
+
+struct walk {
+    struct store *st;
+    struct rows *r;
+};
+
+static int walk_item(void *ctx, const struct store_item *it)
+{
+    struct walk *w = ctx;
+    row_item(w->r, it);
+    char err[APBOT_ERR_LEN];
+    if (store_each_event(w->st, it->id, row_event, w->r, err, sizeof(err)) ||
+        store_each_evidence(w->st, it->id, row_evidence, w->r, err, sizeof(err)))
+        return -1;
+    return 0;
+}
+
+/* Every row of a queue as text; the items' stamps raw (the caller's clock is trusted). */
+static void dump_rows(struct store *st, struct rows *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct walk w = {.st = st, .r = r};
+    char err[APBOT_ERR_LEN];
+    assert_int_equal(store_each(st, MACHINE_STATE_INVALID, walk_item, &w, err, sizeof(err)),
+                     APBOT_OK);
+    struct store_late_commit lc;
+    assert_int_equal(store_late_commit(st, "acme", &lc, err, sizeof(err)), APBOT_OK);
+    add_text(r, "L %" PRId64 " %" PRId64 " %" PRId64 "\n", lc.max_ms, lc.at, lc.observations);
+}
+
+static void test_pg_copy_round_trip(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    /* Untranslated stamps on both sides, so the rows compare as they are. */
+    store_test_trust_caller_clock(true);
+    char dir[] = "/tmp/apbot-copy-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char a_path[64], c_path[64];
+    snprintf(a_path, sizeof(a_path), "%s/a.db", dir);
+    snprintf(c_path, sizeof(c_path), "%s/c.db", dir);
+    struct store *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(store_open(a_path, &a, f->err, sizeof(f->err)), APBOT_OK);
+    /* A queue with some history: new, checking, posting, reconciling, completed. */
+    for (int i = 1; i <= 6; i++)
+        (void)enq(a, i);
+    struct apbot_now now;
+    apbot_clock_now(&now);
+    struct store_item it;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(store_claim(a, "w", &now, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+                         APBOT_OK);
+        store_item_done(&it);
+    }
+    assert_int_equal(step(f, a, 2, "w", MACHINE_EV_NOT_FOUND, 5000, &now), APBOT_OK);
+    assert_int_equal(step(f, a, 3, "w", MACHINE_EV_NOT_FOUND, 5000, &now), APBOT_OK);
+    assert_int_equal(step(f, a, 3, "w", MACHINE_EV_UNKNOWN, 5000, &now), APBOT_OK);
+    assert_int_equal(step(f, a, 4, "w", MACHINE_EV_NOT_FOUND, 5000, &now), APBOT_OK);
+    struct machine_step s;
+    struct machine_counters cnt = {.posts = 1};
+    assert_int_equal(machine_next(MACHINE_POSTING, MACHINE_EV_CONFIRMED, &cnt, &f->pol, &s),
+                     APBOT_OK);
+    struct store_change ch = {.from = MACHINE_POSTING,
+                              .event = MACHINE_EV_CONFIRMED,
+                              .step = &s,
+                              .erp_doc = "AP-2024-000001",
+                              .reason = "",
+                              .detail = "saved",
+                              .actor = "runner:w"};
+    assert_int_equal(store_apply(a, 4, "w", &ch, &now, NULL, f->err, sizeof(f->err)), APBOT_OK);
+    struct store_evidence ev = {.step = "post",
+                                .method = "POST",
+                                .url = "/ap",
+                                .http_status = 200,
+                                .excerpt = "Invoice AP-2024-000001 saved"};
+    assert_int_equal(store_add_evidence(a, 4, &ev, &now, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_note_late_commit(a, "acme", 8000, &now, f->err, sizeof(f->err)),
+                     APBOT_OK);
+
+    /* SQLite -> PostgreSQL (the test's empty schema) -> SQLite. */
+    store_close(f->st);
+    assert_int_equal(store_open(f->conn, &b, f->err, sizeof(f->err)), APBOT_OK);
+    f->st = b;
+    struct store_tally t;
+    assert_int_equal(store_copy(a, b, &t, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(t.items, 6);
+    assert_int_equal(t.by_state[MACHINE_NEW], 2);
+    assert_int_equal(t.by_state[MACHINE_CHECKING], 1);
+    assert_int_equal(t.by_state[MACHINE_POSTING], 1);
+    assert_int_equal(t.by_state[MACHINE_RECONCILING], 1);
+    assert_int_equal(t.by_state[MACHINE_COMPLETED], 1);
+    assert_int_equal(t.evidence, 1);
+    assert_int_equal(t.late_commits, 1);
+    assert_true(t.events >= 6 + 4 + 4);
+    /* A second copy into the same target is refused: it is not empty. */
+    assert_int_equal(store_copy(a, b, NULL, f->err, sizeof(f->err)), APBOT_E_STATE);
+    assert_non_null(strstr(f->err, "not empty"));
+    assert_int_equal(store_open(c_path, &c, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_copy(b, c, NULL, f->err, sizeof(f->err)), APBOT_OK);
+    static struct rows ra, rb, rc;
+    dump_rows(a, &ra);
+    dump_rows(b, &rb);
+    dump_rows(c, &rc);
+    assert_true(ra.len > 500);
+    assert_string_equal(ra.text, rb.text);
+    assert_string_equal(ra.text, rc.text);
+    /* The copy goes on where the source stopped: new ids after the copied ones. */
+    int64_t next = enq(b, 99);
+    assert_int_equal(next, 7);
+    store_close(a);
+    store_close(c);
+    unlink(a_path);
+    unlink(c_path);
+    char p[96];
+    const char *suffix[] = {"-wal", "-shm"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p, sizeof(p), "%s%s", a_path, suffix[i]);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s%s", c_path, suffix[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    store_test_trust_caller_clock(false);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_pg_items_come_back_in_the_callers_clock),
+        T(test_pg_skewed_client_cannot_take_a_live_lease),
+        T(test_pg_skewed_client_cannot_shorten_a_settle_delay),
+        T(test_pg_leases_and_settle_run_on_the_servers_clock),
+        T(test_pg_two_processes_never_claim_one_item_twice),
+        T(test_pg_lost_connection_is_a_crash),
+        cmocka_unit_test(test_pg_path_display_table),
+        T(test_pg_passwords_never_echoed),
+        T(test_pg_invalid_utf8_is_stored_not_refused),
+        T(test_pg_copy_round_trip),
+    };
+#undef T
+    (void)pgt_server(); /* says SKIP once when there is no server */
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
