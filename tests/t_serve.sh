@@ -46,7 +46,9 @@ start_serve() {
     serve_pids+=($!)
     serve_url=""
     for _ in $(seq 1 100); do
-        serve_url=$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$work/$name.out" | head -n1)
+        # the background shell may not have opened the output file yet
+        serve_url=$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$work/$name.out" \
+            2>/dev/null | head -n1 || true)
         [ -n "$serve_url" ] && break
         sleep 0.05
     done
