@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "apbot/clock.h"
+#include "apbot/docmatch.h"
 #include "apbot/erp.h"
 #include "apbot/erp_post.h"
 #include "apbot/flow.h"
@@ -802,14 +803,21 @@ static bool booked_wall_ms(const char *fmt, const char *text, int64_t *ret)
     return true;
 }
 
+int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms)
+{
+    if (max_late_ms <= 0 || max_late_ms * 2 < policy_settle_ms)
+        return policy_settle_ms;
+    return max_late_ms * 2;
+}
+
 /* Raises the settle delay in force to twice the longest late commit once that reaches half
  * of it. Returns the delay in force. */
 static int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why)
 {
     int64_t settle = atomic_load(&r->settle_ms);
-    if (late_ms * 2 < settle)
+    int64_t raised = runner_settle_in_force(settle, late_ms);
+    if (raised <= settle)
         return settle;
-    int64_t raised = late_ms * 2;
     int64_t cur = settle;
     while (cur < raised && !atomic_compare_exchange_weak(&r->settle_ms, &cur, raised))
         ;
@@ -853,9 +861,15 @@ static void observe_late(struct job *j, const char *booked)
 
 /* ---- the lookup (checking, reconciling, finishing) ------------------------------------- */
 
-static int64_t abs64(int64_t v)
+/* True when the flow's lookup reads an amount (a column of its table or its detail page). */
+static bool lookup_reads_amount(const struct flow *f)
 {
-    return v < 0 ? -v : v;
+    const struct flow_table *t[2] = {&f->lookup.table, &f->lookup.detail.table};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < t[k]->n_cols; i++)
+            if (t[k]->cols[i].name && strcmp(t[k]->cols[i].name, "amount") == 0)
+                return true;
+    return false;
 }
 
 /*
@@ -908,6 +922,13 @@ static enum machine_event job_lookup(struct job *j)
     case ERP_FOUND:
     case ERP_FOUND_UNFINISHED: {
         const struct erp_row *row = &res.hits.rows[0];
+        /* The one rule for "this record books this invoice" (docmatch.h); a flow that reads no
+         * amount from the ERP at all chose to trust its key alone. */
+        struct docmatch_invoice mine;
+        struct docmatch_record rec;
+        docmatch_invoice_of_item(&j->item, &mine);
+        docmatch_record_of_row(row, &rec);
+        unsigned diff, ignore = lookup_reads_amount(w->r->flow) ? 0u : DOCMATCH_NO_AMOUNT;
         if (res.hits.n > 1) {
             snprintf(j->detail, sizeof(j->detail), "%zu ERP documents carry this key (%s, %s)",
                      res.hits.n, row->doc ? row->doc : "?",
@@ -916,19 +937,10 @@ static enum machine_event job_lookup(struct job *j)
         } else if (!row->doc) {
             snprintf(j->detail, sizeof(j->detail), "a hit without a document number");
             ev = MACHINE_EV_LOOKUP_FAILED;
-        } else if (row->vendor && strcmp(row->vendor, j->inv.vendor_id) != 0) {
-            snprintf(j->detail, sizeof(j->detail), "ERP document %s has vendor %s, not %s",
-                     row->doc, row->vendor, j->inv.vendor_id);
-            ev = MACHINE_EV_FOUND_CONFLICT;
-        } else if (row->currency && strcmp(row->currency, j->inv.currency) != 0) {
-            snprintf(j->detail, sizeof(j->detail), "ERP document %s is in %s, not %s", row->doc,
-                     row->currency, j->inv.currency);
-            ev = MACHINE_EV_FOUND_CONFLICT;
-        } else if (row->amount_text && (!row->has_amount || row->exponent != j->inv.exponent ||
-                                        abs64(row->amount) != abs64(j->inv.payable))) {
-            snprintf(j->detail, sizeof(j->detail),
-                     "ERP document %s has amount %s, the invoice %" PRId64 " minor units", row->doc,
-                     row->amount_text, j->inv.payable);
+        } else if ((diff = docmatch_compare(&mine, &rec) & ~ignore) != DOCMATCH_SAME) {
+            char what[300];
+            docmatch_describe(diff, &mine, &rec, what, sizeof(what));
+            snprintf(j->detail, sizeof(j->detail), "ERP document %s: %s", row->doc, what);
             ev = MACHINE_EV_FOUND_CONFLICT;
         } else {
             bool unfinished = res.answer == ERP_FOUND_UNFINISHED;

@@ -17,13 +17,17 @@
 #include <unistd.h>
 
 #include "apbot/error.h"
+#include "apbot/flow.h"
 #include "apbot/machine.h"
+#include "apbot/runner.h"
 #include "apbot/store.h"
 
 static void status_usage(FILE *out)
 {
-    fprintf(out, "usage: apbot status [--json]\n"
-                 "  counts per state, the oldest pending item's age, the manual-review depth\n");
+    fprintf(out, "usage: apbot status [--json] [--flow FILE]\n"
+                 "  counts per state, the oldest pending item's age, the manual-review depth;\n"
+                 "  with --flow also the settle delay in force for that ERP and the longest\n"
+                 "  late commit it was seen to make (JSON: settle_ms, max_late_commit_ms)\n");
 }
 
 /* "3d 4h", "2h 5m", "7m 3s", "12s". */
@@ -39,7 +43,13 @@ static void format_age(int64_t s, char *buf, size_t len)
         snprintf(buf, len, "%" PRId64 "s", s);
 }
 
-static int print_json(const struct store_counts *c, int64_t age_s)
+/* The flow's settle delay as runs apply it: the policy, raised by observed late commits. */
+struct settle_view {
+    bool known;
+    int64_t settle_ms, max_late_ms, policy_ms;
+};
+
+static int print_json(const struct store_counts *c, int64_t age_s, const struct settle_view *sv)
 {
     json_t *o = json_object();
     if (!o)
@@ -52,6 +62,10 @@ static int print_json(const struct store_counts *c, int64_t age_s)
     bad |= json_object_set_new(o, "oldest_pending_age_s",
                                age_s >= 0 ? json_integer(age_s) : json_null());
     bad |= json_object_set_new(o, "review_depth", json_integer(c->by_state[MACHINE_MANUAL_REVIEW]));
+    bad |=
+        json_object_set_new(o, "settle_ms", sv->known ? json_integer(sv->settle_ms) : json_null());
+    bad |= json_object_set_new(o, "max_late_commit_ms",
+                               sv->known ? json_integer(sv->max_late_ms) : json_null());
     if (!bad)
         bad = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!bad)
@@ -60,7 +74,7 @@ static int print_json(const struct store_counts *c, int64_t age_s)
     return bad ? -1 : 0;
 }
 
-static void print_table(const struct store_counts *c, int64_t age_s)
+static void print_table(const struct store_counts *c, int64_t age_s, const struct settle_view *sv)
 {
     printf("%-20s %10s\n", "state", "items");
     for (int s = 0; s < MACHINE_STATE__COUNT; s++)
@@ -74,14 +88,25 @@ static void print_table(const struct store_counts *c, int64_t age_s)
         printf("oldest pending: none\n");
     }
     printf("manual-review depth: %" PRId64 "\n", c->by_state[MACHINE_MANUAL_REVIEW]);
+    if (sv->known) {
+        printf("settle delay in force: %" PRId64 " ms", sv->settle_ms);
+        if (sv->max_late_ms > 0)
+            printf(" (the flow says %" PRId64 " ms; the ERP committed up to %" PRId64
+                   " ms after apbot gave up)",
+                   sv->policy_ms, sv->max_late_ms);
+        printf("\n");
+    }
 }
 
 int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
 {
     bool json = false;
+    const char *flow_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--flow") == 0 && i + 1 < argc) {
+            flow_path = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             status_usage(stdout);
             return CLI_EXIT_OK;
@@ -105,6 +130,23 @@ int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot status: %s\n", err);
         goto out;
     }
+    struct settle_view sv = {0};
+    if (flow_path) {
+        struct flow *f = NULL;
+        struct store_late_commit late = {0};
+        if (flow_load(flow_path, &f, err, sizeof(err)) != APBOT_OK) {
+            fprintf(stderr, "apbot status: flow %s: %s\n", flow_path, err);
+            goto out;
+        }
+        sv.policy_ms =
+            f->policy.settle_ms > 0 ? f->policy.settle_ms : flow_policy_default().settle_ms;
+        if (store_late_commit(st, f->name, &late, err, sizeof(err)) != APBOT_OK)
+            late.max_ms = 0;
+        flow_free(f);
+        sv.known = true;
+        sv.max_late_ms = late.max_ms;
+        sv.settle_ms = runner_settle_in_force(sv.policy_ms, late.max_ms);
+    }
     int64_t age_s = -1;
     if (c.oldest_pending_at > 0) {
         age_s = (store_now_ms() - c.oldest_pending_at) / 1000;
@@ -112,12 +154,12 @@ int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
             age_s = 0;
     }
     if (json) {
-        if (print_json(&c, age_s) != 0) {
+        if (print_json(&c, age_s, &sv) != 0) {
             fprintf(stderr, "apbot status: cannot write JSON\n");
             goto out;
         }
     } else {
-        print_table(&c, age_s);
+        print_table(&c, age_s, &sv);
     }
     ret = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 out:

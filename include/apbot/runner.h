@@ -93,6 +93,14 @@ struct runner_stats {
  */
 int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT_MUST_USE;
 
+/*
+ * The settle delay in force for a flow whose policy says policy_settle_ms when the ERP was
+ * seen committing up to max_late_ms after apbot gave up: once that reaches half the delay,
+ * twice the late commit (never less than the policy). Pure; the runner and `apbot status`
+ * share it.
+ */
+int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms);
+
 /* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
 #define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
 
