@@ -273,6 +273,7 @@ struct ritem {
     int64_t created_at, updated_at;
     char *erp_doc, *reason, *vendor_id, *vendor_name, *invoice_number;
     char doc_type[16], currency[4];
+    char issue_date[11]; /* YYYY-MM-DD */
     int exponent;
     int64_t total;
     ssize_t group; /* index of its group in the day's listing, -1 if absent */
@@ -408,6 +409,7 @@ static int collect_item(void *ctx, const struct store_item *si)
     it->invoice_number = apbot_xstrdup(si->invoice_number);
     snprintf(it->doc_type, sizeof(it->doc_type), "%s", si->doc_type);
     snprintf(it->currency, sizeof(it->currency), "%s", si->currency);
+    snprintf(it->issue_date, sizeof(it->issue_date), "%s", si->issue_date);
     it->exponent = si->exponent;
     it->total = si->total;
     it->group = -1;
@@ -1530,15 +1532,69 @@ static int build_start(struct build *b, struct store *st, const struct flow *f,
     return APBOT_OK;
 }
 
+/*
+ * The dates to list. By booking date: the day itself. By invoice date: every invoice date of
+ * the items completed on the day (and the day itself, for orphans dated that day), so each of
+ * them can be joined by key wherever the ERP put its date.
+ */
+static void listing_window(struct build *b, char from[11], char to[11])
+{
+    snprintf(from, 11, "%s", b->date);
+    snprintf(to, 11, "%s", b->date);
+    if (b->flow->list.by != FLOW_LIST_BY_INVOICE)
+        return;
+    for (size_t i = 0; i < b->n_items; i++) {
+        const struct ritem *it = &b->items[i];
+        if (!it->expected || !invoice_date_valid(it->issue_date))
+            continue;
+        if (strcmp(it->issue_date, from) < 0)
+            snprintf(from, 11, "%s", it->issue_date);
+        if (strcmp(it->issue_date, to) > 0)
+            snprintf(to, 11, "%s", it->issue_date);
+    }
+}
+
+/*
+ * A listing by invoice date holds the records of items completed on other days too: those are
+ * not the day's and are left out (they were, or will be, joined on their own day). Rows of the
+ * day's items, rows of items in any other state and rows no item claims (orphans) stay.
+ */
+static void drop_other_days(struct build *b)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < b->n_rows; i++) {
+        struct rrow *row = &b->rows[i];
+        struct ritem *it = row->reference ? find_item(b, row->reference) : NULL;
+        if (it && it->state == MACHINE_COMPLETED && !it->expected) {
+            free(row->doc);
+            free(row->reference);
+            free(row->vendor);
+            free(row->currency);
+            free(row->amount_text);
+            free(row->date);
+            continue;
+        }
+        b->rows[kept++] = *row;
+    }
+    b->n_rows = kept;
+}
+
 /* Reads the day's listing and joins it with the queue. */
 static int build_listing(struct build *b, char *err, size_t errlen)
 {
     struct report *r = b->r;
     int pages = 0;
-    int rc = erp_list_day(b->erp, b->date, collect_row, b, &pages, err, errlen);
+    char from[11], to[11];
+    listing_window(b, from, to);
+    int rc = erp_list_range(b->erp, from, to, collect_row, b, &pages, err, errlen);
 
     if (rc != APBOT_OK)
         return rc;
+    r->sum.list_by_invoice = b->flow->list.by == FLOW_LIST_BY_INVOICE;
+    snprintf(r->sum.list_from, sizeof(r->sum.list_from), "%s", from);
+    snprintf(r->sum.list_to, sizeof(r->sum.list_to), "%s", to);
+    if (r->sum.list_by_invoice)
+        drop_other_days(b);
     r->sum.erp_read = true;
     r->sum.erp_pages = pages;
     r->sum.erp_rows = (int64_t)b->n_rows;

@@ -322,6 +322,11 @@ static int write_text(const struct report *r, FILE *out)
             "matched %lld.\n",
             s->date, (long long)s->erp_rows, s->erp_pages, (long long)s->erp_apbot_rows,
             (long long)s->matched);
+    if (s->list_by_invoice)
+        fprintf(out,
+                "  (the ERP lists by invoice date: invoice dates %s to %s were read, and the "
+                "records of items settled on other days left out)\n",
+                s->list_from, s->list_to);
     text_activity(r, out);
     fprintf(out, "\n");
 
@@ -680,6 +685,9 @@ static int write_json(const struct report *r, FILE *out)
     json_object_set_new(erp, "rows", json_integer((json_int_t)s->erp_rows));
     json_object_set_new(erp, "apbot_rows", json_integer((json_int_t)s->erp_apbot_rows));
     json_object_set_new(erp, "pages", json_integer(s->erp_pages));
+    json_object_set_new(erp, "listed_by", json_string(s->list_by_invoice ? "invoice" : "booked"));
+    json_object_set_new(erp, "listed_from", json_string(s->list_from));
+    json_object_set_new(erp, "listed_to", json_string(s->list_to));
     json_object_set_new(erp, "lookups", json_integer((json_int_t)s->lookups));
     json_object_set_new(root, "erp", erp);
     json_object_set_new(root, "matched", json_integer((json_int_t)s->matched));

@@ -629,6 +629,12 @@ static bool job_apply(struct job *j, enum machine_event ev)
     /* ERP messages may echo the user id: nothing secret reaches the row, event or log. */
     mask_in_place(r, j->reason, sizeof(j->reason));
     mask_in_place(r, j->detail, sizeof(j->detail));
+    /* A stop arriving after a clean "not found" must not start a post: no intent is
+     * committed for a form that will not be sent; the item goes back untouched. */
+    bool stop_now = stopping(r); /* read once: the post starts under the lease or not at all */
+    if (ev == MACHINE_EV_NOT_FOUND && stop_now &&
+        (j->item.state == MACHINE_CHECKING || j->item.state == MACHINE_RECONCILING))
+        ev = MACHINE_EV_RELEASED;
     struct transition_env env = worker_env(w);
     struct transition_in in = {
         .event = ev,
@@ -636,16 +642,11 @@ static bool job_apply(struct job *j, enum machine_event ev)
         .doc = j->doc[0] ? j->doc : NULL,
         .reason = j->reason[0] ? j->reason : NULL,
         .detail = j->detail[0] ? j->detail : NULL,
-        /* A stop arriving after a clean "not found" must not start a post. */
-        .keep_lease = !stopping(r),
+        .keep_lease = !stop_now,
     };
     struct transition_out out;
     w->retry_after_ms = j->retry_after_ms;
     int rc = transition_apply(&env, &j->item, &in, &out, err, sizeof(err));
-    if (rc == APBOT_OK && !out.kept && out.step.next == MACHINE_POSTING) {
-        /* Stopping between not-found and the post: hand it back, no intent committed. */
-        rc = APBOT_OK;
-    }
     w->retry_after_ms = 0;
     j->doc[0] = j->reason[0] = j->detail[0] = '\0';
     j->retry_after_ms = 0;

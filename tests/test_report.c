@@ -150,12 +150,17 @@ static int64_t add(struct fx *x, const char *number, int64_t amount, enum target
 }
 
 /* A clerk books key by hand; returns the document number in doc. */
-static void book(struct fx *x, const char *key, const char *amount, char doc[32])
+static void book_dated(struct fx *x, const char *key, const char *amount, const char *date,
+                       char doc[32])
 {
     char number[32];
     snprintf(number, sizeof(number), "HAND-%d", ++x->n);
-    assert_int_equal(
-        simc_book(x->e.port, "100001", number, "2026-11-03", "EUR", amount, key, doc, 32), 0);
+    assert_int_equal(simc_book(x->e.port, "100001", number, date, "EUR", amount, key, doc, 32), 0);
+}
+
+static void book(struct fx *x, const char *key, const char *amount, char doc[32])
+{
+    book_dated(x, key, amount, "2026-11-03", doc);
 }
 
 static struct report *build(struct fx *x)
@@ -314,7 +319,10 @@ static void test_report_orphan(void **state)
     (void)state;
 
     fx_start(&x, NULL, fast);
-    book(&x, "AP1-UNKNOWNKEY000000000", "77.70", doc);
+    /* An ERP that lists by invoice date (classic) shows an orphan on the report of the day its
+     * invoice date names; one that lists by booking day, on the day it was booked. */
+    book_dated(&x, "AP1-UNKNOWNKEY000000000", "77.70",
+               x.flow->list.by == FLOW_LIST_BY_INVOICE ? x.today : "2026-11-03", doc);
     r = build(&x);
     assert_int_equal(report_status(r), REPORT_DRIFT);
     assert_int_equal(count(r, REPORT_ORPHAN), 1);
@@ -408,6 +416,10 @@ static void test_report_pagination(void **state)
     (void)state;
 
     fx_start(&x, NULL, fast);
+    if (x.flow->list.table.next == NULL && !strstr(x.flow->list.get, "${page")) {
+        fx_stop(&x);
+        skip(); /* this ERP lists a day in one page (classic): nothing to page through */
+    }
     for (int i = 0; i < 60; i++) {
         char ref[32];
         snprintf(ref, sizeof(ref), "AP1-ORPHAN%013d", i);

@@ -94,11 +94,14 @@ struct report_summary {
     bool erp_read;        /* false for report_build_queue: no ERP figures, no drift */
     int64_t generated_at; /* ms */
     const char *flow_name;
-    struct report_balance day;   /* items created on the day */
-    struct report_balance total; /* every item in the queue */
-    bool balanced;               /* in counts and, per currency, in money */
-    int64_t erp_rows;            /* rows in the day's listing */
-    int64_t erp_apbot_rows;      /* of which carry an apbot key (known or not) */
+    struct report_balance day;       /* items created on the day */
+    struct report_balance total;     /* every item in the queue */
+    bool balanced;                   /* in counts and, per currency, in money */
+    int64_t erp_rows;                /* rows in the day's listing */
+    bool list_by_invoice;            /* the ERP lists by invoice date: the window below was read and
+                                      * only rows of the day's items (and orphans) kept */
+    char list_from[11], list_to[11]; /* the dates read (YYYY-MM-DD) */
+    int64_t erp_apbot_rows;          /* of which carry an apbot key (known or not) */
     int erp_pages;
     int64_t matched; /* completed items with exactly one ERP record, same doc+amount */
     int64_t lookups; /* per-key ERP lookups made (missing checks, review hints) */
