@@ -432,8 +432,7 @@ void trace_print(void *printer, const struct erp_trace *t)
             p->out, "    success   <success> (login at line %d) matched on %s%s%s%s\n", l->line,
             l->success_status ? "status " : "", stt, l->success_status && l->success ? " + " : "",
             l->success ? (l->success_raw ? "pattern on the raw page" : "pattern on the page") : "");
-    } else if (t->status > 0 && !not_sent &&
-               (submit || (st && t->outcome && strcmp(t->outcome, "next") != 0))) {
+    } else if (t->status > 0 && !not_sent && st && t->outcome && strcmp(t->outcome, "next") != 0) {
         fprintf(p->out, "    rule      none matched\n");
     }
     fprintf(p->out, "    result    %s", esc(text, sizeof(text), t->outcome ? t->outcome : "?"));
