@@ -131,6 +131,15 @@ for ui in acme classic; do
         expect_grep classic_notsent "$work/notsent.out" "action += \"save\" +<- button pressed: <form submit=\"action\" submit-value=\"save\">"
         expect_grep classic_notsent "$work/notsent.out" "account_2 += \"6010--Printing and Toner\" +<- page default"
         expect_grep classic_dry "$out" "HTTP Basic on it"
+        # The sample in docs/writing-flows.md ("Start here") is this very run: every line it
+        # shows (elisions aside) is a line of the real output, one-time tokens aside.
+        sed -e "s|127.0.0.1:$port|127.0.0.1:8080|g" -e "s|$SRC/||g" -e 's/"[0-9a-f]\{24\}"/"TOKEN"/' "$out" >"$work/real.txt"
+        awk '/^```text$/ { f = 1; next } /^```$/ { f = 0 } f' "$SRC/docs/writing-flows.md" |
+            grep -v '^\$ \|^ *\.\.\.$' | sed 's/"[0-9a-f]\{24\}"/"TOKEN"/' >"$work/doc.txt"
+        [ "$(wc -l <"$work/doc.txt")" -ge 30 ] || fail "the guide's sample trace was not found"
+        while IFS= read -r l; do
+            grep -qxF -- "$l" "$work/real.txt" || fail "the guide's sample trace shows a line the trace does not print: $l"
+        done <"$work/doc.txt"
     else
         expect_grep acme_dry "$out" "lineAmount_2 += \"30,00\" +<- added \(not on the page\); <lines>"
         expect_grep acme_dry "$out" "j_password += \"\\*\\*\\*\" +<- template \\$\\{secret.password\\}"
