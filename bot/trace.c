@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/buf.h"
 #include "apbot/erp_post.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
@@ -129,13 +130,10 @@ static void names_clear(struct trace_printer *p)
 static void names_add(struct trace_printer *p, size_t *cap, char *name, const struct flow_field *fd,
                       const char *where)
 {
-    if (p->n_names >= TRACE_NAMES_MAX) {
-        free(name);
+    if (apbot_grow((void **)&p->names, cap, p->n_names, sizeof(*p->names), TRACE_NAMES_MAX) !=
+        APBOT_OK) {
+        free(name); /* past the bound: that control is simply not traced back */
         return;
-    }
-    if (p->n_names == *cap) {
-        *cap = *cap ? *cap * 2 : 32;
-        p->names = apbot_xrealloc(p->names, *cap * sizeof(*p->names));
     }
     p->names[p->n_names].name = name;
     p->names[p->n_names].fd = fd;
