@@ -318,6 +318,10 @@ static void print_controls(struct trace_printer *p, const struct erp_trace *t)
     }
     wn = wn > TRACE_NAME_COL ? TRACE_NAME_COL : wn;
     wv = wv > TRACE_VALUE_COL ? TRACE_VALUE_COL : wv;
+    if (t->n_controls == 0) {
+        fprintf(p->out, "    form      %s: nothing filled\n", esc(form, sizeof(form), t->form));
+        return;
+    }
     fprintf(p->out, "    form      %s, %zu control%s submitted:\n",
             esc(form, sizeof(form), t->form), t->n_controls, t->n_controls == 1 ? "" : "s");
     for (size_t i = 0; i < t->n_controls; i++) {
@@ -381,7 +385,7 @@ void trace_print(void *printer, const struct erp_trace *t)
 
     /* the request */
     fprintf(p->out, "[%d] %s %s", p->n, t->method ? t->method : "GET",
-            esc(url, sizeof(url), t->url));
+            t->url && *t->url ? esc(url, sizeof(url), t->url) : "(no form, so no address)");
     if (strcmp(t->step ? t->step : "", "detail") == 0)
         fprintf(p->out, "   (a candidate's detail page)");
     else if (submit && st && st->repeat_until_lines)

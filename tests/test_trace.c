@@ -458,13 +458,43 @@ static void test_trace_print_pages(void **state)
     free(out);
 }
 
+/* A step whose form is not on the page: nothing was filled, nothing had an address. */
+static void print_no_form(struct trace_printer *p)
+{
+    struct erp_trace t;
+    memset(&t, 0, sizeof(t));
+    t.step = "save";
+    t.method = "POST";
+    t.url = "";
+    t.transport = "not-sent: not submitted";
+    t.form = "//form[@name='invoice']";
+    t.outcome = "systemic";
+    t.why = "the ERP's form is not as the flow describes";
+    trace_print(p, &t);
+}
+
+static void test_trace_print_no_form(void **state)
+{
+    (void)state;
+    struct flow *f = classic_flow();
+    char *out = printed(f, NULL, print_no_form);
+    assert_non_null(strstr(out, "[1] POST (no form, so no address)   NOT SENT\n"));
+    assert_non_null(strstr(out, "form      //form[@name='invoice']: nothing filled\n"));
+    assert_non_null(strstr(out, "answer    none: not-sent: not submitted\n"));
+    assert_non_null(strstr(out, "result    systemic: the ERP's form is not as the flow describes"));
+    /* nothing was answered: no rule line, and no committing request counted */
+    assert_null(strstr(out, "rule "));
+    free(out);
+    flow_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_after_lookup), cmocka_unit_test(test_trace_end_of_lookup),
         cmocka_unit_test(test_trace_end_of_post),  cmocka_unit_test(test_trace_check_hits),
         cmocka_unit_test(test_trace_print_groups), cmocka_unit_test(test_trace_print_escapes),
-        cmocka_unit_test(test_trace_print_pages),
+        cmocka_unit_test(test_trace_print_pages),  cmocka_unit_test(test_trace_print_no_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
