@@ -31,7 +31,9 @@ static const struct {
      "[--out FILE]"},
     {"serve", cli_serve,
      "serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]   the review page"},
-    {"flow", cli_flow, "flow check FILE...                   validate flows"},
+    {"flow", cli_flow,
+     "flow check FILE...                   validate flows\n"
+     "  apbot flow trace FLOW --invoice FILE[#N] [--erp URL] [--dry-run]   explain one post"},
     {"migrate", cli_migrate, "migrate --from FILE.db --to postgresql://...   move a queue"},
 };
 
@@ -53,7 +55,7 @@ static void usage(FILE *out)
             "  1  error (database, file, ERP unusable for this command)\n"
             "  2  usage error\n"
             "  3  enqueue refused or found conflicting input; resolve refused; review or\n"
-            "     resolve of an unknown item\n"
+            "     resolve of an unknown item; flow trace: the invoice was rejected\n"
             "  4  run stopped by the circuit breaker (ERP unreachable, login refused,\n"
             "     entry form missing or changed); untouched items stay queued\n"
             "  5  report found drift (duplicates, missing, orphans, mismatches)\n"
