@@ -893,8 +893,8 @@ static void review_hint(struct build *b, struct ritem *it)
                             nz(h->doc), docmatch_describe(diff, &inv, &rec, why, sizeof(why)));
             }
         }
+        add_finding(b, &n); /* copies n.erp_docs, which points into res */
         erp_lookup_result_done(&res);
-        add_finding(b, &n);
     }
 }
 
