@@ -997,37 +997,3 @@ char *flow_key_cut(const struct flow *f, const char *key)
         n = (size_t)f->policy.key_length;
     return apbot_xstrndup(key, n);
 }
-
-char *flow_url(const char *base, const char *path)
-{
-    const char *scheme_end, *host_end;
-    size_t blen;
-    struct apbot_buf b;
-    int rc;
-
-    if (!path)
-        return NULL;
-    if (!base || strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
-        return apbot_xstrdup(path);
-    apbot_buf_init(&b, SIZE_MAX / 2);
-    blen = strlen(base);
-    if (path[0] == '/') {
-        scheme_end = strstr(base, "://");
-        host_end = scheme_end ? strchr(scheme_end + 3, '/') : NULL;
-        blen = host_end ? (size_t)(host_end - base) : blen;
-        rc = apbot_buf_add(&b, base, blen);
-    } else {
-        while (blen && base[blen - 1] == '/')
-            blen--;
-        rc = apbot_buf_add(&b, base, blen);
-        if (rc == APBOT_OK && *path)
-            rc = apbot_buf_add(&b, "/", 1);
-    }
-    if (rc == APBOT_OK)
-        rc = apbot_buf_adds(&b, path);
-    if (rc != APBOT_OK) { /* cannot happen under SIZE_MAX / 2 */
-        apbot_buf_done(&b);
-        return NULL;
-    }
-    return apbot_buf_steal(&b, NULL);
-}

@@ -491,38 +491,6 @@ out:
     return rc;
 }
 
-bool page_xpath_valid(const char *xpath, char *err, size_t errlen)
-{
-    struct page_quiet q;
-    struct page_xerr e;
-    bool ok = false;
-
-    if (!xpath || !*xpath) {
-        (void)apbot_fail(err, errlen, APBOT_E_INVAL, "empty XPath");
-        return false;
-    }
-    page_quiet_begin(&q);
-    /* Compiling catches syntax; evaluating once on an empty document also catches unknown
-     * functions and type errors, which libxml2 only reports at evaluation. */
-    htmlDocPtr doc = htmlNewDocNoDtD(NULL, NULL);
-    if (!doc)
-        abort();
-    xmlNodePtr html = xmlNewDocNode(doc, NULL, BAD_CAST "html", NULL);
-    if (!html)
-        abort();
-    xmlDocSetRootElement(doc, html);
-    xmlXPathContextPtr x = page_xctx(doc, &e);
-    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
-    ok = obj != NULL && !e.set;
-    if (!ok)
-        page_set_err(err, errlen, "XPath", e.msg);
-    xmlXPathFreeObject(obj);
-    xmlXPathFreeContext(x);
-    xmlFreeDoc(doc);
-    page_quiet_end(&q);
-    return ok;
-}
-
 /* ---- forms ---- */
 
 /* Field values may be secrets set by the caller (a password): wiped before they are freed. */

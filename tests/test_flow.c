@@ -640,23 +640,9 @@ static void test_flow_key_cut(void **state)
     flow_free(f);
 }
 
-static void test_flow_url_and_names(void **state)
+static void test_flow_outcome_names(void **state)
 {
     (void)state;
-    char *u;
-
-    u = flow_url("http://127.0.0.1:8080", "/erp/login");
-    assert_string_equal(u, "http://127.0.0.1:8080/erp/login");
-    free(u);
-    u = flow_url("https://erp.example.com/base/", "/erp/login");
-    assert_string_equal(u, "https://erp.example.com/erp/login");
-    free(u);
-    u = flow_url("https://erp.example.com/base/", "x?y=1");
-    assert_string_equal(u, "https://erp.example.com/base/x?y=1");
-    free(u);
-    u = flow_url("http://a", "https://b/c");
-    assert_string_equal(u, "https://b/c");
-    free(u);
     for (int o = 0; o < FLOW_OUT__COUNT; o++)
         assert_int_equal(flow_outcome_from_name(flow_outcome_name((enum flow_outcome)o)), o);
     assert_int_equal(flow_outcome_from_name("success"), FLOW_OUT__COUNT);
@@ -1440,7 +1426,7 @@ int main(void)
         cmocka_unit_test(test_flow_expand_variables),
         cmocka_unit_test(test_flow_expand_formatters),
         cmocka_unit_test(test_flow_key_cut),
-        cmocka_unit_test(test_flow_url_and_names),
+        cmocka_unit_test(test_flow_outcome_names),
         cmocka_unit_test(test_flow_full_struct),
         cmocka_unit_test(test_flow_classic),
         cmocka_unit_test(test_flow_mutations),

@@ -325,12 +325,6 @@ char *flow_key_cut(const struct flow *f, const char *key);
 /* The defaults of every policy number (what a flow without <policy> gets). Cannot fail. */
 struct flow_policy flow_policy_default(void);
 
-/*
- * Joins an expanded URL template to the base URL: "http(s)://..." is used as is, "/path"
- * replaces the base's path, anything else is appended after a '/'. Heap; NULL if path is NULL.
- */
-char *flow_url(const char *base, const char *path);
-
 /* The RelaxNG schema apbot validates with (flows/flow.rng, embedded at build time). Heap. */
 char *flow_schema_text(void);
 

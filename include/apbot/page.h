@@ -130,14 +130,12 @@ char *page_string(const struct page *p, const char *xpath);
  */
 typedef int (*page_row_fn)(void *ctx, const char *const *cells, size_t n_cells);
 int page_rows(const struct page *p, const char *rows_xpath, const char *const *col_xpaths,
-              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err, size_t errlen);
+              size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err,
+              size_t errlen) APBOT_MUST_USE;
 
 /* Visible text of the page (title first; no script, style or select options), whitespace
  * collapsed, at most max bytes (UTF-8 safe). A page with no visible text at all (garbled,
  * binary) gives a cleaned prefix of its raw bytes instead. Never NULL; free(). */
 char *page_excerpt(const struct page *p, size_t max);
-
-/* True when xpath compiles (for flow checks); err gets libxml2's reason. */
-bool page_xpath_valid(const char *xpath, char *err, size_t errlen);
 
 #endif

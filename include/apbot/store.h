@@ -239,10 +239,10 @@ int store_get_by_key(struct store *st, const char *key, struct store_item *ret, 
 /* Calls fn for each item in `state` (MACHINE_STATE_INVALID = all), oldest first; fn may call
  * back into the store. */
 int store_each(struct store *st, enum machine_state state, store_item_fn fn, void *ctx, char *err,
-               size_t errlen);
+               size_t errlen) APBOT_MUST_USE;
 /* store_each, stopping after `limit` items (0 = no limit). */
 int store_each_limit(struct store *st, enum machine_state state, int64_t limit, store_item_fn fn,
-                     void *ctx, char *err, size_t errlen);
+                     void *ctx, char *err, size_t errlen) APBOT_MUST_USE;
 
 /* Audit events and evidence of one item, oldest first; valid only during the call. */
 struct store_event_row {
@@ -251,14 +251,14 @@ struct store_event_row {
 };
 typedef int (*store_event_fn)(void *ctx, const struct store_event_row *row);
 int store_each_event(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
-                     size_t errlen);
+                     size_t errlen) APBOT_MUST_USE;
 struct store_evidence_row {
     int64_t id, item_id, at; /* at: wall ms */
     struct store_evidence ev;
 };
 typedef int (*store_evidence_fn)(void *ctx, const struct store_evidence_row *row);
 int store_each_evidence(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
-                        char *err, size_t errlen);
+                        char *err, size_t errlen) APBOT_MUST_USE;
 
 /* Counts per state (one snapshot), oldest pending item's created_at (wall, 0 if none). */
 struct store_counts {

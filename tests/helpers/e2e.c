@@ -353,7 +353,8 @@ int e2e_count(struct e2e *e, int state)
     if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
         e2e_die("store_open", err);
     struct walk w = {.state = state < 0 ? -1 : state};
-    (void)store_each(st, MACHINE_STATE_INVALID, count_item, &w, err, sizeof(err));
+    if (store_each(st, MACHINE_STATE_INVALID, count_item, &w, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_each", err);
     store_close(st);
     return w.count;
 }
@@ -387,10 +388,13 @@ static int each_item(void *ctx, const struct store_item *it)
     char err[APBOT_ERR_LEN];
     switch (p->mode) {
     case 0:
-        (void)store_each_event(p->w->st, it->id, count_event, p->w, err, sizeof(err));
+        if (store_each_event(p->w->st, it->id, count_event, p->w, err, sizeof(err)) != APBOT_OK)
+            e2e_die("store_each_event", err);
         break;
     case 1:
-        (void)store_each_evidence(p->w->st, it->id, count_evidence, p->w, err, sizeof(err));
+        if (store_each_evidence(p->w->st, it->id, count_evidence, p->w, err, sizeof(err)) !=
+            APBOT_OK)
+            e2e_die("store_each_evidence", err);
         break;
     default:
         if (it->counters.posts > p->w->count)
@@ -407,7 +411,8 @@ static struct walk walk_items(struct e2e *e, int mode, const char *needle)
     if (store_open(e->db, &w.st, err, sizeof(err)) != APBOT_OK)
         e2e_die("store_open", err);
     struct per_item p = {.w = &w, .mode = mode};
-    (void)store_each(w.st, MACHINE_STATE_INVALID, each_item, &p, err, sizeof(err));
+    if (store_each(w.st, MACHINE_STATE_INVALID, each_item, &p, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_each", err);
     store_close(w.st);
     w.st = NULL;
     return w;
