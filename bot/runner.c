@@ -713,6 +713,13 @@ static enum login_rc worker_login(struct worker *w)
     }
 
     int rc = erp_login(w->erp, err, sizeof(err));
+    if (rc == APBOT_E_SYSTEMIC) {
+        /* Tripped before the gate opens: a session waiting at the gate must wake to a stop,
+         * not to its own try of the same refused password. */
+        char msg[700];
+        snprintf(msg, sizeof(msg), "login refused: %s", err);
+        breaker_trip(r, msg);
+    }
     if (gated) {
         pthread_mutex_lock(&r->login_mu);
         r->login_busy = false;
@@ -726,12 +733,8 @@ static enum login_rc worker_login(struct worker *w)
         w->stats.logins++;
         return LOGIN_OK;
     }
-    if (rc == APBOT_E_SYSTEMIC) {
-        char msg[700];
-        snprintf(msg, sizeof(msg), "login refused: %s", err);
-        breaker_trip(r, msg);
+    if (rc == APBOT_E_SYSTEMIC)
         return LOGIN_SYSTEMIC;
-    }
     if (!stopping(r))
         log_msg(r, "warn", "login failed, will retry", err);
     if (++w->login_fails >= RUNNER_LOGIN_FAILS_MAX) {
