@@ -32,7 +32,7 @@
 #include "helpers/sim_client.h"
 
 #define WRITER_ENV "APBOT_TEST_BUSY_WRITER"
-#define N_UPFRONT 40
+#define N_UPFRONT 60
 /* The writer's batches: how long each holds the write lock (ms). The second outlasts the
  * store's 5 s busy timeout twice over: a runner's evidence write times out on it, and so does
  * the state write after it, unless the store tries the transaction again. */
@@ -129,12 +129,26 @@ static void print_log(struct e2e *e, const char *name)
     free(log);
 }
 
+/* The run's length from its summary line ("run: stopped (empty) after N s: ..."), or -1. */
+static int run_seconds(struct e2e *e, const char *name)
+{
+    char *log = e2e_read_file(e, name);
+    const char *p = strstr(log, "run: stopped (");
+    int secs = -1;
+    if (p)
+        p = strstr(p, ") after ");
+    if (!p || sscanf(p, ") after %d s", &secs) != 1)
+        secs = -1;
+    free(log);
+    return secs;
+}
+
 static void test_e2e_busy_database(void **state)
 {
     (void)state;
     struct e2e e;
     e2e_start_ui(&e, SIM_UI_ACME, "calm",
-                 "index_lag_ms = 200\nservice_ms.post = 40..80\nservice_ms.search = 10..20\n", 91);
+                 "index_lag_ms = 200\nservice_ms.post = 80..150\nservice_ms.search = 10..20\n", 91);
     /* The runners' policy: test timings, and a lease longer than the writer's longest hold. */
     e2e_flow_copy(&e, "connect-timeout-ms=\"2000\"", "connect-timeout-ms=\"500\"");
     e2e_flow_copy(&e, " timeout-ms=\"4000\"", " timeout-ms=\"1500\"");
@@ -161,6 +175,9 @@ static void test_e2e_busy_database(void **state)
     assert_int_equal(wcode, 0);
     assert_int_equal(code1, 0);
     assert_int_equal(code2, 0);
+    /* Both were at work through the writer's 12 s hold (else this proved nothing). */
+    assert_true(run_seconds(&e, "run-1.log") >= 12);
+    assert_true(run_seconds(&e, "run-2.log") >= 12);
 
     /* What the writer added after the runners emptied the queue is settled by one more run. */
     e.n_items = N_UPFRONT + (int)(N_BATCHES * PER_BATCH);

@@ -185,7 +185,7 @@ static void test_e2e_classic_drop_after_save(void **state)
 }
 
 /* Waits for the first approve to reach the ERP, then makes the next two approves fail with a
- * 500 before the ERP processes them (the approve's draw comes after its 300 ms service). */
+ * 500 before the ERP processes them (the approve's draw comes after its 1 s service). */
 struct approve_saboteur {
     unsigned short port;
     pthread_t thread;
@@ -213,7 +213,7 @@ static void test_e2e_classic_approve_fails(void **state)
     (void)state;
     struct e2e e;
     char key[32];
-    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", SCENARIO "service_ms.post = 300..300\n", 75);
+    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", SCENARIO "service_ms.post = 1000..1000\n", 75);
     struct e2e_invoice inv = {"100007", "APR-1", "2026-11-05", "EUR", 7700, "6010", false, NULL};
     e2e_add(&e, &inv, key);
     struct approve_saboteur sab = {.port = e.port};
