@@ -133,6 +133,7 @@ struct erp_fetch_info {
     bool match_aborted; /* a session marker exhausted the page's match budget */
     long status;
     long retry_after_s;
+    int64_t date_ms; /* the answer's Date header (the ERP's clock), Unix ms; 0 if none */
     char *final_url; /* on APBOT_OK: the URL of the page (after redirects), heap: free it */
 };
 

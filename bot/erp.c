@@ -966,6 +966,7 @@ int erp_fetch(struct erp_session *s, const char *step, const char *url, struct p
         }
         erp_xch_begin(s, ret_x, step, "GET", url, &r, p, NULL);
         ret_info->answered = true;
+        ret_info->date_ms = r.date_ms;
         ret_info->final_url = apbot_xstrdup(r.effective_url ? r.effective_url : url);
         erp_view_done(&v);
         http_response_done(&r);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "apbot/buf.h"
+#include "apbot/clock.h"
 #include "apbot/decide.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
@@ -327,6 +328,10 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
         rc = erp_fetch(lr->s, "lookup", url, &p, &x, &info, ferr, sizeof(ferr));
         lr->ret->http_status = info.status;
         lr->ret->retry_after_s = info.retry_after_s;
+        if (rc == APBOT_OK && info.date_ms > 0) {
+            lr->ret->erp_date_ms = info.date_ms;
+            lr->ret->erp_date_mono = apbot_clock_mono_ms();
+        }
         if (rc == APBOT_E_SYSTEMIC) {
             apbot_fail(err, errlen, rc, "%s", ferr);
             break;

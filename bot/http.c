@@ -72,6 +72,7 @@ struct http_session {
     size_t body_cap;
     bool truncated;
     long retry_after_s;
+    int64_t date_ms;    /* the Date header of the response under way, Unix ms; 0 if none */
     char *location;     /* the Location header of the response under way, raw */
     bool location_long; /* ... longer than HTTP_LOCATION_MAX */
     /* per exchange (all hops), reset by exchange_begin() */
@@ -211,23 +212,36 @@ static char *http_header_value(const char *v, size_t len)
     return apbot_xstrndup(v, len);
 }
 
-/* Header sink: Retry-After and Location of the response under way (a hop's last). */
+/* The Date header's value (an HTTP-date) as Unix ms, 0 when it cannot be read. */
+static int64_t http_parse_date(const char *v, size_t len)
+{
+    char *text = http_header_value(v, len);
+    time_t when = strlen(text) < 128 ? curl_getdate(text, NULL) : (time_t)-1;
+    free(text);
+    return when == (time_t)-1 || when <= 0 ? 0 : (int64_t)when * 1000;
+}
+
+/* Header sink: Retry-After, Date and Location of the response under way (a hop's last). */
 static size_t http_on_header(char *data, size_t size, size_t nmemb, void *userp)
 {
     struct http_session *s = userp;
     size_t n = size * nmemb;
     static const char retry[] = "retry-after:";
+    static const char date[] = "date:";
     static const char location[] = "location:";
 
     s->bytes_in += (curl_off_t)n;
     if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) { /* a new response starts */
         s->retry_after_s = -1;
+        s->date_ms = 0;
         free(s->location);
         s->location = NULL;
         s->location_long = false;
     } else if (n > sizeof(retry) - 1 && strncasecmp(data, retry, sizeof(retry) - 1) == 0) {
         s->retry_after_s =
             http_parse_retry_after(data + sizeof(retry) - 1, n - (sizeof(retry) - 1));
+    } else if (n > sizeof(date) - 1 && strncasecmp(data, date, sizeof(date) - 1) == 0) {
+        s->date_ms = http_parse_date(data + sizeof(date) - 1, n - (sizeof(date) - 1));
     } else if (n >= sizeof(location) - 1 &&
                strncasecmp(data, location, sizeof(location) - 1) == 0) {
         free(s->location);
@@ -399,6 +413,7 @@ static void hop_begin(struct http_session *s)
     s->body_cap = 0;
     s->truncated = false;
     s->retry_after_s = -1;
+    s->date_ms = 0;
     free(s->location);
     s->location = NULL;
     s->location_long = false;
@@ -684,6 +699,7 @@ static int http_exchange(struct http_session *s, const struct http_request *req,
         r->transport = HTTP_ANSWERED;
         r->status = status;
         r->retry_after_s = s->retry_after_s;
+        r->date_ms = s->date_ms;
         if (!s->body) {
             s->body = apbot_xmalloc(1);
             s->body[0] = '\0';

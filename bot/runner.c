@@ -715,6 +715,13 @@ static enum login_rc worker_login(struct worker *w)
     }
 
     int rc = erp_login(w->erp, err, sizeof(err));
+    if (rc == APBOT_E_SYSTEMIC) {
+        /* Tripped before the gate opens: a session waiting at the gate must wake to a stop,
+         * not to its own try of the same refused password. */
+        char msg[700];
+        snprintf(msg, sizeof(msg), "login refused: %s", err);
+        breaker_trip(r, msg);
+    }
     if (gated) {
         pthread_mutex_lock(&r->login_mu);
         r->login_busy = false;
@@ -728,12 +735,8 @@ static enum login_rc worker_login(struct worker *w)
         w->stats.logins++;
         return LOGIN_OK;
     }
-    if (rc == APBOT_E_SYSTEMIC) {
-        char msg[700];
-        snprintf(msg, sizeof(msg), "login refused: %s", err);
-        breaker_trip(r, msg);
+    if (rc == APBOT_E_SYSTEMIC)
         return LOGIN_SYSTEMIC;
-    }
     if (!stopping(r))
         log_msg(r, "warn", "login failed, will retry", err);
     if (++w->login_fails >= RUNNER_LOGIN_FAILS_MAX) {
@@ -834,17 +837,38 @@ static int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why)
     return cur;
 }
 
-/* A reconciliation found doc booked at `booked`: how late was it after the client gave up? */
-static void observe_late(struct job *j, const char *booked)
+/*
+ * A reconciliation found doc booked at `booked` (the ERP's clock): how late was it after the
+ * client gave up? The give-up moment is placed on the ERP's clock through the Date of the
+ * lookup's answer and CLOCK_BOOTTIME (the ERP's time then, minus the mono time since the give
+ * up), so neither a step of this host's wall clock nor a skew between the two hosts reads as a
+ * late commit. Without a Date the wall stamp of the give-up is used, and a booking that lies
+ * in this host's future says the clocks disagree: nothing is learnt from it.
+ */
+static void observe_late(struct job *j, const char *booked, const struct erp_lookup_result *res)
 {
     struct worker *w = j->w;
     struct runner *r = w->r;
-    int64_t booked_ms;
+    int64_t booked_ms, gave_up;
+    struct apbot_now now;
     if (!j->item.has_settle || !booked ||
         !booked_wall_ms(r->flow->lookup.table.date_format, booked, &booked_ms))
         return;
+    apbot_clock_now(&now);
+    bool same_boot = apbot_clock_same_boot(j->item.clock_boot, now.boot);
+    if (res->erp_date_ms > 0 && same_boot) {
+        /* Whole seconds on both sides: the ERP's own booking after its own clock is another
+         * time zone or a broken column, not a late commit. */
+        if (booked_ms > res->erp_date_ms + 1000)
+            return;
+        gave_up = res->erp_date_ms - (res->erp_date_mono - j->item.settle_mono);
+    } else {
+        if (booked_ms > now.wall_ms + 1000)
+            return;
+        gave_up = j->item.settle_at;
+    }
     /* Whole seconds on the ERP's clock: a second of rounding is not a late commit. */
-    int64_t late = booked_ms - j->item.settle_at;
+    int64_t late = booked_ms - gave_up;
     if (late <= 1000)
         return;
     int64_t prev = atomic_load(&r->max_late);
@@ -950,7 +974,7 @@ static enum machine_event job_lookup(struct job *j)
                      unfinished ? " (saved, not finished)" : "");
             ev = unfinished ? MACHINE_EV_FOUND_UNFINISHED : MACHINE_EV_FOUND;
             if (j->item.state == MACHINE_RECONCILING)
-                observe_late(j, row->booked);
+                observe_late(j, row->booked, &res);
         }
         break;
     }

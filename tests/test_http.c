@@ -211,6 +211,13 @@ static void *conn_main(void *arg)
             strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
             snprintf(hdr, sizeof(hdr), "Retry-After: %s\r\n", date);
             respond(fd, 429, "Too Many Requests", hdr, "slow down", 9, false);
+        } else if (strcmp(path, "/dated") == 0) {
+            /* a fixed moment, and a header name in another case */
+            respond(fd, 200, "OK", "dAtE:  Tue, 03 Nov 2026 08:15:30 GMT \r\n", "ok", 2, true);
+            continue;
+        } else if (strcmp(path, "/bad-date") == 0) {
+            respond(fd, 200, "OK", "Date: yesterday-ish\r\n", "ok", 2, true);
+            continue;
         } else if (strcmp(path, "/error500") == 0) {
             respond(fd, 500, "Internal Server Error", NULL, "E104: closed", 12, false);
         } else if (strcmp(path, "/set-cookie") == 0) {
@@ -495,6 +502,27 @@ static void test_http_retry_after(void **state)
     /* a later answer without the header does not inherit it */
     assert_int_equal(http_get(f->http, url(f, "/ok"), &r), APBOT_OK);
     assert_int_equal(r.retry_after_s, -1);
+    http_response_done(&r);
+}
+
+/* The Date header is the server's clock (the runner places moments on the ERP's clock with
+ * it): read to the second, 0 when absent or unreadable, never inherited by a later answer. */
+static void test_http_date(void **state)
+{
+    struct fx *f = *state;
+    struct http_response r;
+
+    assert_int_equal(http_get(f->http, url(f, "/dated"), &r), APBOT_OK);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.date_ms, INT64_C(1793693730) * 1000); /* 2026-11-03T08:15:30Z */
+    http_response_done(&r);
+    assert_int_equal(http_get(f->http, url(f, "/bad-date"), &r), APBOT_OK);
+    assert_int_equal(r.date_ms, 0);
+    http_response_done(&r);
+    assert_int_equal(http_get(f->http, url(f, "/dated"), &r), APBOT_OK);
+    http_response_done(&r);
+    assert_int_equal(http_get(f->http, url(f, "/ok"), &r), APBOT_OK);
+    assert_int_equal(r.date_ms, 0);
     http_response_done(&r);
 }
 
@@ -1273,6 +1301,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_http_answered_200, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_retry_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_date, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_cookies_kept_and_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_post_redirect_get_secret_free, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_refused_is_not_sent, setup, teardown),

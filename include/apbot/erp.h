@@ -199,11 +199,15 @@ enum erp_answer {
 
 struct erp_lookup_result {
     enum erp_answer answer;
-    struct erp_hits hits; /* every exact-key hit, finished ones first (ERP_FOUND and
-                           * ERP_FOUND_UNFINISHED only; more than one is a conflict) */
-    long http_status;     /* of the last exchange, 0 if none answered */
-    long retry_after_s;   /* Retry-After of the last answer, -1 if none */
-    char detail[256];     /* why ERP_FAILED (secret-free), else "" */
+    struct erp_hits hits;  /* every exact-key hit, finished ones first (ERP_FOUND and
+                            * ERP_FOUND_UNFINISHED only; more than one is a conflict) */
+    long http_status;      /* of the last exchange, 0 if none answered */
+    long retry_after_s;    /* Retry-After of the last answer, -1 if none */
+    int64_t erp_date_ms;   /* the ERP's clock (the Date header of a result page), Unix ms in
+                            * whole seconds; 0 when no answer carried one */
+    int64_t erp_date_mono; /* CLOCK_BOOTTIME ms when that answer arrived (with erp_date_ms it
+                            * places a moment of this process on the ERP's clock) */
+    char detail[256];      /* why ERP_FAILED (secret-free), else "" */
 };
 /* Frees the hits. NULL is fine. */
 void erp_lookup_result_done(struct erp_lookup_result *r);

@@ -80,6 +80,8 @@ struct http_response {
                             * a result row, so it is never a clean answer); body stays NULL */
     char *effective_url;   /* the last hop's URL, heap, may be NULL */
     long retry_after_s;    /* Retry-After in seconds, -1 if absent */
+    int64_t date_ms;       /* the answer's Date header: the server's clock when it answered,
+                            * Unix ms (whole seconds); 0 if absent or unreadable */
     long redirects;        /* redirects followed; > 0 means status and body are the last hop's */
     long first_status;     /* the first hop's status (= status without redirects); 0 if none */
     char *first_location;  /* the first hop's Location resolved against its URL, heap, when it

@@ -6,9 +6,13 @@
 #include "e2e.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "apbot/http.h"
@@ -465,4 +469,135 @@ void e2e_flow_copy(struct e2e *e, const char *from, const char *to)
     fclose(out);
     free(buf);
     e->opt.flow_path = e->flow;
+}
+
+/* ---- runs in the background, child processes, waiting ------------------------------------ */
+
+int64_t e2e_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void e2e_nap_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void *bg_main(void *arg)
+{
+    struct e2e_bg *bg = arg;
+    bg->rc = runner_run(&bg->e->opt, &bg->e->stats);
+    return NULL;
+}
+
+void e2e_run_bg(struct e2e *e, struct e2e_bg *bg)
+{
+    memset(bg, 0, sizeof(*bg));
+    bg->e = e;
+    bg->cancel = 0;
+    e->opt.cancel = &bg->cancel;
+    if (pthread_create(&bg->thread, NULL, bg_main, bg) != 0)
+        e2e_die("pthread_create", "runner thread");
+    bg->started = true;
+}
+
+int e2e_run_join(struct e2e_bg *bg, bool cancel)
+{
+    if (!bg->started)
+        return APBOT_E_INVAL;
+    if (cancel)
+        bg->cancel = 1;
+    pthread_join(bg->thread, NULL);
+    bg->started = false;
+    bg->e->opt.cancel = NULL;
+    return bg->rc;
+}
+
+int e2e_count_terminal(struct e2e *e)
+{
+    return e2e_count(e, MACHINE_COMPLETED) + e2e_count(e, MACHINE_BUSINESS_EXCEPTION) +
+           e2e_count(e, MACHINE_MANUAL_REVIEW);
+}
+
+bool e2e_wait_count(struct e2e *e, int state, int n, long timeout_ms)
+{
+    int64_t until = e2e_mono_ms() + timeout_ms;
+    for (;;) {
+        int have = state < 0 ? e2e_count_terminal(e) : e2e_count(e, state);
+        if (have >= n)
+            return true;
+        if (e2e_mono_ms() >= until)
+            return false;
+        e2e_nap_ms(20);
+    }
+}
+
+pid_t e2e_spawn_apbot(struct e2e *e, const char *log_name, const char *const *args)
+{
+    const char *bin = getenv("APBOT_BIN");
+    if (!bin || !*bin)
+        e2e_die("APBOT_BIN", "not set");
+    const char *argv[36];
+    size_t n = 0;
+    argv[n++] = bin;
+    argv[n++] = "--db";
+    argv[n++] = e->db;
+    for (size_t i = 0; args && args[i] && n < 34; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    char log[400];
+    snprintf(log, sizeof(log), "%s/%s", e->dir, log_name);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        e2e_die("fork", NULL);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int e2e_wait_exit(pid_t pid, long timeout_ms)
+{
+    int64_t until = e2e_mono_ms() + timeout_ms;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (r < 0 || e2e_mono_ms() >= until)
+            break;
+        e2e_nap_ms(20);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+char *e2e_read_file(struct e2e *e, const char *log_name)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", e->dir, log_name);
+    FILE *f = fopen(path, "rb");
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf)
+        abort();
+    if (f) {
+        n = fread(buf, 1, cap, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+    return buf;
 }

@@ -12,6 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/types.h>
 
 #include "apbot/runner.h"
 #include "sim.h"
@@ -124,5 +127,44 @@ void e2e_flow_copy(struct e2e *e, const char *from, const char *to);
 
 /* Absolute path of a source file (APBOT_SRC/rel) into buf. */
 void e2e_src_path(char *buf, size_t len, const char *rel);
+
+/* ---- runs in the background, child processes, waiting ------------------------------------ */
+
+/* CLOCK_MONOTONIC in ms (test timing only; never the wall clock). */
+int64_t e2e_mono_ms(void);
+/* Sleeps ms milliseconds. */
+void e2e_nap_ms(long ms);
+
+/* A runner_run in a thread of its own, so the test can act while it runs. */
+struct e2e_bg {
+    struct e2e *e;
+    pthread_t thread;
+    volatile sig_atomic_t cancel; /* the run's cancel flag (e->opt.cancel points here) */
+    int rc;                       /* runner_run's result, after e2e_run_join */
+    bool started;
+};
+/* Starts runner_run(&e->opt, &e->stats) in a thread, with e->opt.cancel = &bg->cancel. The
+ * test must not change e->opt or read e->stats until e2e_run_join. */
+void e2e_run_bg(struct e2e *e, struct e2e_bg *bg);
+/* Raises the cancel flag when `cancel`, joins the thread and returns runner_run's result;
+ * e->stats then holds the run's stats and e->opt.cancel is NULL again. */
+int e2e_run_join(struct e2e_bg *bg, bool cancel);
+
+/* Number of items in a terminal state (completed, business exception, manual review). */
+int e2e_count_terminal(struct e2e *e);
+/* Polls (every 20 ms) until at least `n` items are in `state` (MACHINE_STATE_INVALID: in a
+ * terminal state). Returns true when they are, false after timeout_ms. */
+bool e2e_wait_count(struct e2e *e, int state, int n, long timeout_ms);
+
+/*
+ * Runs the apbot executable (APBOT_BIN) with `--db <queue> <args...>` (args NULL-terminated,
+ * at most 30) in a child process, stdout and stderr to <dir>/<log_name>. Returns its pid.
+ */
+pid_t e2e_spawn_apbot(struct e2e *e, const char *log_name, const char *const *args);
+/* Waits for a child to exit by itself (at most timeout_ms, then SIGKILL and -1). Returns its
+ * exit code, or 128 + the signal that ended it. */
+int e2e_wait_exit(pid_t pid, long timeout_ms);
+/* Reads <dir>/<log_name> into a malloc'd string ("" when missing; caller frees). */
+char *e2e_read_file(struct e2e *e, const char *log_name);
 
 #endif

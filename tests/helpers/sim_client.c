@@ -243,6 +243,29 @@ int simc_count_reference(unsigned short port, const char *reference)
     return rows < 0 ? -1 : c.count;
 }
 
+struct natural_ctx {
+    const char *vendor, *invoice_number;
+    int count;
+};
+
+static void count_natural(void *arg, char **fields, int n)
+{
+    struct natural_ctx *c = arg;
+    if (n >= 3 && strcmp(fields[1], c->vendor) == 0 && strcmp(fields[2], c->invoice_number) == 0)
+        c->count++;
+}
+
+int simc_count_natural(unsigned short port, const char *vendor_id, const char *invoice_number)
+{
+    char *csv = NULL;
+    if (simc_ledger(port, &csv))
+        return -1;
+    struct natural_ctx c = {vendor_id, invoice_number, 0};
+    int rows = csv_each(csv, count_natural, &c);
+    free(csv);
+    return rows < 0 ? -1 : c.count;
+}
+
 struct status_ctx {
     const char *doc;
     char *dst;

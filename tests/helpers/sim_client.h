@@ -17,6 +17,9 @@
 int simc_ledger(unsigned short port, char **ret_csv);
 /* Number of bookings whose reference equals `reference` exactly, or -1. */
 int simc_count_reference(unsigned short port, const char *reference);
+/* Number of bookings of vendor_id's invoice invoice_number (both exact), whatever their
+ * reference, or -1: the natural key's count. */
+int simc_count_natural(unsigned short port, const char *vendor_id, const char *invoice_number);
 /* Number of bookings (ledger rows without the header), or -1. */
 int simc_count_rows(unsigned short port);
 /* GET /_sim/lines.csv (doc,line,gl_account,amount,description) into *ret_csv (malloc'd).
