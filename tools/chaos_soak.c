@@ -247,6 +247,7 @@ struct round_plan {
     enum sim_ui ui;
     struct apbot_buf scenario;
     long timeout_ms, connect_ms, settle_ms, lease_ms, backoff_base_ms, backoff_cap_ms;
+    long index_lag_ms; /* the simulator's search index lag */
     char concurrency[8];
     int kills;
     long kill_after_ms[SOAK_MAX_KILLS];
@@ -283,6 +284,7 @@ static void plan_erp(struct round_plan *p, struct rng *r)
     long wait_max = rng_range(r, 100, 800); /* a queued request is served (and booked) late */
     long late = rng_range(r, 100, 800);
     long lag = rng_range(r, 20, 400);
+    p->index_lag_ms = lag;
     p->timeout_ms = rng_range(r, 600, 1200);
     p->connect_ms = rng_range(r, 300, 600);
     scn_add(p, "slots = %ld\n", rng_range(r, 2, 4));
@@ -324,6 +326,8 @@ static void plan_erp(struct round_plan *p, struct rng *r)
     if (wait_max + post_max + late - p->timeout_ms > after)
         after = wait_max + post_max + late - p->timeout_ms;
     p->settle_ms = 2 * (after + lag) + 500;
+    if (p->settle_ms < p->timeout_ms + 500) /* flow check: never shorter than the timeout */
+        p->settle_ms = p->timeout_ms + 500;
     /* The runner's floor (timeout + connect + 2 x 2000 ms): a kill costs this much wait. */
     p->lease_ms = p->timeout_ms + p->connect_ms + 4000;
     p->backoff_base_ms = rng_range(r, 20, 100);
@@ -439,6 +443,9 @@ struct round_result {
     long long reposts;
     int lost;      /* not in the queue, not terminal, or completed without a booking */
     int misjudged; /* valid invoices refused, held ones posted or not adopted */
+    int ambiguous; /* `unknown` outcomes of a post: reconciled, never re-posted blind */
+    int recovered; /* leases of a killed run taken over (`lease-expired`) */
+    int reposted;  /* items posted a second time after a confirmed absence */
     int64_t ms;
     char problem[600];
     char dir[300];
@@ -553,6 +560,9 @@ static int round_invoices(struct round *rd, struct rng *r)
     }
     store_close(st);
     rd->res->invoices = rd->plan.n_items;
+    /* What the ERP held before apbot started must be searchable by then: a booking made
+     * within the index lag of the first lookup is invisible to any check-before-post. */
+    nap_ms(rd->plan.index_lag_ms + 300);
     return rc;
 }
 
@@ -738,9 +748,18 @@ static int round_finish(struct round *rd)
 
 struct item_walk {
     struct round *rd;
-    int seen;
-    int held_posted; /* held items whose `posts` counter is not 0 */
+    struct store *st;
 };
+
+static int count_event(void *ctx, const struct store_event_row *row)
+{
+    struct round_result *res = ctx;
+    if (row->event && strcmp(row->event, "unknown") == 0)
+        res->ambiguous++;
+    else if (row->event && strcmp(row->event, "lease-expired") == 0)
+        res->recovered++;
+    return 0;
+}
 
 static int check_item(void *ctx, const struct store_item *it)
 {
@@ -750,7 +769,11 @@ static int check_item(void *ctx, const struct store_item *it)
     for (int i = 0; i < rd->plan.n_items; i++)
         if (strcmp(rd->plan.items[i].key, it->key) == 0)
             pi = &rd->plan.items[i];
-    w->seen++;
+    char err[APBOT_ERR_LEN];
+    if (store_each_event(w->st, it->id, count_event, rd->res, err, sizeof(err)) != APBOT_OK)
+        fail(rd, "cannot read the events of item %" PRId64 ": %s", it->id, err);
+    if (it->counters.posts > 1)
+        rd->res->reposted++;
     if (!pi) {
         fail(rd, "item %" PRId64 " (%s) is not one the soak enqueued", it->id, it->key);
         return 0;
@@ -804,8 +827,12 @@ static void round_check(struct round *rd)
     struct store *st = NULL;
     char err[APBOT_ERR_LEN];
     struct item_walk w = {.rd = rd};
-    if (store_open(rd->db, &st, err, sizeof(err)) != APBOT_OK ||
-        store_each(st, MACHINE_STATE_INVALID, check_item, &w, err, sizeof(err)) != APBOT_OK)
+    if (store_open(rd->db, &st, err, sizeof(err)) != APBOT_OK) {
+        fail(rd, "cannot open the queue: %s", err);
+        return;
+    }
+    w.st = st;
+    if (store_each(st, MACHINE_STATE_INVALID, check_item, &w, err, sizeof(err)) != APBOT_OK)
         fail(rd, "cannot walk the queue: %s", err);
     store_close(st);
 }
@@ -923,23 +950,21 @@ static void worker(const struct soak_opts *o, struct soak_shared *sh, int fd, in
 struct totals {
     long rounds, acme, classic, failed, interrupted;
     long kills, kills_post, runs, invoices, bookings, completed, be, mr, duplicates, lost,
-        misjudged;
+        misjudged, ambiguous, recovered, reposted;
     long long reposts;
     int64_t ms_sum, ms_max;
 };
 
 static void print_round(const struct round_result *res)
 {
+    const char *verdict = res->ok == 1 ? "ok" : res->ok == 0 ? "FAIL" : "interrupted";
     printf("round %4ld seed %" PRIu64 " %-7s kills %d (%d mid-post) runs %d | invoices %d "
-           "bookings %d: completed %d, business-exception %d, manual-review %d | duplicates %d "
-           "re-posts %lld lost %d | %.1f s %s\n",
+           "bookings %d: completed %d, business-exception %d, manual-review %d | ambiguous %d "
+           "recovered %d | duplicates %d re-posts %lld lost %d | %.1f s %s\n",
            res->index + 1, res->seed, sim_ui_name((enum sim_ui)res->ui), res->kills,
            res->kills_post, res->runs, res->invoices, res->bookings, res->completed,
-           res->business_exception, res->manual_review, res->duplicates, res->reposts, res->lost,
-           (double)res->ms / 1000.0,
-           res->ok == 1   ? "ok"
-           : res->ok == 0 ? "FAIL"
-                          : "interrupted");
+           res->business_exception, res->manual_review, res->ambiguous, res->recovered,
+           res->duplicates, res->reposts, res->lost, (double)res->ms / 1000.0, verdict);
     fflush(stdout);
 }
 
@@ -967,6 +992,9 @@ static void add_round(struct totals *t, const struct round_result *res)
     t->reposts += res->reposts;
     t->lost += res->lost;
     t->misjudged += res->misjudged;
+    t->ambiguous += res->ambiguous;
+    t->recovered += res->recovered;
+    t->reposted += res->reposted;
     t->ms_sum += res->ms;
     if (res->ms > t->ms_max)
         t->ms_max = res->ms;
@@ -1215,14 +1243,22 @@ int main(int argc, char **argv)
     }
     int64_t elapsed = mono_ms() - t0;
 
-    printf("chaos-soak: %ld rounds (acme %ld, classic %ld) in %.1f min, %d job(s); %ld kills "
-           "(%ld with a post in flight), %ld apbot runs; %ld invoices, %ld bookings: completed "
-           "%ld, business-exception %ld, manual-review %ld; duplicates %ld, re-posts %lld, lost "
-           "%ld, misjudged %ld; round %.1f s mean, %.1f s max; failed rounds %ld\n",
-           t.rounds, t.acme, t.classic, (double)elapsed / 60000.0, o.jobs, t.kills, t.kills_post,
-           t.runs, t.invoices, t.bookings, t.completed, t.be, t.mr, t.duplicates, t.reposts, t.lost,
-           t.misjudged, t.rounds ? (double)t.ms_sum / 1000.0 / (double)t.rounds : 0.0,
-           (double)t.ms_max / 1000.0, t.failed);
+    printf("chaos-soak: %ld rounds (acme %ld, classic %ld) in %.1f min with %d job(s); a round "
+           "%.1f s mean, %.1f s max\n",
+           t.rounds, t.acme, t.classic, (double)elapsed / 60000.0, o.jobs,
+           t.rounds ? (double)t.ms_sum / 1000.0 / (double)t.rounds : 0.0,
+           (double)t.ms_max / 1000.0);
+    printf("  kills %ld (%ld with a post in flight), apbot runs %ld, leases recovered %ld\n",
+           t.kills, t.kills_post, t.runs, t.recovered);
+    printf("  invoices %ld, bookings %ld: completed %ld, business-exception %ld, manual-review "
+           "%ld\n",
+           t.invoices, t.bookings, t.completed, t.be, t.mr);
+    printf("  ambiguous outcomes reconciled %ld, invoices posted again after a confirmed absence "
+           "%ld\n",
+           t.ambiguous, t.reposted);
+    printf(
+        "  duplicates %ld, re-posts of booked %lld, lost %ld, misjudged %ld, failed rounds %ld\n",
+        t.duplicates, t.reposts, t.lost, t.misjudged, t.failed);
     if (failures.len)
         printf("chaos-soak: failed rounds:\n%s", apbot_buf_str(&failures));
     apbot_buf_done(&failures);
