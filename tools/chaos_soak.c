@@ -18,13 +18,13 @@
  *
  * Rounds run in worker processes (--jobs), forked before any thread exists, each with its
  * simulator in-process; they take round numbers from a shared counter and report one fixed
- * record per round through a pipe. No round starts after --minutes; a round is bounded too
- * (at most 5 kills, at most 4 final runs of --max-seconds 120). A failing round keeps its
- * directory (queue database, apbot logs, ledger and lines CSV, stats, round.txt with the seed
+ * record per round through a pipe. No round starts after --minutes (or --seconds); a round is
+ * bounded too (at most 5 kills, at most 4 final runs of --max-seconds 120). A failing round keeps
+ * its directory (queue database, apbot logs, ledger and lines CSV, stats, round.txt with the seed
  * and the whole plan) and the program prints how to replay it; exit status 1. Kill moments are
  * wall-clock moments, so a replay repeats the plan, not every interleaving.
  *
- *   chaos-soak [--rounds N] [--minutes M] [--seed S] [--jobs J] [--dir DIR] [--keep]
+ *   chaos-soak [--rounds N] [--minutes M | --seconds T] [--seed S] [--jobs J] [--dir DIR] [--keep]
  *              [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet]
  */
 #include <dirent.h>
@@ -73,7 +73,7 @@
 
 struct soak_opts {
     long rounds;
-    long minutes;
+    long seconds;    /* no round starts after this */
     long min_rounds; /* fewer rounds done than this (time ran out) is a failure */
     uint64_t seed;   /* round i runs seed + i */
     int jobs;
@@ -1003,8 +1003,9 @@ static void add_round(struct totals *t, const struct round_result *res)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: chaos-soak [--rounds N] [--minutes M] [--seed S] [--jobs J] [--dir DIR]\n"
-            "                  [--keep] [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet]\n"
+            "usage: chaos-soak [--rounds N] [--minutes M | --seconds T] [--seed S] [--jobs J]\n"
+            "                  [--dir DIR]"
+            " [--keep] [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet]\n"
             "\n"
             "The randomized kill soak: per round a seed, a fast chaos scenario (reference guard\n"
             "off), a few dozen invoices, `apbot run` killed with SIGKILL 1-5 times at random\n"
@@ -1012,6 +1013,7 @@ static void usage(FILE *out)
             "truth. Round i uses seed S+i; replay one with --seed S+i --rounds 1.\n"
             "  --rounds N      at most N rounds (default 20)\n"
             "  --minutes M     start no round after M minutes (default 10)\n"
+            "  --seconds T     the same in seconds\n"
             "  --seed S        first round's seed (default: from the clock, printed)\n"
             "  --jobs J        rounds at once, each in its own process (default 1, at most %d)\n"
             "  --dir DIR       where round directories go (default: a new temp dir); a failed\n"
@@ -1040,7 +1042,7 @@ static int parse_args(int argc, char **argv, struct soak_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->rounds = 20;
-    o->minutes = 10;
+    o->seconds = 600;
     o->min_rounds = 1;
     o->jobs = 1;
     bool seeded = false;
@@ -1062,7 +1064,10 @@ static int parse_args(int argc, char **argv, struct soak_opts *o)
             o->rounds = n;
             i++;
         } else if (strcmp(a, "--minutes") == 0 && parse_long(v, 1, 100000, &n)) {
-            o->minutes = n;
+            o->seconds = n * 60;
+            i++;
+        } else if (strcmp(a, "--seconds") == 0 && parse_long(v, 1, 6000000, &n)) {
+            o->seconds = n;
             i++;
         } else if (strcmp(a, "--min-rounds") == 0 && parse_long(v, 0, 10000000, &n)) {
             o->min_rounds = n;
@@ -1183,12 +1188,13 @@ int main(int argc, char **argv)
         perror("chaos-soak: pipe");
         return 2;
     }
-    printf("chaos-soak: up to %ld rounds in %ld min, seeds %" PRIu64 "..%" PRIu64
+    printf("chaos-soak: up to %ld rounds in %.1f min, seeds %" PRIu64 "..%" PRIu64
            ", %d job(s), apbot %s, rounds under %s\n",
-           o.rounds, o.minutes, o.seed, o.seed + (uint64_t)o.rounds - 1, o.jobs, o.apbot, o.dir);
+           o.rounds, (double)o.seconds / 60.0, o.seed, o.seed + (uint64_t)o.rounds - 1, o.jobs,
+           o.apbot, o.dir);
 
     int64_t t0 = mono_ms();
-    int64_t deadline = t0 + o.minutes * 60000L;
+    int64_t deadline = t0 + o.seconds * 1000L;
     pid_t workers[SOAK_MAX_JOBS];
     int n_workers = 0;
     for (int j = 0; j < o.jobs; j++) {
@@ -1212,13 +1218,19 @@ int main(int argc, char **argv)
     struct apbot_buf failures;
     apbot_buf_init(&failures, 1u << 20);
     for (;;) {
-        ssize_t n = read(fds[0], &res, sizeof(res));
-        if (n < 0 && errno == EINTR) {
-            atomic_store(&sh->stop, 1);
-            continue;
+        size_t got = 0;
+        while (got < sizeof(res)) {
+            ssize_t n = read(fds[0], (char *)&res + got, sizeof(res) - got);
+            if (n < 0 && errno == EINTR) {
+                atomic_store(&sh->stop, 1);
+                continue;
+            }
+            if (n <= 0)
+                break;
+            got += (size_t)n;
         }
-        if (n != (ssize_t)sizeof(res))
-            break;
+        if (got != sizeof(res))
+            break; /* every worker has gone */
         if (!o.quiet || res.ok == 0)
             print_round(&res);
         add_round(&t, &res);
@@ -1272,8 +1284,8 @@ int main(int argc, char **argv)
         printf("chaos-soak: a worker process failed\n");
         rc = 1;
     } else if (t.rounds < o.min_rounds) {
-        printf("chaos-soak: only %ld rounds in %ld min, %ld wanted\n", t.rounds, o.minutes,
-               o.min_rounds);
+        printf("chaos-soak: only %ld rounds in %.1f min, %ld wanted\n", t.rounds,
+               (double)o.seconds / 60.0, o.min_rounds);
         rc = 1;
     }
     if (rc == 0 && !o.keep)
