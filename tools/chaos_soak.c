@@ -337,7 +337,8 @@ static void plan_erp(struct round_plan *p, struct rng *r)
 
     p->kills = (int)rng_range(r, 1, SOAK_MAX_KILLS);
     for (int k = 0; k < p->kills; k++)
-        p->kill_after_ms[k] = rng_range(r, 50, 2000); /* an acme round may be done in 3 s */
+        /* A fast acme run may be done in 2 s: the first kill comes within 1 s. */
+        p->kill_after_ms[k] = rng_range(r, 50, k == 0 ? 1000 : 2000);
 }
 
 static const char *const currencies[] = {"EUR", "EUR", "EUR", "EUR", "EUR", "EUR", "USD",
@@ -357,7 +358,7 @@ static const char *const texts[] = {
 static void plan_invoice(struct round_plan *p, struct rng *r, int i, struct invoice *inv,
                          struct plan_item *pi)
 {
-    char vendor[16], number[40], date[16], gl[8];
+    char vendor[24], number[40], date[24], gl[24];
     pi->kind = PLAN_VALID;
     int roll = (int)rng_range(r, 0, 99);
     if (roll < 10)
@@ -421,7 +422,7 @@ static void plan_invoice(struct round_plan *p, struct rng *r, int i, struct invo
         inv->tax_total += line.tax;
     }
     inv->payable = inv->net_total + inv->tax_total;
-    snprintf(pi->what, sizeof(pi->what), "%.15s %.39s %.15s %.3s %d line(s)%s%s", vendor, number,
+    snprintf(pi->what, sizeof(pi->what), "%.23s %.39s %.23s %.3s %d line(s)%s%s", vendor, number,
              date, currency, n_lines, credit ? " credit-note" : "", why);
 }
 
