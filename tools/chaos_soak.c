@@ -25,7 +25,7 @@
  * wall-clock moments, so a replay repeats the plan, not every interleaving.
  *
  *   chaos-soak [--rounds N] [--minutes M | --seconds T] [--seed S] [--jobs J] [--dir DIR] [--keep]
- *              [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet]
+ *              [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet] [--settle-ms N]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -75,6 +75,8 @@ struct soak_opts {
     long rounds;
     long seconds;    /* no round starts after this */
     long min_rounds; /* fewer rounds done than this (time ran out) is a failure */
+    long settle_ms;  /* > 0: forces every round's settle delay (to see the soak catch one
+                      * that is too short for the ERP's late commits) */
     uint64_t seed;   /* round i runs seed + i */
     int jobs;
     bool keep;  /* keep passing rounds' directories too */
@@ -707,6 +709,9 @@ static int round_kills(struct round *rd)
         /* Mid-round: nothing booked twice and no re-post, whatever is still pending. */
         struct inv_report r;
         if (invariants_check(rd->db, rd->port, SOAK_KEY_LENGTH, true, &r) != 0) {
+            rd->res->duplicates = r.duplicated_refs;
+            rd->res->reposts = r.reposts_of_booked;
+            rd->res->bookings = r.bookings;
             fail(rd, "after kill %d: %s", rd->res->kills, r.first_problem);
             return -1;
         }
@@ -878,6 +883,15 @@ static void round_run(const struct soak_opts *o, long index, uint64_t seed,
     rd.plan.seed = seed;
     struct rng r = {.s = seed};
     plan_erp(&rd.plan, &r);
+    if (o->settle_ms > 0) {
+        struct round_plan *p = &rd.plan;
+        p->settle_ms = o->settle_ms;
+        if (p->timeout_ms > p->settle_ms) /* flow check: a settle delay outlasts the timeout */
+            p->timeout_ms = p->settle_ms;
+        if (p->connect_ms > p->timeout_ms)
+            p->connect_ms = p->timeout_ms;
+        p->lease_ms = p->timeout_ms + p->connect_ms + 4000;
+    }
     res->ui = (int)rd.plan.ui;
 
     snprintf(rd.dir, sizeof(rd.dir), "%s/round-%" PRIu64, o->dir, seed);
@@ -1007,6 +1021,7 @@ static void usage(FILE *out)
             "usage: chaos-soak [--rounds N] [--minutes M | --seconds T] [--seed S] [--jobs J]\n"
             "                  [--dir DIR]"
             " [--keep] [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet]\n"
+            "                  [--settle-ms N]\n"
             "\n"
             "The randomized kill soak: per round a seed, a fast chaos scenario (reference guard\n"
             "off), a few dozen invoices, `apbot run` killed with SIGKILL 1-5 times at random\n"
@@ -1024,6 +1039,8 @@ static void usage(FILE *out)
             "  --src DIR       the source tree, for flows/ (default $APBOT_SRC, else the build's)\n"
             "  --min-rounds N  fail when time ran out before N rounds were done (default 1)\n"
             "  --quiet         no per-round lines, only failures and the summary\n"
+            "  --settle-ms N   force every round's settle delay (and the timeout at most\n"
+            "                  that): too short for the late commits, the soak must fail\n"
             "Exit: 0 every invariant held, 1 a round failed (or too few rounds), 2 usage/setup.\n",
             SOAK_MAX_JOBS);
 }
@@ -1072,6 +1089,9 @@ static int parse_args(int argc, char **argv, struct soak_opts *o)
             i++;
         } else if (strcmp(a, "--min-rounds") == 0 && parse_long(v, 0, 10000000, &n)) {
             o->min_rounds = n;
+            i++;
+        } else if (strcmp(a, "--settle-ms") == 0 && parse_long(v, 300, 600000, &n)) {
+            o->settle_ms = n;
             i++;
         } else if (strcmp(a, "--jobs") == 0 && parse_long(v, 1, SOAK_MAX_JOBS, &n)) {
             o->jobs = (int)n;
