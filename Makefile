@@ -1,16 +1,22 @@
 # Thin wrapper: CMake does the build. `make` builds into build/, `make test` installs missing
 # packages and runs every test plain and under ASan+UBSan, `make demo` runs the main job on the
-# bundled simulator, `make bench` prints the performance figures.
+# bundled simulator, `make bench` prints the performance figures, `make soak` runs the long
+# randomized kill soak (tools/chaos_soak.c; SOAK_ROUNDS rounds or SOAK_MINUTES, whichever ends
+# first, SOAK_JOBS rounds at once; SOAK_SEED to start from a given seed).
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
+SOAK_ROUNDS  ?= 1000
+SOAK_MINUTES ?= 75
+SOAK_JOBS    ?= 4
+SOAK_SEED    ?=
 
 # Every C file clang-format keeps in shape; `make format` rewrites them, CI runs format-check.
 FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
                  tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
 
-.PHONY: all deps test-deps build test test-plain test-asan demo bench clean format format-check
+.PHONY: all deps test-deps build test test-plain test-asan demo bench soak clean format format-check
 
 all: build
 
@@ -41,6 +47,12 @@ demo: build
 
 bench: build test-deps
 	scripts/bench.sh $(BUILD)
+
+# Rounds are mostly waiting (leases, settle delays, stalls): several at once on 2 cores, niced
+# because the machine may be shared. Exits non-zero on any violation, keeping its round.
+soak: build
+	nice -n 10 $(BUILD)/chaos-soak --rounds $(SOAK_ROUNDS) --minutes $(SOAK_MINUTES) \
+	  --jobs $(SOAK_JOBS) $(if $(SOAK_SEED),--seed $(SOAK_SEED),)
 
 format:
 	clang-format -i $(FORMAT_FILES)
