@@ -1135,6 +1135,9 @@ static int unknown_state(struct store *st, int64_t id, char *err, size_t errlen)
                       "item #%" PRId64 " is in unknown state '%s'; not touched", id, text);
 }
 
+static int insert_evidence(struct store *st, int64_t item_id, int64_t at,
+                           const struct store_evidence *ev, char *err, size_t errlen);
+
 static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
     struct apply_op *op = ctx;
@@ -1231,6 +1234,8 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     r = add_event(st, op->id, now->wall_ms, machine_state_name(it.state),
                   machine_state_name(step->next), machine_event_name(ch->event), detail,
                   ch->actor ? ch->actor : (op->owner ? op->owner : "operator"), err, errlen);
+    for (size_t i = 0; r == APBOT_OK && i < ch->n_evidence; i++)
+        r = insert_evidence(st, op->id, now->wall_ms, &ch->evidence[i], err, errlen);
 out:
     store_item_done(&it);
     return r;
@@ -1251,18 +1256,18 @@ static int sq_apply(struct store *st, int64_t id, const char *owner, const struc
 struct evidence_op {
     int64_t item_id;
     const struct store_evidence *ev;
+    size_t n;
     int64_t at;
 };
 
-static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
+static int insert_evidence(struct store *st, int64_t item_id, int64_t at,
+                           const struct store_evidence *ev, char *err, size_t errlen)
 {
-    struct evidence_op *op = ctx;
-    const struct store_evidence *ev = op->ev;
     sqlite3_stmt *s = stmt_get(st, Q_INSERT_EVIDENCE, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, op->item_id);
-    sqlite3_bind_int64(s, 2, op->at);
+    sqlite3_bind_int64(s, 1, item_id);
+    sqlite3_bind_int64(s, 2, at);
     bind_text_max(s, 3, ev->step, 64);
     bind_text_max(s, 4, ev->method, 16);
     bind_text_max(s, 5, ev->url, STORE_TEXT_MAX);
@@ -1279,10 +1284,21 @@ static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
     return APBOT_OK;
 }
 
-static int sq_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                           const struct apbot_now *now, char *err, size_t errlen)
+static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
-    struct evidence_op op = {.item_id = item_id, .ev = ev, .at = now->wall_ms};
+    struct evidence_op *op = ctx;
+    for (size_t i = 0; i < op->n; i++) {
+        int r = insert_evidence(st, op->item_id, op->at, &op->ev[i], err, errlen);
+        if (r)
+            return r;
+    }
+    return APBOT_OK;
+}
+
+static int sq_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                           size_t n, const struct apbot_now *now, char *err, size_t errlen)
+{
+    struct evidence_op op = {.item_id = item_id, .ev = ev, .n = n, .at = now->wall_ms};
     return run_write(st, evidence_body, &op, err, errlen);
 }
 
