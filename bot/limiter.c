@@ -35,7 +35,8 @@ unsigned limiter_kind(const char *step)
 static void round_end(struct limiter_core *c, int64_t now_ms)
 {
     int old = c->limit;
-    if (c->overload) {
+    int answers = c->samples + c->refusals;
+    if (limiter_overloaded(c->refusals, answers)) {
         /* The ERP refused for load or did not answer in time: a quarter less, at least one. */
         int cut = c->limit * 3 / 4;
         c->limit = cut < c->limit - 1 ? cut : c->limit - 1;
@@ -61,8 +62,14 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
         c->changes++;
     c->ratio_sum = 0;
     c->samples = 0;
-    c->overload = false;
+    c->refusals = 0;
     c->round_start_ms = now_ms;
+}
+
+bool limiter_overloaded(int refusals, int answers)
+{
+    return refusals >= LIMITER_REFUSALS_MIN &&
+           (double)refusals >= LIMITER_REFUSAL_SHARE * (double)(answers > 0 ? answers : 1);
 }
 
 int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
@@ -73,7 +80,7 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
     if (c->round_start_ms == 0)
         c->round_start_ms = now_ms;
     if (sig != LIMITER_OK) {
-        c->overload = true;
+        c->refusals++;
     } else {
         /* A kind first seen at a higher limit: its uncongested latency is estimated from
          * the queueing the other kinds showed in the last round. */
@@ -89,7 +96,8 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
         c->samples++;
     }
     bool long_enough = now_ms - c->round_start_ms >= LIMITER_ROUND_MS;
-    if (long_enough && (c->overload || c->samples >= c->limit))
+    bool overloaded = limiter_overloaded(c->refusals, c->samples + c->refusals);
+    if (long_enough && (overloaded || c->samples + c->refusals >= c->limit))
         round_end(c, now_ms);
     return c->limit;
 }
