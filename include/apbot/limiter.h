@@ -28,9 +28,12 @@
  *     by the item's backoff whatever the limit does;
  *   - never above the flow's max-sessions (a licence or policy ceiling), never below 1.
  *
- * Parameters: ALPHA 2 / BETA 4 queued requests (a standing queue of 2-4 keeps the slots fed
- * while each session spends its own time between requests: the evidence and state writes,
- * page parsing); rounds of at least LIMITER_ROUND_MS and as many answers as the limit (one
+ * Parameters: ALPHA 3 / BETA 6 queued requests. The estimate counts every session as having
+ * a request out, but a session spends part of its time on its own side (page parsing, the
+ * synced state writes), so the real queue is smaller than the estimate; with 2 / 4 auto
+ * stayed at 4-6 sessions on month-end's 4 slots and a fixed 8 posted 5% more (bench, load
+ * 9). A standing queue of 3-6 keeps the slots fed and still bounds the ERP's queue;
+ * rounds of at least LIMITER_ROUND_MS and as many answers as the limit (one
  * round is about one request per session, so a round's average sees every session); the
  * baseline learnt by an EWMA of weight LIMITER_BASE_EWMA only at a limit of
  * LIMITER_LEARN_LIMIT or below; refusals as above.
@@ -55,8 +58,8 @@
 #include "apbot/error.h"
 
 #define LIMITER_KINDS 16           /* request kinds told apart (step names hashed) */
-#define LIMITER_ALPHA 2.0          /* queued requests below which the limit grows */
-#define LIMITER_BETA 4.0           /* queued requests above which the limit shrinks */
+#define LIMITER_ALPHA 3.0          /* queued requests below which the limit grows */
+#define LIMITER_BETA 6.0           /* queued requests above which the limit shrinks */
 #define LIMITER_ROUND_MS 100       /* shortest round */
 #define LIMITER_BASE_EWMA 0.2      /* weight of one sample in the uncongested latency */
 #define LIMITER_LEARN_LIMIT 2      /* the uncongested latency is learnt at this limit or below */
