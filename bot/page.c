@@ -37,9 +37,8 @@
 
 struct page {
     htmlDocPtr doc;
-    xmlXPathContextPtr xctx; /* made on the first query, kept for the next (page_xctx) */
-    char *url;               /* NULL when parsed without one */
-    char *raw;               /* the first PAGE_RAW_KEEP bytes of the body, as received */
+    char *url; /* NULL when parsed without one */
+    char *raw; /* the first PAGE_RAW_KEEP bytes of the body, as received */
     size_t raw_len;
 };
 
@@ -263,8 +262,6 @@ void page_free(struct page *p)
 {
     if (!p)
         return;
-    if (p->xctx)
-        xmlXPathFreeContext(p->xctx);
     if (p->doc)
         xmlFreeDoc(p->doc);
     free(p->url);
@@ -343,16 +340,35 @@ static xmlXPathContextPtr page_xctx(xmlDocPtr doc, struct page_xerr *e)
 }
 
 /*
- * The page's XPath context, made on its first query and kept: a new context registers every
- * XPath function again (about 70,000 instructions, more than most queries cost). The page is
- * used by one thread at a time, so the cache needs no lock; it is freed with the page.
+ * The XPath context for a query on p: one per thread, made on the thread's first query, kept
+ * and pointed at each page in turn (a new context registers every XPath function again: about
+ * 70,000 instructions, more than most queries cost). A thread runs one query at a time; the
+ * context is freed when the thread ends.
  */
+static pthread_key_t page_xctx_key;
+static pthread_once_t page_xctx_once = PTHREAD_ONCE_INIT;
+
+static void page_xctx_free(void *x)
+{
+    xmlXPathFreeContext(x);
+}
+
+static void page_xctx_key_init(void)
+{
+    if (pthread_key_create(&page_xctx_key, page_xctx_free) != 0)
+        abort();
+}
+
 static xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e)
 {
-    struct page *mp = (struct page *)(uintptr_t)p; /* the cache is the page's own */
-    if (!mp->xctx)
-        mp->xctx = page_xctx(p->doc, e);
-    xmlXPathContextPtr x = mp->xctx;
+    pthread_once(&page_xctx_once, page_xctx_key_init);
+    xmlXPathContextPtr x = pthread_getspecific(page_xctx_key);
+    if (!x) {
+        x = page_xctx(p->doc, e);
+        if (pthread_setspecific(page_xctx_key, x) != 0)
+            abort();
+    }
+    x->doc = p->doc;
     e->set = false;
     e->msg[0] = '\0';
     x->userData = e;
