@@ -521,7 +521,7 @@ struct row {
     double rate, eff, slots_avg, slot_s_per_inv; /* over the window */
     double phase_rate[MAX_PHASES];
     double req_per_inv, overload_pct, timeout_pct, p50, p99;
-    double cpu_ms, sys_ms;
+    double cpu_ms, sys_ms, cpu_total_ms;
     long rss_mib;
     struct truth truth;
     int exit_code;
@@ -625,7 +625,7 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
     char db[128], logp[128], url[64], err[256] = "", secs[16];
     memset(r, 0, sizeof(*r));
     snprintf(r->conc, sizeof(r->conc), "%s", conc);
-    r->n = n_override > 0 ? n_override : row_size(sc, conc, seconds);
+    r->n = n_override > 0 ? n_override : seconds <= 0 ? 0 : row_size(sc, conc, seconds);
     if (!mkdtemp(dir))
         return -1;
     snprintf(db, sizeof(db), "%s/queue.db", dir);
@@ -666,8 +666,12 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
             dup2(logfd, 2) < 0)
             _exit(127);
         /* stderr is a file: one key=value log line per event, as an unattended run writes */
-        execl(apbot, apbot, "--db", db, "run", "--flow", flow, "--erp", url, "--max-seconds", secs,
-              "--concurrency", conc, (char *)NULL);
+        if (seconds <= 0) /* the start-up figure: an empty queue, until it is empty */
+            execl(apbot, apbot, "--db", db, "run", "--flow", flow, "--erp", url, "--until-empty",
+                  "--concurrency", conc, (char *)NULL);
+        else
+            execl(apbot, apbot, "--db", db, "run", "--flow", flow, "--erp", url, "--max-seconds",
+                  secs, "--concurrency", conc, (char *)NULL);
         _exit(127);
     }
     int status = 0;
@@ -734,6 +738,7 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
     r->timeout_pct = requests > 0 ? 100.0 * (double)r->truth.timeouts / requests : 0;
     double user_ms = (double)ru.ru_utime.tv_sec * 1000.0 + (double)ru.ru_utime.tv_usec / 1000.0;
     double sys_ms = (double)ru.ru_stime.tv_sec * 1000.0 + (double)ru.ru_stime.tv_usec / 1000.0;
+    r->cpu_total_ms = user_ms + sys_ms;
     r->cpu_ms = completed > 0 ? (user_ms + sys_ms) / (double)completed : 0;
     r->sys_ms = completed > 0 ? sys_ms / (double)completed : 0;
     r->rss_mib = ru.ru_maxrss / 1024;
@@ -888,6 +893,15 @@ int main(int argc, char **argv)
         if (ref_cost > 0)
             printf("bound = mean slots / %.4f slot-s per invoice (measured at concurrency 1)\n",
                    ref_cost);
+        if (strcmp(sc.name, "calm") == 0) {
+            /* cpu_ms includes apbot's start-up (the flow's schema validation above all) and
+             * stop: what they cost on their own, on an empty queue */
+            struct row e;
+            if (run_row(apbot, flow, &sc, "1", 0, 0, &e) == 0)
+                printf("cpu_ms includes start-up and stop: %.0f ms of CPU on an empty queue "
+                       "(one session logs in), peak RSS %ld MiB\n",
+                       e.cpu_total_ms, e.rss_mib);
+        }
     }
     if (big > 0) {
         struct scenario sc;
