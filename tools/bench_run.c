@@ -17,8 +17,10 @@
  *           time one invoice costs, measured in the row at concurrency 1 (or this row's own
  *           when there is none): what the slots allow when they never idle;
  *   eff     the simulator's busy slot-time / the slot-time it offered (slots x wall);
- *   ach/bd  inv/s / bound.
- * Over the whole run: ERP requests per completed invoice (logins included), overload answers
+ *   ach/bd  inv/s / bound;
+ * Over the whole run: ERP requests per completed invoice (the exchanges the queue's evidence
+ * keeps for the completed items: lookups, form pages, submits, retries and reconciliation
+ * lookups; a session's login is not an invoice's), overload answers
  * (429/503) and client time-outs (from the queue's evidence) as a share of requests, the
  * ERP's p50/p99 request latency (arrival to answer), apbot's CPU (user+sys, from wait4) per
  * completed invoice and its peak RSS. `dup` and `lost` come from the ground truth
@@ -411,7 +413,7 @@ static struct booking *ledger_read(char *csv, size_t *ret_n)
 }
 
 struct truth {
-    int64_t completed, open, other, dups, lost, timeouts, evidence;
+    int64_t completed, open, other, dups, lost, timeouts, evidence, completed_exchanges;
 };
 
 /* Compares the queue with the ledger (see the file's comment). */
@@ -451,12 +453,14 @@ static int ground_truth(const char *db, char *ledger_csv, struct truth *t)
     sqlite3_finalize(s);
     s = NULL;
     if (sqlite3_prepare_v2(q,
-                           "SELECT COUNT(*), COALESCE(SUM(transport LIKE 'unknown%imed out%'), 0)"
-                           " FROM evidence",
+                           "SELECT COUNT(*), COALESCE(SUM(transport LIKE 'unknown%imed out%'), 0),"
+                           " COALESCE(SUM(item_id IN (SELECT id FROM items"
+                           " WHERE state = 'completed')), 0) FROM evidence",
                            -1, &s, NULL) == SQLITE_OK &&
         sqlite3_step(s) == SQLITE_ROW) {
         t->evidence = sqlite3_column_int64(s, 0);
         t->timeouts = sqlite3_column_int64(s, 1);
+        t->completed_exchanges = sqlite3_column_int64(s, 2);
     }
     sqlite3_finalize(s);
     sqlite3_close(q);
@@ -511,7 +515,7 @@ static int ground_truth(const char *db, char *ledger_csv, struct truth *t)
 
 struct sample {
     double t; /* s since the simulator started */
-    double busy, avail, bookings, requests;
+    double busy, avail, bookings, requests, logins;
 };
 
 struct row {
@@ -582,6 +586,8 @@ static void sample_take(CURL *c, unsigned short port, double t, struct sample *s
     s->avail = json_num(j, NULL, "slot_ms_available");
     s->bookings = json_num(j, NULL, "bookings");
     s->requests = json_num(j, "\"requests\"", "total");
+    s->logins = json_num(j, "\"requests\"", "login") + json_num(j, "\"requests\"", "home") +
+                json_num(j, "\"requests\"", "logout");
     free(j);
 }
 
@@ -733,7 +739,7 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
     if (ground_truth(db, ledger, &r->truth) != 0)
         fprintf(stderr, "bench-run: cannot read the queue %s\n", db);
     int64_t completed = r->truth.completed;
-    r->req_per_inv = completed > 0 ? requests / (double)completed : 0;
+    r->req_per_inv = completed > 0 ? (double)r->truth.completed_exchanges / (double)completed : 0;
     r->overload_pct = requests > 0 ? 100.0 * overload / requests : 0;
     r->timeout_pct = requests > 0 ? 100.0 * (double)r->truth.timeouts / requests : 0;
     double user_ms = (double)ru.ru_utime.tv_sec * 1000.0 + (double)ru.ru_utime.tv_usec / 1000.0;
