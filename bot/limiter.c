@@ -92,7 +92,9 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
          * to the learning level, and the baseline is learnt again there. */
         if (c->limit <= LIMITER_LEARN_LIMIT)
             c->base[k] += LIMITER_BASE_EWMA * (lat - c->base[k]);
-        c->ratio_sum += lat / c->base[k];
+        /* A few milliseconds over the baseline are not a queue worth backing off for: on a
+         * fast ERP they are the client's own scheduling jitter (LIMITER_SLACK_MS). */
+        c->ratio_sum += lat / (c->base[k] + LIMITER_SLACK_MS);
         c->samples++;
     }
     bool long_enough = now_ms - c->round_start_ms >= LIMITER_ROUND_MS;
