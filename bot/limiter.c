@@ -110,7 +110,8 @@ struct limiter {
     bool adaptive;
     struct limiter_core core;
     int in_flight;
-    int reported; /* the limit last reported by limiter_changed */
+    int waiting_warm, waiting_cold; /* in limiter_acquire_as */
+    int reported;                   /* the limit last reported by limiter_changed */
     double reported_q;
 };
 
@@ -148,8 +149,17 @@ void limiter_free(struct limiter *l)
 
 bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
 {
+    return limiter_acquire_as(l, stop, true);
+}
+
+bool limiter_acquire_as(struct limiter *l, const atomic_bool *stop, bool warm)
+{
     pthread_mutex_lock(&l->mu);
-    while (l->in_flight >= l->core.limit && !atomic_load(stop)) {
+    int *waiting = warm ? &l->waiting_warm : &l->waiting_cold;
+    (*waiting)++;
+    /* A place goes to a warm session first: a cold one waits while any warm one does. */
+    while ((l->in_flight >= l->core.limit || (!warm && l->waiting_warm > 0)) &&
+           !atomic_load(stop)) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 100 * 1000000L; /* look at the stop flag ten times a second */
@@ -161,11 +171,22 @@ bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
         if (rc != 0 && rc != ETIMEDOUT)
             break;
     }
+    (*waiting)--;
     bool ok = !atomic_load(stop) && l->in_flight < l->core.limit;
     if (ok)
         l->in_flight++;
+    if (warm && l->waiting_cold > 0)
+        pthread_cond_broadcast(&l->cv); /* cold waiters may have waited for this one */
     pthread_mutex_unlock(&l->mu);
     return ok;
+}
+
+int limiter_waiting(struct limiter *l, bool warm)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = warm ? l->waiting_warm : l->waiting_cold;
+    pthread_mutex_unlock(&l->mu);
+    return n;
 }
 
 void limiter_release(struct limiter *l)

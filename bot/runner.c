@@ -1292,8 +1292,9 @@ static void *worker_main(void *arg)
             continue;
         }
         probes = 0;
-        /* Only as many sessions work as the limit allows (the ERP's capacity). */
-        if (!limiter_acquire(r->limiter, &r->stop))
+        /* Only as many sessions work as the limit allows (the ERP's capacity); logged-in
+         * sessions first, so that a limit below the workers does not log every one in. */
+        if (!limiter_acquire_as(r->limiter, &r->stop, erp_logged_in(w->erp)))
             break;
         if (!erp_logged_in(w->erp)) {
             enum login_rc lr = worker_login(w);

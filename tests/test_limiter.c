@@ -293,6 +293,61 @@ static void test_limiter_fixed_gate(void **state)
     limiter_free(l);
 }
 
+struct taker {
+    struct limiter *l;
+    atomic_bool *stop;
+    bool warm;
+    atomic_int *order; /* 1 + how many took a place before this one */
+    atomic_int *taken;
+};
+
+static void *taker_main(void *arg)
+{
+    struct taker *t = arg;
+    if (limiter_acquire_as(t->l, t->stop, t->warm)) {
+        atomic_store(t->order, atomic_fetch_add(t->taken, 1) + 1);
+        limiter_release(t->l);
+    }
+    return NULL;
+}
+
+static void wait_for(struct limiter *l, bool warm, int n)
+{
+    while (limiter_waiting(l, warm) != n)
+        usleep(1000);
+}
+
+/* One place, held; a cold session and then a warm one wait for it: the warm one gets it
+ * first although it came last, then the cold one. */
+static void test_limiter_warm_sessions_first(void **state)
+{
+    (void)state;
+    struct limiter *l = NULL;
+    assert_int_equal(limiter_new(1, false, &l), APBOT_OK);
+    atomic_bool stop = false;
+    atomic_int taken = 0, warm_order = 0, cold_order = 0;
+    assert_true(limiter_acquire(l, &stop));
+    struct taker cold = {
+        .l = l, .stop = &stop, .warm = false, .order = &cold_order, .taken = &taken};
+    struct taker warm = {
+        .l = l, .stop = &stop, .warm = true, .order = &warm_order, .taken = &taken};
+    pthread_t tc, tw;
+    assert_int_equal(pthread_create(&tc, NULL, taker_main, &cold), 0);
+    wait_for(l, false, 1);
+    assert_int_equal(pthread_create(&tw, NULL, taker_main, &warm), 0);
+    wait_for(l, true, 1);
+    limiter_release(l);
+    pthread_join(tw, NULL);
+    pthread_join(tc, NULL);
+    assert_int_equal(atomic_load(&warm_order), 1);
+    assert_int_equal(atomic_load(&cold_order), 2);
+    /* a cold session alone is not held back */
+    atomic_store(&taken, 0);
+    assert_true(limiter_acquire_as(l, &stop, false));
+    limiter_release(l);
+    limiter_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_limiter_overloaded_table),
         cmocka_unit_test(test_limiter_cuts_on_overload_and_stays_in_bounds),
         cmocka_unit_test(test_limiter_fixed_gate),
+        cmocka_unit_test(test_limiter_warm_sessions_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
