@@ -35,7 +35,8 @@ unsigned limiter_kind(const char *step)
 static void round_end(struct limiter_core *c, int64_t now_ms)
 {
     int old = c->limit;
-    if (c->overload) {
+    int answers = c->samples + c->refusals;
+    if (limiter_overloaded(c->refusals, answers)) {
         /* The ERP refused for load or did not answer in time: a quarter less, at least one. */
         int cut = c->limit * 3 / 4;
         c->limit = cut < c->limit - 1 ? cut : c->limit - 1;
@@ -61,8 +62,14 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
         c->changes++;
     c->ratio_sum = 0;
     c->samples = 0;
-    c->overload = false;
+    c->refusals = 0;
     c->round_start_ms = now_ms;
+}
+
+bool limiter_overloaded(int refusals, int answers)
+{
+    return refusals >= LIMITER_REFUSALS_MIN &&
+           (double)refusals >= LIMITER_REFUSAL_SHARE * (double)(answers > 0 ? answers : 1);
 }
 
 int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
@@ -73,7 +80,7 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
     if (c->round_start_ms == 0)
         c->round_start_ms = now_ms;
     if (sig != LIMITER_OK) {
-        c->overload = true;
+        c->refusals++;
     } else {
         /* A kind first seen at a higher limit: its uncongested latency is estimated from
          * the queueing the other kinds showed in the last round. */
@@ -85,11 +92,14 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
          * to the learning level, and the baseline is learnt again there. */
         if (c->limit <= LIMITER_LEARN_LIMIT)
             c->base[k] += LIMITER_BASE_EWMA * (lat - c->base[k]);
-        c->ratio_sum += lat / c->base[k];
+        /* A few milliseconds over the baseline are not a queue worth backing off for: on a
+         * fast ERP they are the client's own scheduling jitter (LIMITER_SLACK_MS). */
+        c->ratio_sum += lat / (c->base[k] + LIMITER_SLACK_MS);
         c->samples++;
     }
     bool long_enough = now_ms - c->round_start_ms >= LIMITER_ROUND_MS;
-    if (long_enough && (c->overload || c->samples >= c->limit))
+    bool overloaded = limiter_overloaded(c->refusals, c->samples + c->refusals);
+    if (long_enough && (overloaded || c->samples + c->refusals >= c->limit))
         round_end(c, now_ms);
     return c->limit;
 }
@@ -100,7 +110,8 @@ struct limiter {
     bool adaptive;
     struct limiter_core core;
     int in_flight;
-    int reported; /* the limit last reported by limiter_changed */
+    int waiting_warm, waiting_cold; /* in limiter_acquire_as */
+    int reported;                   /* the limit last reported by limiter_changed */
     double reported_q;
 };
 
@@ -138,8 +149,17 @@ void limiter_free(struct limiter *l)
 
 bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
 {
+    return limiter_acquire_as(l, stop, true);
+}
+
+bool limiter_acquire_as(struct limiter *l, const atomic_bool *stop, bool warm)
+{
     pthread_mutex_lock(&l->mu);
-    while (l->in_flight >= l->core.limit && !atomic_load(stop)) {
+    int *waiting = warm ? &l->waiting_warm : &l->waiting_cold;
+    (*waiting)++;
+    /* A place goes to a warm session first: a cold one waits while any warm one does. */
+    while ((l->in_flight >= l->core.limit || (!warm && l->waiting_warm > 0)) &&
+           !atomic_load(stop)) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 100 * 1000000L; /* look at the stop flag ten times a second */
@@ -151,11 +171,22 @@ bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
         if (rc != 0 && rc != ETIMEDOUT)
             break;
     }
+    (*waiting)--;
     bool ok = !atomic_load(stop) && l->in_flight < l->core.limit;
     if (ok)
         l->in_flight++;
+    if (warm && l->waiting_cold > 0)
+        pthread_cond_broadcast(&l->cv); /* cold waiters may have waited for this one */
     pthread_mutex_unlock(&l->mu);
     return ok;
+}
+
+int limiter_waiting(struct limiter *l, bool warm)
+{
+    pthread_mutex_lock(&l->mu);
+    int n = warm ? l->waiting_warm : l->waiting_cold;
+    pthread_mutex_unlock(&l->mu);
+    return n;
 }
 
 void limiter_release(struct limiter *l)

@@ -246,7 +246,7 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     }
     page_quiet_end(&q);
 
-    struct page *p = apbot_xmalloc(sizeof(*p));
+    struct page *p = apbot_xcalloc(1, sizeof(*p));
     p->doc = doc;
     p->url = url ? apbot_xstrdup(url) : NULL;
     p->raw_len = len < PAGE_RAW_KEEP ? len : PAGE_RAW_KEEP;
@@ -339,6 +339,45 @@ static xmlXPathContextPtr page_xctx(xmlDocPtr doc, struct page_xerr *e)
     return x;
 }
 
+/*
+ * The XPath context for a query on p: one per thread, made on the thread's first query, kept
+ * and pointed at each page in turn (a new context registers every XPath function again: about
+ * 70,000 instructions, more than most queries cost). A thread runs one query at a time; the
+ * context is freed when the thread ends.
+ */
+static pthread_key_t page_xctx_key;
+static pthread_once_t page_xctx_once = PTHREAD_ONCE_INIT;
+
+static void page_xctx_free(void *x)
+{
+    xmlXPathFreeContext(x);
+}
+
+static void page_xctx_key_init(void)
+{
+    if (pthread_key_create(&page_xctx_key, page_xctx_free) != 0)
+        abort();
+}
+
+static xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e)
+{
+    pthread_once(&page_xctx_once, page_xctx_key_init);
+    xmlXPathContextPtr x = pthread_getspecific(page_xctx_key);
+    if (!x) {
+        x = page_xctx(p->doc, e);
+        if (pthread_setspecific(page_xctx_key, x) != 0)
+            abort();
+    }
+    x->doc = p->doc;
+    e->set = false;
+    e->msg[0] = '\0';
+    x->userData = e;
+    x->node = (xmlNodePtr)p->doc;
+    x->contextSize = -1;
+    x->proximityPosition = -1;
+    return x;
+}
+
 /* Evaluates xpath with node as context (NULL = the document). NULL on error, e filled. */
 static xmlXPathObjectPtr page_eval(xmlXPathContextPtr x, xmlNodePtr node, const char *xpath,
                                    struct page_xerr *e)
@@ -386,7 +425,7 @@ bool page_has(const struct page *p, const char *xpath)
     if (!p || !xpath)
         return false;
     page_quiet_begin(&q);
-    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathContextPtr x = page_xctx_of(p, &e);
     xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
     if (obj) {
         if (obj->type == XPATH_NODESET)
@@ -395,7 +434,6 @@ bool page_has(const struct page *p, const char *xpath)
             has = xmlXPathCastToBoolean(obj) != 0;
     }
     xmlXPathFreeObject(obj);
-    xmlXPathFreeContext(x);
     page_quiet_end(&q);
     return has;
 }
@@ -408,11 +446,10 @@ char *page_string(const struct page *p, const char *xpath)
     if (!p || !xpath)
         return NULL;
     page_quiet_begin(&q);
-    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathContextPtr x = page_xctx_of(p, &e);
     xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
     char *out = page_obj_string(obj);
     xmlXPathFreeObject(obj);
-    xmlXPathFreeContext(x);
     page_quiet_end(&q);
     return out;
 }
@@ -432,7 +469,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
         return apbot_fail(err, errlen, APBOT_E_INVAL, "page_rows: bad arguments");
 
     page_quiet_begin(&q);
-    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathContextPtr x = page_xctx_of(p, &e);
     cols = calloc(n_cols ? n_cols : 1, sizeof(*cols));
     cells = calloc(n_cols ? n_cols : 1, sizeof(*cells));
     if (!cols || !cells)
@@ -486,7 +523,6 @@ out:
     free(cols);
     free(cells);
     xmlXPathFreeObject(rows);
-    xmlXPathFreeContext(x);
     page_quiet_end(&q);
     return rc;
 }
@@ -719,7 +755,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     memset(&fb, 0, sizeof(fb));
 
     page_quiet_begin(&q);
-    xmlXPathContextPtr x = page_xctx(p->doc, &e);
+    xmlXPathContextPtr x = page_xctx_of(p, &e);
     xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
     if (!obj) {
         page_set_err(err, errlen, "form XPath", e.msg);
@@ -788,7 +824,6 @@ out:
     free(action);
     free(method);
     xmlXPathFreeObject(obj);
-    xmlXPathFreeContext(x);
     page_quiet_end(&q);
     return rc;
 }
@@ -1025,13 +1060,25 @@ int page_form_press(struct page_form *f, const char *name, const char *value)
 
 /* ---- excerpt ---- */
 
+/* Whether n is an element named (case-insensitively) one of list: the first letter is
+ * compared before the name, so most names cost one comparison, not one call per entry (the
+ * excerpt asks this for every element and its ancestors: it was most of the excerpt's cost). */
+static bool page_elem_in(xmlNodePtr n, const char *const *list, size_t count)
+{
+    if (!n || n->type != XML_ELEMENT_NODE || !n->name)
+        return false;
+    const char *name = (const char *)n->name;
+    char c = name[0] >= 'A' && name[0] <= 'Z' ? (char)(name[0] - 'A' + 'a') : name[0];
+    for (size_t i = 0; i < count; i++)
+        if (list[i][0] == c && strcasecmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+
 static bool page_skip_text_of(xmlNodePtr n)
 {
     static const char *const skip[] = {"script", "style", "template", "select", "head", "title"};
-    for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
-        if (page_is_elem(n, skip[i]))
-            return true;
-    return false;
+    return page_elem_in(n, skip, sizeof(skip) / sizeof(skip[0]));
 }
 
 static bool page_is_inline(xmlNodePtr n)
@@ -1040,10 +1087,7 @@ static bool page_is_inline(xmlNodePtr n)
                                       "em", "font", "i",     "kbd",  "label",  "mark", "q",
                                       "s",  "samp", "small", "span", "strong", "sub",  "sup",
                                       "tt", "u",    "var",   "nobr"};
-    for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
-        if (page_is_elem(n, inl[i]))
-            return true;
-    return false;
+    return page_elem_in(n, inl, sizeof(inl) / sizeof(inl[0]));
 }
 
 struct page_text {

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apbot/buf.h"
 #include "apbot/clock.h"
 #include "apbot/docmatch.h"
 #include "apbot/erp.h"
@@ -66,6 +67,7 @@
 #define RUNNER_TICK_MS 100
 #define RUNNER_PROGRESS_EVERY_MS 500
 #define RUNNER_LEASE_MARGIN_MS 2000
+#define RUNNER_PENDING_MAX 64 /* exchanges of one item kept before they are stored */
 
 static const char *const stop_names[] = {
     [RUNNER_STOP_EMPTY] = "empty",   [RUNNER_STOP_TIME] = "time",
@@ -144,6 +146,10 @@ struct worker {
     /* the item in hand, for evidence (0 when none) */
     int64_t item_id;
     bool reconciling;
+    /* its exchanges not stored yet (evidence_put): stored with its next state change, or on
+     * their own before the committing request and when the item leaves the worker */
+    struct store_evidence *pending;
+    size_t n_pending, cap_pending;
     int64_t retry_after_ms; /* of the event being applied, for the backoff */
 };
 
@@ -528,7 +534,46 @@ static enum limiter_signal load_signal(const struct store_evidence *ev)
     return LIMITER_OK;
 }
 
-/* Stores one exchange of the item in hand (if any), secrets masked, excerpt <= 1 KiB. */
+static char *dup_or_null(const char *s)
+{
+    return s ? apbot_xstrdup(s) : NULL;
+}
+
+/* Frees the pending exchanges' strings and empties the list. */
+static void evidence_drop(struct worker *w)
+{
+    for (size_t i = 0; i < w->n_pending; i++) {
+        struct store_evidence *e = &w->pending[i];
+        free((char *)e->step);
+        free((char *)e->method);
+        free((char *)e->url);
+        free((char *)e->transport);
+        free((char *)e->rule);
+        free((char *)e->outcome);
+        free((char *)e->excerpt);
+    }
+    w->n_pending = 0;
+}
+
+/* Stores the pending exchanges of the item in hand in one transaction of their own. */
+static void evidence_flush(struct worker *w)
+{
+    if (!w->n_pending)
+        return;
+    char err[APBOT_ERR_LEN];
+    if (store_add_evidence_n(w->st, w->item_id, w->pending, w->n_pending, NULL, err, sizeof(err)) !=
+        APBOT_OK)
+        log_msg(w->r, "warn", "evidence not stored", err);
+    evidence_drop(w);
+}
+
+/*
+ * Keeps one exchange of the item in hand (if any), secrets masked, excerpt <= 1 KiB. It is
+ * stored with the item's next state change (job_apply), in the same transaction: a separate
+ * synchronous write per exchange cost a disk sync each. Exchanges are never held across one
+ * that could book: the pending ones are stored before the committing request is sent
+ * (hook_before_commit), and whatever is left when the item leaves the worker (job_run).
+ */
 static void evidence_put(struct worker *w, const struct store_evidence *ev)
 {
     struct runner *r = w->r;
@@ -538,20 +583,27 @@ static void evidence_put(struct worker *w, const struct store_evidence *ev)
         limiter_sample(r->limiter, ev->step, ev->elapsed_ms, load_signal(ev));
     if (!w->item_id)
         return;
-    struct store_evidence e = *ev;
-    char *url = mask_secrets(ev->url, r->user, r->password);
+    if (w->n_pending >= RUNNER_PENDING_MAX)
+        evidence_flush(w);
+    if (apbot_grow((void **)&w->pending, &w->cap_pending, w->n_pending, sizeof(*w->pending),
+                   RUNNER_PENDING_MAX) != APBOT_OK) {
+        evidence_flush(w);
+        return;
+    }
+    struct store_evidence *e = &w->pending[w->n_pending++];
+    *e = *ev;
     char *excerpt = mask_secrets(ev->excerpt, r->user, r->password);
     if (excerpt)
         cut_utf8(excerpt, RUNNER_EXCERPT_MAX);
-    e.url = url;
-    e.excerpt = excerpt;
-    if (w->reconciling && e.step && strcmp(e.step, "lookup") == 0)
-        e.step = "reconcile";
-    char err[APBOT_ERR_LEN];
-    if (store_add_evidence(w->st, w->item_id, &e, NULL, err, sizeof(err)) != APBOT_OK)
-        log_msg(r, "warn", "evidence not stored", err);
-    free(url);
-    free(excerpt);
+    e->step = apbot_xstrdup(w->reconciling && ev->step && strcmp(ev->step, "lookup") == 0
+                                ? "reconcile"
+                                : (ev->step ? ev->step : "?"));
+    e->method = dup_or_null(ev->method);
+    e->url = mask_secrets(ev->url, r->user, r->password);
+    e->transport = dup_or_null(ev->transport);
+    e->rule = dup_or_null(ev->rule);
+    e->outcome = dup_or_null(ev->outcome);
+    e->excerpt = excerpt;
 }
 
 static void on_erp_evidence(void *ctx, const struct store_evidence *ev)
@@ -643,10 +695,17 @@ static bool job_apply(struct job *j, enum machine_event ev)
         .reason = j->reason[0] ? j->reason : NULL,
         .detail = j->detail[0] ? j->detail : NULL,
         .keep_lease = !stop_now,
+        /* the exchanges that led here, in the change's transaction */
+        .evidence = w->pending,
+        .n_evidence = w->item_id == j->item.id ? w->n_pending : 0,
     };
     struct transition_out out;
     w->retry_after_ms = j->retry_after_ms;
     int rc = transition_apply(&env, &j->item, &in, &out, err, sizeof(err));
+    if (rc == APBOT_OK)
+        evidence_drop(w); /* stored with the change */
+    else
+        evidence_flush(w); /* the change was refused: the exchanges on their own */
     w->retry_after_ms = 0;
     j->doc[0] = j->reason[0] = j->detail[0] = '\0';
     j->retry_after_ms = 0;
@@ -994,6 +1053,8 @@ static bool hook_before_commit(void *ctx)
      * evidence writes may have outlasted it, and a recovered item must not be posted twice. */
     if (!job_lease(j))
         return false;
+    /* What was exchanged so far is stored before anything that could book is sent. */
+    evidence_flush(j->w);
     j->commit_sent = true;
     return true;
 }
@@ -1206,6 +1267,7 @@ static void job_run(struct worker *w, struct store_item *it)
                         (ev == MACHINE_EV_FOUND_UNFINISHED || before != MACHINE_FINISHING);
     }
 out:
+    evidence_flush(w);
     w->item_id = 0;
     w->reconciling = false;
     invoice_done(&j.inv);
@@ -1267,8 +1329,9 @@ static void *worker_main(void *arg)
             continue;
         }
         probes = 0;
-        /* Only as many sessions work as the limit allows (the ERP's capacity). */
-        if (!limiter_acquire(r->limiter, &r->stop))
+        /* Only as many sessions work as the limit allows (the ERP's capacity); logged-in
+         * sessions first, so that a limit below the workers does not log every one in. */
+        if (!limiter_acquire_as(r->limiter, &r->stop, erp_logged_in(w->erp)))
             break;
         if (!erp_logged_in(w->erp)) {
             enum login_rc lr = worker_login(w);
@@ -1300,6 +1363,9 @@ static void *worker_main(void *arg)
 out:
     erp_close(w->erp);
     w->erp = NULL;
+    evidence_drop(w);
+    free(w->pending);
+    w->pending = NULL;
     store_close(w->st);
     w->st = NULL;
     pthread_mutex_lock(&r->mu);

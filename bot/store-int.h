@@ -64,8 +64,9 @@ struct store_ops {
                  int64_t lease_ms, char *err, size_t errlen);
     int (*apply)(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
                  const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen);
+    /* n >= 1 exchanges in one transaction */
     int (*add_evidence)(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                        const struct apbot_now *now, char *err, size_t errlen);
+                        size_t n, const struct apbot_now *now, char *err, size_t errlen);
     int (*each_expired)(struct store *st, const struct apbot_now *now, int64_t limit,
                         store_item_fn fn, void *ctx, char *err, size_t errlen);
     /* by key when key is not NULL, else by id */

@@ -404,8 +404,11 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
     if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
         (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
         ch->event >= MACHINE_EVENT__COUNT || (ch->erp_doc && !*ch->erp_doc) ||
-        (owner && ch->take_over))
+        (owner && ch->take_over) || (ch->n_evidence && !ch->evidence))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invalid change");
+    for (size_t i = 0; i < ch->n_evidence; i++)
+        if (!ch->evidence[i].step)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
     struct apbot_now buf;
     int64_t holder = 0;
     int r = st->ops->apply(st, id, owner, ch, now_or_read(now, &buf), &holder, err, errlen);
@@ -417,10 +420,21 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
 int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
                        const struct apbot_now *now, char *err, size_t errlen)
 {
-    if (!st || !ev || !ev->step)
+    return store_add_evidence_n(st, item_id, ev, 1, now, err, errlen);
+}
+
+int store_add_evidence_n(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                         size_t n, const struct apbot_now *now, char *err, size_t errlen)
+{
+    if (!st || (n && !ev))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
+    for (size_t i = 0; i < n; i++)
+        if (!ev[i].step)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
+    if (n == 0)
+        return APBOT_OK;
     struct apbot_now buf;
-    return st->ops->add_evidence(st, item_id, ev, now_or_read(now, &buf), err, errlen);
+    return st->ops->add_evidence(st, item_id, ev, n, now_or_read(now, &buf), err, errlen);
 }
 
 int store_each_expired(struct store *st, const struct apbot_now *now, int64_t limit,

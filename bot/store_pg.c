@@ -1180,6 +1180,9 @@ static int doc_holder(struct pg *h, const char *doc, int64_t id, int64_t *ret_ho
     return APBOT_OK;
 }
 
+static int insert_evidence(struct pg *h, int64_t item_id, const struct store_evidence *ev,
+                           char *err, size_t errlen);
+
 static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
     struct pg *h = PG(st);
@@ -1285,6 +1288,8 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
         goto out;
     }
     PQclear(res);
+    for (size_t i = 0; r == APBOT_OK && i < ch->n_evidence; i++)
+        r = insert_evidence(h, op->id, &ch->evidence[i], err, errlen);
 out:
     store_item_done(&it);
     return r;
@@ -1305,15 +1310,14 @@ static int pg_apply(struct store *st, int64_t id, const char *owner, const struc
 struct evidence_op {
     int64_t item_id;
     const struct store_evidence *ev;
+    size_t n;
 };
 
-static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
+static int insert_evidence(struct pg *h, int64_t item_id, const struct store_evidence *ev,
+                           char *err, size_t errlen)
 {
-    struct pg *h = PG(st);
-    struct evidence_op *op = ctx;
-    const struct store_evidence *ev = op->ev;
     struct pp p = {.n = 0};
-    pp_i64(&p, op->item_id);
+    pp_i64(&p, item_id);
     pp_i64(&p, h->txnow.wall_ms);
     pp_text_max(&p, ev->step, 64);
     pp_text_max(&p, ev->method, 16);
@@ -1332,10 +1336,21 @@ static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
     return APBOT_OK;
 }
 
-static int pg_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                           const struct apbot_now *now, char *err, size_t errlen)
+static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
-    struct evidence_op op = {.item_id = item_id, .ev = ev};
+    struct evidence_op *op = ctx;
+    for (size_t i = 0; i < op->n; i++) {
+        int r = insert_evidence(PG(st), op->item_id, &op->ev[i], err, errlen);
+        if (r)
+            return r;
+    }
+    return APBOT_OK;
+}
+
+static int pg_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                           size_t n, const struct apbot_now *now, char *err, size_t errlen)
+{
+    struct evidence_op op = {.item_id = item_id, .ev = ev, .n = n};
     return pg_run_write(PG(st), now, evidence_body, &op, err, errlen);
 }
 

@@ -30,10 +30,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -258,6 +260,7 @@ _Static_assert(sizeof(stmt_sql) / sizeof(stmt_sql[0]) == Q__COUNT, "every statem
 struct sq {
     struct store base;
     sqlite3 *db;
+    struct sq_file *file;         /* what this process's connections to the file share (or NULL) */
     sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by sq_close */
 };
 #define SQ(st) ((struct sq *)(st))
@@ -438,10 +441,140 @@ static int tx_end(struct store *st, int r, char *err, size_t errlen)
     return r;
 }
 
+/*
+ * What this process's connections to one database file share (one per file, by device and
+ * inode, counted by the handles that use it):
+ *
+ * The writer turn. Writers of one process queue on a mutex before they ask SQLite for the
+ * write lock. Without it, threads of one runner (a connection each) met the lock busy and
+ * SQLite's busy handler put them to sleep for 1, 2, 5, 10 ... 100 ms at a time however soon
+ * the lock came free. Another process still meets the busy timeout as before; batches
+ * (store_begin) do not take the turn.
+ *
+ * Group commit. A commit is durable (the WAL synced to disk) before COMMIT returns, as with
+ * synchronous=FULL, but the sync is shared: the connection runs synchronous=NORMAL (SQLite
+ * writes the commit's WAL frames, releases the write lock, and syncs only at checkpoints) and
+ * its WAL hook, which SQLite calls after every commit once the write lock is released, waits
+ * until a sync of the WAL that began after this commit's frames were written has completed -
+ * starting one itself when none is running. Commits of several workers that land while one
+ * sync runs are covered by the next one. Nothing a caller does after a commit (an ERP request
+ * above all: the intent to post) can happen before that commit is on disk; the WAL is written
+ * in order, so a later commit on disk means every earlier one is too. With FULL, the write
+ * lock was held through each fsync (5-15 ms on a shared disk), so a whole runner managed one
+ * commit per fsync. The hook also runs the passive auto-checkpoint SQLite's own default hook
+ * runs (every SQ_CHECKPOINT_FRAMES frames), which it replaces.
+ */
+#define SQ_CHECKPOINT_FRAMES 1000
+
+struct sq_file {
+    struct sq_file *next;
+    dev_t dev;
+    ino_t ino;
+    int refs;
+    pthread_mutex_t writer; /* the writer turn */
+    pthread_mutex_t mu;     /* guards the sync state below */
+    pthread_cond_t cv;
+    uint64_t written; /* commits whose frames are written */
+    uint64_t synced;  /* commits known to be on disk */
+    bool syncing;     /* a sync runs */
+};
+
+static pthread_mutex_t sq_files_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sq_file *sq_files;
+
+/* The shared part for the file at path (a new one for the first handle), or NULL. */
+static struct sq_file *sq_file_get(const char *path)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb) != 0)
+        return NULL;
+    pthread_mutex_lock(&sq_files_mu);
+    struct sq_file *f = sq_files;
+    while (f && !(f->dev == sb.st_dev && f->ino == sb.st_ino))
+        f = f->next;
+    if (!f) {
+        f = apbot_xcalloc(1, sizeof(*f));
+        f->dev = sb.st_dev;
+        f->ino = sb.st_ino;
+        pthread_mutex_init(&f->writer, NULL);
+        pthread_mutex_init(&f->mu, NULL);
+        pthread_cond_init(&f->cv, NULL);
+        f->next = sq_files;
+        sq_files = f;
+    }
+    f->refs++;
+    pthread_mutex_unlock(&sq_files_mu);
+    return f;
+}
+
+static void sq_file_put(struct sq_file *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&sq_files_mu);
+    if (--f->refs == 0) {
+        struct sq_file **pp = &sq_files;
+        while (*pp != f)
+            pp = &(*pp)->next;
+        *pp = f->next;
+        pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->mu);
+        pthread_mutex_destroy(&f->writer);
+        free(f);
+    }
+    pthread_mutex_unlock(&sq_files_mu);
+}
+
+/* Syncs the WAL this connection has open. */
+static int sq_sync_wal(sqlite3 *db, const char *zdb)
+{
+    sqlite3_file *wal = NULL;
+    int rc = sqlite3_file_control(db, zdb, SQLITE_FCNTL_JOURNAL_POINTER, &wal);
+    if (rc != SQLITE_OK || !wal || !wal->pMethods)
+        return SQLITE_IOERR_FSYNC; /* a commit in WAL mode without a WAL: never "durable" */
+    return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+}
+
+/* The WAL hook: makes this commit durable (group commit, above), then auto-checkpoints. */
+static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
+{
+    struct sq_file *f = arg;
+    int rc = SQLITE_OK;
+    pthread_mutex_lock(&f->mu);
+    uint64_t mine = ++f->written;
+    while (f->synced < mine) {
+        if (f->syncing) {
+            pthread_cond_wait(&f->cv, &f->mu);
+            continue;
+        }
+        f->syncing = true;
+        uint64_t covers = f->written; /* every commit counted so far has its frames written */
+        pthread_mutex_unlock(&f->mu);
+        rc = sq_sync_wal(db, zdb);
+        pthread_mutex_lock(&f->mu);
+        f->syncing = false;
+        if (rc == SQLITE_OK && covers > f->synced)
+            f->synced = covers;
+        pthread_cond_broadcast(&f->cv);
+        if (rc != SQLITE_OK)
+            break; /* COMMIT reports the error: the caller must not act on this commit */
+    }
+    pthread_mutex_unlock(&f->mu);
+    if (rc == SQLITE_OK && frames >= SQ_CHECKPOINT_FRAMES)
+        (void)sqlite3_wal_checkpoint_v2(db, zdb, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return rc;
+}
+
 /* One write transaction through the shared busy-retry loop (store-int.h). */
 static int run_write(struct store *st, store_tx_body body, void *ctx, char *err, size_t errlen)
 {
-    return store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
+    pthread_mutex_t *m = st->in_batch || !SQ(st)->file ? NULL : &SQ(st)->file->writer;
+    if (m)
+        pthread_mutex_lock(m);
+    int r = store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
+    if (m)
+        pthread_mutex_unlock(m);
+    return r;
 }
 
 static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
@@ -525,6 +658,18 @@ static void create_private(const char *path)
 static const struct store_ops sq_ops;
 static void sq_close(struct store *st);
 
+/* Whether the connection's main database runs in WAL mode. */
+static bool wal_mode(struct store *st)
+{
+    sqlite3_stmt *s = NULL;
+    bool wal = false;
+    if (sqlite3_prepare_v2(SQ(st)->db, "PRAGMA journal_mode", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        wal = strcmp((const char *)sqlite3_column_text(s, 0), "wal") == 0;
+    sqlite3_finalize(s);
+    return wal;
+}
+
 int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen)
 {
     struct sq *h = apbot_xcalloc(1, sizeof(*h));
@@ -543,7 +688,9 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
         goto fail;
     }
     sqlite3_busy_timeout(SQ(st)->db, STORE_BUSY_TIMEOUT_MS);
-    /* journal_mode answers a row ("wal", or "memory" for :memory:); exec ignores it. */
+    /* Every commit is synced before it returns: by each commit (FULL) until the group commit
+     * above is in place, then by the WAL hook (NORMAL + a shared sync). journal_mode answers a
+     * row ("wal", or "memory" for :memory:); exec ignores it. */
     r = exec_sql(st,
                  "PRAGMA journal_mode = WAL;"
                  "PRAGMA synchronous = FULL;"
@@ -554,6 +701,13 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
     r = migrate(st, err, errlen);
     if (r)
         goto fail;
+    SQ(st)->file = sq_file_get(path);
+    if (SQ(st)->file && wal_mode(st)) {
+        sqlite3_wal_hook(SQ(st)->db, sq_wal_hook, SQ(st)->file);
+        r = exec_sql(st, "PRAGMA synchronous = NORMAL;", err, errlen);
+        if (r)
+            goto fail;
+    }
     *ret = st;
     return APBOT_OK;
 fail:
@@ -566,6 +720,7 @@ static void sq_close(struct store *st)
     for (int i = 0; i < Q__COUNT; i++)
         sqlite3_finalize(SQ(st)->stmt[i]);
     sqlite3_close(SQ(st)->db);
+    sq_file_put(SQ(st)->file);
     free(st);
 }
 
@@ -980,6 +1135,9 @@ static int unknown_state(struct store *st, int64_t id, char *err, size_t errlen)
                       "item #%" PRId64 " is in unknown state '%s'; not touched", id, text);
 }
 
+static int insert_evidence(struct store *st, int64_t item_id, int64_t at,
+                           const struct store_evidence *ev, char *err, size_t errlen);
+
 static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
     struct apply_op *op = ctx;
@@ -1076,6 +1234,8 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     r = add_event(st, op->id, now->wall_ms, machine_state_name(it.state),
                   machine_state_name(step->next), machine_event_name(ch->event), detail,
                   ch->actor ? ch->actor : (op->owner ? op->owner : "operator"), err, errlen);
+    for (size_t i = 0; r == APBOT_OK && i < ch->n_evidence; i++)
+        r = insert_evidence(st, op->id, now->wall_ms, &ch->evidence[i], err, errlen);
 out:
     store_item_done(&it);
     return r;
@@ -1096,18 +1256,18 @@ static int sq_apply(struct store *st, int64_t id, const char *owner, const struc
 struct evidence_op {
     int64_t item_id;
     const struct store_evidence *ev;
+    size_t n;
     int64_t at;
 };
 
-static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
+static int insert_evidence(struct store *st, int64_t item_id, int64_t at,
+                           const struct store_evidence *ev, char *err, size_t errlen)
 {
-    struct evidence_op *op = ctx;
-    const struct store_evidence *ev = op->ev;
     sqlite3_stmt *s = stmt_get(st, Q_INSERT_EVIDENCE, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, op->item_id);
-    sqlite3_bind_int64(s, 2, op->at);
+    sqlite3_bind_int64(s, 1, item_id);
+    sqlite3_bind_int64(s, 2, at);
     bind_text_max(s, 3, ev->step, 64);
     bind_text_max(s, 4, ev->method, 16);
     bind_text_max(s, 5, ev->url, STORE_TEXT_MAX);
@@ -1124,10 +1284,21 @@ static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
     return APBOT_OK;
 }
 
-static int sq_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
-                           const struct apbot_now *now, char *err, size_t errlen)
+static int evidence_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
-    struct evidence_op op = {.item_id = item_id, .ev = ev, .at = now->wall_ms};
+    struct evidence_op *op = ctx;
+    for (size_t i = 0; i < op->n; i++) {
+        int r = insert_evidence(st, op->item_id, op->at, &op->ev[i], err, errlen);
+        if (r)
+            return r;
+    }
+    return APBOT_OK;
+}
+
+static int sq_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                           size_t n, const struct apbot_now *now, char *err, size_t errlen)
+{
+    struct evidence_op op = {.item_id = item_id, .ev = ev, .n = n, .at = now->wall_ms};
     return run_write(st, evidence_body, &op, err, errlen);
 }
 

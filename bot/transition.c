@@ -136,6 +136,8 @@ int transition_apply(const struct transition_env *env, struct store_item *item,
         .actor = env->actor,
         .keep_lease = keep,
         .take_over = in->take_over,
+        .evidence = in->evidence,
+        .n_evidence = in->n_evidence,
     };
     int64_t holder = 0;
     rc = store_apply(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now, &holder, err,

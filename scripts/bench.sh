@@ -1,25 +1,58 @@
 #!/usr/bin/env bash
-# bench.sh - the performance figures (`make bench`): `apbot run` pushing N invoices through
-# the simulated ERP's calm and month-end scenarios (bench-run: invoices/s, ERP requests per
-# invoice, CPU ms per invoice and peak RSS of the apbot process, bookings and duplicates),
-# then the enqueue benchmark (bench-enqueue: 100,000 generated invoices through `apbot enqueue`,
-# invoices/s, peak RSS, `apbot status` latency), then the queue per backend (bench-store: SQLite
-# and PostgreSQL side by side; PostgreSQL on a throw-away server started by tests/lib/pg.sh with
-# fsync on, as a real one runs).
-# Usage: scripts/bench.sh BUILD_DIR   (BENCH_N=500 by default)
+# bench.sh - the performance figures (`make bench`), about ten minutes on 2 cores:
+#  1. apbot run against the simulated ERP (bench-run): one table per scenario - calm,
+#     month-end, varying (8 slots, 2 for a while, 8 again; a shorter schedule than the
+#     scenario file's, so that a row takes 36 s) - with a row per concurrency (fixed 1, 2, 4,
+#     8, 16 and auto): throughput, the ERP's capacity bound and how close the row got,
+#     requests per invoice, overload and time-outs, latency, apbot's CPU and RSS, and
+#     duplicates and lost invoices checked on the simulator's ledger; the limit of `auto`
+#     second by second. Then apbot run's peak RSS with 100,000 invoices queued (the flow as
+#     shipped, 4 sessions, and 16).
+#  2. apbot enqueue of 100,000 generated invoices (bench-enqueue).
+#  3. the queue per backend (bench-store: SQLite and PostgreSQL side by side; PostgreSQL on a
+#     throw-away server started by tests/lib/pg.sh with fsync on, as a real one runs).
+# The machine may be shared: every row says the load average it started at.
+# Usage: scripts/bench.sh BUILD_DIR
+#   BENCH_SCENARIOS="calm month-end varying"  BENCH_ROWS=1,2,4,8,16,auto  BENCH_SECONDS=T
+#   BENCH_BEFORE=PATH  an older apbot binary: calm is run with it too, as the "before" table
 set -euo pipefail
 
 BUILD=${1:-build}
 cd "$(dirname "$0")/.."
-N=${BENCH_N:-500}
 for f in "$BUILD/apbot" "$BUILD/bench-run" "$BUILD/bench-enqueue" "$BUILD/bench-store"; do
   [ -x "$f" ] || { echo "bench: $f is missing; run 'make' first" >&2; exit 1; }
 done
 export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
 unset APBOT_DB APBOT_ERP_URL
 
-echo "== apbot run: $N invoices per scenario, flows/acme.xml policy, sessions = max-sessions"
-"$BUILD/bench-run" --apbot "$BUILD/apbot" --src . --n "$N" calm month-end
+ROWS=${BENCH_ROWS:-1,2,4,8,16,auto}
+SECS=()
+[ -n "${BENCH_SECONDS:-}" ] && SECS=(--seconds "$BENCH_SECONDS")
+VARYING_SCHEDULE="0:8, 12000:2, 26000:8"
+status=0
+
+echo "== apbot run against the simulated ERP (seed 7); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+for scn in ${BENCH_SCENARIOS:-calm month-end varying}; do
+  cap=()
+  [ "$scn" = varying ] && cap=(--capacity "$VARYING_SCHEDULE")
+  "$BUILD/bench-run" --apbot "$BUILD/apbot" --src . --rows "$ROWS" "${SECS[@]}" "${cap[@]}" "$scn" ||
+    status=1
+done
+cat <<'NOTE'
+
+note - apbot's own cost before the work of issue 13 (main at 9a10f8b; its calm rows measured
+  with this bench-run, same machine, two runs, load 4-9): cpu_ms 4.0-6.1 per invoice
+  (sys 1.0-2.0), 59-110 invoices/s at 8-16 sessions. callgrind, calm, 200 invoices, 4
+  sessions, start-up aside: 9.15 M instructions per invoice before, 8.26 M after; strace,
+  1000 invoices: 7.3 fdatasync, 87 pwrite, 55 fcntl and 5.3 sleeps per invoice before,
+  4.1, 76, 35 and 0.2 after. Set BENCH_BEFORE=PATH to an older apbot to measure it again.
+NOTE
+if [ -n "${BENCH_BEFORE:-}" ]; then
+  echo
+  echo "== before: the same calm rows with $BENCH_BEFORE"
+  "$BUILD/bench-run" --apbot "$BENCH_BEFORE" --src . --rows "$ROWS" "${SECS[@]}" calm || status=1
+fi
+"$BUILD/bench-run" --apbot "$BUILD/apbot" --src . --big "${BENCH_ENQUEUE_N:-100000}" || status=1
 
 echo
 echo "== apbot enqueue: ${BENCH_ENQUEUE_N:-100000} generated invoices"
@@ -37,3 +70,4 @@ if [ -f "$pgstate/env" ]; then
 fi
 "$BUILD/bench-store" --apbot "$BUILD/apbot" --count "${BENCH_ENQUEUE_N:-100000}" \
   --claims "${BENCH_CLAIMS:-20000}" ${pg:+--pg "$pg"}
+exit $status

@@ -26,6 +26,7 @@ struct erp_sim {
     int slots;                  /* processing slots now */
     int service_lo, service_hi; /* ms */
     int think_ms;               /* the client's time between two requests of a worker */
+    uint32_t refuse_ppm;        /* answers refused (503) at random, parts per million */
     uint64_t rng;
     /* per worker */
     int state[SIM_WORKERS]; /* 0 thinking, 1 queued, 2 in service */
@@ -60,7 +61,9 @@ static int simulate(struct erp_sim *e, struct limiter_core *c, int64_t t0, int64
                 e->busy--;
                 e->done++;
                 e->until[i] = t + e->think_ms;
-                limiter_core_sample(c, (unsigned)(i % 3), t - e->sent[i], LIMITER_OK, t);
+                bool refused = e->refuse_ppm && rnd(&e->rng) % 1000000u < e->refuse_ppm;
+                limiter_core_sample(c, (unsigned)(i % 3), t - e->sent[i],
+                                    refused ? LIMITER_OVERLOAD : LIMITER_OK, t);
             }
         /* workers within the limit send when their own time is over */
         for (int i = 0; i < SIM_WORKERS; i++)
@@ -119,8 +122,8 @@ static void test_limiter_finds_the_slots(void **state)
     assert_true(eff >= 0.90);
 }
 
-/* A congested month-end ERP: 4 slots, slow requests: the limit stays near 4..8, not at the
- * ceiling of 16 (which would only queue). */
+/* A congested month-end ERP: 4 slots, slow requests: the limit stays a few above 4, not at
+ * the ceiling of 16 (which would only queue). */
 static void test_limiter_does_not_flood_a_slow_erp(void **state)
 {
     (void)state;
@@ -136,7 +139,7 @@ static void test_limiter_does_not_flood_a_slow_erp(void **state)
     double queue = (double)(e.queued_ms - q0) / 60000;
     print_message("month-end: limit %d..%d, slot use %.2f, queue %.1f requests\n", lo, hi, eff,
                   queue);
-    assert_true(lo >= 4 && hi <= 10);
+    assert_true(lo >= 4 && hi <= 4 + (int)LIMITER_BETA + 1);
     assert_true(eff >= 0.90);
     assert_true(queue <= LIMITER_BETA + 1);
 }
@@ -169,6 +172,47 @@ static void test_limiter_follows_capacity(void **state)
     assert_true(after >= 8);
 }
 
+/* A month-end ERP refuses a few percent of requests at random (503/429, posts stalled past
+ * the time-out): that is not the bot's load, and the limit must not collapse to 1-2 on it.
+ * 4 slots, 3% of answers refused: the limit stays at the slots or above and they stay busy. */
+static void test_limiter_rides_out_random_refusals(void **state)
+{
+    (void)state;
+    struct erp_sim e;
+    struct limiter_core c;
+    erp_init(&e, 4, 40, 300, 2);
+    e.refuse_ppm = 30000;
+    limiter_core_init(&c, 16, 2);
+    int hi = 0, lo = 100;
+    simulate(&e, &c, 1, 60000, NULL, NULL, NULL);
+    int64_t busy0 = e.busy_ms;
+    simulate(&e, &c, 60001, 60000, NULL, &hi, &lo);
+    double eff = (double)(e.busy_ms - busy0) / (4.0 * 60000);
+    print_message("month-end with 3%% refused: limit %d..%d, slot use %.2f\n", lo, hi, eff);
+    assert_true(lo >= 3 && hi <= 4 + (int)LIMITER_BETA + 1);
+    assert_true(eff >= 0.90);
+}
+
+/* The decision itself: at least LIMITER_REFUSALS_MIN refusals, and at least
+ * LIMITER_REFUSAL_SHARE of the round's answers. */
+static void test_limiter_overloaded_table(void **state)
+{
+    (void)state;
+    static const struct {
+        int refusals, answers;
+        bool overloaded;
+    } rows[] = {
+        {0, 0, false},   {0, 10, false},  {1, 1, false}, {1, 2, false},   {2, 2, true},
+        {2, 20, true},   {2, 21, false},  {3, 30, true}, {3, 31, false},  {10, 10, true},
+        {5, 100, false}, {10, 100, true}, {2, 0, true},  {1, 100, false},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (limiter_overloaded(rows[i].refusals, rows[i].answers) != rows[i].overloaded)
+            print_message("row %zu: %d of %d\n", i, rows[i].refusals, rows[i].answers);
+        assert_int_equal(limiter_overloaded(rows[i].refusals, rows[i].answers), rows[i].overloaded);
+    }
+}
+
 static void test_limiter_cuts_on_overload_and_stays_in_bounds(void **state)
 {
     (void)state;
@@ -177,16 +221,25 @@ static void test_limiter_cuts_on_overload_and_stays_in_bounds(void **state)
     int64_t t = 1000;
     limiter_core_sample(&c, 1, 10, LIMITER_OK, t);
     limiter_core_sample(&c, 1, 10, LIMITER_OVERLOAD, t + 200);
-    assert_int_equal(c.limit, 9); /* a quarter less */
+    assert_int_equal(c.limit, 12); /* one refusal is not overload */
+    limiter_core_sample(&c, 1, 10, LIMITER_OVERLOAD, t + 210);
+    assert_int_equal(c.limit, 9); /* two of three answers: a quarter less, at once */
     limiter_core_sample(&c, 1, 10, LIMITER_TIMEOUT, t + 400);
+    limiter_core_sample(&c, 1, 10, LIMITER_TIMEOUT, t + 410);
     assert_int_equal(c.limit, 6);
-    for (int i = 0; i < 50; i++)
+    /* a lone refusal among a round's worth of answers changes nothing */
+    struct limiter_core d;
+    limiter_core_init(&d, 12, 12);
+    for (int i = 0; i < 11; i++)
+        limiter_core_sample(&d, 1, 10, LIMITER_OK, t + i);
+    limiter_core_sample(&d, 1, 10, LIMITER_OVERLOAD, t + 300);
+    assert_true(d.limit >= 12);
+    for (int i = 0; i < 100; i++)
         limiter_core_sample(&c, 1, 10, LIMITER_OVERLOAD, t + 600 + i * 200);
     assert_int_equal(c.limit, 1); /* never below 1 */
     for (int i = 0; i < 2000; i++)
         limiter_core_sample(&c, 1, 10, LIMITER_OK, t + 20000 + i * 100);
     assert_int_equal(c.limit, 12); /* never above max */
-    struct limiter_core d;
     limiter_core_init(&d, 4, 99);
     assert_int_equal(d.limit, 4);
     limiter_core_init(&d, 0, 0);
@@ -240,14 +293,72 @@ static void test_limiter_fixed_gate(void **state)
     limiter_free(l);
 }
 
+struct taker {
+    struct limiter *l;
+    atomic_bool *stop;
+    bool warm;
+    atomic_int *order; /* 1 + how many took a place before this one */
+    atomic_int *taken;
+};
+
+static void *taker_main(void *arg)
+{
+    struct taker *t = arg;
+    if (limiter_acquire_as(t->l, t->stop, t->warm)) {
+        atomic_store(t->order, atomic_fetch_add(t->taken, 1) + 1);
+        limiter_release(t->l);
+    }
+    return NULL;
+}
+
+static void wait_for(struct limiter *l, bool warm, int n)
+{
+    while (limiter_waiting(l, warm) != n)
+        usleep(1000);
+}
+
+/* One place, held; a cold session and then a warm one wait for it: the warm one gets it
+ * first although it came last, then the cold one. */
+static void test_limiter_warm_sessions_first(void **state)
+{
+    (void)state;
+    struct limiter *l = NULL;
+    assert_int_equal(limiter_new(1, false, &l), APBOT_OK);
+    atomic_bool stop = false;
+    atomic_int taken = 0, warm_order = 0, cold_order = 0;
+    assert_true(limiter_acquire(l, &stop));
+    struct taker cold = {
+        .l = l, .stop = &stop, .warm = false, .order = &cold_order, .taken = &taken};
+    struct taker warm = {
+        .l = l, .stop = &stop, .warm = true, .order = &warm_order, .taken = &taken};
+    pthread_t tc, tw;
+    assert_int_equal(pthread_create(&tc, NULL, taker_main, &cold), 0);
+    wait_for(l, false, 1);
+    assert_int_equal(pthread_create(&tw, NULL, taker_main, &warm), 0);
+    wait_for(l, true, 1);
+    limiter_release(l);
+    pthread_join(tw, NULL);
+    pthread_join(tc, NULL);
+    assert_int_equal(atomic_load(&warm_order), 1);
+    assert_int_equal(atomic_load(&cold_order), 2);
+    /* a cold session alone is not held back */
+    atomic_store(&taken, 0);
+    assert_true(limiter_acquire_as(l, &stop, false));
+    limiter_release(l);
+    limiter_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limiter_finds_the_slots),
         cmocka_unit_test(test_limiter_does_not_flood_a_slow_erp),
         cmocka_unit_test(test_limiter_follows_capacity),
+        cmocka_unit_test(test_limiter_rides_out_random_refusals),
+        cmocka_unit_test(test_limiter_overloaded_table),
         cmocka_unit_test(test_limiter_cuts_on_overload_and_stays_in_bounds),
         cmocka_unit_test(test_limiter_fixed_gate),
+        cmocka_unit_test(test_limiter_warm_sessions_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

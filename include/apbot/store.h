@@ -152,6 +152,8 @@ int store_claim(struct store *st, const char *owner, const struct apbot_now *now
 int store_renew(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
                 int64_t lease_ms, char *err, size_t errlen) APBOT_MUST_USE;
 
+struct store_evidence;
+
 /* One state change: what the caller learnt and what machine_next() made of it. */
 struct store_change {
     enum machine_state from; /* must equal the row's state, else APBOT_E_STATE */
@@ -166,6 +168,11 @@ struct store_change {
     bool keep_lease;     /* true: the owner continues with this item (owner != NULL) */
     bool take_over;      /* owner NULL: take the row from whoever holds its lease (see
                           * store_lease_allows); the lease is cleared */
+    /* ERP exchanges of this item appended to its evidence in the same transaction (n_evidence
+     * of them, stamped now, as store_add_evidence would): the exchanges that led to the
+     * change, kept with it. Nothing is appended when the change is refused. */
+    const struct store_evidence *evidence;
+    size_t n_evidence;
 };
 
 /*
@@ -200,6 +207,10 @@ struct store_evidence {
 /* Appends one exchange to an item's evidence (append-only), stamped now (wall). */
 int store_add_evidence(struct store *st, int64_t item_id, const struct store_evidence *ev,
                        const struct apbot_now *now, char *err, size_t errlen) APBOT_MUST_USE;
+/* Appends n exchanges (ev[0..n-1], in order) to an item's evidence in one transaction. */
+int store_add_evidence_n(struct store *st, int64_t item_id, const struct store_evidence *ev,
+                         size_t n, const struct apbot_now *now, char *err,
+                         size_t errlen) APBOT_MUST_USE;
 
 /* Calls fn for each item; the item is valid only during the call. A non-zero return from fn
  * stops the walk and is returned. */

@@ -16,6 +16,7 @@
 #define APBOT_TRANSITION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "apbot/error.h"
@@ -51,6 +52,8 @@ struct transition_env {
 };
 
 /* What the caller learnt. Zero-initialise, then set what applies. */
+struct store_evidence;
+
 struct transition_in {
     enum machine_event event;
     int64_t looked_mono;  /* when the lookup behind this event began (0 = now): an absence
@@ -64,6 +67,11 @@ struct transition_in {
     bool refuse_conflict; /* an operator's decision: a document another item holds is refused
                            * (APBOT_E_CONFLICT, nothing changed) instead of sending both items
                            * to review */
+    /* ERP exchanges of this item stored in the change's transaction (store_change.evidence):
+     * only what was exchanged since the item's last durable write, with nothing sent to the
+     * ERP after it. Not stored when the change is refused. */
+    const struct store_evidence *evidence;
+    size_t n_evidence;
 };
 
 /* What came of it. */
