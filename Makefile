@@ -1,16 +1,22 @@
 # Thin wrapper: CMake does the build. `make` builds into build/, `make test` installs missing
 # packages and runs every test plain and under ASan+UBSan, `make demo` runs the main job on the
-# bundled simulator, `make bench` prints the performance figures.
+# bundled simulator, `make bench` prints the performance figures, `make fuzz` runs the libFuzzer
+# targets of tests/fuzz/ (clang) for FUZZ_SECONDS each.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
 # Every C file clang-format keeps in shape; `make format` rewrites them, CI runs format-check.
 FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
-                 tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
+                 tests/*.c tests/helpers/*.[ch] tests/fuzz/*.[ch] tools/*.c)
 
-.PHONY: all deps build test test-plain test-asan demo bench clean format format-check
+.PHONY: all deps build test test-plain test-asan test-fuzz-build fuzz fuzz-build demo bench clean \
+        format format-check
 
 all: build
 
@@ -21,7 +27,7 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: test-plain test-asan
+test: test-plain test-asan test-fuzz-build
 
 test-plain: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
@@ -30,6 +36,24 @@ test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAPBOT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# The fuzz targets are built by `make test` wherever clang is (so they never rot), never run
+# there: a run takes FUZZ_SECONDS per target. `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="page"`.
+test-fuzz-build: deps
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory fuzz-build; \
+	else \
+	    echo "fuzz targets not built: no $(FUZZ_CC) (tests/fuzz/README.md)"; \
+	fi
+
+# -O1 -g without NDEBUG: asserts stay on, the instrumented code stays fast enough.
+fuzz-build:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=$(FUZZ_CC) -DAPBOT_FUZZ=ON \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+
+fuzz: deps fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 demo: build
 	scripts/demo.sh $(BUILD)
@@ -44,4 +68,4 @@ format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
