@@ -8,7 +8,13 @@
  *   - page_rule_text (what rules see), and every rule, marker, capture and success pattern of
  *     flows/acme.xml and flows/classic.xml run with match_run on it (raw ones on the page)
  *     under one match_budget for the page, as the bot does.
- * Properties: a select accepts exactly its enabled options' values (page_form_set) and a value
+ *   - the input as a value a realistic page echoes (one of the seed pages, chosen by the
+ *     input): HTML-escaped into a double- or single-quoted attribute, a comment, a textarea,
+ *     JavaScript-escaped into a script string, or into a style comment, inserted before a start
+ *     tag of the page.
+ * Properties: the echoed value is blanked to the last byte and the rest of the page is blanked
+ * exactly as without it (issue 10, item 6: rules match what the ERP said, not what it echoed);
+ * a select accepts exactly its enabled options' values (page_form_set) and a value
  * chosen by value is that option; a press submits its button once and undoes the previous one;
  * the blanked text has the page's length and differs from it only by spaces; the budget never goes
  * negative and an aborted pattern says why; the excerpt stays within its bound.
@@ -18,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <dirent.h>
 
 #include <libxml/parser.h>
 
@@ -56,6 +64,15 @@ static struct {
     const char *name, *value;
 } presses[MAX_ITEMS];
 static size_t n_presses;
+
+/* Realistic pages the echo test inserts into: the page seeds (not regression inputs). */
+static struct {
+    char *body, *blanked;
+    size_t len;
+    size_t *tags; /* offsets of start tags the echo may go before */
+    size_t n_tags;
+} pages[MAX_ITEMS];
+static size_t n_pages;
 
 static void add_pat(const struct match_re *re, bool raw)
 {
@@ -128,6 +145,72 @@ static void collect(const struct flow *f)
             add_str(xpaths, &n_xpaths, f->lookup.detail.table.cols[i].xpath);
 }
 
+/* Start tags an echo can go before: '<' kept by page_rule_text (not inside a comment, script
+ * or value) and naming an element that cannot sit in title, textarea or script. */
+static void find_tags(size_t k)
+{
+    static const char *const safe[] = {"<tr",    "<td",       "<div",   "<p>",   "<p ",
+                                       "<table", "<form",     "<input", "<span", "<h1",
+                                       "<h2",    "<fieldset", "<ul"};
+    pages[k].tags = calloc(pages[k].len + 1, sizeof(size_t));
+    if (!pages[k].tags)
+        abort();
+    for (size_t i = 0; i < pages[k].len; i++) {
+        if (pages[k].blanked[i] != '<')
+            continue;
+        for (size_t t = 0; t < sizeof(safe) / sizeof(safe[0]); t++)
+            if (strncmp(pages[k].body + i, safe[t], strlen(safe[t])) == 0) {
+                pages[k].tags[pages[k].n_tags++] = i;
+                break;
+            }
+    }
+}
+
+static void load_pages(void)
+{
+    const char *dir = getenv("APBOT_FUZZ_PAGES");
+    if (!dir)
+        dir = APBOT_FUZZ_CORPUS "/page";
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "fuzz_page: cannot open %s\n", dir);
+        abort();
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n_pages < MAX_ITEMS) {
+        size_t nl = strlen(e->d_name);
+        if (nl < 5 || strcmp(e->d_name + nl - 5, ".html") != 0)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        FILE *fp = fopen(path, "rb");
+        if (!fp)
+            abort();
+        char *buf = malloc(1 << 20);
+        if (!buf)
+            abort();
+        size_t len = fread(buf, 1, (1 << 20) - 1, fp);
+        fclose(fp);
+        pages[n_pages].body = buf;
+        pages[n_pages].len = len;
+        pages[n_pages].blanked = page_rule_text(buf, len);
+        find_tags(n_pages);
+        if (pages[n_pages].n_tags) {
+            n_pages++;
+        } else { /* nothing to insert before (the garbled page) */
+            free(pages[n_pages].body);
+            free(pages[n_pages].blanked);
+            free(pages[n_pages].tags);
+            memset(&pages[n_pages], 0, sizeof(pages[n_pages]));
+        }
+    }
+    closedir(d);
+    if (n_pages == 0) {
+        fprintf(stderr, "fuzz_page: no page in %s\n", dir);
+        abort();
+    }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
@@ -146,6 +229,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         }
         collect(flows[i]);
     }
+    load_pages();
     add_str(form_xpaths, &n_form_xpaths, "//form");
     static const char *const line_fields[] = {"account_1", "amount_1", "description_1",
                                               "account_2"};
@@ -325,6 +409,97 @@ static void exercise_rules(const char *body, size_t len)
     free(text);
 }
 
+/* Appends n bytes. */
+static void put(char **out, size_t *len, const char *p, size_t n)
+{
+    memcpy(*out + *len, p, n);
+    *len += n;
+}
+
+/* The value escaped as an ERP escapes it for HTML (mode 0) or a JavaScript string (mode 1). */
+static void put_escaped(char **out, size_t *len, const uint8_t *v, size_t n, int mode)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *e = NULL;
+        char u[8];
+        if (mode == 0) {
+            switch (v[i]) {
+            case '&':
+                e = "&amp;";
+                break;
+            case '<':
+                e = "&lt;";
+                break;
+            case '>':
+                e = "&gt;";
+                break;
+            case '"':
+                e = "&quot;";
+                break;
+            case '\'':
+                e = "&#39;";
+                break;
+            default:
+                break;
+            }
+        } else if (v[i] == '\\' || v[i] == '"' || v[i] == '\'' || v[i] == '<' || v[i] == '>' ||
+                   v[i] == '&' || v[i] < 0x20) {
+            snprintf(u, sizeof(u), "\\u%04x", v[i]);
+            e = u;
+        }
+        if (e)
+            put(out, len, e, strlen(e));
+        else
+            put(out, len, (const char *)v + i, 1);
+    }
+}
+
+/*
+ * The input echoed into a realistic page: every byte of the echo's value is blanked, and
+ * the page around it is blanked exactly as without it.
+ */
+static void exercise_echo(const uint8_t *data, size_t size)
+{
+    static const char *const ctx[][2] = {
+        {"<input type=\"text\" name=\"memo\" value=\"", "\">"},
+        {"<input type=text name=memo value='", "'>"},
+        {"<!-- memo: ", " -->"},
+        {"<textarea name=\"memo\">", "</textarea>"},
+        {"<script>var memo = \"", "\";</script>"},
+        {"<style>/* ", " */</style>"},
+        {"<div title=\"", "\">x</div>"},
+    };
+    size_t nctx = sizeof(ctx) / sizeof(ctx[0]);
+    uint32_t h = 2166136261u; /* FNV-1a: which page, where, which context */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 16777619u;
+    const size_t k = h % n_pages;
+    const size_t at = pages[k].tags[(h >> 8) % pages[k].n_tags];
+    const size_t c = (h >> 20) % nctx;
+    const int mode = c == 4 ? 1 : 0;
+
+    char *page = malloc(pages[k].len + strlen(ctx[c][0]) + 6 * size + strlen(ctx[c][1]) + 1);
+    if (!page)
+        abort();
+    size_t len = 0;
+    put(&page, &len, pages[k].body, at);
+    put(&page, &len, ctx[c][0], strlen(ctx[c][0]));
+    size_t v0 = len;
+    put_escaped(&page, &len, data, size, mode);
+    size_t v1 = len;
+    put(&page, &len, ctx[c][1], strlen(ctx[c][1]));
+    size_t s1 = len;
+    put(&page, &len, pages[k].body + at, pages[k].len - at);
+
+    char *text = page_rule_text(page, len);
+    for (size_t i = v0; i < v1; i++)
+        CHECK(text[i] == ' '); /* an echoed byte a rule could see */
+    CHECK(memcmp(text, pages[k].blanked, at) == 0);
+    CHECK(memcmp(text + s1, pages[k].blanked + at, pages[k].len - at) == 0);
+    free(text);
+    free(page);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *body = (const char *)data;
@@ -353,5 +528,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         page_free(p);
     }
     exercise_rules(body, size);
+    exercise_echo(data, size);
     return 0;
 }
