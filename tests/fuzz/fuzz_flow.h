@@ -7,7 +7,11 @@
  *     and says why; on success the text is at most 64 KiB; the same call gives the same text;
  *   - a template outside the login form's fields never yields a secret (the load-time check
  *     keeps ${secret.*} there): expanding it with and without the secrets gives the same;
- *   - the key is cut to the policy's key length; flow_url always joins.
+ *   - the key is cut to the policy's key length; flow_url always joins;
+ *   - with well-formed values (a valid invoice, real dates, a key; FUZZ_GOOD_VALUES) a template
+ *     the load accepted expands, or fails only with APBOT_E_DATA (a map: without a mapping for
+ *     the invoice's value, a business exception) or APBOT_E_LIMIT: any other failure is one
+ *     the load-time check should have refused, found by the first invoice instead.
  */
 #ifndef APBOT_FUZZ_FLOW_H
 #define APBOT_FUZZ_FLOW_H
@@ -166,9 +170,15 @@ static void fuzz_vars_done(struct fuzz_vars *fv)
         free(fv->str[i]);
 }
 
-/* One template under the properties above; login = it is a login form field. */
+/* Well-formed values for fuzz_vars_read: with them only a refused mapping may fail. */
+static const uint8_t fuzz_good_values[] =
+    "AP1-ABCDEFGHIJKLMNOPQRST\n2026-12-01\n2026-11-01\nap-bot\ns3cret\nf00d\nR17\n"
+    "AP-2026-000042\n";
+
+/* One template under the properties above; login = it is a login form field, strict = the
+ * values are well-formed. */
 static void fuzz_expand_one(const struct flow *f, const char *tmpl, const struct flow_vars *v,
-                            bool login)
+                            bool login, bool strict)
 {
     if (!tmpl)
         return;
@@ -178,6 +188,10 @@ static void fuzz_expand_one(const struct flow *f, const char *tmpl, const struct
     if (rc != APBOT_OK) {
         FUZZ_CHECK(out == NULL && err[0]);
         FUZZ_CHECK(rc == APBOT_E_DATA || rc == APBOT_E_INVAL || rc == APBOT_E_LIMIT);
+        if (strict && rc != APBOT_E_DATA && rc != APBOT_E_LIMIT) {
+            fprintf(stderr, "fuzz: '%s' loaded but does not expand: %s\n", tmpl, err);
+            abort();
+        }
     } else {
         FUZZ_CHECK(out && strlen(out) <= FUZZ_EXPAND_MAX);
     }
@@ -203,39 +217,39 @@ static void fuzz_expand_one(const struct flow *f, const char *tmpl, const struct
 }
 
 static void fuzz_expand_fields(const struct flow *f, const struct flow_field *fd, size_t n,
-                               const struct flow_vars *v, bool login)
+                               const struct flow_vars *v, bool login, bool strict)
 {
     for (size_t i = 0; i < n; i++) {
-        fuzz_expand_one(f, fd[i].name, v, false); /* a field name is never a secret */
-        fuzz_expand_one(f, fd[i].value, v, login);
+        fuzz_expand_one(f, fd[i].name, v, false, strict); /* a field name is never a secret */
+        fuzz_expand_one(f, fd[i].value, v, login, strict);
     }
 }
 
 static void fuzz_expand_form(const struct flow *f, const struct flow_form *fm,
-                             const struct flow_vars *v, bool login)
+                             const struct flow_vars *v, bool login, bool strict)
 {
-    fuzz_expand_fields(f, fm->fields, fm->n_fields, v, login);
+    fuzz_expand_fields(f, fm->fields, fm->n_fields, v, login, strict);
     if (fm->lines.present)
-        fuzz_expand_fields(f, fm->lines.fields, fm->lines.n_fields, v, login);
+        fuzz_expand_fields(f, fm->lines.fields, fm->lines.n_fields, v, login, strict);
 }
 
-/* Every template of a loaded flow, with the properties above. */
-static void fuzz_expand_all(const struct flow *f, const struct flow_vars *v)
+/* Every template of a loaded flow, with the properties above (strict: v is well-formed). */
+static void fuzz_expand_all(const struct flow *f, const struct flow_vars *v, bool strict)
 {
-    fuzz_expand_one(f, f->login.get, v, false);
+    fuzz_expand_one(f, f->login.get, v, false, strict);
     if (f->login.present && f->login.has_form)
-        fuzz_expand_form(f, &f->login.form, v, true);
-    fuzz_expand_one(f, f->lookup.get, v, false);
-    fuzz_expand_fields(f, f->lookup.expect, f->lookup.n_expect, v, false);
+        fuzz_expand_form(f, &f->login.form, v, true, strict);
+    fuzz_expand_one(f, f->lookup.get, v, false, strict);
+    fuzz_expand_fields(f, f->lookup.expect, f->lookup.n_expect, v, false, strict);
     if (f->lookup.has_finished)
-        fuzz_expand_one(f, f->lookup.finished.value, v, false);
+        fuzz_expand_one(f, f->lookup.finished.value, v, false, strict);
     if (f->lookup.detail.present)
-        fuzz_expand_one(f, f->lookup.detail.get, v, false);
+        fuzz_expand_one(f, f->lookup.detail.get, v, false, strict);
     for (size_t i = 0; i < f->n_steps; i++) {
-        fuzz_expand_one(f, f->steps[i].get, v, false);
-        fuzz_expand_form(f, &f->steps[i].form, v, false);
+        fuzz_expand_one(f, f->steps[i].get, v, false, strict);
+        fuzz_expand_form(f, &f->steps[i].form, v, false, strict);
     }
-    fuzz_expand_one(f, f->list.get, v, false);
+    fuzz_expand_one(f, f->list.get, v, false, strict);
 
     char *cut = flow_key_cut(f, v->key);
     FUZZ_CHECK(!v->key || (cut && strlen(cut) <= (size_t)f->policy.key_length &&

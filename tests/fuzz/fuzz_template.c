@@ -176,7 +176,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_flow_invariants(f);
     struct fuzz_vars fv;
     fuzz_vars_read(&fv, &in);
-    fuzz_expand_all(f, &fv.v);
+    fuzz_expand_all(f, &fv.v, false);
+    fuzz_vars_done(&fv);
+    struct fuzz_in good = {fuzz_good_values, sizeof(fuzz_good_values) - 1};
+    fuzz_vars_read(&fv, &good);
+    fuzz_expand_all(f, &fv.v, true);
     fuzz_vars_done(&fv);
     flow_free(f);
     return 0;
