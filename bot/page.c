@@ -1086,9 +1086,13 @@ struct page_text {
     bool full;
 };
 
+/* Length of the well-formed UTF-8 character at s (NUL-terminated), 0 when there is none:
+ * RFC 3629's table, so overlong forms (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and
+ * code points past U+10FFFF (F4 90..BF) are not characters either. */
 static size_t page_utf8_len(const unsigned char *s)
 {
     size_t need;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
     if (s[0] < 0x80)
         return 1;
     else if (s[0] >= 0xC2 && s[0] <= 0xDF)
@@ -1099,7 +1103,17 @@ static size_t page_utf8_len(const unsigned char *s)
         need = 4;
     else
         return 0;
-    for (size_t i = 1; i < need; i++)
+    if (s[0] == 0xE0)
+        lo = 0xA0;
+    else if (s[0] == 0xED)
+        hi = 0x9F;
+    else if (s[0] == 0xF0)
+        lo = 0x90;
+    else if (s[0] == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
         if ((s[i] & 0xC0) != 0x80)
             return 0;
     return need;

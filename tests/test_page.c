@@ -87,11 +87,13 @@ static const char *field(const struct page_form *f, const char *name)
     return f->values[i];
 }
 
+/* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code points past U+10FFFF. */
 static bool valid_utf8(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         size_t n;
+        unsigned char lo = 0x80, hi = 0xBF;
         if (*p < 0x80)
             n = 1;
         else if (*p >= 0xC2 && *p <= 0xDF)
@@ -102,7 +104,11 @@ static bool valid_utf8(const char *s)
             n = 4;
         else
             return false;
-        for (size_t i = 1; i < n; i++)
+        lo = *p == 0xE0 ? 0xA0 : *p == 0xF0 ? 0x90 : lo;
+        hi = *p == 0xED ? 0x9F : *p == 0xF4 ? 0x8F : hi;
+        if (n > 1 && (p[1] < lo || p[1] > hi))
+            return false;
+        for (size_t i = 2; i < n; i++)
             if ((p[i] & 0xC0) != 0x80)
                 return false;
         p += n;
@@ -441,6 +447,24 @@ static void test_page_garbled(void **state)
     assert_true(valid_utf8(e));
     free(e);
     page_free(p);
+
+    /* found by tests/fuzz (fuzz_page, corpus/page/regress-excerpt-overlong.html): a textless
+     * page's raw bytes with an overlong form, a surrogate, an overlong 4-byte form and a code
+     * point past U+10FFFF, each of which looks like a lead byte and continuation bytes; the
+     * cleaned excerpt kept them as characters (invalid UTF-8 in evidence) */
+    static const char bad[] = "<html><head><meta \xE0\x97\x8B \xED\xA0\x80 \xF0\x8F\xBF\xBF "
+                              "\xF4\x90\x80\x80 \xC3\xA9></head></html>";
+    assert_int_equal(page_parse(bad, sizeof(bad) - 1, NULL, &p, NULL, 0), APBOT_OK);
+    e = page_excerpt(p, 200);
+    assert_true(valid_utf8(e));
+    assert_null(strstr(e, "\xE0\x97\x8B"));
+    assert_null(strstr(e, "\xED\xA0\x80"));
+    assert_null(strstr(e, "\xF0\x8F"));
+    assert_null(strstr(e, "\xF4\x90"));
+    assert_non_null(strstr(e, "\xC3\xA9")); /* a real character stays */
+    free(e);
+    page_free(p);
+
     assert_int_equal(page_parse("", 0, BASE "/", &p, NULL, 0), APBOT_OK);
     assert_false(page_has(p, "//body//*"));
     assert_null(page_string(p, "//title"));
