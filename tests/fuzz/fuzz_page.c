@@ -17,7 +17,8 @@
  * a select accepts exactly its enabled options' values (page_form_set) and a value
  * chosen by value is that option; a press submits its button once and undoes the previous one;
  * the blanked text has the page's length and differs from it only by spaces; the budget never goes
- * negative and an aborted pattern says why; the excerpt stays within its bound.
+ * negative and an aborted pattern says why; the excerpt stays within its bound and is
+ * well-formed UTF-8 (evidence text).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,7 @@
 #include <libxml/parser.h>
 
 #include "apbot/flow.h"
+#include "apbot/invoice.h"
 #include "apbot/match.h"
 #include "apbot/page.h"
 
@@ -524,6 +526,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         char *ex = page_excerpt(p, 200);
         CHECK(ex && strlen(ex) <= 200);
+        CHECK(invoice_utf8_valid(ex)); /* evidence text: never a cut or invalid sequence */
         free(ex);
         page_free(p);
     }
