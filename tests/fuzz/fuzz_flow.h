@@ -35,7 +35,41 @@
             abort();                                                                               \
     } while (0)
 
-/* flow_load on data[0..size): APBOT_OK and *ret, or flow_load's error. */
+/*
+ * What flow_load says about a refused flow (`apbot flow check` prints it as it is): one problem
+ * per line, each "PATH:LINE: message" or "PATH: message", then perhaps a count of problems not
+ * shown; nothing a terminal would act on (no C0 control, DEL or C1 control), so that a flow
+ * file can neither forge a line of the report nor send escape sequences.
+ */
+static void fuzz_flow_err_check(const char *path, const char *err)
+{
+    size_t pl = strlen(path);
+    const char *line = err;
+    FUZZ_CHECK(err[0]);
+    for (;;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        bool count = n > 1 && line[0] == '(' && strstr(line, "more problems not shown)");
+        if (!count && (n <= pl || strncmp(line, path, pl) != 0 || line[pl] != ':')) {
+            fprintf(stderr, "fuzz: a problem line without its file: '%.*s'\n", (int)n, line);
+            abort();
+        }
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)line[i];
+            if (c < 0x20 || c == 0x7F ||
+                (c == 0xC2 && i + 1 < n && (unsigned char)line[i + 1] >= 0x80 &&
+                 (unsigned char)line[i + 1] <= 0x9F)) {
+                fprintf(stderr, "fuzz: a control character in '%.*s'\n", (int)n, line);
+                abort();
+            }
+        }
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+}
+
+/* flow_load on data[0..size): APBOT_OK and *ret, or flow_load's error (checked above). */
 static int fuzz_flow_load(const void *data, size_t size, struct flow **ret, char *err,
                           size_t errlen)
 {
@@ -48,6 +82,8 @@ static int fuzz_flow_load(const void *data, size_t size, struct flow **ret, char
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     int rc = flow_load(path, ret, err, errlen);
     close(fd);
+    if (rc != APBOT_OK)
+        fuzz_flow_err_check(path, err);
     return rc;
 }
 
