@@ -352,6 +352,7 @@ static void exercise_form(const struct page *p, const char *xpath)
     if (rc != APBOT_OK)
         return;
     form_invariants(&f);
+    CHECK(strstr(f.action, "://")); /* resolved to an absolute URL */
     for (size_t i = 0; i < f.n_controls; i++)
         CHECK(page_form_has(&f, f.controls[i]));
     exercise_selects(&f);
@@ -371,10 +372,25 @@ static void exercise_form(const struct page *p, const char *xpath)
     page_form_done(&f);
 }
 
+/* page.h's "trimmed": no white space (ASCII or U+00A0) at either end. */
+static bool trimmed(const char *s)
+{
+    size_t n = strlen(s);
+    static const char ws[] = " \t\n\r\f\v";
+    if (n == 0)
+        return true;
+    if (strchr(ws, s[0]) || strchr(ws, s[n - 1]))
+        return false;
+    if ((unsigned char)s[0] == 0xC2 && (unsigned char)s[1] == 0xA0)
+        return false;
+    return !(n >= 2 && (unsigned char)s[n - 2] == 0xC2 && (unsigned char)s[n - 1] == 0xA0);
+}
+
+/* The cells a lookup compares with the key exactly: trimmed, or NULL. */
 static int count_row(void *ctx, const char *const *cells, size_t n_cells)
 {
-    (void)cells;
-    (void)n_cells;
+    for (size_t i = 0; i < n_cells; i++)
+        CHECK(!cells[i] || trimmed(cells[i]));
     (*(size_t *)ctx)++;
     return 0;
 }
@@ -522,7 +538,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         for (size_t i = 0; i < n_xpaths; i++) {
             (void)page_has(p, xpaths[i]);
-            free(page_string(p, xpaths[i]));
+            char *v = page_string(p, xpaths[i]);
+            CHECK(!v || (v[0] && trimmed(v))); /* trimmed, NULL when empty */
+            free(v);
         }
         char *ex = page_excerpt(p, 200);
         CHECK(ex && strlen(ex) <= 200);
