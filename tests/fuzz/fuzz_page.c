@@ -249,6 +249,15 @@ static size_t count_field(const struct page_form *f, const char *name, const cha
     return n;
 }
 
+/* Fields of the submission named name. */
+static size_t count_name(const struct page_form *f, const char *name)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n; i++)
+        n += strcmp(f->names[i], name) == 0;
+    return n;
+}
+
 static size_t count_control(const struct page_form *f, const char *name)
 {
     size_t n = 0;
@@ -286,8 +295,8 @@ static void exercise_selects(struct page_form *f)
             int rc = page_form_set(f, sel->name, opt->value);
             if (alone)
                 CHECK(enabled ? rc == APBOT_OK : rc == APBOT_E_DATA);
-            if (alone && rc == APBOT_OK)
-                CHECK(count_field(f, sel->name, opt->value) == 1);
+            if (alone && rc == APBOT_OK) /* one value per name after a set */
+                CHECK(count_field(f, sel->name, opt->value) == 1 && count_name(f, sel->name) == 1);
             const struct page_option *chosen = NULL;
             rc = page_form_select(f, sel->name, opt->value, PAGE_OPTION_VALUE, &chosen);
             if (alone) {
