@@ -622,6 +622,7 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
     struct page_form *f = &fb->f;
     bool multiple = page_has_prop(sel, "multiple");
     xmlNodePtr chosen = NULL, first = NULL;
+    bool chosen_disabled = false; /* itself or its optgroup: a browser does not submit it */
     struct page_select ps = {.multiple = multiple};
     size_t cap = 0;
     int rc = apbot_grow((void **)&f->selects, &fb->selects_cap, f->n_selects, sizeof(*f->selects),
@@ -651,6 +652,7 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
                 form_add(f, name, o->value, false);
         } else {
             chosen = n; /* the last selected option wins, as in a browser */
+            chosen_disabled = disabled;
         }
     }
     ps.name = apbot_xstrdup(name);
@@ -659,7 +661,7 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
         return rc;
     if (!chosen)
         chosen = first;
-    if (!chosen || page_has_prop(chosen, "disabled"))
+    if (!chosen || chosen_disabled)
         return APBOT_OK;
     char *v = option_value(chosen);
     form_add(f, name, v, false);

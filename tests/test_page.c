@@ -797,6 +797,33 @@ static void test_page_press_by_name_and_value(void **state)
 
 /* ---- select options ---- */
 
+/* Found while writing tests/fuzz/fuzz_page's select property (corpus/page/
+ * regress-optgroup-disabled.html): a selected option inside a disabled optgroup was submitted
+ * by default, though a browser submits nothing for it and page_form_set refuses its value. */
+static void test_page_select_disabled_group_not_submitted(void **state)
+{
+    (void)state;
+    static const char html[] =
+        "<form name=f method=post action=/x>"
+        "<select name=a><optgroup disabled><option selected>old</option></optgroup>"
+        "<option>new</option></select>"
+        "<select name=b><option disabled selected>gone</option><option>kept</option></select>"
+        "<select name=c><optgroup label=g><option selected>ok</option></optgroup></select>"
+        "</form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_null(field(&f, "a")); /* nothing, as a browser: never the disabled choice */
+    assert_null(field(&f, "b"));
+    assert_string_equal(field(&f, "c"), "ok");
+    assert_true(page_form_has(&f, "a"));
+    assert_int_equal(page_form_set(&f, "a", "old"), APBOT_E_DATA);
+    assert_int_equal(page_form_set(&f, "a", "new"), APBOT_OK);
+    assert_string_equal(field(&f, "a"), "new");
+    page_form_done(&f);
+    page_free(p);
+}
+
 static void test_page_select_options(void **state)
 {
     (void)state;
@@ -1146,6 +1173,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page_press_by_name_and_value),
         cmocka_unit_test(test_page_select_options),
+        cmocka_unit_test(test_page_select_disabled_group_not_submitted),
         cmocka_unit_test(test_page_form_has_and_add),
         cmocka_unit_test(test_page_rule_text_table),
         cmocka_unit_test(test_page_rule_text_forged_banners),
