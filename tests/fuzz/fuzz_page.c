@@ -277,15 +277,43 @@ static void form_invariants(const struct page_form *f)
         CHECK(f->buttons[i] && f->button_values[i]);
 }
 
+/* True when an enabled option of sel submits value. */
+static bool offered(const struct page_select *sel, const char *value)
+{
+    for (size_t k = 0; k < sel->n_options; k++)
+        if (!sel->options[k].disabled && strcmp(sel->options[k].value, value) == 0)
+            return true;
+    return false;
+}
+
+/* True when the page has exactly one element named name (the form's controls list a name
+ * once, however many controls carry it: ask the document). */
+static bool one_element_named(const struct page *p, const char *name)
+{
+    char xp[512];
+    if (strchr(name, '\'') || strlen(name) > 400)
+        return false;
+    snprintf(xp, sizeof(xp), "count(//*[@name='%s'])", name);
+    char *n = page_string(p, xp);
+    bool one = n && strcmp(n, "1") == 0;
+    free(n);
+    return one;
+}
+
 /* The selects: every enabled option's value is accepted, nothing else is. */
-static void exercise_selects(struct page_form *f)
+static void exercise_selects(const struct page *p, struct page_form *f)
 {
     for (size_t s = 0; s < f->n_selects && s < 8; s++) {
         const struct page_select *sel = &f->selects[s];
         /* Only a name that is this select alone (not also another control or select). */
-        bool alone = count_control(f, sel->name) == 1;
+        bool alone = count_control(f, sel->name) == 1 && one_element_named(p, sel->name);
         for (size_t k = 0; k < s && alone; k++)
             alone = strcmp(f->selects[k].name, sel->name) != 0;
+        /* As the page came: what the select submits is what a browser could (an enabled
+         * option: not disabled itself nor in a disabled optgroup). */
+        for (size_t i = 0; alone && i < f->n; i++)
+            if (strcmp(f->names[i], sel->name) == 0)
+                CHECK(offered(sel, f->values[i]));
         for (size_t o = 0; o < sel->n_options && o < 16; o++) {
             const struct page_option *opt = &sel->options[o];
             bool enabled = false;
@@ -364,7 +392,7 @@ static void exercise_form(const struct page *p, const char *xpath)
     CHECK(strstr(f.action, "://")); /* resolved to an absolute URL */
     for (size_t i = 0; i < f.n_controls; i++)
         CHECK(page_form_has(&f, f.controls[i]));
-    exercise_selects(&f);
+    exercise_selects(p, &f);
     exercise_buttons(&f);
     for (size_t i = 0; i < n_field_names; i++) {
         rc = page_form_set(&f, field_names[i], "4711");
