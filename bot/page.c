@@ -611,11 +611,35 @@ static char *option_label(xmlNodePtr opt)
     return c;
 }
 
+#define PAGE_MAX_RADIO_GROUPS 10000 /* checked radio groups tracked in one form */
+
 /* A form under construction: the array capacities apbot_grow needs. */
 struct form_build {
     struct page_form f;
     size_t selects_cap;
+    const char **radios; /* the value strings (f.values[i]) submitted by checked radios */
+    size_t n_radios, radios_cap;
 };
+
+/* A checked radio: as a browser's parser does, it unchecks the one checked before it in its
+ * group (same name), so that a group submits one value, the last checked. */
+static void form_radio(struct form_build *fb, const char *name, const char *value)
+{
+    struct page_form *f = &fb->f;
+    for (size_t r = 0; r < fb->n_radios; r++)
+        for (size_t i = 0; i < f->n; i++)
+            if (f->values[i] == fb->radios[r] && strcmp(f->names[i], name) == 0) {
+                form_remove(f, i);
+                fb->radios[r] = fb->radios[--fb->n_radios];
+                goto add;
+            }
+add:
+    form_add(f, name, value, false);
+    /* Past the bound (far beyond a real form) a group's later radio no longer unchecks it. */
+    if (apbot_grow((void **)&fb->radios, &fb->radios_cap, fb->n_radios, sizeof(*fb->radios),
+                   PAGE_MAX_RADIO_GROUPS) == APBOT_OK)
+        fb->radios[fb->n_radios++] = f->values[f->n - 1];
+}
 
 static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
 {
@@ -684,10 +708,14 @@ static int form_control(struct form_build *fb, xmlNodePtr n)
         char *value = page_prop(n, "value");
         if (strcasecmp(t, "submit") == 0 || strcasecmp(t, "image") == 0) {
             form_add_button(f, name, value ? value : "", strcasecmp(t, "image") == 0);
-        } else if (strcasecmp(t, "checkbox") == 0 || strcasecmp(t, "radio") == 0) {
+        } else if (strcasecmp(t, "checkbox") == 0) {
             form_add_control(f, name);
             if (page_has_prop(n, "checked"))
                 form_add(f, name, value ? value : "on", false);
+        } else if (strcasecmp(t, "radio") == 0) {
+            form_add_control(f, name);
+            if (page_has_prop(n, "checked"))
+                form_radio(fb, name, value ? value : "on");
         } else if (strcasecmp(t, "reset") == 0 || strcasecmp(t, "button") == 0 ||
                    strcasecmp(t, "file") == 0) {
             /* not submitted by a script-less browser without a file */
@@ -815,9 +843,10 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     action = NULL;
     method = NULL;
     *ret = fb.f;
-    memset(&fb, 0, sizeof(fb));
+    memset(&fb.f, 0, sizeof(fb.f));
 out:
     page_form_done(&fb.f);
+    free(fb.radios);
     free(form_id);
     free(action);
     free(method);

@@ -824,6 +824,36 @@ static void test_page_select_disabled_group_not_submitted(void **state)
     page_free(p);
 }
 
+/* Found while writing tests/fuzz/fuzz_page's radio property (corpus/page/
+ * regress-radio-group.html): two checked radios of one group were both submitted; a browser
+ * submits the last checked one only (checking a radio unchecks the rest of its group). */
+static void test_page_radio_group_one_value(void **state)
+{
+    (void)state;
+    static const char html[] = "<form method=post action=/x>"
+                               "<input type=radio name=r value=a checked>"
+                               "<input type=radio name=r value=b checked>"
+                               "<input type=RADIO name=r value=c>"
+                               "<input type=radio name=s value=1 checked>"
+                               "<input type=checkbox name=c value=1 checked>"
+                               "<input type=checkbox name=c value=2 checked>"
+                               "</form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    size_t r = 0, c = 0;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    for (size_t i = 0; i < f.n; i++) {
+        r += strcmp(f.names[i], "r") == 0;
+        c += strcmp(f.names[i], "c") == 0;
+    }
+    assert_int_equal(r, 1);
+    assert_string_equal(field(&f, "r"), "b");
+    assert_string_equal(field(&f, "s"), "1");
+    assert_int_equal(c, 2); /* checkboxes of one name all go */
+    page_form_done(&f);
+    page_free(p);
+}
+
 static void test_page_select_options(void **state)
 {
     (void)state;
@@ -1174,6 +1204,7 @@ int main(void)
         cmocka_unit_test(test_page_press_by_name_and_value),
         cmocka_unit_test(test_page_select_options),
         cmocka_unit_test(test_page_select_disabled_group_not_submitted),
+        cmocka_unit_test(test_page_radio_group_one_value),
         cmocka_unit_test(test_page_form_has_and_add),
         cmocka_unit_test(test_page_rule_text_table),
         cmocka_unit_test(test_page_rule_text_forged_banners),
