@@ -390,8 +390,22 @@ static void exercise_form(const struct page *p, const char *xpath)
         return;
     form_invariants(&f);
     CHECK(strstr(f.action, "://")); /* resolved to an absolute URL */
-    for (size_t i = 0; i < f.n_controls; i++)
+    for (size_t i = 0; i < f.n_controls; i++) {
         CHECK(page_form_has(&f, f.controls[i]));
+        /* A radio group submits one value at most (the last checked, as a browser). */
+        char xp[1024];
+        const char *nm = f.controls[i];
+        if (strchr(nm, '\'') || strlen(nm) > 400)
+            continue;
+        snprintf(xp, sizeof(xp),
+                 "count(//*[@name='%s']) = count(//input[@name='%s']"
+                 "[translate(@type, 'ADIOR', 'adior') = 'radio'])",
+                 nm, nm);
+        char *all_radios = page_string(p, xp);
+        if (all_radios && strcmp(all_radios, "true") == 0)
+            CHECK(count_name(&f, nm) <= 1);
+        free(all_radios);
+    }
     exercise_selects(p, &f);
     exercise_buttons(&f);
     for (size_t i = 0; i < n_field_names; i++) {
