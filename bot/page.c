@@ -693,13 +693,30 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
     return APBOT_OK;
 }
 
+/* True when n sits in a disabled fieldset and not in that fieldset's first legend child:
+ * then n is disabled (HTML), neither submitted nor usable, as if it said so itself. */
+static bool page_in_disabled_fieldset(xmlNodePtr n)
+{
+    for (xmlNodePtr child = n, a = n->parent; a && a->type == XML_ELEMENT_NODE;
+         child = a, a = a->parent) {
+        if (!page_is_elem(a, "fieldset") || !page_has_prop(a, "disabled"))
+            continue;
+        xmlNodePtr legend = a->children;
+        while (legend && !page_is_elem(legend, "legend"))
+            legend = legend->next;
+        if (child != legend)
+            return true;
+    }
+    return false;
+}
+
 /* One control of the form (n is an input, select, textarea or button). */
 static int form_control(struct form_build *fb, xmlNodePtr n)
 {
     struct page_form *f = &fb->f;
     int rc = APBOT_OK;
     char *name = page_prop(n, "name");
-    if (!name || !*name || page_has_prop(n, "disabled"))
+    if (!name || !*name || page_has_prop(n, "disabled") || page_in_disabled_fieldset(n))
         goto out;
 
     if (page_is_elem(n, "input")) {

@@ -854,6 +854,41 @@ static void test_page_radio_group_one_value(void **state)
     page_free(p);
 }
 
+/* Found while writing tests/fuzz/fuzz_page's fieldset property (corpus/page/
+ * regress-fieldset-disabled.html): controls in a <fieldset disabled> were submitted and could
+ * be set, pressed or chosen, though a browser treats them as disabled (all but those in the
+ * fieldset's first legend): the bot sent fields a person's browser never sends. */
+static void test_page_disabled_fieldset(void **state)
+{
+    (void)state;
+    static const char html[] = "<form method=post action=/x>"
+                               "<fieldset disabled><input name=a value=1>"
+                               "<select name=s><option>x</option></select>"
+                               "<legend><input name=l value=2></legend>"
+                               "<legend><input name=l2 value=3></legend>"
+                               "<button name=go value=1>Go</button>"
+                               "<fieldset><input name=inner value=4></fieldset></fieldset>"
+                               "<fieldset><input name=b value=5></fieldset>"
+                               "<button name=go value=2>Go</button>"
+                               "</form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_null(field(&f, "a"));
+    assert_null(field(&f, "s"));
+    assert_null(field(&f, "l2"));    /* only the first legend is outside the disabling */
+    assert_null(field(&f, "inner")); /* a nested fieldset inherits it */
+    assert_string_equal(field(&f, "l"), "2");
+    assert_string_equal(field(&f, "b"), "5");
+    assert_false(page_form_has(&f, "a"));
+    assert_int_equal(page_form_set(&f, "a", "9"), APBOT_E_NOTFOUND);
+    assert_int_equal(f.n_buttons, 1); /* the disabled one cannot be pressed */
+    assert_int_equal(page_form_press(&f, "go", NULL), APBOT_OK);
+    assert_string_equal(field(&f, "go"), "2");
+    page_form_done(&f);
+    page_free(p);
+}
+
 static void test_page_select_options(void **state)
 {
     (void)state;
@@ -1205,6 +1240,7 @@ int main(void)
         cmocka_unit_test(test_page_select_options),
         cmocka_unit_test(test_page_select_disabled_group_not_submitted),
         cmocka_unit_test(test_page_radio_group_one_value),
+        cmocka_unit_test(test_page_disabled_fieldset),
         cmocka_unit_test(test_page_form_has_and_add),
         cmocka_unit_test(test_page_rule_text_table),
         cmocka_unit_test(test_page_rule_text_forged_banners),
