@@ -406,6 +406,20 @@ static void exercise_form(const struct page *p, const char *xpath)
             CHECK(count_name(&f, nm) <= 1);
         free(all_radios);
     }
+    /* A control in a disabled fieldset (outside its legend) is disabled: never submitted. */
+    for (size_t i = 0; i < f.n; i++) {
+        char xp[1024];
+        const char *nm = f.names[i];
+        if (strchr(nm, '\'') || strlen(nm) > 400)
+            continue;
+        snprintf(xp, sizeof(xp),
+                 "count(//*[@name='%s']) = "
+                 "count(//fieldset[@disabled]//*[@name='%s'][not(ancestor::legend)])",
+                 nm, nm);
+        char *all_disabled = page_string(p, xp);
+        CHECK(!all_disabled || strcmp(all_disabled, "true") != 0);
+        free(all_disabled);
+    }
     exercise_selects(p, &f);
     exercise_buttons(&f);
     for (size_t i = 0; i < n_field_names; i++) {
