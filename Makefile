@@ -2,7 +2,8 @@
 # packages and runs every test plain and under ASan+UBSan, `make demo` runs the main job on the
 # bundled simulator, `make bench` prints the performance figures, `make soak` runs the long
 # randomized kill soak (tools/chaos_soak.c; SOAK_ROUNDS rounds or SOAK_MINUTES, whichever ends
-# first, SOAK_JOBS rounds at once; SOAK_SEED to start from a given seed).
+# first, SOAK_JOBS rounds at once; SOAK_SEED to start from a given seed), `make fuzz` runs the
+# libFuzzer targets of tests/fuzz/ (clang) for FUZZ_SECONDS each.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
@@ -11,12 +12,17 @@ SOAK_ROUNDS  ?= 1000
 SOAK_MINUTES ?= 75
 SOAK_JOBS    ?= 4
 SOAK_SEED    ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
 # Every C file clang-format keeps in shape; `make format` rewrites them, CI runs format-check.
 FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
-                 tests/*.c tests/helpers/*.[ch] tests/fuzz/*.c tools/*.c)
+                 tests/*.c tests/helpers/*.[ch] tests/fuzz/*.[ch] tools/*.c)
 
-.PHONY: all deps test-deps build test test-plain test-asan demo bench soak clean format format-check
+.PHONY: all deps test-deps build test test-plain test-asan test-fuzz-build fuzz fuzz-build demo \
+        bench soak clean format format-check
 
 all: build
 
@@ -42,6 +48,24 @@ test-asan: test-deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE classic $(CTEST_ARGS)
 
+# The fuzz targets are built by CI (.ci/run) wherever clang is (so they never rot), never run
+# there: a run takes FUZZ_SECONDS per target. `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="page"`.
+test-fuzz-build: deps
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory fuzz-build; \
+	else \
+	    echo "fuzz targets not built: no $(FUZZ_CC) (tests/fuzz/README.md)"; \
+	fi
+
+# -O1 -g without NDEBUG: asserts stay on, the instrumented code stays fast enough.
+fuzz-build:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=$(FUZZ_CC) -DAPBOT_FUZZ=ON \
+	    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+
+fuzz: deps fuzz-build
+	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 demo: build
 	scripts/demo.sh $(BUILD)
 
@@ -61,4 +85,4 @@ format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

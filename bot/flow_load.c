@@ -28,6 +28,7 @@
 #include "apbot/invoice.h"
 #include "apbot/match.h"
 #include "apbot/mem.h"
+#include "apbot/text.h"
 #include "flow-int.h"
 
 #define FLOW_FILE_MAX (1024 * 1024) /* bytes of a flow file: a hand-written file is far smaller */
@@ -153,12 +154,20 @@ struct flow_policy flow_policy_default(void)
 
 void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...)
 {
-    char msg[1024], text[1200];
+    char raw[1024], msg[1024], text[1200];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* One problem per line, and nothing a terminal acts on: messages quote the file (names,
+     * templates, attribute values holding &#10; or C1 controls) and libxml2's own messages
+     * span lines ("...indicate encoding !\nBytes: ..."). Line breaks and tabs become spaces,
+     * other controls and bytes that are not UTF-8 \xNN; backslashes in patterns stay. */
+    for (char *q = raw; *q; q++)
+        if (*q == '\n' || *q == '\r' || *q == '\t')
+            *q = ' ';
+    text_escape_into(msg, sizeof(msg), raw, TEXT_KEEP_BACKSLASH);
     c->n_probs++;
     if (c->n_kept == FLOW_PROBLEMS_MAX)
         return;

@@ -615,17 +615,42 @@ static char *option_label(xmlNodePtr opt)
     return c;
 }
 
+#define PAGE_MAX_RADIO_GROUPS 10000 /* checked radio groups tracked in one form */
+
 /* A form under construction: the array capacities apbot_grow needs. */
 struct form_build {
     struct page_form f;
     size_t selects_cap;
+    const char **radios; /* the value strings (f.values[i]) submitted by checked radios */
+    size_t n_radios, radios_cap;
 };
+
+/* A checked radio: as a browser's parser does, it unchecks the one checked before it in its
+ * group (same name), so that a group submits one value, the last checked. */
+static void form_radio(struct form_build *fb, const char *name, const char *value)
+{
+    struct page_form *f = &fb->f;
+    for (size_t r = 0; r < fb->n_radios; r++)
+        for (size_t i = 0; i < f->n; i++)
+            if (f->values[i] == fb->radios[r] && strcmp(f->names[i], name) == 0) {
+                form_remove(f, i);
+                fb->radios[r] = fb->radios[--fb->n_radios];
+                goto add;
+            }
+add:
+    form_add(f, name, value, false);
+    /* Past the bound (far beyond a real form) a group's later radio no longer unchecks it. */
+    if (apbot_grow((void **)&fb->radios, &fb->radios_cap, fb->n_radios, sizeof(*fb->radios),
+                   PAGE_MAX_RADIO_GROUPS) == APBOT_OK)
+        fb->radios[fb->n_radios++] = f->values[f->n - 1];
+}
 
 static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
 {
     struct page_form *f = &fb->f;
     bool multiple = page_has_prop(sel, "multiple");
     xmlNodePtr chosen = NULL, first = NULL;
+    bool chosen_disabled = false; /* itself or its optgroup: a browser does not submit it */
     struct page_select ps = {.multiple = multiple};
     size_t cap = 0;
     int rc = apbot_grow((void **)&f->selects, &fb->selects_cap, f->n_selects, sizeof(*f->selects),
@@ -655,6 +680,7 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
                 form_add(f, name, o->value, false);
         } else {
             chosen = n; /* the last selected option wins, as in a browser */
+            chosen_disabled = disabled;
         }
     }
     ps.name = apbot_xstrdup(name);
@@ -663,12 +689,29 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
         return rc;
     if (!chosen)
         chosen = first;
-    if (!chosen || page_has_prop(chosen, "disabled"))
+    if (!chosen || chosen_disabled)
         return APBOT_OK;
     char *v = option_value(chosen);
     form_add(f, name, v, false);
     free(v);
     return APBOT_OK;
+}
+
+/* True when n sits in a disabled fieldset and not in that fieldset's first legend child:
+ * then n is disabled (HTML), neither submitted nor usable, as if it said so itself. */
+static bool page_in_disabled_fieldset(xmlNodePtr n)
+{
+    for (xmlNodePtr child = n, a = n->parent; a && a->type == XML_ELEMENT_NODE;
+         child = a, a = a->parent) {
+        if (!page_is_elem(a, "fieldset") || !page_has_prop(a, "disabled"))
+            continue;
+        xmlNodePtr legend = a->children;
+        while (legend && !page_is_elem(legend, "legend"))
+            legend = legend->next;
+        if (child != legend)
+            return true;
+    }
+    return false;
 }
 
 /* One control of the form (n is an input, select, textarea or button). */
@@ -677,7 +720,7 @@ static int form_control(struct form_build *fb, xmlNodePtr n)
     struct page_form *f = &fb->f;
     int rc = APBOT_OK;
     char *name = page_prop(n, "name");
-    if (!name || !*name || page_has_prop(n, "disabled"))
+    if (!name || !*name || page_has_prop(n, "disabled") || page_in_disabled_fieldset(n))
         goto out;
 
     if (page_is_elem(n, "input")) {
@@ -686,10 +729,14 @@ static int form_control(struct form_build *fb, xmlNodePtr n)
         char *value = page_prop(n, "value");
         if (strcasecmp(t, "submit") == 0 || strcasecmp(t, "image") == 0) {
             form_add_button(f, name, value ? value : "", strcasecmp(t, "image") == 0);
-        } else if (strcasecmp(t, "checkbox") == 0 || strcasecmp(t, "radio") == 0) {
+        } else if (strcasecmp(t, "checkbox") == 0) {
             form_add_control(f, name);
             if (page_has_prop(n, "checked"))
                 form_add(f, name, value ? value : "on", false);
+        } else if (strcasecmp(t, "radio") == 0) {
+            form_add_control(f, name);
+            if (page_has_prop(n, "checked"))
+                form_radio(fb, name, value ? value : "on");
         } else if (strcasecmp(t, "reset") == 0 || strcasecmp(t, "button") == 0 ||
                    strcasecmp(t, "file") == 0) {
             /* not submitted by a script-less browser without a file */
@@ -817,9 +864,10 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     action = NULL;
     method = NULL;
     *ret = fb.f;
-    memset(&fb, 0, sizeof(fb));
+    memset(&fb.f, 0, sizeof(fb.f));
 out:
     page_form_done(&fb.f);
+    free(fb.radios);
     free(form_id);
     free(action);
     free(method);
@@ -1098,9 +1146,13 @@ struct page_text {
     bool full;
 };
 
+/* Length of the well-formed UTF-8 character at s (NUL-terminated), 0 when there is none:
+ * RFC 3629's table, so overlong forms (E0 80..9F, F0 80..8F), surrogates (ED A0..BF) and
+ * code points past U+10FFFF (F4 90..BF) are not characters either. */
 static size_t page_utf8_len(const unsigned char *s)
 {
     size_t need;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
     if (s[0] < 0x80)
         return 1;
     else if (s[0] >= 0xC2 && s[0] <= 0xDF)
@@ -1111,7 +1163,17 @@ static size_t page_utf8_len(const unsigned char *s)
         need = 4;
     else
         return 0;
-    for (size_t i = 1; i < need; i++)
+    if (s[0] == 0xE0)
+        lo = 0xA0;
+    else if (s[0] == 0xED)
+        hi = 0x9F;
+    else if (s[0] == 0xF0)
+        lo = 0x90;
+    else if (s[0] == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
         if ((s[i] & 0xC0) != 0x80)
             return 0;
     return need;

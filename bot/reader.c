@@ -170,7 +170,7 @@ int reader_read_file(const char *path, const struct vendor_map *vendors,
         /* Without a BOM libxml2 cannot tell UTF-16 from UTF-8 by itself: say which. */
         if (!(head[0] == 0xFF && head[1] == 0xFE) && !(head[0] == 0xFE && head[1] == 0xFF))
             src.encoding = fmt == READER_XML_UTF16LE ? "UTF-16LE" : "UTF-16BE";
-        /* fall through */
+        __attribute__((fallthrough)); /* gcc takes a comment, clang only this */
     case READER_XML:
         if ((unsigned long long)st.st_size > READER_XML_MAX_BYTES) {
             rc = apbot_fail(err, errlen, APBOT_E_LIMIT,

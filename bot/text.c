@@ -44,7 +44,7 @@ static size_t utf8_len(const unsigned char *p, size_t n)
     return len;
 }
 
-char *text_escape_into(char *dst, size_t len, const char *s, int keep_tab)
+char *text_escape_into(char *dst, size_t len, const char *s, int flags)
 {
     size_t o = 0;
     if (!len)
@@ -56,10 +56,11 @@ char *text_escape_into(char *dst, size_t len, const char *s, int keep_tab)
         char tmp[8];
         size_t tl;
         size_t ul = utf8_len(p + i, n - i);
-        if (ul == 1 && (p[i] < 0x20 || p[i] == 0x7F) && !(keep_tab && p[i] == '\t')) {
+        if (ul == 1 && (p[i] < 0x20 || p[i] == 0x7F) &&
+            !((flags & TEXT_KEEP_TAB) && p[i] == '\t')) {
             tl = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02X", p[i]);
             ul = 1;
-        } else if (ul == 1 && p[i] == '\\') {
+        } else if (ul == 1 && p[i] == '\\' && !(flags & TEXT_KEEP_BACKSLASH)) {
             memcpy(tmp, "\\\\", 2);
             tl = 2;
         } else if (ul == 0) {
@@ -90,7 +91,7 @@ char *text_escape_into(char *dst, size_t len, const char *s, int keep_tab)
     return dst;
 }
 
-char *text_escape(const char *s, size_t max, int keep_tab)
+char *text_escape(const char *s, size_t max, int flags)
 {
     if (max < 8)
         max = 8;
@@ -99,5 +100,5 @@ char *text_escape(const char *s, size_t max, int keep_tab)
     if (cap < 8)
         cap = 8;
     char *out = apbot_xmalloc(cap);
-    return text_escape_into(out, cap, s, keep_tab);
+    return text_escape_into(out, cap, s, flags);
 }

@@ -1251,6 +1251,66 @@ static char *nested_xpath(size_t depth)
     return x;
 }
 
+/* Found by tests/fuzz (fuzz_flow, fuzz_template): `apbot flow check` prints flow_load's
+ * problems as they are, one per line, but a message could span lines (libxml2's "Input is
+ * not proper UTF-8, indicate encoding !\nBytes: ...") or quote the file's own line breaks
+ * (&#10; in an attribute) and C1 controls (U+009B is a CSI): a flow file could forge a line of
+ * the report or drive the terminal. Every line must start with the file, without controls. */
+static void check_problem_lines(const char *tmp, const char *err)
+{
+    size_t tl = strlen(tmp);
+    const char *line = err;
+    assert_true(err[0] != '\0');
+    for (;;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        if (strncmp(line, tmp, tl) != 0 || line[tl] != ':')
+            fail_msg("a problem line without its file: '%.*s'", (int)n, line);
+        for (size_t i = 0; i < n; i++) {
+            unsigned char c = (unsigned char)line[i];
+            unsigned char d = i + 1 < n ? (unsigned char)line[i + 1] : 0;
+            if (c < 0x20 || c == 0x7F || (c == 0xC2 && d >= 0x80 && d <= 0x9F))
+                fail_msg("a control character at %zu in '%.*s'", i, (int)n, line);
+        }
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+}
+
+static void test_flow_problems_one_line_each(void **state)
+{
+    (void)state;
+    char *base = read_src("tests/data/flows/ok-minimal.xml");
+    static const char *const cases[][3] = {
+        /* what, replaced, by */
+        {"bytes that are not UTF-8", "name=\"mini\"", "name=\"mi\xFF\xFE\""},
+        {"a line break and a CSI in a template", "${key|url}",
+         "${ke&#10;y\xC2\x9B"
+         "31m|url}"},
+        {"an escape in a pattern", "Welcome", "Wel(come&#27;]0;title&#7;"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[4096] = "";
+        char *text = replace_once(base, cases[i][1], cases[i][2]);
+        int rc = load_text(text, tmp, err, sizeof(err));
+        if (rc == APBOT_OK)
+            fail_msg("%s: loaded", cases[i][0]);
+        check_problem_lines(tmp, err);
+        free(text);
+    }
+    /* backslashes in quoted patterns are not doubled */
+    {
+        char tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[4096] = "";
+        char *text = replace_once(base, "Welcome", "Wel\\d(");
+        assert_int_not_equal(load_text(text, tmp, err, sizeof(err)), APBOT_OK);
+        assert_null(strstr(err, "\\\\d"));
+        free(text);
+    }
+    free(base);
+}
+
 static void test_flow_xpath_limits(void **state)
 {
     (void)state;
@@ -1432,6 +1492,7 @@ int main(void)
         cmocka_unit_test(test_flow_mutations),
         cmocka_unit_test(test_flow_doc_group),
         cmocka_unit_test(test_flow_xpath_limits),
+        cmocka_unit_test(test_flow_problems_one_line_each),
         cmocka_unit_test(test_flow_expand_round2),
         cmocka_unit_test(test_flow_map_miss_is_data),
         cmocka_unit_test(test_flow_names),

@@ -208,8 +208,8 @@ static char *line_page(size_t size, size_t line)
 
 static const char *const acme_rules[] = {
     "<span class=\"msgText\">I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted\\.</span>",
-    "<span class=\"msgText\">E111: A document with reference \\S+ already exists "
-    "\\(document (?<doc>AP-\\d{4}-\\d{6})\\)",
+    ("<span class=\"msgText\">E111: A document with reference \\S+ already exists "
+     "\\(document (?<doc>AP-\\d{4}-\\d{6})\\)"),
     "<span class=\"msgText\">(?<reason>E1(?:0[1-8]|10): [^<]*)",
     "<span class=\"msgText\">I003: |<form id=\"loginForm\"",
     "<form id=\"loginForm\"",

@@ -87,11 +87,13 @@ static const char *field(const struct page_form *f, const char *name)
     return f->values[i];
 }
 
+/* Well-formed UTF-8 (RFC 3629): no overlong forms, surrogates or code points past U+10FFFF. */
 static bool valid_utf8(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         size_t n;
+        unsigned char lo = 0x80, hi = 0xBF;
         if (*p < 0x80)
             n = 1;
         else if (*p >= 0xC2 && *p <= 0xDF)
@@ -102,7 +104,11 @@ static bool valid_utf8(const char *s)
             n = 4;
         else
             return false;
-        for (size_t i = 1; i < n; i++)
+        lo = *p == 0xE0 ? 0xA0 : *p == 0xF0 ? 0x90 : lo;
+        hi = *p == 0xED ? 0x9F : *p == 0xF4 ? 0x8F : hi;
+        if (n > 1 && (p[1] < lo || p[1] > hi))
+            return false;
+        for (size_t i = 2; i < n; i++)
             if ((p[i] & 0xC0) != 0x80)
                 return false;
         p += n;
@@ -441,6 +447,24 @@ static void test_page_garbled(void **state)
     assert_true(valid_utf8(e));
     free(e);
     page_free(p);
+
+    /* found by tests/fuzz (fuzz_page, corpus/page/regress-excerpt-overlong.html): a textless
+     * page's raw bytes with an overlong form, a surrogate, an overlong 4-byte form and a code
+     * point past U+10FFFF, each of which looks like a lead byte and continuation bytes; the
+     * cleaned excerpt kept them as characters (invalid UTF-8 in evidence) */
+    static const char bad[] = "<html><head><meta \xE0\x97\x8B \xED\xA0\x80 \xF0\x8F\xBF\xBF "
+                              "\xF4\x90\x80\x80 \xC3\xA9></head></html>";
+    assert_int_equal(page_parse(bad, sizeof(bad) - 1, NULL, &p, NULL, 0), APBOT_OK);
+    e = page_excerpt(p, 200);
+    assert_true(valid_utf8(e));
+    assert_null(strstr(e, "\xE0\x97\x8B"));
+    assert_null(strstr(e, "\xED\xA0\x80"));
+    assert_null(strstr(e, "\xF0\x8F"));
+    assert_null(strstr(e, "\xF4\x90"));
+    assert_non_null(strstr(e, "\xC3\xA9")); /* a real character stays */
+    free(e);
+    page_free(p);
+
     assert_int_equal(page_parse("", 0, BASE "/", &p, NULL, 0), APBOT_OK);
     assert_false(page_has(p, "//body//*"));
     assert_null(page_string(p, "//title"));
@@ -744,6 +768,98 @@ static void test_page_press_by_name_and_value(void **state)
 }
 
 /* ---- select options ---- */
+
+/* Found while writing tests/fuzz/fuzz_page's select property (corpus/page/
+ * regress-optgroup-disabled.html): a selected option inside a disabled optgroup was submitted
+ * by default, though a browser submits nothing for it and page_form_set refuses its value. */
+static void test_page_select_disabled_group_not_submitted(void **state)
+{
+    (void)state;
+    static const char html[] =
+        "<form name=f method=post action=/x>"
+        "<select name=a><optgroup disabled><option selected>old</option></optgroup>"
+        "<option>new</option></select>"
+        "<select name=b><option disabled selected>gone</option><option>kept</option></select>"
+        "<select name=c><optgroup label=g><option selected>ok</option></optgroup></select>"
+        "</form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_null(field(&f, "a")); /* nothing, as a browser: never the disabled choice */
+    assert_null(field(&f, "b"));
+    assert_string_equal(field(&f, "c"), "ok");
+    assert_true(page_form_has(&f, "a"));
+    assert_int_equal(page_form_set(&f, "a", "old"), APBOT_E_DATA);
+    assert_int_equal(page_form_set(&f, "a", "new"), APBOT_OK);
+    assert_string_equal(field(&f, "a"), "new");
+    page_form_done(&f);
+    page_free(p);
+}
+
+/* Found while writing tests/fuzz/fuzz_page's radio property (corpus/page/
+ * regress-radio-group.html): two checked radios of one group were both submitted; a browser
+ * submits the last checked one only (checking a radio unchecks the rest of its group). */
+static void test_page_radio_group_one_value(void **state)
+{
+    (void)state;
+    static const char html[] = "<form method=post action=/x>"
+                               "<input type=radio name=r value=a checked>"
+                               "<input type=radio name=r value=b checked>"
+                               "<input type=RADIO name=r value=c>"
+                               "<input type=radio name=s value=1 checked>"
+                               "<input type=checkbox name=c value=1 checked>"
+                               "<input type=checkbox name=c value=2 checked>"
+                               "</form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    size_t r = 0, c = 0;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    for (size_t i = 0; i < f.n; i++) {
+        r += strcmp(f.names[i], "r") == 0;
+        c += strcmp(f.names[i], "c") == 0;
+    }
+    assert_int_equal(r, 1);
+    assert_string_equal(field(&f, "r"), "b");
+    assert_string_equal(field(&f, "s"), "1");
+    assert_int_equal(c, 2); /* checkboxes of one name all go */
+    page_form_done(&f);
+    page_free(p);
+}
+
+/* Found while writing tests/fuzz/fuzz_page's fieldset property (corpus/page/
+ * regress-fieldset-disabled.html): controls in a <fieldset disabled> were submitted and could
+ * be set, pressed or chosen, though a browser treats them as disabled (all but those in the
+ * fieldset's first legend): the bot sent fields a person's browser never sends. */
+static void test_page_disabled_fieldset(void **state)
+{
+    (void)state;
+    static const char html[] = "<form method=post action=/x>"
+                               "<fieldset disabled><input name=a value=1>"
+                               "<select name=s><option>x</option></select>"
+                               "<legend><input name=l value=2></legend>"
+                               "<legend><input name=l2 value=3></legend>"
+                               "<button name=go value=1>Go</button>"
+                               "<fieldset><input name=inner value=4></fieldset></fieldset>"
+                               "<fieldset><input name=b value=5></fieldset>"
+                               "<button name=go value=2>Go</button>"
+                               "</form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_null(field(&f, "a"));
+    assert_null(field(&f, "s"));
+    assert_null(field(&f, "l2"));    /* only the first legend is outside the disabling */
+    assert_null(field(&f, "inner")); /* a nested fieldset inherits it */
+    assert_string_equal(field(&f, "l"), "2");
+    assert_string_equal(field(&f, "b"), "5");
+    assert_false(page_form_has(&f, "a"));
+    assert_int_equal(page_form_set(&f, "a", "9"), APBOT_E_NOTFOUND);
+    assert_int_equal(f.n_buttons, 1); /* the disabled one cannot be pressed */
+    assert_int_equal(page_form_press(&f, "go", NULL), APBOT_OK);
+    assert_string_equal(field(&f, "go"), "2");
+    page_form_done(&f);
+    page_free(p);
+}
 
 static void test_page_select_options(void **state)
 {
@@ -1094,6 +1210,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page_press_by_name_and_value),
         cmocka_unit_test(test_page_select_options),
+        cmocka_unit_test(test_page_select_disabled_group_not_submitted),
+        cmocka_unit_test(test_page_radio_group_one_value),
+        cmocka_unit_test(test_page_disabled_fieldset),
         cmocka_unit_test(test_page_form_has_and_add),
         cmocka_unit_test(test_page_rule_text_table),
         cmocka_unit_test(test_page_rule_text_forged_banners),

@@ -10,16 +10,21 @@
 
 #include <stddef.h>
 
+/* Flags for text_escape's last argument (0: escape all that is listed below). */
+#define TEXT_KEEP_TAB 1       /* a TAB is kept */
+#define TEXT_KEEP_BACKSLASH 2 /* a backslash is kept as it is (messages quoting patterns) */
+
 /*
- * Copies s with every C0 control (including ESC, CR and LF, but not TAB when keep_tab),
+ * Copies s with every C0 control (including ESC, CR and LF, but not TAB with TEXT_KEEP_TAB),
  * DEL, every C1 control (U+0080..U+009F) and every byte that is not part of valid UTF-8
- * written as \xNN, and a backslash as \\. At most max bytes of output (cut at a character
- * boundary, "..." appended when cut; max >= 8). Heap result, never NULL; NULL s gives "".
+ * written as \xNN, and a backslash as \\ (unless TEXT_KEEP_BACKSLASH). At most max bytes of
+ * output (cut at a character boundary, "..." appended when cut; max >= 8). Heap result, never
+ * NULL; NULL s gives "".
  */
-char *text_escape(const char *s, size_t max, int keep_tab);
+char *text_escape(const char *s, size_t max, int flags);
 
 /* The same into a caller's buffer of len bytes (always NUL-terminated when len > 0). Returns
  * dst. */
-char *text_escape_into(char *dst, size_t len, const char *s, int keep_tab);
+char *text_escape_into(char *dst, size_t len, const char *s, int flags);
 
 #endif
