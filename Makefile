@@ -38,7 +38,7 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: test-deps test-plain test-asan
+test: test-deps test-plain test-asan test-fuzz-build
 
 test-plain: test-deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
@@ -48,7 +48,7 @@ test-asan: test-deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE classic $(CTEST_ARGS)
 
-# The fuzz targets are built by CI (.ci/run) wherever clang is (so they never rot), never run
+# The fuzz targets are built by `make test` wherever clang is (so they never rot), never run
 # there: a run takes FUZZ_SECONDS per target. `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="page"`.
 test-fuzz-build: deps
 	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then \
