@@ -38,15 +38,6 @@ for scn in ${BENCH_SCENARIOS:-calm month-end varying}; do
   "$BUILD/bench-run" --apbot "$BUILD/apbot" --src . --rows "$ROWS" "${SECS[@]}" "${cap[@]}" "$scn" ||
     status=1
 done
-cat <<'NOTE'
-
-note - apbot's own cost before the work of issue 13 (main at 9a10f8b; its calm rows measured
-  with this bench-run, same machine, two runs, load 4-9): cpu_ms 4.0-6.1 per invoice
-  (sys 1.0-2.0), 59-110 invoices/s at 8-16 sessions. callgrind, calm, 200 invoices, 4
-  sessions, start-up aside: 9.15 M instructions per invoice before, 8.26 M after; strace,
-  1000 invoices: 7.3 fdatasync, 87 pwrite, 55 fcntl and 5.3 sleeps per invoice before,
-  4.1, 76, 35 and 0.2 after. Set BENCH_BEFORE=PATH to an older apbot to measure it again.
-NOTE
 if [ -n "${BENCH_BEFORE:-}" ]; then
   echo
   echo "== before: the same calm rows with $BENCH_BEFORE"
