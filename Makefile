@@ -63,7 +63,9 @@ fuzz-build:
 	    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" >/dev/null
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 
-fuzz: deps fuzz-build
+fuzz: deps
+	@scripts/deps.sh clang
+	$(MAKE) --no-print-directory fuzz-build
 	tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 demo: build
