@@ -47,6 +47,7 @@
 #define CII_NS_UDT "urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100"
 
 #define CII_MAX_LINES 100000
+_Static_assert(CII_MAX_LINES <= INVOICE_MAX_LINES, "an invoice holds every line read");
 #define CII_DOC "rsm:ExchangedDocument"
 #define CII_TX "rsm:SupplyChainTradeTransaction"
 #define CII_SELLER CII_TX "/ram:ApplicableHeaderTradeAgreement/ram:SellerTradeParty"

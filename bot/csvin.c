@@ -43,6 +43,7 @@
 #define CSVIN_MAX_FIELDS 256        /* fields in one row */
 #define CSVIN_MAX_LINES 10000       /* lines in one invoice */
 #define CSVIN_CHUNK 65536           /* read size */
+_Static_assert(CSVIN_MAX_LINES <= INVOICE_MAX_LINES, "an invoice holds every line read");
 
 /* ---- the row driver ----------------------------------------------------------------- */
 
@@ -64,12 +65,18 @@ struct csvin_driver {
     size_t errlen;
 };
 
-/* libcsv grows its field buffer through this; refusing past the bound bounds memory. */
+/*
+ * libcsv grows its field buffer through this; refusing past the bound bounds memory. libcsv
+ * takes a NULL as realloc's failure (the old buffer stays its own), retries with smaller steps
+ * and then reports CSV_ENOMEM, which csvin_parse_error names as the field bound. So NULL is
+ * kept for the bound alone; out-of-memory within it aborts (mem.h) instead of passing for a
+ * field that is too long.
+ */
 static void *csvin_realloc(void *p, size_t n)
 {
     if (n > CSVIN_FIELD_MAX + 256)
         return NULL;
-    return realloc(p, n);
+    return apbot_xrealloc(p, n);
 }
 
 static void csvin_cb_field(void *s, size_t len, void *data)
@@ -85,12 +92,9 @@ static void csvin_cb_field(void *s, size_t len, void *data)
         d->too_many = true;
         return;
     }
-    if (d->caps[d->n] < len + 1) {
+    if (d->caps[d->n] < len + 1) { /* len is bounded by csvin_realloc's refusal */
         size_t cap = len + 1 < 64 ? 64 : len + 1;
-        char *nb = realloc(d->fields[d->n], cap);
-        if (!nb)
-            abort();
-        d->fields[d->n] = nb;
+        d->fields[d->n] = apbot_xrealloc(d->fields[d->n], cap);
         d->caps[d->n] = cap;
     }
     if (len)
@@ -216,7 +220,7 @@ int csvin_each_row_fd(int fd, const char *path, int delim, csvin_row_fn fn, void
     d.caps = apbot_xcalloc(CSVIN_MAX_FIELDS, sizeof(*d.caps));
     char *buf = apbot_xmalloc(CSVIN_CHUNK);
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
-        abort();
+        abort(); /* csv_init fails only for a NULL parser: it allocates nothing */
     csv_set_realloc_func(&p, csvin_realloc);
 
     bool first = true;
@@ -349,13 +353,16 @@ static uint64_t csvin_hash(const char *s)
     return h ? h : 1;
 }
 
+/*
+ * The slot of hash h, or NULL; with insert, a new slot for it. The table doubles when half
+ * full and is rehashed into a fresh allocation (so apbot_grow() does not fit); the caller
+ * bounds the entries at CSVIN_MAX_INVOICES, so it never passes 1M slots (16 MB).
+ */
 static struct csvin_seen_slot *csvin_seen_find(struct csvin_seen *t, uint64_t h, bool insert)
 {
     if (insert && (t->used + 1) * 2 > t->cap) {
         size_t ncap = t->cap ? t->cap * 2 : 1024;
-        struct csvin_seen_slot *ns = calloc(ncap, sizeof(*ns));
-        if (!ns)
-            abort();
+        struct csvin_seen_slot *ns = apbot_xcalloc(ncap, sizeof(*ns));
         for (size_t i = 0; i < t->cap; i++) {
             if (!t->slots[i].hash)
                 continue;
@@ -483,9 +490,7 @@ static char *csvin_group_key(const struct csvin_ctx *c, const char *vendor, cons
     char *v = invoice_normalise_id(mapped ? mapped : vendor);
     char *n = invoice_normalise_id(number);
     size_t len = strlen(v) + 1 + strlen(n) + 1;
-    char *k = malloc(len);
-    if (!k)
-        abort();
+    char *k = apbot_xmalloc(len);
     snprintf(k, len, "%s\n%s", v, n);
     free(v);
     free(n);

@@ -219,25 +219,18 @@ static char *next_href(const struct page *p, const char *xpath)
 /* The rows of every page read, as the table shows them. */
 struct raw_rows {
     size_t n_cols;
-    char **cells; /* n * n_cols, heap strings or NULL */
-    size_t n, cap;
+    char **cells;  /* n * n_cols, heap strings or NULL */
+    size_t n, cap; /* cap in rows of n_cols cells */
     bool overflow;
 };
 
 static int collect_row(void *ctx, const char *const *cells, size_t n)
 {
     struct raw_rows *rr = ctx;
-    if (rr->n >= ERP_LOOKUP_ROWS_MAX) {
+    if (apbot_grow((void **)&rr->cells, &rr->cap, rr->n, rr->n_cols * sizeof(*rr->cells),
+                   ERP_LOOKUP_ROWS_MAX) != APBOT_OK) {
         rr->overflow = true;
         return 1;
-    }
-    size_t need = (rr->n + 1) * rr->n_cols;
-    if (need > rr->cap) {
-        size_t cap = rr->cap ? rr->cap * 2 : 64 * (rr->n_cols ? rr->n_cols : 1);
-        while (cap < need)
-            cap *= 2;
-        rr->cells = apbot_xrealloc(rr->cells, cap * sizeof(*rr->cells));
-        rr->cap = cap;
     }
     for (size_t i = 0; i < rr->n_cols; i++)
         rr->cells[rr->n * rr->n_cols + i] = i < n && cells[i] ? apbot_xstrdup(cells[i]) : NULL;

@@ -956,7 +956,7 @@ static int flow_validate(struct flow_ctx *c, xmlDoc *doc)
 
     pctx = xmlRelaxNGNewMemParserCtxt((const char *)flow_schema_rng, (int)flow_schema_rng_len);
     if (!pctx)
-        abort();
+        abort(); /* the schema is built in: libxml2 fails here only on out-of-memory */
     xmlRelaxNGSetParserStructuredErrors(pctx, flow_xml_error, &sc);
     schema = xmlRelaxNGParse(pctx);
     if (!schema) {
@@ -967,7 +967,7 @@ static int flow_validate(struct flow_ctx *c, xmlDoc *doc)
     }
     vctx = xmlRelaxNGNewValidCtxt(schema);
     if (!vctx)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     xmlRelaxNGSetValidStructuredErrors(vctx, flow_xml_error, c);
     if (xmlRelaxNGValidateDoc(vctx, doc) != 0) {
         if (c->n_probs == 0)

@@ -303,9 +303,7 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     if (opt->ca_file && access(opt->ca_file, R_OK) != 0)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "http: cannot read CA file %s", opt->ca_file);
 
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        abort();
+    s = apbot_xcalloc(1, sizeof(*s));
     s->connect_timeout_ms = opt->connect_timeout_ms;
     s->timeout_ms = opt->timeout_ms;
     s->max_redirects = opt->max_redirects;
@@ -332,7 +330,7 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     }
     s->post_headers = curl_slist_append(NULL, "Expect:");
     if (!s->post_headers)
-        abort();
+        abort(); /* libcurl fails here only on out-of-memory (mem.h's policy) */
 
     HTTP_SETOPT(CURLOPT_NOSIGNAL, 1L);
     /* Only the origin's scheme: even a bug here cannot send an https session's bytes over
@@ -504,7 +502,7 @@ static bool http_origin_parts(const char *url, char **ret_scheme, char **ret_hos
     char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *password = NULL;
     bool ok = false;
     if (!u)
-        abort();
+        abort(); /* curl_url() fails only on out-of-memory */
     if (!url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
         goto out;
     if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
@@ -562,7 +560,7 @@ static bool http_url_ok(const char *url)
     CURLU *u = curl_url();
     char *scheme = NULL;
     if (!u)
-        abort();
+        abort(); /* curl_url() fails only on out-of-memory */
     bool ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
               curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
               (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0);
@@ -788,7 +786,7 @@ char *http_resolve_url(const char *base, const char *ref)
         return NULL;
     u = curl_url();
     if (!u)
-        abort();
+        abort(); /* curl_url() fails only on out-of-memory */
     if (base && curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK)
         goto out;
     if (base && !*ref) {

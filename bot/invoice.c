@@ -42,6 +42,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "apbot/buf.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 
@@ -87,14 +88,9 @@ void invoice_done(struct invoice *inv)
 
 void invoice_add_line(struct invoice *inv, const struct invoice_line *line)
 {
-    if (inv->n_lines == inv->cap_lines) {
-        size_t cap = inv->cap_lines ? inv->cap_lines * 2 : 8;
-        struct invoice_line *nl = realloc(inv->lines, cap * sizeof(*nl));
-        if (!nl)
-            abort();
-        inv->lines = nl;
-        inv->cap_lines = cap;
-    }
+    if (apbot_grow((void **)&inv->lines, &inv->cap_lines, inv->n_lines, sizeof(*inv->lines),
+                   INVOICE_MAX_LINES) != APBOT_OK)
+        abort(); /* every caller bounds its lines at INVOICE_MAX_LINES or below */
     struct invoice_line *l = &inv->lines[inv->n_lines++];
     l->description = apbot_xstrdup(line->description);
     l->gl_account = apbot_xstrdup(line->gl_account);
@@ -381,7 +377,7 @@ char *invoice_to_json(const struct invoice *inv)
     json_t *root = json_object();
     json_t *lines = json_array();
     if (!root || !lines)
-        abort();
+        abort(); /* jansson fails only on out-of-memory (mem.h's policy) */
     invoice_json_set(root, "v", json_integer(INVOICE_PAYLOAD_VERSION));
     invoice_json_set(root, "vendor_id", json_string(inv->vendor_id));
     invoice_json_set(root, "vendor_name", invoice_json_str(inv->vendor_name));
@@ -398,7 +394,7 @@ char *invoice_to_json(const struct invoice *inv)
         const struct invoice_line *l = &inv->lines[i];
         json_t *jl = json_object();
         if (!jl)
-            abort();
+            abort(); /* out-of-memory in jansson */
         invoice_json_set(jl, "description", invoice_json_str(l->description));
         invoice_json_set(jl, "gl_account", invoice_json_str(l->gl_account));
         invoice_json_set(jl, "quantity", invoice_json_str(l->quantity));
@@ -408,13 +404,13 @@ char *invoice_to_json(const struct invoice *inv)
         if (l->tax_category) /* absent rather than null: payloads without it stay v1 bytes */
             invoice_json_set(jl, "tax_category", json_string(l->tax_category));
         if (json_array_append_new(lines, jl) != 0)
-            abort();
+            abort(); /* out-of-memory in jansson: lines is an array, jl an object */
     }
     invoice_json_set(root, "lines", lines);
     char *text = json_dumps(root, JSON_SORT_KEYS | JSON_COMPACT);
     json_decref(root);
     if (!text)
-        abort();
+        abort(); /* out-of-memory in jansson: the values were validated */
     return text;
 }
 
@@ -538,6 +534,11 @@ int invoice_from_json(const char *json, struct invoice *ret, char *err, size_t e
     json_t *lines = json_object_get(root, "lines");
     if (!json_is_array(lines)) {
         rc = apbot_fail(err, errlen, APBOT_E_PARSE, "payload: 'lines' is not an array");
+        goto out;
+    }
+    if (json_array_size(lines) > INVOICE_MAX_LINES) {
+        rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "payload: more than %d lines",
+                        INVOICE_MAX_LINES);
         goto out;
     }
     size_t i;

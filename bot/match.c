@@ -314,7 +314,7 @@ enum match_outcome match_run(const struct match_re *re, const char *subject, siz
     mc = pcre2_match_context_create(NULL);
     md = pcre2_match_data_create_from_pattern(re->code, NULL);
     if (!mc || !md)
-        abort();
+        abort(); /* PCRE2 fails here only on out-of-memory (mem.h's policy) */
     pcre2_set_match_limit(mc, MATCH_LIMIT);
     pcre2_set_depth_limit(mc, MATCH_DEPTH_LIMIT);
     pcre2_set_heap_limit(mc, MATCH_HEAP_LIMIT_KIB);

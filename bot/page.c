@@ -238,10 +238,10 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
             xmlFreeDoc(doc);
         doc = htmlNewDocNoDtD(NULL, NULL);
         if (!doc)
-            abort();
+            abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
         xmlNodePtr html = xmlNewDocNode(doc, NULL, BAD_CAST "html", NULL);
         if (!html)
-            abort();
+            abort(); /* as above: a constant name, only out-of-memory */
         xmlDocSetRootElement(doc, html);
     }
     page_quiet_end(&q);
@@ -331,7 +331,7 @@ static xmlXPathContextPtr page_xctx(xmlDocPtr doc, struct page_xerr *e)
 {
     xmlXPathContextPtr x = xmlXPathNewContext(doc);
     if (!x)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     e->set = false;
     e->msg[0] = '\0';
     x->error = page_xpath_capture; /* errors go here, not to stderr */
@@ -356,7 +356,7 @@ static void page_xctx_free(void *x)
 static void page_xctx_key_init(void)
 {
     if (pthread_key_create(&page_xctx_key, page_xctx_free) != 0)
-        abort();
+        abort(); /* once per process: fails only out of memory or of keys (1024 at least) */
 }
 
 static xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e)
@@ -366,7 +366,7 @@ static xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e
     if (!x) {
         x = page_xctx(p->doc, e);
         if (pthread_setspecific(page_xctx_key, x) != 0)
-            abort();
+            abort(); /* the key is valid (made above): fails only on out-of-memory */
     }
     x->doc = p->doc;
     e->set = false;
@@ -470,10 +470,8 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
 
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    cols = calloc(n_cols ? n_cols : 1, sizeof(*cols));
-    cells = calloc(n_cols ? n_cols : 1, sizeof(*cells));
-    if (!cols || !cells)
-        abort();
+    cols = apbot_xcalloc(n_cols, sizeof(*cols));
+    cells = apbot_xcalloc(n_cols, sizeof(*cells));
     for (size_t c = 0; c < n_cols; c++) {
         cols[c] = col_xpaths[c] ? xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]) : NULL;
         if (!cols[c]) {

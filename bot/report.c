@@ -26,6 +26,17 @@
 
 #define REPORT_DEFAULT_LOOKUPS 200
 
+/*
+ * What one report holds in memory: the whole queue, the whole listing (itself bounded by the
+ * flow's max-pages per walk) and the findings, at most a few per item and per row. Each item
+ * or row takes about half a kilobyte with its strings, so these lie far past what fits in
+ * memory and never cut a real report short; they bound the arrays' size arithmetic. Past one
+ * the report fails (APBOT_E_LIMIT): a partial report must never pass for a reconciliation.
+ */
+#define REPORT_ITEMS_MAX 100000000
+#define REPORT_ROWS_MAX 100000000
+#define REPORT_FINDINGS_MAX 400000000
+
 static const char *const report_kind_names[] = {
     [REPORT_DUPLICATE] = "duplicate",
     [REPORT_MISSING] = "missing",
@@ -128,10 +139,8 @@ static char *xprintf(const char *fmt, ...)
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
     if (n < 0)
-        abort();
-    s = malloc((size_t)n + 1);
-    if (!s)
-        abort();
+        abort(); /* only a bad format or a text past INT_MAX: the formats are constants */
+    s = apbot_xmalloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(s, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -308,6 +317,9 @@ struct build {
     size_t n_groups;
     struct ritem **by_cut;      /* the items sorted by cut key (built after collecting) */
     int64_t day_start, day_end; /* the day in local time, [start, end) in ms */
+    bool too_many_items;        /* past REPORT_ITEMS_MAX: the walk stopped */
+    bool too_many_rows;         /* past REPORT_ROWS_MAX: the walk stopped */
+    bool too_many_findings;     /* past REPORT_FINDINGS_MAX: findings were dropped */
 };
 
 /* The fields of a finding before they are copied into the report. */
@@ -333,13 +345,11 @@ static void add_finding(struct build *b, const struct fnew *n)
     struct report_finding *x;
     const struct ritem *it = n->item;
 
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        struct report_finding *f = realloc(r->f, cap * sizeof(*f));
-        if (!f)
-            abort();
-        r->f = f;
-        r->cap = cap;
+    if (apbot_grow((void **)&r->f, &r->cap, r->n, sizeof(*r->f), REPORT_FINDINGS_MAX) != APBOT_OK) {
+        free(n->detail);
+        free(n->command);
+        b->too_many_findings = true; /* build_finish fails the report */
+        return;
     }
     x = &r->f[r->n++];
     memset(x, 0, sizeof(*x));
@@ -384,13 +394,10 @@ static int collect_item(void *ctx, const struct store_item *si)
     struct build *b = ctx;
     struct ritem *it;
 
-    if (b->n_items == b->cap_items) {
-        size_t cap = b->cap_items ? b->cap_items * 2 : 64;
-        struct ritem *v = realloc(b->items, cap * sizeof(*v));
-        if (!v)
-            abort();
-        b->items = v;
-        b->cap_items = cap;
+    if (apbot_grow((void **)&b->items, &b->cap_items, b->n_items, sizeof(*b->items),
+                   REPORT_ITEMS_MAX) != APBOT_OK) {
+        b->too_many_items = true;
+        return APBOT_E_LIMIT;
     }
     it = &b->items[b->n_items++];
     memset(it, 0, sizeof(*it));
@@ -398,7 +405,7 @@ static int collect_item(void *ctx, const struct store_item *si)
     it->key = apbot_xstrdup(si->key);
     it->cut = b->flow ? flow_key_cut(b->flow, si->key) : apbot_xstrdup(si->key);
     if (!it->cut)
-        abort();
+        abort(); /* only a NULL key cuts to NULL, and every stored item has a key */
     it->state = si->state;
     it->created_at = si->created_at;
     it->updated_at = si->updated_at;
@@ -421,13 +428,10 @@ static int collect_row(void *ctx, const struct erp_row *er)
     struct build *b = ctx;
     struct rrow *row;
 
-    if (b->n_rows == b->cap_rows) {
-        size_t cap = b->cap_rows ? b->cap_rows * 2 : 64;
-        struct rrow *v = realloc(b->rows, cap * sizeof(*v));
-        if (!v)
-            abort();
-        b->rows = v;
-        b->cap_rows = cap;
+    if (apbot_grow((void **)&b->rows, &b->cap_rows, b->n_rows, sizeof(*b->rows), REPORT_ROWS_MAX) !=
+        APBOT_OK) {
+        b->too_many_rows = true;
+        return APBOT_E_LIMIT;
     }
     row = &b->rows[b->n_rows++];
     memset(row, 0, sizeof(*row));
@@ -541,9 +545,7 @@ static char *group_docs(const struct build *b, const struct rgroup *g)
 
     for (size_t i = 0; i < g->n; i++)
         len += strlen(nz(b->rows[g->first + i].doc)) + 2;
-    s = calloc(1, len);
-    if (!s)
-        abort();
+    s = apbot_xcalloc(1, len);
     for (size_t i = 0; i < g->n; i++) {
         if (i)
             strcat(s, ", ");
@@ -560,9 +562,7 @@ static char *hits_docs(const struct erp_hits *h)
 
     for (size_t i = 0; i < h->n; i++)
         len += strlen(nz(h->rows[i].doc)) + 2;
-    s = calloc(1, len);
-    if (!s)
-        abort();
+    s = apbot_xcalloc(1, len);
     for (size_t i = 0; i < h->n; i++) {
         if (i)
             strcat(s, ", ");
@@ -979,9 +979,7 @@ static void sort_findings(struct report *r)
 
     if (r->n < 2)
         return;
-    out = malloc(r->n * sizeof(*out));
-    if (!out)
-        abort();
+    out = apbot_xmalloc(r->n * sizeof(*out));
     for (int kind = 0; kind < REPORT_KIND__COUNT; kind++)
         for (size_t i = 0; i < r->n; i++)
             if ((int)r->f[i].kind == kind)
@@ -1516,6 +1514,9 @@ static int build_start(struct build *b, struct store *st, const struct flow *f,
     if (rc != APBOT_OK)
         return rc;
     rc = store_each(st, MACHINE_STATE_INVALID, collect_item, b, err, errlen);
+    if (b->too_many_items)
+        return apbot_fail(err, errlen, APBOT_E_LIMIT, "report: the queue holds more than %d items",
+                          REPORT_ITEMS_MAX);
     if (rc != APBOT_OK)
         return rc;
     b->by_cut = apbot_xmalloc((b->n_items ? b->n_items : 1) * sizeof(*b->by_cut));
@@ -1588,6 +1589,9 @@ static int build_listing(struct build *b, char *err, size_t errlen)
     listing_window(b, from, to);
     int rc = erp_list_range(b->erp, from, to, collect_row, b, &pages, err, errlen);
 
+    if (b->too_many_rows)
+        return apbot_fail(err, errlen, APBOT_E_LIMIT,
+                          "report: the listing holds more than %d records", REPORT_ROWS_MAX);
     if (rc != APBOT_OK)
         return rc;
     r->sum.list_by_invoice = b->flow->list.by == FLOW_LIST_BY_INVOICE;
@@ -1726,6 +1730,9 @@ static int build_items(struct build *b, const struct store_counts *counts, char 
 static int build_finish(struct build *b, struct store *st, int rc, struct report **ret, char *err,
                         size_t errlen)
 {
+    if (rc == APBOT_OK && b->too_many_findings)
+        rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "report: more than %d findings",
+                        REPORT_FINDINGS_MAX);
     if (rc == APBOT_OK)
         rc = build_money(b, err, errlen);
     if (rc == APBOT_OK)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/text.h"
 
@@ -345,9 +346,7 @@ static int write_text(const struct report *r, FILE *out)
         fprintf(out, "\n%s (%lld)\n", kind_info[k].title, (long long)s->counts[k]);
         if (k == REPORT_EXCEPTION) {
             /* grouped by reason: the findings are few reasons over many items */
-            bool *done = calloc(n ? n : 1, sizeof(*done));
-            if (!done)
-                abort();
+            bool *done = apbot_xcalloc(n, sizeof(*done));
             for (size_t i = 0; i < n; i++) {
                 size_t count = 0, shown = 0;
                 if (f[i].kind != REPORT_EXCEPTION || done[i])
@@ -391,9 +390,7 @@ static void csv_field(FILE *out, const char *s, bool text, bool last)
     if (text && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@' || v[0] == '\t' ||
                  v[0] == '\r')) {
         size_t len = strlen(v);
-        tmp = malloc(len + 2);
-        if (!tmp)
-            abort();
+        tmp = apbot_xmalloc(len + 2);
         tmp[0] = '\'';
         memcpy(tmp + 1, v, len + 1);
         v = tmp;
@@ -772,7 +769,7 @@ static xmlNodePtr el(xmlNodePtr parent, const char *name, const char *cls)
 {
     xmlNodePtr n = xmlNewChild(parent, NULL, BAD_CAST name, NULL);
     if (!n)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     if (cls)
         xmlNewProp(n, BAD_CAST "class", BAD_CAST cls);
     return n;
@@ -900,9 +897,7 @@ static void html_exceptions(xmlNodePtr body, const struct report *r)
     el_text(tr, "th", NULL, "Reason");
     el_text(tr, "th", NULL, "Items");
     el_text(tr, "th", NULL, "Item ids");
-    done = calloc(n ? n : 1, sizeof(*done));
-    if (!done)
-        abort();
+    done = apbot_xcalloc(n, sizeof(*done));
     for (size_t i = 0; i < n; i++) {
         size_t count = 0;
         xmlNodePtr ids;
@@ -1296,7 +1291,7 @@ static int write_html(const struct report *r, FILE *out)
     int rc = APBOT_OK;
 
     if (!doc)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     xmlCreateIntSubset(doc, BAD_CAST "html", NULL, NULL);
     html = xmlNewNode(NULL, BAD_CAST "html");
     xmlDocSetRootElement(doc, html);

@@ -340,7 +340,7 @@ struct json_t *review_item_json(const struct store_item *it, int64_t now)
     char total[48];
 
     if (!o)
-        abort();
+        abort(); /* jansson fails only on out-of-memory (mem.h's policy) */
     if (money_format_plain(it->total, it->exponent, total, sizeof(total)) != APBOT_OK)
         snprintf(total, sizeof(total), "?");
     /* The order is part of the contract (people grep it): see docs/report.md. */
@@ -391,7 +391,7 @@ struct json_t *review_exchange_json(const struct review_exchange *x, size_t exce
 {
     json_t *o = json_object();
     if (!o)
-        abort();
+        abort(); /* jansson fails only on out-of-memory (mem.h's policy) */
     json_object_set_new(o, "at", jtime(x->at));
     json_object_set_new(o, "step", jstr(x->step));
     json_object_set_new(o, "method", jstr(x->method));
@@ -415,7 +415,7 @@ struct json_t *review_event_json(const struct review_event *e)
 {
     json_t *o = json_object();
     if (!o)
-        abort();
+        abort(); /* jansson fails only on out-of-memory (mem.h's policy) */
     json_object_set_new(o, "at", jtime(e->at));
     json_object_set_new(o, "from", jstr(e->from));
     json_object_set_new(o, "to", jstr(e->to));

@@ -371,7 +371,7 @@ static xmlNodePtr el(xmlNodePtr parent, const char *name, const char *cls)
 {
     xmlNodePtr n = xmlNewChild(parent, NULL, BAD_CAST name, NULL);
     if (!n)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     if (cls)
         xmlNewProp(n, BAD_CAST "class", BAD_CAST cls);
     return n;
@@ -493,7 +493,7 @@ static void page_start(struct page *p, struct ctx *c, const char *title, const c
     p->status = MHD_HTTP_OK;
     p->doc = htmlNewDocNoDtD(NULL, NULL);
     if (!p->doc)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     xmlCreateIntSubset(p->doc, BAD_CAST "html", NULL, NULL);
     html = xmlNewNode(NULL, BAD_CAST "html");
     xmlDocSetRootElement(p->doc, html);
@@ -1550,7 +1550,7 @@ static enum MHD_Result page_report(struct ctx *c)
                                             [REPORT_FMT_JSON] = "application/json",
                                             [REPORT_FMT_HTML] = "text/html; charset=utf-8"};
         if (!out)
-            abort();
+            abort(); /* open_memstream fails only on out-of-memory */
         rc = report_write(r, fmt, out, err, sizeof(err));
         fclose(out);
         report_free(r);

@@ -41,6 +41,7 @@
 #include "xmlin-int.h"
 
 #include "apbot/invoice.h"
+#include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/reader.h"
 
@@ -48,6 +49,7 @@
 #define UBL_NS_CBC "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2"
 
 #define UBL_MAX_LINES 100000
+_Static_assert(UBL_MAX_LINES <= INVOICE_MAX_LINES, "an invoice holds every line read");
 #define UBL_SELLER "cac:AccountingSupplierParty/cac:Party"
 
 static bool ublin_is_credit_code(const char *code)
@@ -138,9 +140,7 @@ static int ublin_lines(struct xmlin *u, const char *line_el, struct invoice *inv
         char *pct = xmlin_text(u, ln, "cac:Item/cac:ClassifiedTaxCategory/cbc:Percent", NULL);
         if (cat) {
             size_t len = strlen(cat) + 1 + (pct ? strlen(pct) : 0) + 1;
-            l.tax_category = malloc(len);
-            if (!l.tax_category)
-                abort();
+            l.tax_category = apbot_xmalloc(len);
             snprintf(l.tax_category, len, "%s%s%s", cat, pct ? ":" : "", pct ? pct : "");
         }
         free(cat);

@@ -17,8 +17,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "apbot/invoice.h"
+#include "apbot/buf.h"
 #include "apbot/csvin.h"
+#include "apbot/invoice.h"
+#include "apbot/mem.h"
 
 #define VENDORS_MAX_ENTRIES 1000000
 
@@ -51,16 +53,6 @@ static char *vendors_trim(char *s)
     while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
         s[--n] = '\0';
     return s;
-}
-
-static char *vendors_strdup(const char *s)
-{
-    size_t n = strlen(s);
-    char *d = malloc(n + 1);
-    if (!d)
-        abort();
-    memcpy(d, s, n + 1);
-    return d;
 }
 
 static int vendors_row(void *ctx, char *const *f, size_t n, size_t line)
@@ -103,21 +95,14 @@ static int vendors_row(void *ctx, char *const *f, size_t n, size_t line)
         return apbot_fail(l->err, l->errlen, APBOT_E_PARSE, "%s:%zu: not valid UTF-8", l->path,
                           line);
     struct vendor_map *vm = l->vm;
-    if (vm->n >= VENDORS_MAX_ENTRIES)
+    if (apbot_grow((void **)&vm->e, &vm->cap, vm->n, sizeof(*vm->e), VENDORS_MAX_ENTRIES) !=
+        APBOT_OK)
         return apbot_fail(l->err, l->errlen, APBOT_E_LIMIT, "%s:%zu: more than %d entries", l->path,
                           line, VENDORS_MAX_ENTRIES);
-    if (vm->n == vm->cap) {
-        size_t cap = vm->cap ? vm->cap * 2 : 64;
-        struct vendor_entry *ne = realloc(vm->e, cap * sizeof(*ne));
-        if (!ne)
-            abort();
-        vm->e = ne;
-        vm->cap = cap;
-    }
     struct vendor_entry *e = &vm->e[vm->n++];
     e->source = invoice_normalise_id(src);
-    e->vendor_id = vendors_strdup(ven);
-    e->vendor_name = *name ? vendors_strdup(name) : NULL;
+    e->vendor_id = apbot_xstrdup(ven);
+    e->vendor_name = *name ? apbot_xstrdup(name) : NULL;
     e->line = line;
     return APBOT_OK;
 }
@@ -133,9 +118,7 @@ static int vendors_cmp(const void *a, const void *b)
 
 int vendor_map_load(const char *path, struct vendor_map **ret, char *err, size_t errlen)
 {
-    struct vendor_map *vm = calloc(1, sizeof(*vm));
-    if (!vm)
-        abort();
+    struct vendor_map *vm = apbot_xcalloc(1, sizeof(*vm));
     struct vendors_load l = {.vm = vm, .path = path, .err = err, .errlen = errlen};
     int rc = csvin_each_row(path, 0, vendors_row, &l, err, errlen);
     if (rc)

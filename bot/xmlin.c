@@ -364,10 +364,10 @@ void xmlin_init(struct xmlin *x, const char *name, xmlDocPtr doc, const char *co
         snprintf(x->rootname, sizeof(x->rootname), "%.60s", x->root->name);
     x->xp = xmlXPathNewContext(doc);
     if (!x->xp)
-        abort();
+        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
     for (size_t i = 0; i + 1 < n_ns * 2; i += 2)
         if (xmlXPathRegisterNs(x->xp, BAD_CAST ns[i], BAD_CAST ns[i + 1]))
-            abort();
+            abort(); /* constant prefixes and URIs: fails only on out-of-memory */
 }
 
 void xmlin_done(struct xmlin *x)

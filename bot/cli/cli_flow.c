@@ -54,11 +54,9 @@ static void cli_flow_usage(FILE *out)
 
 static int cli_flow_check(int argc, char **argv)
 {
-    char *err = malloc(CLI_FLOW_ERR_LEN);
+    char *err = apbot_xmalloc(CLI_FLOW_ERR_LEN);
     int status = CLI_EXIT_OK, files = 0;
 
-    if (!err)
-        abort();
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cli_flow_usage(stdout);
@@ -350,9 +348,7 @@ static int cli_flow_trace(const struct cli_ctx *ctx, int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
 
-    err = calloc(1, CLI_FLOW_ERR_LEN);
-    if (!err)
-        abort();
+    err = apbot_xcalloc(1, CLI_FLOW_ERR_LEN);
     if (flow_load(flow_path, &f, err, CLI_FLOW_ERR_LEN) != APBOT_OK) {
         fprintf(stderr, "%s\napbot flow trace: the flow is not valid (see apbot flow check)\n",
                 err[0] ? err : "invalid flow");

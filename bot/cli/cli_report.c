@@ -23,6 +23,7 @@
 #include "apbot/flow.h"
 #include "apbot/http.h"
 #include "apbot/invoice.h"
+#include "apbot/mem.h"
 #include "apbot/report.h"
 #include "apbot/store.h"
 
@@ -167,9 +168,7 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         return CLI_EXIT_ERROR;
     }
 
-    err = calloc(1, CLI_REPORT_ERR_LEN);
-    if (!err)
-        abort();
+    err = apbot_xcalloc(1, CLI_REPORT_ERR_LEN);
     rc = flow_load(flow_path, &f, err, CLI_REPORT_ERR_LEN);
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot report: %s\n", err);

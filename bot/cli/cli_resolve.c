@@ -20,6 +20,7 @@
 #include "apbot/error.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
+#include "apbot/mem.h"
 #include "apbot/review.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
@@ -165,9 +166,7 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
         return CLI_EXIT_ERROR;
     }
     if (flow_path) {
-        flow_err = calloc(1, 16 * 1024);
-        if (!flow_err)
-            abort();
+        flow_err = apbot_xcalloc(1, 16 * 1024);
         if (flow_load(flow_path, &f, flow_err, 16 * 1024) != APBOT_OK) {
             fprintf(stderr, "apbot resolve: %s\n", flow_err);
             goto out;

@@ -21,6 +21,7 @@
 #include "apbot/error.h"
 #include "apbot/flow.h"
 #include "apbot/http.h"
+#include "apbot/mem.h"
 #include "apbot/serve.h"
 
 static atomic_int serve_stop;
@@ -87,9 +88,7 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot serve: no queue database at %s\n", ctx->db_path);
         return CLI_EXIT_ERROR;
     }
-    flow_err = calloc(1, 16 * 1024);
-    if (!flow_err)
-        abort();
+    flow_err = apbot_xcalloc(1, 16 * 1024);
     if (flow_load(flow_path, &f, flow_err, 16 * 1024) != APBOT_OK) {
         fprintf(stderr, "apbot serve: %s\n", flow_err);
         goto out;

@@ -60,7 +60,12 @@ struct invoice {
 void invoice_init(struct invoice *inv);
 /* Frees every field; the struct may then be reused after invoice_init(). NULL is fine. */
 void invoice_done(struct invoice *inv);
-/* Appends a copy of *line (strings duplicated). Aborts on out-of-memory. */
+/* The most lines an invoice may have: every reader bounds its lines at or below this (CSV
+ * 10,000, UBL and CII 100,000), and invoice_from_json refuses a payload with more. */
+#define INVOICE_MAX_LINES 100000
+
+/* Appends a copy of *line (strings duplicated). Aborts on out-of-memory, and past
+ * INVOICE_MAX_LINES lines (a caller's bug: callers bound their lines first). */
 void invoice_add_line(struct invoice *inv, const struct invoice_line *line);
 
 const char *invoice_doc_type_name(enum invoice_doc_type t); /* "invoice", "credit-note" */
