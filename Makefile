@@ -46,7 +46,7 @@ test-plain: test-deps build
 test-asan: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAPBOT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE classic $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'classic|soak' $(CTEST_ARGS)
 
 # The fuzz targets are built by `make test` wherever clang is (so they never rot), never run
 # there: a run takes FUZZ_SECONDS per target. `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="page"`.
