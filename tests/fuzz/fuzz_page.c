@@ -67,13 +67,14 @@ static struct {
 } presses[MAX_ITEMS];
 static size_t n_presses;
 
-/* Realistic pages the echo test inserts into: the page seeds (not regression inputs). */
+/* Realistic pages the echo test inserts into: the seed pages (load_pages). */
+#define MAX_PAGES 128
 static struct {
     char *body, *blanked;
     size_t len;
     size_t *tags; /* offsets of start tags the echo may go before */
     size_t n_tags;
-} pages[MAX_ITEMS];
+} pages[MAX_PAGES];
 static size_t n_pages;
 
 static void add_pat(const struct match_re *re, bool raw)
@@ -168,23 +169,26 @@ static void find_tags(size_t k)
     }
 }
 
-static void load_pages(void)
+/* Loads the .html files of dir, in name order (an input picks the same page everywhere). */
+static void load_dir(const char *dir)
 {
-    const char *dir = getenv("APBOT_FUZZ_PAGES");
-    if (!dir)
-        dir = APBOT_FUZZ_CORPUS "/page";
-    DIR *d = opendir(dir);
-    if (!d) {
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0) {
         fprintf(stderr, "fuzz_page: cannot open %s\n", dir);
         abort();
     }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n_pages < MAX_ITEMS) {
-        size_t nl = strlen(e->d_name);
-        if (nl < 5 || strcmp(e->d_name + nl - 5, ".html") != 0)
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        size_t nl = strlen(name);
+        if (nl < 5 || strcmp(name + nl - 5, ".html") != 0)
             continue;
+        if (n_pages == MAX_PAGES) {
+            fprintf(stderr, "fuzz_page: more than %d seed pages\n", MAX_PAGES);
+            abort();
+        }
         char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
         FILE *fp = fopen(path, "rb");
         if (!fp)
             abort();
@@ -206,11 +210,32 @@ static void load_pages(void)
             memset(&pages[n_pages], 0, sizeof(pages[n_pages]));
         }
     }
-    closedir(d);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The seed pages: the corpus's own (the classic screens, the regression inputs) and the test
+ * data's pages, or those of the directories APBOT_FUZZ_PAGES lists (separated by ':'). */
+static void load_pages(void)
+{
+    const char *env = getenv("APBOT_FUZZ_PAGES");
+    if (env) {
+        char *dirs = strdup(env), *save = NULL;
+        if (!dirs)
+            abort();
+        for (char *dir = strtok_r(dirs, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
+            load_dir(dir);
+        free(dirs);
+    } else {
+        load_dir(APBOT_FUZZ_CORPUS "/page");
+        load_dir(APBOT_FUZZ_DATA_PAGES);
+    }
     if (n_pages == 0) {
-        fprintf(stderr, "fuzz_page: no page in %s\n", dir);
+        fprintf(stderr, "fuzz_page: no seed page\n");
         abort();
     }
+    fprintf(stderr, "fuzz_page: echoes into %zu seed pages\n", n_pages);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -4,13 +4,15 @@
 #
 #   tests/fuzz/run.sh BUILD_DIR SECONDS [NAME...]     (NAME: csvin, page, ...; default: all)
 #
-# New inputs go to BUILD_DIR/fuzz-corpus/NAME (the seeds in tests/fuzz/corpus/NAME are read,
-# never written), crashes, leaks, timeouts and out-of-memory inputs to
+# New inputs go to BUILD_DIR/fuzz-corpus/NAME. The seeds are read, never written: the target's
+# own in tests/fuzz/corpus/NAME and the repository's files of the kind it reads (origins below:
+# test data, bundled flows). Crashes, leaks, timeouts and out-of-memory inputs go to
 # BUILD_DIR/fuzz-findings/NAME/, the log to BUILD_DIR/fuzz-logs/NAME.log. A target stops at its
 # first finding; the script exits 1 when any target found something. Runs under nice (the
 # machine is shared); FUZZ_NICE=0 to run at normal priority, FUZZ_ARGS for more libFuzzer flags.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
 build=${1:?usage: run.sh BUILD_DIR SECONDS [NAME...]}
 seconds=${2:?usage: run.sh BUILD_DIR SECONDS [NAME...]}
 shift 2
@@ -21,6 +23,22 @@ if [ ${#names[@]} -eq 0 ]; then
         names+=("${n#fuzz_}")
     done
 fi
+# Seeds that live elsewhere in the repository (test data, bundled flows), relative to its root,
+# one per line: a directory (its files, recursively) or a file, where the directory also holds
+# other kinds. libFuzzer takes only directories as corpora, so run.sh links them into
+# BUILD_DIR/fuzz-seeds/NAME/, made afresh for each run. Files over 99 KiB are left out:
+# the largest seed sets the largest input libFuzzer generates, and a 110 KB CSV or a 3 MB UBL
+# file made a target several times slower.
+origins() {
+    cd "$root" || exit 1
+    case $1 in
+    csvin) printf '%s\n' fixtures/invoices tests/data/*.csv ;;
+    ublin) printf '%s\n' tests/data/einvoices/ubl ;;
+    ciiin) printf '%s\n' tests/data/einvoices/cii tests/data/einvoices/facturx/*.xml ;;
+    flow) printf '%s\n' flows/*.xml tests/data/flows tests/data/pages/*.xml ;;
+    page) printf '%s\n' tests/data/pages/*.html ;;
+    esac
+}
 nice_n=${FUZZ_NICE:-10}
 summary=()
 found_any=0
@@ -40,6 +58,21 @@ for n in "${names[@]}"; do
     [ -f "$here/$n.dict" ] && args+=(-dict="$here/$n.dict")
     seeds=()
     [ -d "$here/corpus/$n" ] && seeds+=("$here/corpus/$n")
+    links="$build/fuzz-seeds/$n"
+    rm -rf "$links"
+    mkdir -p "$links"
+    while IFS= read -r o; do
+        if [ ! -e "$root/$o" ]; then
+            echo "run.sh: seed origin $o of $n is missing" >&2
+            found_any=1
+            continue
+        fi
+        while IFS= read -r -d '' f; do
+            rel=${f#"$root"/}
+            ln -s "$f" "$links/${rel//\//_}"
+        done < <(find "$root/$o" -type f -size -100k -print0)
+    done < <(origins "$n")
+    seeds+=("$links")
     echo "fuzz_$n: ${seconds}s ($log)"
     before=$(find "$findings" -type f | wc -l)
     # shellcheck disable=SC2086
