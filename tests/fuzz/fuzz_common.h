@@ -5,7 +5,7 @@
  * of every refusal, location and invoice text must be safe for a terminal: no C0 control but
  * a kept tab, no DEL, no C1 control, well-formed UTF-8, within its bound.
  *
- * Build one target (the fuzz build in CMake is another helper's; this is the manual line):
+ * Build one target by hand (`make fuzz-build` builds them all):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Ibot \
  *     tests/fuzz/fuzz_ublin.c bot/{xmlin,ublin,ciiin,csvin,reader,pdfin,invoice,money,vendors,\
  *     buf,mem,error,text}.c $(pkg-config --cflags --libs libxml-2.0 jansson libqpdf) \

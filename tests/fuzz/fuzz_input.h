@@ -13,6 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A property of a target: a violation is a finding (libFuzzer reports the abort). */
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            abort();                                                                               \
+    } while (0)
+
 struct fuzz_in {
     const uint8_t *p;
     size_t n;

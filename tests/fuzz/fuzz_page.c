@@ -35,14 +35,10 @@
 #include "apbot/match.h"
 #include "apbot/page.h"
 
+#include "fuzz_input.h"
+
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
 
 #define PAGE_URL "http://127.0.0.1:8080/erp/ap/invoice/new"
 #define MAX_ITEMS 64

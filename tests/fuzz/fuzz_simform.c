@@ -14,13 +14,9 @@
 
 #include "sim_int.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_input.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            abort();                                                                               \
-    } while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Percent-encodes every byte but unreserved ones (space as '+'). */
 static void encode(struct sim_buf *b, const char *s)
