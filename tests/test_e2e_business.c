@@ -24,25 +24,6 @@
 
 #define SCENARIO "stall_ms = 3000\nlate_commit_ms = 1000\nindex_lag_ms = 200\n"
 
-static void assert_invariants(struct e2e *e)
-{
-    struct inv_report r;
-    int rc = invariants_check(e->db, e->port, 24, false, &r);
-    if (rc != 0)
-        invariants_print(&r);
-    assert_int_equal(rc, 0);
-}
-
-/* The item for key, read back from the queue (caller frees with store_item_done). */
-static void get_item(struct e2e *e, const char *key, struct store_item *ret)
-{
-    struct store *st = NULL;
-    char err[APBOT_ERR_LEN];
-    assert_int_equal(store_open(e->db, &st, err, sizeof(err)), APBOT_OK);
-    assert_int_equal(store_get_by_key(st, key, ret, err, sizeof(err)), APBOT_OK);
-    store_close(st);
-}
-
 static void nap_ms(long ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
@@ -79,13 +60,13 @@ static void rejections(const char *scenario_extra)
     for (size_t i = 0; i < 6; i++)
         e2e_add(&e, &cases[i].inv, keys[i]);
     run_ok(&e);
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(e2e_count(&e, MACHINE_BUSINESS_EXCEPTION), 4);
     assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 2);
     assert_int_equal(simc_count_rows(e.port), 2);
     for (size_t i = 0; i < 6; i++) {
         struct store_item it;
-        get_item(&e, keys[i], &it);
+        e2e_get_item(&e, keys[i], &it);
         if (cases[i].code) {
             assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
             assert_non_null(it.reason);
@@ -127,9 +108,9 @@ static void test_e2e_lookup_adopts_existing(void **state)
         0);
     nap_ms(400); /* past the search index lag (200 ms) */
     run_ok(&e);
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     assert_string_equal(it.erp_doc, doc);
     assert_int_equal(it.counters.posts, 0);
@@ -152,9 +133,9 @@ static void test_e2e_lookup_conflict(void **state)
         0);
     nap_ms(400);
     run_ok(&e);
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_MANUAL_REVIEW);
     assert_non_null(it.reason);
     assert_non_null(strstr(it.reason, doc));
@@ -175,9 +156,9 @@ static void test_e2e_post_budget_exhausted(void **state)
     e2e_add(&e, &inv, key);
     assert_int_equal(simc_fault(e.port, "error500_before_commit", 2), 0);
     run_ok(&e);
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_MANUAL_REVIEW);
     assert_int_equal(it.counters.posts, 2);
     assert_non_null(it.reason);
@@ -233,14 +214,14 @@ static void test_e2e_invoice_text_cannot_forge_outcome(void **state)
     assert_int_equal(rep.reposts_of_booked, 1); /* b, refused by the guard */
 
     struct store_item it;
-    get_item(&e, key_a, &it);
+    e2e_get_item(&e, key_a, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     store_item_done(&it);
-    get_item(&e, key_b, &it);
+    e2e_get_item(&e, key_b, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     assert_string_equal(it.erp_doc, doc_b); /* the real document, not the forged one */
     store_item_done(&it);
-    get_item(&e, key_c, &it);
+    e2e_get_item(&e, key_c, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     assert_int_equal(it.counters.attempts, 0);
     store_item_done(&it);

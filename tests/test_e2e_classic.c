@@ -42,25 +42,6 @@ static void run_ok(struct e2e *e)
     assert_int_equal(e->stats.stop, RUNNER_STOP_EMPTY);
 }
 
-static void assert_invariants(struct e2e *e, bool allow_pending)
-{
-    struct inv_report r;
-    int rc = invariants_check(e->db, e->port, 24, allow_pending, &r);
-    invariants_print(&r);
-    assert_int_equal(rc, 0);
-    assert_int_equal(r.duplicated_refs, 0);
-    assert_int_equal(r.reposts_of_booked, 0);
-}
-
-static void get_item(struct e2e *e, const char *key, struct store_item *ret)
-{
-    struct store *st = NULL;
-    char err[APBOT_ERR_LEN];
-    assert_int_equal(store_open(e->db, &st, err, sizeof(err)), APBOT_OK);
-    assert_int_equal(store_get_by_key(st, key, ret, err, sizeof(err)), APBOT_OK);
-    store_close(st);
-}
-
 /* ---- a button that matches twice --------------------------------------------------------- */
 
 /* The save step says submit="action" without its value: the form has two such buttons
@@ -78,7 +59,7 @@ static void test_e2e_classic_button_ambiguous(void **state)
     assert_int_equal(rc, APBOT_E_SYSTEMIC);
     assert_int_equal(e.stats.stop, RUNNER_STOP_SYSTEMIC);
     assert_non_null(strstr(e.stats.message, "action"));
-    assert_invariants(&e, true);
+    e2e_assert_invariants(&e, true);
     /* Given back untouched: nothing saved, no outcome recorded for any item. */
     assert_int_equal(e2e_count(&e, MACHINE_NEW), 3);
     assert_int_equal(simc_stat(e.port, "save"), 0);
@@ -107,9 +88,9 @@ static void test_e2e_classic_unknown_option(void **state)
     e2e_add(&e, &inv_bad, bad);
     e2e_add(&e, &inv_good, good);
     run_ok(&e);
-    assert_invariants(&e, false);
+    e2e_assert_invariants(&e, false);
     struct store_item it;
-    get_item(&e, bad, &it);
+    e2e_get_item(&e, bad, &it);
     fprintf(stderr, "unknown option: %s: %s\n", machine_state_name(it.state),
             it.reason ? it.reason : "-");
     assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
@@ -120,7 +101,7 @@ static void test_e2e_classic_unknown_option(void **state)
     store_item_done(&it);
     assert_int_equal(simc_count_reference(e.port, bad), 0);
     assert_int_equal(simc_stat(e.port, "save"), 1); /* the good one's */
-    get_item(&e, good, &it);
+    e2e_get_item(&e, good, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     store_item_done(&it);
     e2e_stop(&e);
@@ -142,9 +123,9 @@ static void test_e2e_classic_map_without_mapping(void **state)
     e2e_add(&e, &usd, key);
     e2e_add(&e, &eur, NULL);
     run_ok(&e);
-    assert_invariants(&e, false);
+    e2e_assert_invariants(&e, false);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     fprintf(stderr, "map without mapping: %s (attempts %d): %s\n", machine_state_name(it.state),
             it.counters.attempts, it.reason ? it.reason : "-");
     assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
@@ -172,7 +153,7 @@ static void test_e2e_classic_drop_after_save(void **state)
     /* the first eligible request of the commit group is the first save */
     assert_int_equal(simc_fault(e.port, "drop_after_commit", 1), 0);
     run_ok(&e);
-    assert_invariants(&e, false);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 3);
     assert_int_equal(simc_stat(e.port, "drop_after_commit"), 1);
     assert_int_equal(e2e_count_events(&e, "unknown"), 1);
@@ -224,9 +205,9 @@ static void test_e2e_classic_approve_fails(void **state)
         fprintf(stderr, "run: %s\n", e.stats.message);
     assert_int_equal(rc, APBOT_OK);
     assert_true(sab.armed);
-    assert_invariants(&e, false);
+    e2e_assert_invariants(&e, false);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     assert_int_equal(it.counters.posts, 1);
     store_item_done(&it);
@@ -261,10 +242,10 @@ static void multi_line(enum sim_ui ui)
     e2e_add_many_lines(&e, "MLX", 3, 3);
     run_ok(&e);
     /* The invariants compare every completed item's lines with lines.csv. */
-    assert_invariants(&e, false);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 4);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     char *csv = NULL;
     assert_int_equal(simc_lines(e.port, &csv), 0);

@@ -25,19 +25,10 @@
  * delay are meaningful. */
 #define FAULT_SCENARIO "stall_ms = 3000\nlate_commit_ms = 1000\nindex_lag_ms = 200\n"
 
-static void assert_invariants(struct e2e *e, bool allow_pending)
-{
-    struct inv_report r;
-    int rc = invariants_check(e->db, e->port, 24, allow_pending, &r);
-    if (rc != 0)
-        invariants_print(&r);
-    assert_int_equal(rc, 0);
-}
-
 /* Everything queued completed, booked once each. */
 static void assert_all_completed(struct e2e *e)
 {
-    assert_invariants(e, false);
+    e2e_assert_invariants(e, false);
     assert_int_equal(e2e_count(e, MACHINE_COMPLETED), e->n_items);
     assert_int_equal(simc_count_rows(e->port), e->n_items);
 }
@@ -70,7 +61,7 @@ static int reviewed_with_doc(struct e2e *e)
  */
 static void assert_completed_or_reviewed(struct e2e *e)
 {
-    assert_invariants(e, false);
+    e2e_assert_invariants(e, false);
     int done = e2e_count(e, MACHINE_COMPLETED);
     int review = e2e_count(e, MACHINE_MANUAL_REVIEW);
     assert_int_equal(done + review, e->n_items);

@@ -39,26 +39,6 @@ static void run_ok(struct e2e *e)
     assert_int_equal(e->stats.stop, RUNNER_STOP_EMPTY);
 }
 
-static void assert_invariants(struct e2e *e)
-{
-    struct inv_report r;
-    int rc = invariants_check(e->db, e->port, 24, false, &r);
-    invariants_print(&r);
-    assert_int_equal(rc, 0);
-    assert_int_equal(r.duplicated_refs, 0);
-    assert_int_equal(r.reposts_of_booked, 0);
-}
-
-/* The item for key (caller frees with store_item_done). */
-static void get_item(struct e2e *e, const char *key, struct store_item *ret)
-{
-    struct store *st = NULL;
-    char err[APBOT_ERR_LEN];
-    assert_int_equal(store_open(e->db, &st, err, sizeof(err)), APBOT_OK);
-    assert_int_equal(store_get_by_key(st, key, ret, err, sizeof(err)), APBOT_OK);
-    store_close(st);
-}
-
 /* ---- a cut result list, a lookup by natural key (acme) ----------------------------------- */
 
 #define NK_VENDOR "100003"
@@ -120,11 +100,11 @@ static void test_e2e_cut_list_after_ambiguous_post(void **state)
     assert_int_equal(simc_fault(e.port, "timeout_after_commit", 1), 0);
     run_ok(&e);
 
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(simc_count_natural(e.port, NK_VENDOR, "NK-1"), 1);
     assert_int_equal(simc_count_reference(e.port, key), 1);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     fprintf(stderr, "cut list: %s, posts %d: %s\n", machine_state_name(it.state), it.counters.posts,
             it.reason ? it.reason : "-");
     /* The booking could not be confirmed (the list is cut): a human decides; never re-posted. */
@@ -156,10 +136,10 @@ static void test_e2e_cut_list_hides_a_booking(void **state)
         0);
     run_ok(&e);
 
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(simc_count_natural(e.port, NK_VENDOR, "NK-2"), 1); /* the clerk's alone */
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     fprintf(stderr, "cut list: %s, posts %d: %s\n", machine_state_name(it.state), it.counters.posts,
             it.reason ? it.reason : "-");
     assert_int_equal(it.state, MACHINE_MANUAL_REVIEW);
@@ -191,11 +171,11 @@ static void garbled_no_results(enum sim_ui ui)
     assert_int_equal(simc_fault(e.port, "search_garbled", 2), 0);
     run_ok(&e);
 
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(simc_stat(e.port, "search_garbled"), 2);
     assert_int_equal(simc_count_reference(e.port, key), 1);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     assert_string_equal(it.erp_doc, doc);
     assert_int_equal(it.counters.posts, 0);
@@ -287,7 +267,7 @@ static void test_e2e_committing_get_dropped(void **state)
     assert_non_null(strstr(rq.path, "action=save"));
     assert_true(rq.fresh);
     struct store_item it;
-    get_item(&e, key, &it);
+    e2e_get_item(&e, key, &it);
     assert_int_equal(it.state, MACHINE_COMPLETED);
     assert_string_equal(it.erp_doc, GET_DOC);
     assert_int_equal(it.counters.posts, 1);
@@ -315,7 +295,7 @@ static void test_e2e_one_document_one_item(void **state)
     run_ok(&e);
 
     /* Each invoice reached the ERP once (the ERP numbered them apart) ... */
-    assert_invariants(&e);
+    e2e_assert_invariants(&e, false);
     assert_int_equal(simc_count_rows(e.port), 4);
     /* ... but none is completed under the one number every answer named. */
     assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 0);

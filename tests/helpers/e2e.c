@@ -20,6 +20,7 @@
 #include "apbot/machine.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
+#include "invariants.h"
 #include "sim.h"
 #include "sim_client.h"
 
@@ -600,4 +601,26 @@ char *e2e_read_file(struct e2e *e, const char *log_name)
     }
     buf[n] = '\0';
     return buf;
+}
+
+void e2e_assert_invariants(struct e2e *e, bool allow_pending)
+{
+    struct inv_report r;
+    int rc = invariants_check(e->db, e->port, 24, allow_pending, &r);
+    if (rc != 0 || r.duplicated_refs != 0 || r.reposts_of_booked != 0) {
+        invariants_print(&r);
+        e2e_die("invariants", "violated (the report above)");
+    }
+}
+
+void e2e_get_item(struct e2e *e, const char *key, struct store_item *ret)
+{
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        e2e_die("store_open", err);
+    int rc = store_get_by_key(st, key, ret, err, sizeof(err));
+    store_close(st);
+    if (rc != APBOT_OK)
+        e2e_die("store_get_by_key", err);
 }

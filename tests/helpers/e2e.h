@@ -164,6 +164,14 @@ pid_t e2e_spawn_apbot(struct e2e *e, const char *log_name, const char *const *ar
 /* Waits for a child to exit by itself (at most timeout_ms, then SIGKILL and -1). Returns its
  * exit code, or 128 + the signal that ended it. */
 int e2e_wait_exit(pid_t pid, long timeout_ms);
+
+struct store_item;
+/* Checks the invariants on the simulator's ground truth (tests/helpers/invariants.h; no
+ * pending item unless allow_pending) and aborts the test, after printing the report, when
+ * one fails. */
+void e2e_assert_invariants(struct e2e *e, bool allow_pending);
+/* The queue's item for key (the caller frees it with store_item_done); aborts when absent. */
+void e2e_get_item(struct e2e *e, const char *key, struct store_item *ret);
 /* Reads <dir>/<log_name> into a malloc'd string ("" when missing; caller frees). */
 char *e2e_read_file(struct e2e *e, const char *log_name);
 
