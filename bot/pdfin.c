@@ -26,6 +26,7 @@
  */
 #include "apbot/pdfin.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -77,6 +78,46 @@ int pdfin_invoice_rank(const char *filename)
 }
 
 /* ---- the child: qpdf ---------------------------------------------------------------------- */
+
+/*
+ * libqpdf is loaded in the child only, by the SONAME apbot was built against
+ * (APBOT_QPDF_SONAME, from CMake): the parent - every apbot command, the runner above all -
+ * never maps qpdf and the C++ runtime it brings (about 3 MB of each process's resident memory,
+ * and their relocations at every start) for a reader only enqueue uses. The calls go through
+ * qp, filled from the library in the child; the declarations still come from qpdf-c.h.
+ */
+#define PDFIN_QPDF_FUNCS(X)                                                                        \
+    X(init)                                                                                        \
+    X(silence_errors) X(set_suppress_warnings) X(set_attempt_recovery) X(read) X(get_error)        \
+        X(get_error_code) X(get_error_message_detail) X(has_error) X(get_root) X(oh_get_key)       \
+            X(oh_get_dict) X(oh_get_name) X(oh_get_int_value) X(oh_get_utf8_value)                 \
+                X(oh_get_array_item) X(oh_get_array_n_items) X(oh_get_stream_data) X(oh_is_array)  \
+                    X(oh_is_dictionary) X(oh_is_integer) X(oh_is_name) X(oh_is_name_and_equals)    \
+                        X(oh_is_null) X(oh_is_stream) X(oh_is_string)
+
+static struct {
+#define PDFIN_QPDF_POINTER(n) __typeof__(&qpdf_##n) n;
+    PDFIN_QPDF_FUNCS(PDFIN_QPDF_POINTER)
+#undef PDFIN_QPDF_POINTER
+} qp;
+
+_Static_assert(sizeof(void *) == sizeof(void (*)(void)), "dlsym's pointers hold functions");
+
+/* Fills qp; NULL, or why the library cannot be used. The handle stays open (the child exits). */
+static const char *pdfin_load_qpdf(void)
+{
+    void *lib = dlopen(APBOT_QPDF_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return dlerror();
+    void *sym;
+#define PDFIN_QPDF_LOAD(n)                                                                         \
+    if (!(sym = dlsym(lib, "qpdf_" #n)))                                                           \
+        return dlerror();                                                                          \
+    memcpy(&qp.n, &sym, sizeof(sym));
+    PDFIN_QPDF_FUNCS(PDFIN_QPDF_LOAD)
+#undef PDFIN_QPDF_LOAD
+    return NULL;
+}
 
 /* What the child writes: one status byte, then for PDFIN_ST_OK the name (PDFIN_NAME_MAX bytes,
  * NUL-padded), the length (8 bytes, host order) and the XML; otherwise a message. */
@@ -131,22 +172,22 @@ static void pdfin_child_say(int out, enum pdfin_status st, const char *fmt, ...)
 static void pdfin_filespec(struct pdfin_walk *w, qpdf_oh spec)
 {
     qpdf_data q = w->q;
-    if (!qpdf_oh_is_dictionary(q, spec))
+    if (!qp.oh_is_dictionary(q, spec))
         return;
     const char *keys[] = {"/UF", "/F"};
     for (size_t k = 0; k < 2; k++) {
-        qpdf_oh n = qpdf_oh_get_key(q, spec, keys[k]);
-        if (!qpdf_oh_is_string(q, n))
+        qpdf_oh n = qp.oh_get_key(q, spec, keys[k]);
+        if (!qp.oh_is_string(q, n))
             continue;
-        const char *name = qpdf_oh_get_utf8_value(q, n);
+        const char *name = qp.oh_get_utf8_value(q, n);
         int rank = pdfin_invoice_rank(name);
         if (!rank || (w->best.rank && rank >= w->best.rank))
             continue;
-        qpdf_oh ef = qpdf_oh_get_key(q, spec, "/EF");
-        qpdf_oh stream = qpdf_oh_get_key(q, ef, "/UF");
-        if (!qpdf_oh_is_stream(q, stream))
-            stream = qpdf_oh_get_key(q, ef, "/F");
-        if (!qpdf_oh_is_stream(q, stream))
+        qpdf_oh ef = qp.oh_get_key(q, spec, "/EF");
+        qpdf_oh stream = qp.oh_get_key(q, ef, "/UF");
+        if (!qp.oh_is_stream(q, stream))
+            stream = qp.oh_get_key(q, ef, "/F");
+        if (!qp.oh_is_stream(q, stream))
             continue;
         w->best.rank = rank;
         snprintf(w->best.name, sizeof(w->best.name), "%s", name);
@@ -159,19 +200,19 @@ static void pdfin_tree(struct pdfin_walk *w, qpdf_oh node, int depth)
 {
     qpdf_data q = w->q;
     if (depth > PDFIN_MAX_TREE_DEPTH || ++w->visited > PDFIN_MAX_TREE_NODES ||
-        !qpdf_oh_is_dictionary(q, node))
+        !qp.oh_is_dictionary(q, node))
         return;
-    qpdf_oh names = qpdf_oh_get_key(q, node, "/Names");
-    if (qpdf_oh_is_array(q, names)) {
-        int n = qpdf_oh_get_array_n_items(q, names);
+    qpdf_oh names = qp.oh_get_key(q, node, "/Names");
+    if (qp.oh_is_array(q, names)) {
+        int n = qp.oh_get_array_n_items(q, names);
         for (int i = 1; i < n && w->visited <= PDFIN_MAX_TREE_NODES; i += 2, w->visited++)
-            pdfin_filespec(w, qpdf_oh_get_array_item(q, names, i));
+            pdfin_filespec(w, qp.oh_get_array_item(q, names, i));
     }
-    qpdf_oh kids = qpdf_oh_get_key(q, node, "/Kids");
-    if (qpdf_oh_is_array(q, kids)) {
-        int n = qpdf_oh_get_array_n_items(q, kids);
+    qpdf_oh kids = qp.oh_get_key(q, node, "/Kids");
+    if (qp.oh_is_array(q, kids)) {
+        int n = qp.oh_get_array_n_items(q, kids);
         for (int i = 0; i < n && w->visited <= PDFIN_MAX_TREE_NODES; i++)
-            pdfin_tree(w, qpdf_oh_get_array_item(q, kids, i), depth + 1);
+            pdfin_tree(w, qp.oh_get_array_item(q, kids, i), depth + 1);
     }
 }
 
@@ -179,30 +220,30 @@ static void pdfin_tree(struct pdfin_walk *w, qpdf_oh node, int depth)
  * predictor. Returns true for Flate, false for none; says PARSE and exits otherwise. */
 static bool pdfin_check_filter(int out, qpdf_data q, qpdf_oh stream, const char *name)
 {
-    qpdf_oh dict = qpdf_oh_get_dict(q, stream);
-    qpdf_oh f = qpdf_oh_get_key(q, dict, "/Filter");
-    if (qpdf_oh_is_array(q, f)) {
-        if (qpdf_oh_get_array_n_items(q, f) == 0)
+    qpdf_oh dict = qp.oh_get_dict(q, stream);
+    qpdf_oh f = qp.oh_get_key(q, dict, "/Filter");
+    if (qp.oh_is_array(q, f)) {
+        if (qp.oh_get_array_n_items(q, f) == 0)
             return false;
-        if (qpdf_oh_get_array_n_items(q, f) != 1)
+        if (qp.oh_get_array_n_items(q, f) != 1)
             pdfin_child_say(out, PDFIN_ST_PARSE,
                             "embedded file %.100s uses a chain of filters (apbot reads "
                             "/FlateDecode or unfiltered)",
                             name);
-        f = qpdf_oh_get_array_item(q, f, 0);
+        f = qp.oh_get_array_item(q, f, 0);
     }
-    if (qpdf_oh_is_null(q, f))
+    if (qp.oh_is_null(q, f))
         return false;
-    if (!qpdf_oh_is_name_and_equals(q, f, "/FlateDecode"))
+    if (!qp.oh_is_name_and_equals(q, f, "/FlateDecode"))
         pdfin_child_say(out, PDFIN_ST_PARSE,
                         "embedded file %.100s uses filter %.40s (apbot reads /FlateDecode or "
                         "unfiltered)",
-                        name, qpdf_oh_is_name(q, f) ? qpdf_oh_get_name(q, f) : "?");
-    qpdf_oh parms = qpdf_oh_get_key(q, dict, "/DecodeParms");
-    if (qpdf_oh_is_array(q, parms))
-        parms = qpdf_oh_get_array_item(q, parms, 0);
-    qpdf_oh pred = qpdf_oh_get_key(q, parms, "/Predictor");
-    if (qpdf_oh_is_integer(q, pred) && qpdf_oh_get_int_value(q, pred) > 1)
+                        name, qp.oh_is_name(q, f) ? qp.oh_get_name(q, f) : "?");
+    qpdf_oh parms = qp.oh_get_key(q, dict, "/DecodeParms");
+    if (qp.oh_is_array(q, parms))
+        parms = qp.oh_get_array_item(q, parms, 0);
+    qpdf_oh pred = qp.oh_get_key(q, parms, "/Predictor");
+    if (qp.oh_is_integer(q, pred) && qp.oh_get_int_value(q, pred) > 1)
         pdfin_child_say(out, PDFIN_ST_PARSE,
                         "embedded file %.100s uses a Flate predictor (not an XML stream)", name);
     return true;
@@ -267,36 +308,39 @@ static void pdfin_child(int fd, int out)
         (void)dup2(null, STDERR_FILENO);
     }
     pdfin_limit_child();
-    qpdf_data q = qpdf_init();
-    qpdf_silence_errors(q);
-    qpdf_set_suppress_warnings(q, QPDF_TRUE);
-    qpdf_set_attempt_recovery(q, QPDF_FALSE);
+    const char *why = pdfin_load_qpdf();
+    if (why)
+        pdfin_child_say(out, PDFIN_ST_PARSE, "cannot read PDFs here: %.300s", why);
+    qpdf_data q = qp.init();
+    qp.silence_errors(q);
+    qp.set_suppress_warnings(q, QPDF_TRUE);
+    qp.set_attempt_recovery(q, QPDF_FALSE);
     /* qpdf opens by name: /proc/self/fd/N is the very file the parent checked (the user's
      * path is not looked up a second time). */
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    QPDF_ERROR_CODE qrc = qpdf_read(q, path, "");
+    QPDF_ERROR_CODE qrc = qp.read(q, path, "");
     if (qrc & QPDF_ERRORS) {
-        qpdf_error e = qpdf_get_error(q);
-        bool pw = e && qpdf_get_error_code(q, e) == qpdf_e_password;
-        const char *detail = e ? qpdf_get_error_message_detail(q, e) : NULL;
+        qpdf_error e = qp.get_error(q);
+        bool pw = e && qp.get_error_code(q, e) == qpdf_e_password;
+        const char *detail = e ? qp.get_error_message_detail(q, e) : NULL;
         pdfin_child_say(out, PDFIN_ST_PARSE, "%s%.300s",
                         pw ? "a password-protected PDF: " : "not a readable PDF: ",
                         detail && *detail ? detail : "damaged");
     }
     struct pdfin_walk w = {.q = q};
-    qpdf_oh root = qpdf_get_root(q);
-    qpdf_oh af = qpdf_oh_get_key(q, root, "/AF");
-    if (qpdf_oh_is_array(q, af)) {
-        int n = qpdf_oh_get_array_n_items(q, af);
+    qpdf_oh root = qp.get_root(q);
+    qpdf_oh af = qp.oh_get_key(q, root, "/AF");
+    if (qp.oh_is_array(q, af)) {
+        int n = qp.oh_get_array_n_items(q, af);
         for (int i = 0; i < n && w.visited++ < PDFIN_MAX_TREE_NODES; i++)
-            pdfin_filespec(&w, qpdf_oh_get_array_item(q, af, i));
+            pdfin_filespec(&w, qp.oh_get_array_item(q, af, i));
     }
-    qpdf_oh names = qpdf_oh_get_key(q, root, "/Names");
-    pdfin_tree(&w, qpdf_oh_get_key(q, names, "/EmbeddedFiles"), 0);
-    if (qpdf_has_error(q)) {
-        qpdf_error e = qpdf_get_error(q);
-        const char *detail = e ? qpdf_get_error_message_detail(q, e) : NULL;
+    qpdf_oh names = qp.oh_get_key(q, root, "/Names");
+    pdfin_tree(&w, qp.oh_get_key(q, names, "/EmbeddedFiles"), 0);
+    if (qp.has_error(q)) {
+        qpdf_error e = qp.get_error(q);
+        const char *detail = e ? qp.get_error_message_detail(q, e) : NULL;
         pdfin_child_say(out, PDFIN_ST_PARSE, "not a readable PDF: %.300s",
                         detail && *detail ? detail : "damaged");
     }
@@ -306,7 +350,7 @@ static void pdfin_child(int fd, int out)
     bool flate = pdfin_check_filter(out, q, w.best.stream, w.best.name);
     unsigned char *raw = NULL;
     size_t raw_len = 0;
-    if (qpdf_oh_get_stream_data(q, w.best.stream, qpdf_dl_none, NULL, &raw, &raw_len) & QPDF_ERRORS)
+    if (qp.oh_get_stream_data(q, w.best.stream, qpdf_dl_none, NULL, &raw, &raw_len) & QPDF_ERRORS)
         pdfin_child_say(out, PDFIN_ST_PARSE, "embedded file %.100s cannot be read", w.best.name);
     struct apbot_buf xml;
     apbot_buf_init(&xml, PDFIN_MAX_XML);

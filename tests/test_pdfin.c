@@ -60,6 +60,15 @@ static void test_pdfin_sample(void **state)
     struct invoice_sink sink = {got_accept, got_refuse, &x};
     assert_int_equal(pdfin_read(path, NULL, &sink, err, sizeof(err)), APBOT_OK);
     assert_string_equal(x.inv[0].key, g.inv[0].key);
+    /* libqpdf ran in the child only: this process never mapped it (nor would `apbot run`) */
+    FILE *maps = fopen("/proc/self/maps", "r");
+    assert_non_null(maps);
+    char line[1024];
+    bool mapped = false;
+    while (fgets(line, sizeof(line), maps))
+        mapped = mapped || strstr(line, "libqpdf") != NULL;
+    fclose(maps);
+    assert_false(mapped);
 }
 
 static void test_pdfin_rank_table(void **state)
