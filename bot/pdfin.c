@@ -86,14 +86,35 @@ int pdfin_invoice_rank(const char *filename)
  * and their relocations at every start) for a reader only enqueue uses. The calls go through
  * qp, filled from the library in the child; the declarations still come from qpdf-c.h.
  */
-#define PDFIN_QPDF_FUNCS(X)                                                                        \
-    X(init)                                                                                        \
-    X(silence_errors) X(set_suppress_warnings) X(set_attempt_recovery) X(read) X(get_error)        \
-        X(get_error_code) X(get_error_message_detail) X(has_error) X(get_root) X(oh_get_key)       \
-            X(oh_get_dict) X(oh_get_name) X(oh_get_int_value) X(oh_get_utf8_value)                 \
-                X(oh_get_array_item) X(oh_get_array_n_items) X(oh_get_stream_data) X(oh_is_array)  \
-                    X(oh_is_dictionary) X(oh_is_integer) X(oh_is_name) X(oh_is_name_and_equals)    \
-                        X(oh_is_null) X(oh_is_stream) X(oh_is_string)
+/* clang-format off */
+#define PDFIN_QPDF_FUNCS(X) \
+    X(init) \
+    X(silence_errors) \
+    X(set_suppress_warnings) \
+    X(set_attempt_recovery) \
+    X(read) \
+    X(get_error) \
+    X(get_error_code) \
+    X(get_error_message_detail) \
+    X(has_error) \
+    X(get_root) \
+    X(oh_get_key) \
+    X(oh_get_dict) \
+    X(oh_get_name) \
+    X(oh_get_int_value) \
+    X(oh_get_utf8_value) \
+    X(oh_get_array_item) \
+    X(oh_get_array_n_items) \
+    X(oh_get_stream_data) \
+    X(oh_is_array) \
+    X(oh_is_dictionary) \
+    X(oh_is_integer) \
+    X(oh_is_name) \
+    X(oh_is_name_and_equals) \
+    X(oh_is_null) \
+    X(oh_is_stream) \
+    X(oh_is_string)
+/* clang-format on */
 
 static struct {
 #define PDFIN_QPDF_POINTER(n) __typeof__(&qpdf_##n) n;
