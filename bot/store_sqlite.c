@@ -262,6 +262,8 @@ struct sq {
     sqlite3 *db;
     struct sq_file *file;         /* what this process's connections to the file share (or NULL) */
     sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by sq_close */
+    bool in_turn;                 /* run_write holds the writer turn: the hook defers the sync */
+    uint64_t sync_due;            /* a commit of this connection not yet known on disk (0: none) */
 };
 #define SQ(st) ((struct sq *)(st))
 
@@ -451,18 +453,21 @@ static int tx_end(struct store *st, int r, char *err, size_t errlen)
  * the lock came free. Another process still meets the busy timeout as before; batches
  * (store_begin) do not take the turn.
  *
- * Group commit. A commit is durable (the WAL synced to disk) before COMMIT returns, as with
- * synchronous=FULL, but the sync is shared: the connection runs synchronous=NORMAL (SQLite
- * writes the commit's WAL frames, releases the write lock, and syncs only at checkpoints) and
- * its WAL hook, which SQLite calls after every commit once the write lock is released, waits
- * until a sync of the WAL that began after this commit's frames were written has completed -
- * starting one itself when none is running. Commits of several workers that land while one
- * sync runs are covered by the next one. Nothing a caller does after a commit (an ERP request
- * above all: the intent to post) can happen before that commit is on disk; the WAL is written
- * in order, so a later commit on disk means every earlier one is too. With FULL, the write
- * lock was held through each fsync (5-15 ms on a shared disk), so a whole runner managed one
- * commit per fsync. The hook also runs the passive auto-checkpoint SQLite's own default hook
- * runs (every SQ_CHECKPOINT_FRAMES frames), which it replaces.
+ * Group commit. A write is durable (the WAL synced to disk) before it returns to its caller,
+ * as with synchronous=FULL, but the sync is shared: the connection runs synchronous=NORMAL
+ * (SQLite writes the commit's WAL frames, releases the write lock, and syncs only at
+ * checkpoints) and its WAL hook, which SQLite calls after every commit once the write lock is
+ * released, counts the commit. A write made in the writer turn (run_write) hands the turn on
+ * first and then waits (sq_wait_synced) until a sync of the WAL that began after its frames
+ * were written has completed - starting one itself when none is running; any other commit
+ * waits so in the hook. Commits of several workers that land while one sync runs are covered
+ * by the next one. Nothing a caller does after a write (an ERP request above all: the intent
+ * to post) can happen before that write is on disk; the WAL is written in order, so a later
+ * commit on disk means every earlier one is too. A failed sync fails the write: its caller
+ * must not act on it. Waiting inside the hook while holding the turn (as this file once did)
+ * lets no other writer commit during a sync, so every commit paid an fsync of its own. The
+ * hook also runs the passive auto-checkpoint SQLite's own default hook runs (every
+ * SQ_CHECKPOINT_FRAMES frames), which it replaces.
  */
 #define SQ_CHECKPOINT_FRAMES 1000
 
@@ -535,13 +540,16 @@ static int sq_sync_wal(sqlite3 *db, const char *zdb)
     return wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
 }
 
-/* The WAL hook: makes this commit durable (group commit, above), then auto-checkpoints. */
-static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
+/*
+ * Waits until commit number `mine` of the file is on disk, syncing the WAL through this
+ * connection when no sync runs. Returns SQLITE_OK, or the sync's error (the commit must then
+ * be treated as failed).
+ */
+static int sq_wait_synced(struct sq *h, uint64_t mine)
 {
-    struct sq_file *f = arg;
+    struct sq_file *f = h->file;
     int rc = SQLITE_OK;
     pthread_mutex_lock(&f->mu);
-    uint64_t mine = ++f->written;
     while (f->synced < mine) {
         if (f->syncing) {
             pthread_cond_wait(&f->cv, &f->mu);
@@ -550,30 +558,55 @@ static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
         f->syncing = true;
         uint64_t covers = f->written; /* every commit counted so far has its frames written */
         pthread_mutex_unlock(&f->mu);
-        rc = sq_sync_wal(db, zdb);
+        rc = sq_sync_wal(h->db, "main");
         pthread_mutex_lock(&f->mu);
         f->syncing = false;
         if (rc == SQLITE_OK && covers > f->synced)
             f->synced = covers;
         pthread_cond_broadcast(&f->cv);
         if (rc != SQLITE_OK)
-            break; /* COMMIT reports the error: the caller must not act on this commit */
+            break;
     }
     pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* The WAL hook: counts this commit and makes it durable (group commit, above; in the writer
+ * turn, after the turn), then auto-checkpoints. */
+static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
+{
+    struct sq *h = arg;
+    int rc = SQLITE_OK;
+    pthread_mutex_lock(&h->file->mu);
+    uint64_t mine = ++h->file->written;
+    pthread_mutex_unlock(&h->file->mu);
+    if (h->in_turn)
+        h->sync_due = mine;
+    else
+        rc = sq_wait_synced(h, mine); /* COMMIT reports an error: the caller must not act */
     if (rc == SQLITE_OK && frames >= SQ_CHECKPOINT_FRAMES)
         (void)sqlite3_wal_checkpoint_v2(db, zdb, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     return rc;
 }
 
-/* One write transaction through the shared busy-retry loop (store-int.h). */
+/* One write transaction through the shared busy-retry loop (store-int.h), in the writer
+ * turn; durable when it returns APBOT_OK. */
 static int run_write(struct store *st, store_tx_body body, void *ctx, char *err, size_t errlen)
 {
-    pthread_mutex_t *m = st->in_batch || !SQ(st)->file ? NULL : &SQ(st)->file->writer;
-    if (m)
-        pthread_mutex_lock(m);
+    struct sq *h = SQ(st);
+    pthread_mutex_t *m = st->in_batch || !h->file ? NULL : &h->file->writer;
+    if (!m)
+        return store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
+    pthread_mutex_lock(m);
+    h->in_turn = true;
+    h->sync_due = 0;
     int r = store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
-    if (m)
-        pthread_mutex_unlock(m);
+    h->in_turn = false;
+    uint64_t due = h->sync_due;
+    h->sync_due = 0;
+    pthread_mutex_unlock(m);
+    if (due && sq_wait_synced(h, due) != SQLITE_OK && r == APBOT_OK)
+        r = apbot_fail(err, errlen, APBOT_E_DB, "store: syncing the queue's log to disk failed");
     return r;
 }
 
@@ -703,7 +736,7 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
         goto fail;
     SQ(st)->file = sq_file_get(path);
     if (SQ(st)->file && wal_mode(st)) {
-        sqlite3_wal_hook(SQ(st)->db, sq_wal_hook, SQ(st)->file);
+        sqlite3_wal_hook(SQ(st)->db, sq_wal_hook, SQ(st));
         r = exec_sql(st, "PRAGMA synchronous = NORMAL;", err, errlen);
         if (r)
             goto fail;
