@@ -65,6 +65,8 @@ struct http_session {
     atomic_int *cancel;
     struct curl_slist *post_headers; /* "Expect:" off for POST bodies */
     char errbuf[CURL_ERROR_SIZE];
+    http_gate_fn gate; /* passed before every exchange (http_set_gate), or NULL */
+    void *gate_ctx;
 
     /* per hop, reset by hop_begin() */
     char *body;
@@ -625,9 +627,26 @@ static void exchange_fail(struct http_session *s, const struct http_hops *h, CUR
                  s->errbuf[0] ? s->errbuf : curl_easy_strerror(res));
 }
 
+/* The gate turned the request back: nothing was sent. */
+static int http_gate_refused(const struct http_request *req, const char *why,
+                             struct http_response *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->transport = HTTP_NOT_SENT;
+    r->retry_after_s = -1;
+    snprintf(r->detail, sizeof(r->detail), "%s", why[0] ? why : "held back before sending");
+    r->effective_url = apbot_xstrdup(req->url);
+    return APBOT_OK;
+}
+
 static int http_exchange(struct http_session *s, const struct http_request *req,
                          struct http_response *r)
 {
+    if (s->gate) {
+        char why[200] = "";
+        if (!s->gate(s->gate_ctx, why, sizeof(why)))
+            return http_gate_refused(req, why, r);
+    }
     struct http_hops h = {.url = apbot_xstrdup(req->url), .fresh = req->fresh};
     char *form = NULL;
     int64_t t0 = http_now_ms(), deadline = t0 + s->timeout_ms;
@@ -748,6 +767,14 @@ int http_request(struct http_session *s, const struct http_request *req, struct 
     if (!http_same_origin(s->origin, req->url))
         return APBOT_E_ORIGIN; /* nothing is sent */
     return http_exchange(s, req, ret);
+}
+
+void http_set_gate(struct http_session *s, http_gate_fn fn, void *ctx)
+{
+    if (!s)
+        return;
+    s->gate = fn;
+    s->gate_ctx = fn ? ctx : NULL;
 }
 
 int http_get(struct http_session *s, const char *url, struct http_response *ret)

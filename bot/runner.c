@@ -191,9 +191,13 @@ static bool stopping(const struct runner *r)
     return atomic_load(&r->stop);
 }
 
-/* Sleeps up to ms in short slices, returning early when the run stops. */
+static bool worker_durable(struct worker *w, char *why, size_t whylen);
+
+/* Sleeps up to ms in short slices, returning early when the run stops. What the worker wrote
+ * goes to disk first: a worker that waits sends nothing that would sync it. */
 static void worker_sleep(struct worker *w, int64_t ms)
 {
+    (void)worker_durable(w, NULL, 0);
     int64_t until = mono_ms() + ms;
     for (int i = 0; i < 100000 && !stopping(w->r); i++) {
         int64_t left = until - mono_ms();
@@ -519,6 +523,35 @@ static void run_fail(struct runner *r, const char *msg)
     }
     pthread_mutex_unlock(&r->mu);
     atomic_store(&r->stop, true);
+}
+
+/*
+ * The worker's writes are deferred (STORE_DEFERRED: committed, visible, kept by a crash of
+ * this process, on disk at the next sync): this makes them durable. It runs before every
+ * request the worker's session sends (the http gate) and before the worker waits, so that
+ * nothing reaches the ERP while a state change before it is not on disk - the intent to post
+ * above all, which is on disk before the entry form is fetched. Writes that follow one
+ * another with nothing sent in between (an item's completion and the next claim) share one
+ * disk sync, and syncs of several workers are shared (store_sqlite.c, group commit): a sync
+ * puts every commit before it on disk, so a change waits for disk at most until some worker's
+ * next request (a worker held by the limiter waits for one that works). A disk that refuses
+ * to sync stops the run: nothing is sent after it.
+ */
+static bool worker_durable(struct worker *w, char *why, size_t whylen)
+{
+    char err[APBOT_ERR_LEN];
+    if (!w->st || store_sync(w->st, err, sizeof(err)) == APBOT_OK)
+        return true;
+    if (why && whylen)
+        snprintf(why, whylen, "held back: the queue's last change is not on disk (%s)", err);
+    log_msg(w->r, "error", "queue not synced to disk", err);
+    run_fail(w->r, err);
+    return false;
+}
+
+static bool worker_gate(void *ctx, char *why, size_t whylen)
+{
+    return worker_durable(ctx, why, whylen);
 }
 
 /* ---- evidence --------------------------------------------------------------------------- */
@@ -1053,8 +1086,12 @@ static bool hook_before_commit(void *ctx)
      * evidence writes may have outlasted it, and a recovered item must not be posted twice. */
     if (!job_lease(j))
         return false;
-    /* What was exchanged so far is stored before anything that could book is sent. */
+    /* What was exchanged so far is stored before anything that could book is sent (a kill
+     * of this process keeps it), without a disk sync of its own: it is no state change, and
+     * reaches the disk with the next one. */
+    enum store_durability was = store_set_durability(j->w->st, STORE_LAZY);
     evidence_flush(j->w);
+    (void)store_set_durability(j->w->st, was);
     j->commit_sent = true;
     return true;
 }
@@ -1317,11 +1354,13 @@ static void *worker_main(void *arg)
         run_fail(r, err);
         goto out;
     }
+    (void)store_set_durability(w->st, STORE_DEFERRED); /* made durable by worker_durable */
     if (erp_open(&r->run_flow, r->base_url, &r->abort_io, &w->erp, err, sizeof(err)) != APBOT_OK) {
         run_fail(r, err);
         goto out;
     }
     erp_set_evidence(w->erp, on_erp_evidence, w);
+    http_set_gate(erp_http(w->erp), worker_gate, w);
 
     while (!stopping(r)) {
         if (breaker_suspect(r)) {
@@ -1366,6 +1405,8 @@ out:
     evidence_drop(w);
     free(w->pending);
     w->pending = NULL;
+    (void)worker_durable(w, NULL, 0);
+    w->stats.syncs = store_syncs(w->st);
     store_close(w->st);
     w->st = NULL;
     pthread_mutex_lock(&r->mu);
@@ -1375,6 +1416,7 @@ out:
     t->lookups += w->stats.lookups;
     t->posts_sent += w->stats.posts_sent;
     t->exchanges += w->stats.exchanges;
+    t->syncs += w->stats.syncs;
     t->logins += w->stats.logins;
     t->completed += w->stats.completed;
     t->business_exception += w->stats.business_exception;
@@ -1685,9 +1727,10 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
                                      : APBOT_OK;
     snprintf(line, sizeof(line),
              "stop=%s completed=%" PRId64 " business_exception=%" PRId64 " manual_review=%" PRId64
-             " pending=%" PRId64 " elapsed_ms=%" PRId64 " settle_ms=%" PRId64 " sessions=%d",
+             " pending=%" PRId64 " elapsed_ms=%" PRId64 " settle_ms=%" PRId64
+             " sessions=%d exchanges=%" PRId64 " syncs=%" PRId64,
              runner_stop_name(why), ret->completed, ret->business_exception, ret->manual_review,
-             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit);
+             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit, ret->exchanges, ret->syncs);
     log_msg(r, why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR ? "error" : "info",
             "run stopped", line);
     if (ret->message[0] && why != RUNNER_STOP_SYSTEMIC && why != RUNNER_STOP_ERROR)

@@ -32,10 +32,12 @@ struct store_ops;
 /* The part of every handle the dispatcher reads; each backend's struct starts with it. */
 struct store {
     const struct store_ops *ops;
-    bool in_batch;        /* between store_begin and store_commit/rollback */
-    int busy_retries;     /* whole-transaction retries after the busy timeout */
-    int64_t busy_retried; /* how many this handle did */
-    uint64_t rng;         /* xorshift state for the retry jitter */
+    bool in_batch;                    /* between store_begin and store_commit/rollback */
+    int busy_retries;                 /* whole-transaction retries after the busy timeout */
+    int64_t busy_retried;             /* how many this handle did */
+    uint64_t rng;                     /* xorshift state for the retry jitter */
+    enum store_durability durability; /* store_set_durability's; backends read it */
+    int64_t syncs;                    /* disk syncs this handle ran (backends count) */
 };
 
 /* Every row of a queue, for store_copy: each callback sees one row, valid during the call. */
@@ -83,6 +85,8 @@ struct store_ops {
                     size_t errlen);
     int (*schema_version)(struct store *st, int *ret_version, char *err, size_t errlen);
     void (*set_busy_timeout)(struct store *st, int ms);
+    /* store_sync: every STORE_DEFERRED write of the handle on disk */
+    int (*sync)(struct store *st, char *err, size_t errlen);
     int (*note_late_commit)(struct store *st, const char *flow_name, int64_t ms,
                             const struct apbot_now *now, char *err, size_t errlen);
     int (*late_commit)(struct store *st, const char *flow_name, struct store_late_commit *ret,

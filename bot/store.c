@@ -584,6 +584,28 @@ int64_t store_busy_retried(const struct store *st)
     return st ? st->busy_retried : 0;
 }
 
+enum store_durability store_set_durability(struct store *st, enum store_durability d)
+{
+    if (!st)
+        return STORE_SYNC;
+    enum store_durability old = st->durability;
+    if (d == STORE_SYNC || d == STORE_DEFERRED || d == STORE_LAZY)
+        st->durability = d;
+    return old;
+}
+
+int store_sync(struct store *st, char *err, size_t errlen)
+{
+    if (!st)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store_sync: no store");
+    return st->ops->sync(st, err, errlen);
+}
+
+int64_t store_syncs(const struct store *st)
+{
+    return st ? st->syncs : 0;
+}
+
 int store_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
                            const struct apbot_now *now, char *err, size_t errlen)
 {

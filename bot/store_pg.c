@@ -1585,6 +1585,16 @@ static int pg_schema_version(struct store *st, int *ret_version, char *err, size
     return APBOT_OK;
 }
 
+/* Every PostgreSQL commit returns once durable (synchronous_commit as the server has it):
+ * nothing is deferred. */
+static int pg_sync(struct store *st, char *err, size_t errlen)
+{
+    (void)st;
+    (void)err;
+    (void)errlen;
+    return APBOT_OK;
+}
+
 static void pg_set_busy_timeout(struct store *st, int ms)
 {
     struct pg *h = PG(st);
@@ -1992,6 +2002,7 @@ static const struct store_ops pg_ops = {
     .next_due = pg_next_due,
     .schema_version = pg_schema_version,
     .set_busy_timeout = pg_set_busy_timeout,
+    .sync = pg_sync,
     .note_late_commit = pg_note_late_commit,
     .late_commit = pg_late_commit,
     .dump = pg_dump,

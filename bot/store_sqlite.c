@@ -263,7 +263,8 @@ struct sq {
     struct sq_file *file;         /* what this process's connections to the file share (or NULL) */
     sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by sq_close */
     bool in_turn;                 /* run_write holds the writer turn: the hook defers the sync */
-    uint64_t sync_due;            /* a commit of this connection not yet known on disk (0: none) */
+    uint64_t sync_due;            /* the commit run_write made in its turn (0: none) */
+    uint64_t unsynced;            /* the last STORE_DEFERRED commit not known on disk (0: none) */
 };
 #define SQ(st) ((struct sq *)(st))
 
@@ -559,6 +560,7 @@ static int sq_wait_synced(struct sq *h, uint64_t mine)
         uint64_t covers = f->written; /* every commit counted so far has its frames written */
         pthread_mutex_unlock(&f->mu);
         rc = sq_sync_wal(h->db, "main");
+        h->base.syncs++;
         pthread_mutex_lock(&f->mu);
         f->syncing = false;
         if (rc == SQLITE_OK && covers > f->synced)
@@ -589,8 +591,11 @@ static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
     return rc;
 }
 
-/* One write transaction through the shared busy-retry loop (store-int.h), in the writer
- * turn; durable when it returns APBOT_OK. */
+/*
+ * One write transaction through the shared busy-retry loop (store-int.h), in the writer
+ * turn. Returns once the write is on disk (STORE_SYNC), or once committed (STORE_DEFERRED:
+ * remembered for sq_sync; STORE_LAZY: left to whatever syncs next).
+ */
 static int run_write(struct store *st, store_tx_body body, void *ctx, char *err, size_t errlen)
 {
     struct sq *h = SQ(st);
@@ -605,9 +610,29 @@ static int run_write(struct store *st, store_tx_body body, void *ctx, char *err,
     uint64_t due = h->sync_due;
     h->sync_due = 0;
     pthread_mutex_unlock(m);
-    if (due && sq_wait_synced(h, due) != SQLITE_OK && r == APBOT_OK)
-        r = apbot_fail(err, errlen, APBOT_E_DB, "store: syncing the queue's log to disk failed");
+    if (!due)
+        return r;
+    if (st->durability == STORE_DEFERRED) {
+        h->unsynced = due;
+    } else if (st->durability == STORE_SYNC) {
+        if (sq_wait_synced(h, due) != SQLITE_OK && r == APBOT_OK)
+            r = apbot_fail(err, errlen, APBOT_E_DB,
+                           "store: syncing the queue's log to disk failed");
+        else
+            h->unsynced = 0; /* the WAL is in order: every earlier commit is on disk too */
+    }
     return r;
+}
+
+static int sq_sync(struct store *st, char *err, size_t errlen)
+{
+    struct sq *h = SQ(st);
+    if (!h->unsynced)
+        return APBOT_OK;
+    if (sq_wait_synced(h, h->unsynced) != SQLITE_OK)
+        return apbot_fail(err, errlen, APBOT_E_DB, "store: syncing the queue's log to disk failed");
+    h->unsynced = 0;
+    return APBOT_OK;
 }
 
 static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
@@ -750,6 +775,7 @@ fail:
 
 static void sq_close(struct store *st)
 {
+    (void)sq_sync(st, NULL, 0); /* a deferred write is on disk before its handle goes */
     for (int i = 0; i < Q__COUNT; i++)
         sqlite3_finalize(SQ(st)->stmt[i]);
     sqlite3_close(SQ(st)->db);
@@ -1991,6 +2017,7 @@ static const struct store_ops sq_ops = {
     .next_due = sq_next_due,
     .schema_version = sq_schema_version,
     .set_busy_timeout = sq_set_busy_timeout,
+    .sync = sq_sync,
     .note_late_commit = sq_note_late_commit,
     .late_commit = sq_late_commit,
     .dump = sq_dump,

@@ -10,7 +10,10 @@
  *  - a committing GET the server drops after reading it: it reaches the ERP exactly once (a
  *    small hostile server in this test counts the requests), and the item reconciles;
  *  - one document, one item: a flow whose completed rule captures the same document number
- *    for every invoice sends every item claiming it to manual review, none completed.
+ *    for every invoice sends every item claiming it to manual review, none completed;
+ *  - the intent to post on disk before the form is sent: with one session (nothing to share
+ *    a disk sync with) every post costs a sync of its own, and an item's completion shares
+ *    one with the next claim (nothing is sent to the ERP between them).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -305,6 +308,30 @@ static void test_e2e_one_document_one_item(void **state)
     e2e_stop(&e);
 }
 
+/*
+ * The worker's writes are deferred and synced before every request to the ERP (runner.c,
+ * worker_durable). One session, calm ERP: at least one sync per invoice - its intent, synced
+ * before the entry form is fetched (a gate that synced nothing would show ~0 here) - and no
+ * more than one per state change less one per completed invoice: its completion and the
+ * next claim share a sync (writes synced one by one would show three per invoice here).
+ */
+static void test_e2e_intent_synced_before_the_form(void **state)
+{
+    (void)state;
+    struct e2e e;
+    e2e_start(&e, "calm", NULL, 3);
+    e2e_add_many(&e, "SYNC", 10);
+    e.opt.concurrency = 1;
+    run_ok(&e);
+    e2e_assert_invariants(&e, false);
+    assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), 10);
+    fprintf(stderr, "%lld state changes, %lld disk syncs for 10 invoices\n",
+            (long long)e.stats.transitions, (long long)e.stats.syncs);
+    assert_true(e.stats.syncs >= 10);
+    assert_true(e.stats.syncs <= e.stats.transitions - 10 + 2);
+    e2e_stop(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_e2e_garbled_no_results_classic),
         cmocka_unit_test(test_e2e_committing_get_dropped),
         cmocka_unit_test(test_e2e_one_document_one_item),
+        cmocka_unit_test(test_e2e_intent_synced_before_the_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -784,6 +784,63 @@ static void test_http_redirects_bounded(void **state)
     pthread_mutex_unlock(&f->srv->lock);
 }
 
+struct gate {
+    int calls;
+    bool open;
+};
+
+static bool gate_fn(void *ctx, char *why, size_t whylen)
+{
+    struct gate *g = ctx;
+    g->calls++;
+    if (!g->open)
+        snprintf(why, whylen, "held back: the queue is not on disk");
+    return g->open;
+}
+
+/* The gate runs once per exchange, before anything is sent (redirects included); a closed
+ * gate keeps the request back: not sent, nothing reaches the server, the reason is the
+ * detail. */
+static void test_http_gate(void **state)
+{
+    struct fx *f = *state;
+    struct http_response r;
+    struct gate g = {.open = true};
+    http_set_gate(f->http, gate_fn, &g);
+
+    assert_int_equal(http_get(f->http, url(f, "/hop/2"), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_ANSWERED);
+    assert_int_equal(r.redirects, 2);
+    http_response_done(&r);
+    assert_int_equal(g.calls, 1); /* one exchange, three hops */
+    int seen = srv_count(f->srv, &f->srv->n_requests);
+    assert_int_equal(seen, 3);
+
+    g.open = false;
+    static const struct http_field fields[] = {{"amount", "1,00"}};
+    assert_int_equal(http_post_form(f->http, url(f, "/ok"), fields, 1, &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_NOT_SENT);
+    assert_int_equal(r.status, 0);
+    assert_null(r.body);
+    assert_string_equal(r.detail, "held back: the queue is not on disk");
+    http_response_done(&r);
+    assert_int_equal(http_get(f->http, url(f, "/ok"), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_NOT_SENT);
+    http_response_done(&r);
+    assert_int_equal(g.calls, 3);
+    assert_int_equal(srv_count(f->srv, &f->srv->n_requests), seen); /* nothing arrived */
+
+    /* a request refused for its origin never reaches the gate */
+    assert_int_equal(http_get(f->http, "http://127.0.0.2:1/x", &r), APBOT_E_ORIGIN);
+    assert_int_equal(g.calls, 3);
+
+    http_set_gate(f->http, NULL, NULL);
+    assert_int_equal(http_get(f->http, url(f, "/ok"), &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_ANSWERED);
+    http_response_done(&r);
+    assert_int_equal(g.calls, 3);
+}
+
 struct canceller {
     atomic_int *flag;
     int after_ms;
@@ -1314,6 +1371,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_body_over_max_is_truncated_unknown, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_http_redirects_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_gate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_cancel_interrupts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_basic_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_login_307_elsewhere_keeps_the_password, setup,

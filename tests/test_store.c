@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -874,6 +875,82 @@ static void test_store_evidence_round_trip(void **state)
     assert_true(s.excerpt_len >= STORE_EXCERPT_MAX - 1);
     assert_int_equal(s.excerpt_len % 2, 0);
     assert_string_equal(s.rule, "(null)");
+}
+
+/* ---- durability ---- */
+
+/*
+ * STORE_DEFERRED: a write is committed and seen by every reader at once, runs no disk sync of
+ * its own, and store_sync makes it durable with one; a SIGKILL of the writer keeps it. LAZY
+ * writes are not waited for; a synchronous write covers the deferred ones before it. On
+ * PostgreSQL every commit is durable as it returns: there is nothing to sync.
+ */
+static void test_store_durability(void **state)
+{
+    struct fx *f = *state;
+    bool sq = f->bk == BK_SQLITE;
+    int64_t id = enq(f, 1, 0, T0, NULL);
+    int64_t id2 = enq(f, 2, 0, T0, NULL);
+    int64_t s0 = store_syncs(f->st);
+    if (sq)
+        assert_true(s0 >= 1); /* the synchronous enqueues */
+    else
+        assert_int_equal(s0, 0);
+
+    assert_int_equal(store_set_durability(f->st, STORE_DEFERRED), STORE_SYNC);
+    assert_int_equal(claim_id(f, f->st, "r1", T0 + 1), id);
+    assert_int_equal(store_syncs(f->st), s0); /* no sync of its own */
+    struct store *other = NULL;
+    assert_int_equal(store_open(f->path, &other, f->err, sizeof(f->err)), APBOT_OK);
+    struct store_item it;
+    assert_int_equal(store_get(other, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_CHECKING); /* committed: the other handle sees it */
+    assert_string_equal(it.lease_owner, "r1");
+    store_item_done(&it);
+    assert_int_equal(store_sync(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_syncs(f->st), s0 + (sq ? 1 : 0));
+    assert_int_equal(store_sync(f->st, f->err, sizeof(f->err)), APBOT_OK); /* nothing left */
+    assert_int_equal(store_syncs(f->st), s0 + (sq ? 1 : 0));
+
+    /* a lazy write: store_sync does not wait for it */
+    assert_int_equal(store_set_durability(f->st, STORE_LAZY), STORE_DEFERRED);
+    struct store_evidence ev = {.step = "check", .method = "GET", .transport = "answered"};
+    assert_int_equal(store_add_evidence(f->st, id, &ev, AT(T0 + 2), f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(store_sync(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_syncs(f->st), s0 + (sq ? 1 : 0));
+
+    /* deferred, then synchronous: the synchronous write's sync covers both */
+    (void)store_set_durability(f->st, STORE_DEFERRED);
+    assert_int_equal(step_item(f, f->st, id, "r1", MACHINE_EV_NOT_FOUND, T0 + 3, NULL, NULL),
+                     APBOT_OK);
+    (void)store_set_durability(f->st, STORE_SYNC);
+    assert_int_equal(claim_id(f, f->st, "r1", T0 + 4), id2);
+    assert_int_equal(store_syncs(f->st), s0 + (sq ? 2 : 0));
+    assert_int_equal(store_sync(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_syncs(f->st), s0 + (sq ? 2 : 0));
+
+    /* a deferred write survives a SIGKILL of its writer before any sync */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct store *cs = NULL;
+        if (store_open(f->path, &cs, f->err, sizeof(f->err)) != APBOT_OK)
+            _exit(2);
+        (void)store_set_durability(cs, STORE_DEFERRED);
+        if (step_item(f, cs, id, "r1", MACHINE_EV_CONFIRMED, T0 + 5, "D-77", NULL) != APBOT_OK)
+            _exit(3);
+        raise(SIGKILL);
+        _exit(4);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    assert_int_equal(store_get(other, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_COMPLETED);
+    assert_string_equal(it.erp_doc, "D-77");
+    store_item_done(&it);
+    store_close(other);
 }
 
 /* ---- recovery ---- */
@@ -2090,12 +2167,12 @@ int main(void)
         X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
         X(test_store_apply_checks_state_and_lease), X(test_store_operator_resolution),             \
         X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
-        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
-        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
-        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
-        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
-        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
-        X(test_store_busy_retry_outlasts_a_lock),                                                  \
+        X(test_store_durability), X(test_store_recover_after_crash),                               \
+        X(test_store_counts_and_each), X(test_store_settle_runs_on_mono_not_wall),                 \
+        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
+        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
+        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
+        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
         X(test_store_busy_two_processes_under_write_pressure)
     const struct CMUnitTest sqlite_tests[] = {
         BOTH(T),

@@ -117,6 +117,17 @@ void http_session_free(struct http_session *s);
 void http_session_clear_cookies(struct http_session *s);
 
 /*
+ * A gate every exchange passes before anything of it is sent: fn returns false to keep the
+ * request back - the exchange is then HTTP_NOT_SENT with fn's reason (written into why, at
+ * most whylen bytes) as its detail. It runs once per exchange, before the first hop (the
+ * redirects it follows are the same exchange). The runner makes its queue's deferred writes
+ * durable here: nothing reaches the ERP while a state change before it is not on disk.
+ * fn NULL removes the gate.
+ */
+typedef bool (*http_gate_fn)(void *ctx, char *why, size_t whylen);
+void http_set_gate(struct http_session *s, http_gate_fn fn, void *ctx);
+
+/*
  * Sends req and follows same-origin redirects (at most max_redirects; more is HTTP_UNKNOWN).
  * Fills *ret (free with http_response_done). Returns APBOT_OK whenever the exchange was
  * classified (even not sent or unknown: read ret->transport); otherwise nothing was sent and

@@ -74,6 +74,7 @@ struct runner_stats {
     int64_t posts_sent;  /* committing steps put on the wire */
     int64_t exchanges;   /* HTTP exchanges with the ERP */
     int64_t logins;      /* successful logins */
+    int64_t syncs;       /* disk syncs the workers ran to make their changes durable */
     int64_t completed, business_exception, manual_review; /* entered by this run */
     int64_t pending; /* new/checking/posting/reconciling/finishing at the end */
     int64_t elapsed_ms;

@@ -303,6 +303,35 @@ void store_set_busy_retries(struct store *st, int retries);
 int64_t store_busy_retried(const struct store *st);
 
 /*
+ * Durability of this handle's writes:
+ *   STORE_SYNC      (the default) a write returns once it is on disk;
+ *   STORE_DEFERRED  a write returns once committed: every reader sees it at once and a crash
+ *                   of this process keeps it; it is on disk once store_sync returns, or once
+ *                   any later synchronous write of this process to the queue has (writes
+ *                   reach the disk in commit order, so a loss of power can lose the latest
+ *                   writes, never a write without the ones before it);
+ *   STORE_LAZY      as deferred, but store_sync does not wait for it: it reaches the disk
+ *                   with the next sync of anything. For records that are no state change.
+ * Batches (store_begin) commit synchronously whatever is set; PostgreSQL commits every write
+ * synchronously (store_sync has nothing to do there). Returns the previous setting. The
+ * runner defers its writes and syncs before each request it sends to the ERP, so that
+ * nothing reaches the ERP while a state change before it is not on disk.
+ */
+enum store_durability {
+    STORE_SYNC = 0,
+    STORE_DEFERRED,
+    STORE_LAZY,
+};
+enum store_durability store_set_durability(struct store *st, enum store_durability d);
+/* Waits until every STORE_DEFERRED write of this handle is on disk (sharing a sync that runs
+ * anyway, as every write does). APBOT_E_DB when the disk refused: those writes are then not
+ * known to be durable, and nothing that depends on them may follow. */
+int store_sync(struct store *st, char *err, size_t errlen) APBOT_MUST_USE;
+/* Disk syncs this handle ran itself (a commit covered by another's sync runs none): for
+ * logs, tests and the benchmark. */
+int64_t store_syncs(const struct store *st);
+
+/*
  * Late commits, per flow: the largest observed delay between the moment the client gave up
  * on a post and the moment the ERP committed it (issue 9, hole 2), kept across runs.
  * store_note_late_commit records one observation of ms (>= 0) and keeps the maximum with the
