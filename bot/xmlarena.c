@@ -76,14 +76,23 @@ struct xmlarena {
 static _Thread_local struct xmlarena *xa_cur; /* the calling thread's active arena */
 static int xa_on;                             /* the allocator is installed */
 
-/* ---- one released chunk per thread, for the next page ---------------------------------- */
+/* ---- released chunks, kept per thread for the next page ----------------------------------
+ *
+ * A 4.5 KB entry form takes the first chunk and the next one; freeing them for every page
+ * made malloc hand the memory back to the system (madvise) and fault it in again. Each
+ * thread keeps what its last pages released, up to XA_SPARE_MAX bytes, newest first. */
+
+#define XA_SPARE_MAX (256 * 1024)
 
 static pthread_key_t xa_key;
 static pthread_once_t xa_key_once = PTHREAD_ONCE_INIT;
 
-static void xa_spare_drop(void *c)
+static void xa_spare_drop(void *v)
 {
-    free(c);
+    for (struct xa_chunk *c = v, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
 }
 
 static void xa_key_init(void)
@@ -92,21 +101,35 @@ static void xa_key_init(void)
         abort(); /* only on resource exhaustion at the first page: mem.h's policy */
 }
 
-static struct xa_chunk *xa_spare_take(void)
+/* A kept chunk of at least need bytes (taken off the list), or NULL. */
+static struct xa_chunk *xa_spare_take(size_t need)
 {
     pthread_once(&xa_key_once, xa_key_init);
-    struct xa_chunk *c = pthread_getspecific(xa_key);
-    if (c)
-        (void)pthread_setspecific(xa_key, NULL);
-    return c;
+    struct xa_chunk *head = pthread_getspecific(xa_key);
+    for (struct xa_chunk **pp = &head; *pp; pp = &(*pp)->next) {
+        if ((*pp)->cap >= need) {
+            struct xa_chunk *c = *pp;
+            *pp = c->next;
+            (void)pthread_setspecific(xa_key, head);
+            return c;
+        }
+    }
+    return NULL;
 }
 
+/* Keeps c for this thread's next pages, or frees it when the thread keeps enough. */
 static void xa_spare_put(struct xa_chunk *c)
 {
     pthread_once(&xa_key_once, xa_key_init);
-    if (c->cap == XA_CHUNK_FIRST && !pthread_getspecific(xa_key) &&
-        pthread_setspecific(xa_key, c) == 0)
-        return;
+    struct xa_chunk *head = pthread_getspecific(xa_key);
+    size_t kept = 0;
+    for (const struct xa_chunk *k = head; k; k = k->next)
+        kept += k->cap;
+    if (kept + c->cap <= XA_SPARE_MAX) {
+        c->next = head;
+        if (pthread_setspecific(xa_key, c) == 0)
+            return;
+    }
     free(c);
 }
 
@@ -132,7 +155,7 @@ static struct xa_chunk *xa_chunk_add(struct xmlarena *a, size_t need)
         cap = a->head->cap >= XA_CHUNK_MAX / 2 ? XA_CHUNK_MAX : a->head->cap * 2;
     if (cap < need)
         cap = need;
-    struct xa_chunk *c = cap == XA_CHUNK_FIRST ? xa_spare_take() : NULL;
+    struct xa_chunk *c = xa_spare_take(cap);
     if (!c) {
         c = malloc(sizeof(*c) + cap);
         if (!c)
@@ -140,6 +163,7 @@ static struct xa_chunk *xa_chunk_add(struct xmlarena *a, size_t need)
         c->cap = cap;
         XA_POISON(c->data, cap);
     }
+    cap = c->cap;
     c->used = 0;
     c->next = a->head;
     a->head = c;

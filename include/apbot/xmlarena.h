@@ -21,8 +21,8 @@
  *   its arena, never with xmlFreeDoc;
  * - an arena is used by one thread at a time.
  * Memory: an arena grows in chunks as the parser asks (the page's size is bounded by the
- * flow's max-body-bytes); each thread keeps one released chunk of the first size for its next
- * page. Under AddressSanitizer, released arena memory is poisoned.
+ * flow's max-body-bytes); each thread keeps up to 256 KiB of released chunks for its next
+ * pages. Under AddressSanitizer, released arena memory is poisoned.
  */
 #ifndef APBOT_XMLARENA_H
 #define APBOT_XMLARENA_H
