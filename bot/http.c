@@ -53,7 +53,8 @@
 struct http_session {
     CURL *easy;
     CURLM *multi;
-    char *origin; /* the base URL the session was opened for */
+    char *origin;                                    /* the base URL the session was opened for */
+    char *origin_scheme, *origin_host, *origin_port; /* its origin, parsed once */
     long connect_timeout_ms;
     long timeout_ms;
     long max_redirects;
@@ -281,6 +282,8 @@ static int http_setopt_failed(char *err, size_t errlen, const char *what)
         }                                                                                          \
     } while (0)
 
+static bool http_origin_parts(const char *url, char **ret_scheme, char **ret_host, char **ret_port);
+
 int http_session_new(const struct http_options *opt, struct http_session **ret, char *err,
                      size_t errlen)
 {
@@ -289,23 +292,33 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
 
     if (!opt || !ret)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "http: no options");
-    if (!opt->origin || !http_same_origin(opt->origin, opt->origin))
+    char *sc = NULL, *ho = NULL, *po = NULL;
+    if (!opt->origin || !http_origin_parts(opt->origin, &sc, &ho, &po))
         return apbot_fail(err, errlen, APBOT_E_INVAL,
                           "http: the origin must be an absolute http:// or https:// URL "
                           "without user:pass@");
     if (opt->connect_timeout_ms <= 0 || opt->timeout_ms <= 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "http: timeouts must be positive");
-    if (opt->max_redirects < 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "http: max_redirects must be >= 0");
-    if (opt->max_body == 0 || opt->max_body > (size_t)1 << 30)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "http: max_body must be 1 B .. 1 GiB");
-    if (opt->basic_user && !opt->basic_password)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "http: basic_user without password");
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "http: timeouts must be positive");
+    else if (opt->max_redirects < 0)
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "http: max_redirects must be >= 0");
+    else if (opt->max_body == 0 || opt->max_body > (size_t)1 << 30)
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "http: max_body must be 1 B .. 1 GiB");
+    else if (opt->basic_user && !opt->basic_password)
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "http: basic_user without password");
     /* A missing CA file would make every exchange fail as "not sent", forever. */
-    if (opt->ca_file && access(opt->ca_file, R_OK) != 0)
-        return apbot_fail(err, errlen, APBOT_E_INVAL, "http: cannot read CA file %s", opt->ca_file);
+    else if (opt->ca_file && access(opt->ca_file, R_OK) != 0)
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "http: cannot read CA file %s", opt->ca_file);
+    if (rc != APBOT_OK) {
+        free(sc);
+        free(ho);
+        free(po);
+        return rc;
+    }
 
     s = apbot_xcalloc(1, sizeof(*s));
+    s->origin_scheme = sc;
+    s->origin_host = ho;
+    s->origin_port = po;
     s->connect_timeout_ms = opt->connect_timeout_ms;
     s->timeout_ms = opt->timeout_ms;
     s->max_redirects = opt->max_redirects;
@@ -384,6 +397,9 @@ void http_session_free(struct http_session *s)
         curl_multi_cleanup(s->multi);
     curl_slist_free_all(s->post_headers);
     free(s->origin);
+    free(s->origin_scheme);
+    free(s->origin_host);
+    free(s->origin_port);
     free(s->location);
     free(s->ca_file);
     http_wipe_free(s->basic_user);
@@ -554,21 +570,6 @@ enum http_redirect http_redirect_decide(const char *origin, long status, const c
     if (!location || !http_same_origin(origin, location))
         return HTTP_REDIRECT_BLOCKED;
     return to_get ? HTTP_REDIRECT_GET : HTTP_REDIRECT_SAME;
-}
-
-/* True for an absolute http or https URL that libcurl can parse. */
-static bool http_url_ok(const char *url)
-{
-    CURLU *u = curl_url();
-    char *scheme = NULL;
-    if (!u)
-        abort(); /* curl_url() fails only on out-of-memory */
-    bool ok = curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-              (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0);
-    curl_free(scheme);
-    curl_url_cleanup(u);
-    return ok;
 }
 
 /* Where one exchange stands between hops. */
@@ -755,16 +756,16 @@ int http_request(struct http_session *s, const struct http_request *req, struct 
     for (size_t i = 0; i < req->n_fields; i++)
         if (!req->fields[i].name)
             return APBOT_E_INVAL;
-    if (!http_url_ok(req->url))
-        return APBOT_E_INVAL;
+    /* One parse: an absolute http(s) URL with a host and no user:pass@, on the origin. */
     char *sc = NULL, *ho = NULL, *po = NULL;
-    bool has_origin = http_origin_parts(req->url, &sc, &ho, &po);
+    if (!http_origin_parts(req->url, &sc, &ho, &po))
+        return APBOT_E_INVAL;
+    bool same = strcasecmp(sc, s->origin_scheme) == 0 && strcasecmp(ho, s->origin_host) == 0 &&
+                strcmp(po, s->origin_port) == 0;
     free(sc);
     free(ho);
     free(po);
-    if (!has_origin)
-        return APBOT_E_INVAL; /* user:pass@ in the URL */
-    if (!http_same_origin(s->origin, req->url))
+    if (!same)
         return APBOT_E_ORIGIN; /* nothing is sent */
     return http_exchange(s, req, ret);
 }
