@@ -81,6 +81,7 @@ struct store_ops {
     int (*each_evidence)(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
                          char *err, size_t errlen);
     int (*counts)(struct store *st, struct store_counts *ret, char *err, size_t errlen);
+    int (*pending)(struct store *st, bool *ret_any, char *err, size_t errlen);
     int (*next_due)(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
                     size_t errlen);
     int (*schema_version)(struct store *st, int *ret_version, char *err, size_t errlen);

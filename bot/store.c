@@ -551,6 +551,13 @@ int store_counts(struct store *st, struct store_counts *ret, char *err, size_t e
     return st->ops->counts(st, ret, err, errlen);
 }
 
+int store_pending(struct store *st, bool *ret_any, char *err, size_t errlen)
+{
+    if (!st || !ret_any)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
+    return st->ops->pending(st, ret_any, err, errlen);
+}
+
 int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
                    size_t errlen)
 {

@@ -158,6 +158,7 @@ enum pg_q {
     P_EVIDENCE_ROWS,
     P_COUNTS,
     P_NEXT_DUE,
+    P_PENDING,
     P_CLOCK,
     P_RESTAMP_ALL,
     P_SET_META_BOOT,
@@ -248,6 +249,8 @@ static const char *const pg_sql[] = {
     [P_COUNTS] = "SELECT state, count(*), min(created_at) FROM items GROUP BY state",
     [P_NEXT_DUE] = "SELECT min(next_mono) FROM items WHERE clock_boot = $1"
                    " AND state IN ('new', 'reconciling', 'finishing')",
+    [P_PENDING] = "SELECT EXISTS (SELECT 1 FROM items WHERE state IN ('new', 'checking', "
+                  "'posting', 'reconciling', 'finishing'))",
     [P_CLOCK] = CLOCK_QUERY,
     /* store_restamp for every row of another boot (settle_at keeps the original moment). */
     [P_RESTAMP_ALL] = "UPDATE items SET clock_boot = $1, next_mono = $2::bigint, next_at = $3,"
@@ -1572,6 +1575,18 @@ static int pg_next_due(struct store *st, const struct apbot_now *now, int64_t *r
     return APBOT_OK;
 }
 
+static int pg_pending(struct store *st, bool *ret_any, char *err, size_t errlen)
+{
+    struct pg *h = PG(st);
+    int rc = APBOT_OK;
+    PGresult *res = pg_run(h, P_PENDING, NULL, &rc, err, errlen, "looking for pending items");
+    if (!res)
+        return rc;
+    *ret_any = PQntuples(res) > 0 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return APBOT_OK;
+}
+
 static int pg_schema_version(struct store *st, int *ret_version, char *err, size_t errlen)
 {
     struct pg *h = PG(st);
@@ -1999,6 +2014,7 @@ static const struct store_ops pg_ops = {
     .each_event = pg_each_event,
     .each_evidence = pg_each_evidence,
     .counts = pg_counts,
+    .pending = pg_pending,
     .next_due = pg_next_due,
     .schema_version = pg_schema_version,
     .set_busy_timeout = pg_set_busy_timeout,

@@ -1114,6 +1114,22 @@ static void test_store_counts_and_each(void **state)
     assert_int_equal(wait, 3000); /* item 4, due at T0 + 4000 on the mono clock */
     assert_int_equal(store_next_due(f->st, AT(T0 + 4000), &wait, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(wait, 0);
+
+    /* store_pending: anything new, in flight, settling or finishing - until all is settled */
+    bool any = false;
+    assert_int_equal(store_pending(f->st, &any, f->err, sizeof(f->err)), APBOT_OK);
+    assert_true(any);
+    assert_int_equal(step_item(f, f->st, 1, "w", MACHINE_EV_FOUND, T0 + 10001, "D-1", NULL),
+                     APBOT_OK);
+    for (int64_t id = 4; id <= 5; id++) {
+        assert_int_equal(claim_id(f, f->st, "w", T0 + 10002), id);
+        assert_true(store_pending(f->st, &any, f->err, sizeof(f->err)) == APBOT_OK && any);
+        assert_int_equal(
+            step_item(f, f->st, id, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 10003, NULL, "why"),
+            APBOT_OK);
+    }
+    assert_int_equal(store_pending(f->st, &any, f->err, sizeof(f->err)), APBOT_OK);
+    assert_false(any);
 }
 
 /* ---- pure decisions (the same for every backend) ---- */

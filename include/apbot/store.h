@@ -280,6 +280,11 @@ struct store_counts {
 int store_counts(struct store *st, struct store_counts *ret, char *err,
                  size_t errlen) APBOT_MUST_USE;
 
+/* Whether any item is pending (new, checking, posting, reconciling or finishing): a few
+ * index probes, where store_counts reads every row - for a loop that polls (apbot run
+ * --until-empty on a queue of 100,000). */
+int store_pending(struct store *st, bool *ret_any, char *err, size_t errlen) APBOT_MUST_USE;
+
 /*
  * How long until the next new/reconciling/finishing item is due, for sleeping: *ret_wait_ms
  * is 0 when one is due now, -1 when none is pending. (A due item may still be leased.)
