@@ -164,50 +164,12 @@ static void retry_wait(int n, long retry_after_s)
 
 char *erp_mask(const struct erp_session *s, const char *text)
 {
-    if (!text)
-        return NULL;
-    const char *user = s ? s->user : NULL, *password = s ? s->password : NULL;
-    size_t len = strlen(text);
-    size_t ulen = user ? strlen(user) : 0, plen = password ? strlen(password) : 0;
-    char *out = apbot_xmalloc(len * 3 + 1); /* "***" is at most 3x a one-byte secret */
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        if (plen && strncmp(text + i, password, plen) == 0) {
-            memcpy(out + o, "***", 3);
-            o += 3;
-            i += plen;
-        } else if (ulen && strncmp(text + i, user, ulen) == 0) {
-            memcpy(out + o, "***", 3);
-            o += 3;
-            i += ulen;
-        } else {
-            out[o++] = text[i++];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* Cuts s in place to at most max bytes, never inside a UTF-8 sequence. */
-static void cut_utf8(char *s, size_t max)
-{
-    size_t len = strlen(s);
-    if (len <= max)
-        return;
-    size_t n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    s[n] = '\0';
+    return text_mask(text, s ? s->password : NULL, s ? s->user : NULL);
 }
 
 void erp_mask_into(const struct erp_session *s, char *buf, size_t len)
 {
-    if (!buf || !len || !buf[0])
-        return;
-    char *m = erp_mask(s, buf);
-    cut_utf8(m, len - 1);
-    memcpy(buf, m, strlen(m) + 1);
-    free(m);
+    text_mask_into(buf, len, s ? s->password : NULL, s ? s->user : NULL);
 }
 
 /* ---- reading one answer ------------------------------------------------------------------ */
@@ -371,7 +333,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
     }
     if (ex) {
         x->excerpt = erp_mask(s, ex);
-        cut_utf8(x->excerpt, ERP_EXCERPT_MAX);
+        text_cut_utf8(x->excerpt, ERP_EXCERPT_MAX);
         free(ex);
     }
 }

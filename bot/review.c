@@ -22,6 +22,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
+#include "apbot/text.h"
 #include "apbot/transition.h"
 
 static const char *nz(const char *s)
@@ -631,33 +632,6 @@ enum review_verify review_verify_classify(const struct store_item *it, const cha
     return REVIEW_VERIFIED;
 }
 
-/* Every occurrence of the ERP user or password in s replaced by "***". Heap; NULL for NULL. */
-static char *mask_secrets(const char *s, const char *user, const char *password)
-{
-    struct apbot_buf b;
-    size_t ulen = user ? strlen(user) : 0, plen = password ? strlen(password) : 0;
-
-    if (!s)
-        return NULL;
-    apbot_buf_init(&b, strlen(s) * 3 + 1);
-    for (size_t i = 0; s[i];) {
-        int rc;
-        if (plen && strncmp(s + i, password, plen) == 0) {
-            rc = apbot_buf_adds(&b, "***");
-            i += plen;
-        } else if (ulen && strncmp(s + i, user, ulen) == 0) {
-            rc = apbot_buf_adds(&b, "***");
-            i += ulen;
-        } else {
-            rc = apbot_buf_add(&b, s + i, 1);
-            i++;
-        }
-        if (rc != APBOT_OK)
-            break; /* cannot happen: the maximum is three bytes per input byte */
-    }
-    return apbot_buf_steal(&b, NULL);
-}
-
 struct verify_ctx {
     struct review_verification *v;
     const char *user, *password;
@@ -677,8 +651,8 @@ static void verify_evidence(void *ctx, const struct store_evidence *ev)
         return;
     x = &v->exchanges[v->n_exchanges++];
     exchange_copy(x, 0, store_now_ms(), ev);
-    url = mask_secrets(x->url, c->user, c->password);
-    excerpt = mask_secrets(x->excerpt, c->user, c->password);
+    url = text_mask(x->url, c->password, c->user);
+    excerpt = text_mask(x->excerpt, c->password, c->user);
     free(x->url);
     free(x->excerpt);
     x->url = url;
@@ -712,7 +686,7 @@ void review_verify_posted(const struct flow *f, const char *erp_url, const struc
     }
     invoice_done(&inv);
     if (rc != APBOT_OK) {
-        char *masked = mask_secrets(err, vc.user, vc.password);
+        char *masked = text_mask(err, vc.password, vc.user);
         snprintf(ret->what, sizeof(ret->what), "the ERP could not be asked: %s", masked);
         free(masked);
     } else {

@@ -246,53 +246,10 @@ int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_
     return d;
 }
 
-/* Copies s with every occurrence of the secrets replaced by "***". Heap; NULL for NULL. */
-static char *mask_secrets(const char *s, const char *user, const char *password)
-{
-    if (!s)
-        return NULL;
-    size_t len = strlen(s);
-    char *out = apbot_xmalloc(len * 3 + 1); /* "***" is at most 3x a one-byte secret */
-    size_t o = 0;
-    size_t ulen = user ? strlen(user) : 0, plen = password ? strlen(password) : 0;
-    for (size_t i = 0; i < len;) {
-        if (plen && strncmp(s + i, password, plen) == 0) {
-            memcpy(out + o, "***", 3);
-            o += 3;
-            i += plen;
-        } else if (ulen && strncmp(s + i, user, ulen) == 0) {
-            memcpy(out + o, "***", 3);
-            o += 3;
-            i += ulen;
-        } else {
-            out[o++] = s[i++];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* Cuts s in place to at most max bytes, never inside a UTF-8 sequence. */
-static void cut_utf8(char *s, size_t max)
-{
-    size_t len = strlen(s);
-    if (len <= max)
-        return;
-    size_t n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    s[n] = '\0';
-}
-
 /* Masks the ERP user and password inside buf (a NUL-terminated text of capacity len). */
 static void mask_in_place(const struct runner *r, char *buf, size_t len)
 {
-    if (!buf[0])
-        return;
-    char *m = mask_secrets(buf, r->user, r->password);
-    cut_utf8(m, len - 1);
-    memcpy(buf, m, strlen(m) + 1);
-    free(m);
+    text_mask_into(buf, len, r->password, r->user);
 }
 
 /* ---- the terminal and the log ----------------------------------------------------------- */
@@ -625,14 +582,14 @@ static void evidence_put(struct worker *w, const struct store_evidence *ev)
     }
     struct store_evidence *e = &w->pending[w->n_pending++];
     *e = *ev;
-    char *excerpt = mask_secrets(ev->excerpt, r->user, r->password);
+    char *excerpt = text_mask(ev->excerpt, r->password, r->user);
     if (excerpt)
-        cut_utf8(excerpt, RUNNER_EXCERPT_MAX);
+        text_cut_utf8(excerpt, RUNNER_EXCERPT_MAX);
     e->step = apbot_xstrdup(w->reconciling && ev->step && strcmp(ev->step, "lookup") == 0
                                 ? "reconcile"
                                 : (ev->step ? ev->step : "?"));
     e->method = dup_or_null(ev->method);
-    e->url = mask_secrets(ev->url, r->user, r->password);
+    e->url = text_mask(ev->url, r->password, r->user);
     e->transport = dup_or_null(ev->transport);
     e->rule = dup_or_null(ev->rule);
     e->outcome = dup_or_null(ev->outcome);

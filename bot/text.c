@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "apbot/mem.h"
@@ -101,4 +102,54 @@ char *text_escape(const char *s, size_t max, int flags)
         cap = 8;
     char *out = apbot_xmalloc(cap);
     return text_escape_into(out, cap, s, flags);
+}
+
+char *text_mask(const char *s, const char *a, const char *b)
+{
+    if (!s)
+        return NULL;
+    size_t len = strlen(s);
+    size_t alen = a ? strlen(a) : 0, blen = b ? strlen(b) : 0;
+    char *out = apbot_xmalloc(len * 3 + 1); /* "***" is at most 3x a one-byte secret */
+    size_t o = 0;
+    const char *p = s, *na = alen ? strstr(p, a) : NULL, *nb = blen ? strstr(p, b) : NULL;
+    while (na || nb) {
+        /* the next secret: the earlier one, a where both start at one place */
+        bool take_a = na && (!nb || na <= nb);
+        const char *at = take_a ? na : nb;
+        memcpy(out + o, p, (size_t)(at - p));
+        o += (size_t)(at - p);
+        memcpy(out + o, "***", 3);
+        o += 3;
+        p = at + (take_a ? alen : blen);
+        /* an occurrence that started inside the one just masked is not one any more */
+        if (na && na < p)
+            na = strstr(p, a);
+        if (nb && nb < p)
+            nb = strstr(p, b);
+    }
+    size_t rest = len - (size_t)(p - s);
+    memcpy(out + o, p, rest + 1);
+    return out;
+}
+
+void text_mask_into(char *buf, size_t len, const char *a, const char *b)
+{
+    if (!buf || !len || !buf[0])
+        return;
+    char *m = text_mask(buf, a, b);
+    text_cut_utf8(m, len - 1);
+    memcpy(buf, m, strlen(m) + 1);
+    free(m);
+}
+
+void text_cut_utf8(char *s, size_t max)
+{
+    size_t len = strlen(s);
+    if (len <= max)
+        return;
+    size_t n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    s[n] = '\0';
 }

@@ -2,7 +2,8 @@
  * test_buf.c - bounded buffers and arrays (buf.h) and terminal escaping (text.h): growth,
  * the maximum that refuses instead of growing, formatted appends past the small stack
  * buffer, stealing, array growth under a count bound; control characters, C1 controls,
- * invalid UTF-8 and cutting at a character boundary.
+ * invalid UTF-8 and cutting at a character boundary; masking the ERP's secrets (a table, and
+ * a comparison with the obvious position-by-position scan on generated texts).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,6 +112,73 @@ static void test_text_cuts_at_boundary(void **state)
     assert_int_equal(n % 2, 0);
 }
 
+/* The obvious definition: at each position the password, then the user, else the byte. */
+static char *mask_naive(const char *s, const char *a, const char *b)
+{
+    size_t la = a ? strlen(a) : 0, lb = b ? strlen(b) : 0, o = 0;
+    char *out = malloc(strlen(s) * 3 + 1);
+    assert_non_null(out);
+    for (size_t i = 0; s[i];) {
+        if (la && strncmp(s + i, a, la) == 0) {
+            memcpy(out + o, "***", 3), o += 3, i += la;
+        } else if (lb && strncmp(s + i, b, lb) == 0) {
+            memcpy(out + o, "***", 3), o += 3, i += lb;
+        } else {
+            out[o++] = s[i++];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static void test_text_mask(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s, *pw, *user, *want;
+    } rows[] = {
+        {"user=clerk&password=acme-demo", "acme-demo", "clerk", "user=***&password=***"},
+        {"clerkclerk", "acme", "clerk", "******"},
+        {"no secret here", "acme", "clerk", "no secret here"},
+        {"", "acme", "clerk", ""},
+        {"acme-demo", "acme-demo", "acme", "***"}, /* both start here: the password wins */
+        {"xacmeacme-demo", "acme-demo", "acme", "x******"},
+        {"aaaa", "aa", NULL, "******"},
+        {"abcab", "b", "ab", "***c***"}, /* the user at 0 comes before the password at 1 */
+        {"secret", NULL, "", "secret"},
+        {"l\xc3\xa9 clerk", "", "clerk", "l\xc3\xa9 ***"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char *got = text_mask(rows[i].s, rows[i].pw, rows[i].user);
+        if (strcmp(got, rows[i].want) != 0)
+            fail_msg("row %zu: \"%s\" -> \"%s\", want \"%s\"", i, rows[i].s, got, rows[i].want);
+        free(got);
+    }
+    assert_null(text_mask(NULL, "a", "b"));
+
+    /* generated texts over a small alphabet, where secrets overlap often */
+    uint32_t x = 12345;
+    static const char *const secrets[] = {"ab", "ba", "aab", "b", "abab", NULL};
+    for (int round = 0; round < 2000; round++) {
+        char s[64];
+        size_t n = (x = x * 1103515245u + 12345u) >> 27;
+        for (size_t k = 0; k < n; k++)
+            s[k] = "abc"[(x = x * 1103515245u + 12345u) >> 30 == 3 ? 2 : (x >> 30)];
+        s[n] = '\0';
+        const char *a = secrets[round % 6], *b = secrets[(round / 6) % 6];
+        char *got = text_mask(s, a, b), *want = mask_naive(s, a, b);
+        if (strcmp(got, want) != 0)
+            fail_msg("\"%s\" (a %s, b %s): \"%s\", want \"%s\"", s, a ? a : "-", b ? b : "-", got,
+                     want);
+        free(got);
+        free(want);
+    }
+
+    char buf[8] = "clerk12";
+    text_mask_into(buf, sizeof(buf), NULL, "clerk");
+    assert_string_equal(buf, "***12");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -119,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_buf_grow_array_bound),
         cmocka_unit_test(test_text_escapes_controls),
         cmocka_unit_test(test_text_cuts_at_boundary),
+        cmocka_unit_test(test_text_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,4 +27,17 @@ char *text_escape(const char *s, size_t max, int flags);
  * dst. */
 char *text_escape_into(char *dst, size_t len, const char *s, int flags);
 
+/*
+ * A copy of s with every occurrence of secret a or secret b (the ERP password and user, NULL
+ * or "" for none) written as "***", scanning left to right; where both start at one place, a
+ * wins. Heap result; NULL when s is NULL. For what goes into evidence, logs and reviews.
+ */
+char *text_mask(const char *s, const char *a, const char *b);
+
+/* text_mask in place: buf (NUL-terminated, capacity len) masked, cut to fit (text_cut_utf8). */
+void text_mask_into(char *buf, size_t len, const char *a, const char *b);
+
+/* Cuts s in place to at most max bytes, never inside a UTF-8 sequence. */
+void text_cut_utf8(char *s, size_t max);
+
 #endif
