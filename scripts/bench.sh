@@ -11,10 +11,13 @@
 #  2. apbot enqueue of 100,000 generated invoices (bench-enqueue).
 #  3. the queue per backend (bench-store: SQLite and PostgreSQL side by side; PostgreSQL on a
 #     throw-away server started by tests/lib/pg.sh with fsync on, as a real one runs).
+#  4. what one invoice costs, counted instead of timed (scripts/bench-cost.sh: user-space
+#     instructions and system calls per invoice, calm, one session), for BENCH_BEFORE too.
 # The machine may be shared: every row says the load average it started at.
 # Usage: scripts/bench.sh BUILD_DIR
 #   BENCH_SCENARIOS="calm month-end varying"  BENCH_ROWS=1,2,4,8,16,auto  BENCH_SECONDS=T
-#   BENCH_BEFORE=PATH  an older apbot binary: calm is run with it too, as the "before" table
+#   BENCH_BEFORE=PATH  an older apbot binary: calm is run with it too, as the "before" table,
+#                      and its cost per invoice is counted beside this one's
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -61,4 +64,10 @@ if [ -f "$pgstate/env" ]; then
 fi
 "$BUILD/bench-store" --apbot "$BUILD/apbot" --count "${BENCH_ENQUEUE_N:-100000}" \
   --claims "${BENCH_CLAIMS:-20000}" ${pg:+--pg "$pg"}
+
+echo
+echo "== what one invoice costs, counted: ${BENCH_COST_N:-200} invoices, calm, one session"
+scripts/deps.sh valgrind strace
+scripts/bench-cost.sh "$BUILD" "${BENCH_COST_N:-200}" ${BENCH_BEFORE:+"$BENCH_BEFORE"} \
+    "$BUILD/apbot" || status=1
 exit $status
