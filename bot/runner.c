@@ -320,9 +320,17 @@ static void log_line(struct runner *r, const char *line)
     FILE *f = r->opt->log;
     if (!f)
         return;
+    /* One write per line (stderr is unbuffered): a line never mixes with another's. */
+    char buf[2048];
+    int n = snprintf(buf, sizeof(buf), "%s\n", line);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(buf)) { /* cut: the lines built here are shorter */
+        n = (int)sizeof(buf) - 1;
+        buf[n - 1] = '\n';
+    }
     pthread_mutex_lock(&r->term_mu);
-    fputs(line, f);
-    fputc('\n', f);
+    fwrite(buf, 1, (size_t)n, f);
     fflush(f);
     pthread_mutex_unlock(&r->term_mu);
 }
