@@ -879,7 +879,8 @@ int erp_fetch(struct erp_session *s, const char *step, const char *url, struct p
                 return rc == APBOT_E_SYSTEMIC ? rc : APBOT_E_NET;
         }
         memset(&r, 0, sizeof(r));
-        rc = http_get(s->http, url, &r);
+        const struct http_request req = {.method = "GET", .url = url, .reads_only = true};
+        rc = http_request(s->http, &req, &r);
         if (rc != APBOT_OK) {
             erp_xch_begin(s, &x, step, "GET", url, NULL, NULL, apbot_strerror(rc));
             report_now(s, &x, "failed", NULL, "refused before sending");

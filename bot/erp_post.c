@@ -429,7 +429,7 @@ static struct decide_post step_fetch(struct post_run *pr, size_t i)
         free(tmpl);
         return d;
     }
-    struct http_request req = {.method = "GET", .url = url};
+    struct http_request req = {.method = "GET", .url = url, .reads_only = true};
     pr->ret->exchanges++;
     rc = http_request(erp_http(pr->s), &req, &r);
     if (rc != APBOT_OK) {

@@ -645,7 +645,7 @@ static int http_exchange(struct http_session *s, const struct http_request *req,
 {
     if (s->gate) {
         char why[200] = "";
-        if (!s->gate(s->gate_ctx, why, sizeof(why)))
+        if (!s->gate(s->gate_ctx, req, why, sizeof(why)))
             return http_gate_refused(req, why, r);
     }
     struct http_hops h = {.url = apbot_xstrdup(req->url), .fresh = req->fresh};

@@ -493,14 +493,15 @@ static void run_fail(struct runner *r, const char *msg)
 /*
  * The worker's writes are deferred (STORE_DEFERRED: committed, visible, kept by a crash of
  * this process, on disk at the next sync): this makes them durable. It runs before every
- * request the worker's session sends (the http gate) and before the worker waits, so that
- * nothing reaches the ERP while a state change before it is not on disk - the intent to post
- * above all, which is on disk before the entry form is fetched. Writes that follow one
- * another with nothing sent in between (an item's completion and the next claim) share one
- * disk sync, and syncs of several workers are shared (store_sqlite.c, group commit): a sync
- * puts every commit before it on disk, so a change waits for disk at most until some worker's
- * next request (a worker held by the limiter waits for one that works). A disk that refuses
- * to sync stops the run: nothing is sent after it.
+ * request of the worker's session that may change the ERP (the http gate: anything but the
+ * GET of a page the flow only reads - a lookup, a listing, the page a step fills in) and
+ * before the worker waits, so that nothing that could book reaches the ERP while a state
+ * change before it is not on disk: the intent to post is on disk before the filled form is
+ * sent. What a power loss could take (a claim, a lookup's "not found", a completion) changes
+ * nothing in the ERP and is found again by the restart's lookup. Changes with no such request
+ * in between (an item's completion, the next claim and its intent) share one disk sync, and
+ * syncs of several workers are shared (store_sqlite.c, group commit): a sync puts every
+ * commit before it on disk. A disk that refuses to sync stops the run: nothing is sent after.
  */
 static bool worker_durable(struct worker *w, char *why, size_t whylen)
 {
@@ -514,9 +515,9 @@ static bool worker_durable(struct worker *w, char *why, size_t whylen)
     return false;
 }
 
-static bool worker_gate(void *ctx, char *why, size_t whylen)
+static bool worker_gate(void *ctx, const struct http_request *req, char *why, size_t whylen)
 {
-    return worker_durable(ctx, why, whylen);
+    return req->reads_only || worker_durable(ctx, why, whylen);
 }
 
 /* ---- evidence --------------------------------------------------------------------------- */

@@ -12,8 +12,8 @@
  *  - one document, one item: a flow whose completed rule captures the same document number
  *    for every invoice sends every item claiming it to manual review, none completed;
  *  - the intent to post on disk before the form is sent: with one session (nothing to share
- *    a disk sync with) every post costs a sync of its own, and an item's completion shares
- *    one with the next claim (nothing is sent to the ERP between them).
+ *    a disk sync with) every post costs a sync of its own, and the changes between two posts
+ *    (a completion, the next claim, its intent) share it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -309,11 +309,11 @@ static void test_e2e_one_document_one_item(void **state)
 }
 
 /*
- * The worker's writes are deferred and synced before every request to the ERP (runner.c,
- * worker_durable). One session, calm ERP: at least one sync per invoice - its intent, synced
- * before the entry form is fetched (a gate that synced nothing would show ~0 here) - and no
- * more than one per state change less one per completed invoice: its completion and the
- * next claim share a sync (writes synced one by one would show three per invoice here).
+ * The worker's writes are deferred and synced before every request that may change the ERP
+ * (runner.c, worker_durable). One session, calm ERP: at least one sync per invoice - its
+ * intent, synced before the filled form is sent (a gate that synced nothing would show ~0
+ * here) - and hardly more: the claim, the intent and the last item's completion, with only
+ * pages read in between, share it (writes synced one by one would show three per invoice).
  */
 static void test_e2e_intent_synced_before_the_form(void **state)
 {
@@ -328,7 +328,7 @@ static void test_e2e_intent_synced_before_the_form(void **state)
     fprintf(stderr, "%lld state changes, %lld disk syncs for 10 invoices\n",
             (long long)e.stats.transitions, (long long)e.stats.syncs);
     assert_true(e.stats.syncs >= 10);
-    assert_true(e.stats.syncs <= e.stats.transitions - 10 + 2);
+    assert_true(e.stats.syncs <= 10 + 2);
     e2e_stop(&e);
 }
 

@@ -786,13 +786,15 @@ static void test_http_redirects_bounded(void **state)
 
 struct gate {
     int calls;
+    int reads_only; /* calls that said so */
     bool open;
 };
 
-static bool gate_fn(void *ctx, char *why, size_t whylen)
+static bool gate_fn(void *ctx, const struct http_request *req, char *why, size_t whylen)
 {
     struct gate *g = ctx;
     g->calls++;
+    g->reads_only += req->reads_only;
     if (!g->open)
         snprintf(why, whylen, "held back: the queue is not on disk");
     return g->open;
@@ -829,6 +831,15 @@ static void test_http_gate(void **state)
     http_response_done(&r);
     assert_int_equal(g.calls, 3);
     assert_int_equal(srv_count(f->srv, &f->srv->n_requests), seen); /* nothing arrived */
+
+    /* the gate sees what the caller says of the request */
+    const struct http_request page = {.method = "GET", .url = url(f, "/ok"), .reads_only = true};
+    assert_int_equal(http_request(f->http, &page, &r), APBOT_OK);
+    assert_int_equal(r.transport, HTTP_NOT_SENT);
+    http_response_done(&r);
+    assert_int_equal(g.calls, 4);
+    assert_int_equal(g.reads_only, 1);
+    g.calls = 3;
 
     /* a request refused for its origin never reaches the gate */
     assert_int_equal(http_get(f->http, "http://127.0.0.2:1/x", &r), APBOT_E_ORIGIN);

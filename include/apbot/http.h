@@ -65,9 +65,12 @@ struct http_request {
     const struct http_field *fields; /* POST: the form body, x-www-form-urlencoded (none =
                                       * an empty body); GET: none allowed */
     size_t n_fields;
-    bool fresh; /* a new connection, never reused and closed after: libcurl cannot re-send
-                 * the request on its own after a kept-alive connection died. Every committing
-                 * exchange sets it, whatever its method; POSTs always get it. */
+    bool fresh;      /* a new connection, never reused and closed after: libcurl cannot re-send
+                      * the request on its own after a kept-alive connection died. Every committing
+                      * exchange sets it, whatever its method; POSTs always get it. */
+    bool reads_only; /* a GET of a page the flow only reads (a lookup, a listing, the page a
+                      * step fills in): it changes nothing in the ERP. For the gate below;
+                      * anything else may change the ERP (POSTs, submitted forms, logins). */
 };
 
 struct http_response {
@@ -117,14 +120,15 @@ void http_session_free(struct http_session *s);
 void http_session_clear_cookies(struct http_session *s);
 
 /*
- * A gate every exchange passes before anything of it is sent: fn returns false to keep the
- * request back - the exchange is then HTTP_NOT_SENT with fn's reason (written into why, at
- * most whylen bytes) as its detail. It runs once per exchange, before the first hop (the
- * redirects it follows are the same exchange). The runner makes its queue's deferred writes
- * durable here: nothing reaches the ERP while a state change before it is not on disk.
- * fn NULL removes the gate.
+ * A gate every exchange passes before anything of it is sent: fn sees the request and
+ * returns false to keep it back - the exchange is then HTTP_NOT_SENT with fn's reason
+ * (written into why, at most whylen bytes) as its detail. It runs once per exchange, before
+ * the first hop (the redirects it follows are the same exchange). The runner makes its
+ * queue's deferred writes durable here before any request that may change the ERP: nothing
+ * that could book goes out while a state change before it is not on disk. fn NULL removes
+ * the gate.
  */
-typedef bool (*http_gate_fn)(void *ctx, char *why, size_t whylen);
+typedef bool (*http_gate_fn)(void *ctx, const struct http_request *req, char *why, size_t whylen);
 void http_set_gate(struct http_session *s, http_gate_fn fn, void *ctx);
 
 /*
