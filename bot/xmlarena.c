@@ -44,7 +44,8 @@
 #endif
 
 #define XA_CHUNK_FIRST (64 * 1024) /* a 4-5 KB entry form parses into about 50 KB */
-#define XA_CHUNK_MAX (1024 * 1024) /* later chunks double up to this (a block may be larger) */
+#define XA_CHUNK_MAX                                                                               \
+    (1024 * 1024) /* later chunks grow twofold up to this (a block may be larger) */
 
 enum xa_tag {
     XA_HEAP = 0x70616568u,  /* "heap": malloc'd, freed with free */
