@@ -19,6 +19,7 @@ void limiter_core_init(struct limiter_core *c, int max, int initial)
     c->max = max < 1 ? 1 : max;
     c->limit = initial < 1 ? 1 : initial > c->max ? c->max : initial;
     c->last_q = 1.0;
+    c->slow_start = true;
 }
 
 unsigned limiter_kind(const char *step)
@@ -40,18 +41,24 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
         /* The ERP refused for load or did not answer in time: a quarter less, at least one. */
         int cut = c->limit * 3 / 4;
         c->limit = cut < c->limit - 1 ? cut : c->limit - 1;
+        c->slow_start = false;
     } else if (c->samples > 0) {
         double q = c->ratio_sum / c->samples;
         if (q < 1.0)
             q = 1.0;
         double queued = c->limit * (1.0 - 1.0 / q);
-        if (queued < LIMITER_ALPHA) {
+        if (queued < LIMITER_GAMMA && c->slow_start && c->refusals == 0) {
+            c->limit *= 2; /* clamped to max below */
+        } else if (queued < LIMITER_ALPHA) {
             c->limit++;
+            c->slow_start = false; /* after a refusal no more doubling */
         } else if (queued > LIMITER_BETA) {
             /* Where the queue would be ALPHA again at today's latency, in one step. */
             int target = (int)(c->limit / q + LIMITER_ALPHA + 0.5);
             c->limit = target < c->limit - 1 ? target : c->limit - 1;
         }
+        if (queued >= LIMITER_GAMMA)
+            c->slow_start = false;
         c->last_q = q;
     }
     if (c->limit < 1)
@@ -93,11 +100,21 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
         if (c->limit <= LIMITER_LEARN_LIMIT)
             c->base[k] += LIMITER_BASE_EWMA * (lat - c->base[k]);
         /* A few milliseconds over the baseline are not a queue worth backing off for: on a
-         * fast ERP they are the client's own scheduling jitter (LIMITER_SLACK_MS). */
-        c->ratio_sum += lat / (c->base[k] + LIMITER_SLACK_MS);
-        c->samples++;
+         * fast ERP they are the client's own scheduling jitter (LIMITER_SLACK_MS). In slow
+         * start a request sent before the round began was sent at the limit before the
+         * doubling and cannot show the queue the doubling made: it does not count, or the
+         * limit doubled again on old news (4 slots: 2, 4, 8, 16). */
+        bool stale = c->slow_start && now_ms - latency_ms < c->round_start_ms;
+        if (!stale) {
+            c->ratio_sum += lat / (c->base[k] + LIMITER_SLACK_MS);
+            c->samples++;
+        }
     }
-    bool long_enough = now_ms - c->round_start_ms >= LIMITER_ROUND_MS;
+    /* A slow-start round past the learning level is one answer per session, however short
+     * (TCP's one round trip): at 7 ms a request, 100 ms rounds made the ramp 0.3 s of a
+     * partly idle ERP; the baseline's round at LIMITER_LEARN_LIMIT keeps its 100 ms. */
+    int64_t round_ms = c->slow_start && c->limit > LIMITER_LEARN_LIMIT ? 0 : LIMITER_ROUND_MS;
+    bool long_enough = now_ms - c->round_start_ms >= round_ms;
     bool overloaded = limiter_overloaded(c->refusals, c->samples + c->refusals);
     if (long_enough && (overloaded || c->samples + c->refusals >= c->limit))
         round_end(c, now_ms);

@@ -122,6 +122,35 @@ static void test_limiter_finds_the_slots(void **state)
     assert_true(eff >= 0.90);
 }
 
+/* The start of a run: doubling until a round shows a queue reaches the ceiling of 16 on a calm
+ * ERP within 200 ms (one session more a round took 1.4 s); on a slow ERP with 4 slots the
+ * first queue ends it at no more than twice the slots. */
+static void test_limiter_starts_fast_without_flooding(void **state)
+{
+    (void)state;
+    struct erp_sim e;
+    struct limiter_core c;
+    erp_init(&e, 8, 2, 8, 1);
+    limiter_core_init(&c, 16, 2);
+    simulate(&e, &c, 1, 200, NULL, NULL, NULL);
+    print_message("calm after 200 ms: limit %d\n", c.limit);
+    assert_true(c.limit >= 16);
+
+    erp_init(&e, 4, 40, 300, 2);
+    limiter_core_init(&c, 16, 2);
+    int64_t t = 1;
+    int ended_at = 0;
+    for (; t < 10000 && c.slow_start; t += 10)
+        ended_at = simulate(&e, &c, t, 10, NULL, NULL, NULL);
+    int hi = 0, lo = 100;
+    simulate(&e, &c, t, 10000, NULL, &hi, &lo);
+    print_message("month-end: slow start ended at %d after %lld ms, then %d..%d\n", ended_at,
+                  (long long)t, lo, hi);
+    assert_false(c.slow_start);
+    assert_true(ended_at <= 2 * 4 + 1); /* the round that ends it may still add its one */
+    assert_true(lo >= 4 && hi <= 4 + (int)LIMITER_BETA + 1);
+}
+
 /* A congested month-end ERP: 4 slots, slow requests: the limit stays a few above 4, not at
  * the ceiling of 16 (which would only queue). */
 static void test_limiter_does_not_flood_a_slow_erp(void **state)
@@ -352,6 +381,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_limiter_finds_the_slots),
+        cmocka_unit_test(test_limiter_starts_fast_without_flooding),
         cmocka_unit_test(test_limiter_does_not_flood_a_slow_erp),
         cmocka_unit_test(test_limiter_follows_capacity),
         cmocka_unit_test(test_limiter_rides_out_random_refusals),
