@@ -5,8 +5,10 @@
  * gives MATCH_ABORTED, the budget is shared by every rule on the page, a cancel flag raised
  * by another thread stops a match, ordinary rules on big pages still find their groups, a
  * repeated group beyond the JIT's stack still matches), and the status spec grammar ("200",
- * "5xx", "429,503", "4xx,500"). APBOT_MATCH_BENCH=1 prints ns per match on a ~10 KB and a
- * 2 MB page.
+ * "5xx", "429,503", "4xx,500"), and the needle pre-check (what set each pattern gets, a fixed
+ * seed of random patterns and pages on which match_run must agree with PCRE2 run alone, no
+ * work on a page without a needle, a spent budget still ABORTED). APBOT_MATCH_BENCH=1 prints
+ * ns per match on a ~10 KB and a 2 MB page.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 #include "apbot/match.h"
 
@@ -413,6 +418,366 @@ static void test_match_deep_group_beyond_jit_stack(void **state)
     free(s);
 }
 
+/* ---- the needle pre-check ------------------------------------------------------------- */
+
+struct needle_case {
+    const char *pattern;
+    size_t n;               /* 0: no set, the pattern always runs */
+    const char *needle[3];  /* the first min(n, 3) needles */
+};
+
+static const struct needle_case needle_cases[] = {
+    {"<span class=\"msgText\">I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted\\.</span>",
+     1,
+     {"<span class=\"msgText\">I020: Document "}},
+    {"<span class=\"msgText\">I003: |<form id=\"loginForm\"",
+     2,
+     {"<span class=\"msgText\">I003: ", "<form id=\"loginForm\""}},
+    {"<span class=\"msgText\">(?<reason>E1(?:0[1-8]|1[02-4]): [^<]*)",
+     1,
+     {"<span class=\"msgText\">"}},
+    /* a repeat that allows zero takes the last literal out; + does not */
+    {"abc*", 1, {"ab"}},
+    {"abc+", 1, {"abc"}},
+    {"abc+?d", 1, {"abc"}},
+    {"ab?c", 1, {"a"}},
+    {"ab{2}", 1, {"a"}},
+    {"ab{,2}", 1, {"a"}},
+    {"a{2}b", 0, {NULL}},
+    {"a?", 0, {NULL}},
+    {"a*b", 0, {NULL}},
+    {"a+", 1, {"a"}},
+    /* escaped punctuation is a literal, any other escape ends the run */
+    {"\\.x", 1, {".x"}},
+    {"a\\.?", 1, {"a"}},
+    {"\\/api\\/x\\(1\\)-\\<", 1, {"/api/x(1)-<"}},
+    {"\\dabc", 0, {NULL}},
+    {"ab\\d|c", 2, {"ab", "c"}},
+    {"a\\x41b", 1, {"a"}},
+    {"a\\x{7c}b|c", 2, {"a", "c"}},
+    {"a\\p{L}|b", 2, {"a", "b"}},
+    {"a\\N{2}|b", 2, {"a", "b"}},
+    {"\\x{e9}", 0, {NULL}},
+    /* \c takes the next character: \c| is '<', \c) is 'i', neither is structure */
+    {"ab\\c|cd", 1, {"ab"}},
+    {"x\\c)|y", 2, {"x", "y"}},
+    {"x\\c(|y", 2, {"x", "y"}},
+    {"a\\c(|b\\c)", 2, {"a", "b"}}, /* "ah" or "bi" */
+    /* anchors and other metacharacters end the run */
+    {"^Success", 0, {NULL}},
+    {"Success$", 1, {"Success"}},
+    {"a.b", 1, {"a"}},
+    {"a\nb\t c#d", 1, {"a\nb\t c#d"}}, /* no x option: white space and # are literals */
+    /* options, verbs, quoting and comments: no set */
+    {"(?i)abc", 0, {NULL}},
+    {"a(?i)b|c", 0, {NULL}},
+    {"ab(?x) c", 0, {NULL}},
+    {"ab(?s:.)", 0, {NULL}},
+    {"ab(?-i)c", 0, {NULL}},
+    {"ab(?^)c", 0, {NULL}},
+    {"ab(?|(c)|(d))", 0, {NULL}},
+    {"ab(?#x|y)c", 0, {NULL}},
+    {"ab(?C1)c", 0, {NULL}},
+    {"ab(?R)?", 0, {NULL}},
+    {"\\Qa|b\\E", 0, {NULL}},
+    {"ab\\Qc|d\\E", 0, {NULL}},
+    {"(*UTF)abc", 0, {NULL}},
+    {"(*CR)abc", 0, {NULL}},
+    {"ab(*ACCEPT)c|d", 0, {NULL}},
+    /* groups that are only groups */
+    {"ab(?:c|d)|e(?<n>f)|g(?'m'h)", 3, {"ab", "e", "g"}},
+    {"a(?=b)|c(?!d)|e(?<=e)f", 3, {"a", "c", "e"}},
+    {"a(?<!x)b|c(?>d)|e(f)(?1)", 3, {"a", "c", "e"}},
+    {"a(?P<n>b)|c(?P=n)|d(?P>n)|e(?&n)", 4, {"a", "c", "d"}},
+    {"ab(?(1)c|d)(x)", 1, {"ab"}},
+    {"(a|b)c", 0, {NULL}},
+    {"(?:ab)", 0, {NULL}},
+    {"(?<=ab)c", 0, {NULL}},
+    /* classes: a | inside is no alternative, a ] first is a literal */
+    {"x[|]y", 1, {"x"}},
+    {"x\\|y", 1, {"x|y"}},
+    {"[]|]x|yz", 0, {NULL}},
+    {"x[]|]y|z", 2, {"x", "z"}},
+    {"x[^]|(]y|z", 2, {"x", "z"}},
+    {"x[[:alpha:]|]|y", 2, {"x", "y"}},
+    {"x[[:^digit:]\\]|]|y", 2, {"x", "y"}},
+    {"x[\\x{7c}|]|y", 2, {"x", "y"}},
+    {"x[a[b]|y", 2, {"x", "y"}},
+    /* where a class ends decides what is structure after it */
+    {"x[](]|y[])]", 2, {"x", "y"}},
+    {"x[\\](]|y[\\])]", 2, {"x", "y"}},
+    {"x[[:alpha:](]|y[[:digit:])]", 2, {"x", "y"}},
+    /* empty alternatives */
+    {"", 0, {NULL}},
+    {"ab|", 0, {NULL}},
+    {"|ab", 0, {NULL}},
+    {"a||b", 0, {NULL}},
+    /* multibyte: a repeat takes the whole character */
+    {"\xc3\xa9+x", 1, {"\xc3\xa9"}},
+    {"a\xc3\xa9?", 1, {"a"}},
+    {"a\xe2\x82\xac*b|c\xc3\xa9", 2, {"a", "c\xc3\xa9"}},
+    {"\xc3\xa9{2}", 0, {NULL}},
+    {"a\\\xc3\xa9", 1, {"a"}}, /* an escaped non-ASCII character ends the run too */
+    /* at most 16 alternatives */
+    {"a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p", 16, {"a", "b", "c"}},
+    {"a|b|c|d|e|f|g|h|i|j|k|l|m|n|o|p|q", 0, {NULL}},
+};
+#define N_NEEDLE_CASES (sizeof(needle_cases) / sizeof(needle_cases[0]))
+
+/* Patterns PCRE2 refuses: match_compile fails cleanly, whatever the scanner would make of them
+ * (the set is derived only from a pattern PCRE2 accepted). */
+static const char *const bad_patterns[] = {
+    "ab[", "a)", "(ab", "[]", "a\\", "x[[:a|b:]]", "x[[.a.]]", "a\\x{7c", "a(?1)", "\xc3",
+};
+
+static void test_match_needle_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_NEEDLE_CASES; i++) {
+        const struct needle_case *c = &needle_cases[i];
+        struct match_re *re = NULL;
+        char err[APBOT_ERR_LEN] = "";
+        const char *const *got = (const char *const *)&re;
+
+        if (match_compile(c->pattern, &re, err, sizeof(err)) != APBOT_OK)
+            fail_msg("%s: %s", c->pattern, err);
+        size_t n = match_needles(re, &got);
+        if (n != c->n)
+            fail_msg("%s: %zu needles, want %zu", c->pattern, n, c->n);
+        if (n == 0)
+            assert_null(got);
+        for (size_t k = 0; k < n && k < 3; k++)
+            if (strcmp(got[k], c->needle[k]) != 0)
+                fail_msg("%s: needle %zu is \"%s\", want \"%s\"", c->pattern, k, got[k],
+                         c->needle[k]);
+        assert_int_equal(match_needles(re, NULL), n);
+        match_free(re);
+    }
+    for (size_t i = 0; i < sizeof(bad_patterns) / sizeof(bad_patterns[0]); i++) {
+        struct match_re *re = (struct match_re *)&state;
+        char err[APBOT_ERR_LEN] = "";
+        assert_int_equal(match_compile(bad_patterns[i], &re, err, sizeof(err)), APBOT_E_PARSE);
+        assert_ptr_equal(re, (struct match_re *)&state);
+    }
+    const char *const *got = (const char *const *)&state;
+    assert_int_equal(match_needles(NULL, &got), 0);
+    assert_null(got);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64*: fixed seed, the same cases on every run */
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* Pattern and subject pieces: literals, structure, classes, escapes, repeats; and in subjects
+ * the same letters, bytes PCRE2 treats specially (NUL, invalid UTF-8) and pieces of the rule
+ * literals above. */
+static const char *const pattern_frags[] = {
+    "a", "b", "ab", "ba", "x", "\xc3\xa9", "<", "1", "|", "|", "(", ")", "(?:", "(?<g>",
+    "(?=a)", "(?<=b)", "(?!b)", "[ab]", "[^a]", "[]|]", "[|]", "\\d", "\\w", "\\b", "?", "*",
+    "+", "{2}", "{0,1}", "{", "}", ".", "\\.", "\\|", "\\(", "\\c|", "\\c(", "\\c)", "^", "$",
+    "]",
+};
+static const char *const subject_frags[] = {
+    "a", "b", "ab", "ba", "x", "y", "\xc3\xa9", "<", "1", "|", ".", "(", ")", "]", "\n", "\xff",
+    "h", "i", "",
+    "aa", "bb", "xab", "<span class=\"msgText\">", "I003: ", "<form id=\"loginForm\"",
+    "E101: no", "E113: yes", "I020: Document AP-2026-000123 was posted.</span>",
+};
+#define N_PATTERN_FRAGS (sizeof(pattern_frags) / sizeof(pattern_frags[0]))
+#define N_SUBJECT_FRAGS (sizeof(subject_frags) / sizeof(subject_frags[0]))
+
+/* A random subject of up to ~10 pieces, NUL bytes included (len is authoritative). */
+static size_t random_subject(uint64_t *seed, char *buf, size_t cap)
+{
+    size_t len = 0, pieces = rng_next(seed) % 11;
+    for (size_t k = 0; k < pieces; k++) {
+        const char *f = subject_frags[rng_next(seed) % N_SUBJECT_FRAGS];
+        size_t n = *f ? strlen(f) : 1; /* "" stands for one NUL byte */
+        if (len + n > cap)
+            break;
+        memcpy(buf + len, f, n);
+        len += n;
+    }
+    return len;
+}
+
+static bool bytes_at(const char *s, size_t len, size_t at, const char *needle)
+{
+    size_t n = strlen(needle);
+    return at <= len && len - at >= n && memcmp(s + at, needle, n) == 0;
+}
+
+struct sound_counts {
+    size_t patterns, with_set, runs, found, skipped; /* skipped: no needle on the page */
+};
+
+/* One pattern on `subjects` random pages: match_run against PCRE2 itself, compiled the way
+ * match.c compiles (no callout function: the callouts do nothing) and without the pre-check.
+ * A match must also start with one of the needles. The pages lie in zeroed memory: PCRE2
+ * 10.42's JIT reads the byte after a page that ends in invalid UTF-8 for \b at its end
+ * ("xa\xff" then "a" matches `\b$`), and what it finds there must be the same both times. */
+static void check_sound(const char *pattern, uint64_t *seed, int subjects,
+                        struct sound_counts *c)
+{
+    struct match_re *re = NULL;
+    char err[APBOT_ERR_LEN];
+    int errcode;
+    PCRE2_SIZE erroff;
+    pcre2_code *plain = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
+                                      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
+                                          PCRE2_AUTO_CALLOUT,
+                                      &errcode, &erroff, NULL);
+    int ours = match_compile(pattern, &re, err, sizeof(err));
+
+    if (!plain || ours != APBOT_OK) {
+        if (!plain != (ours != APBOT_OK))
+            fail_msg("%s: compiles with one option set only", pattern);
+        pcre2_code_free(plain);
+        return;
+    }
+    (void)pcre2_jit_compile(plain, PCRE2_JIT_COMPLETE); /* as match.c: JIT when it can */
+    const char *const *needles = NULL;
+    size_t n = match_needles(re, &needles);
+    pcre2_match_data *md = pcre2_match_data_create_from_pattern(plain, NULL);
+    assert_non_null(md);
+    c->patterns++;
+    c->with_set += n > 0;
+    for (int k = 0; k < subjects; k++) {
+        char s[256] = {0};
+        size_t len = random_subject(seed, s, sizeof(s) - 1);
+        struct match_budget b;
+        bool present = false;
+
+        for (size_t i = 0; i < n; i++)
+            for (size_t at = 0; at < len && !present; at++)
+                present = bytes_at(s, len, at, needles[i]);
+        match_budget_init(&b, match_budget_for(len), NULL);
+        enum match_outcome got = match_run(re, s, len, &b, NULL);
+        int rc = pcre2_match(plain, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
+            fail_msg("%s: PCRE2 says %d", pattern, rc);
+        enum match_outcome want = rc >= 0 ? MATCH_FOUND : MATCH_NONE;
+        if (got != want)
+            fail_msg("%s on \"%.*s\" (%zu bytes): %s, PCRE2 alone: %s", pattern, (int)len, s,
+                     len, match_outcome_name(got), match_outcome_name(want));
+        if (rc >= 0 && n > 0) {
+            size_t start = pcre2_get_ovector_pointer(md)[0];
+            bool starts = false;
+            for (size_t i = 0; i < n; i++)
+                starts = starts || bytes_at(s, len, start, needles[i]);
+            if (!starts)
+                fail_msg("%s on \"%.*s\": the match at %zu starts with no needle", pattern,
+                         (int)len, s, start);
+        }
+        c->runs++;
+        c->found += got == MATCH_FOUND;
+        if (n > 0 && !present) {
+            c->skipped++;
+            assert_int_equal(b.used, 0);
+        }
+    }
+    pcre2_match_data_free(md);
+    pcre2_code_free(plain);
+    match_free(re);
+}
+
+static void test_match_needles_sound(void **state)
+{
+    (void)state;
+    uint64_t seed = 20261201;
+    struct sound_counts c = {0};
+
+    for (size_t i = 0; i < N_NEEDLE_CASES; i++)
+        check_sound(needle_cases[i].pattern, &seed, 120, &c);
+    for (int i = 0; i < 3000; i++) {
+        char p[128];
+        size_t len = 0, pieces = 1 + rng_next(&seed) % 8;
+        for (size_t k = 0; k < pieces; k++) {
+            const char *f = pattern_frags[rng_next(&seed) % N_PATTERN_FRAGS];
+            size_t n = strlen(f);
+            if (len + n >= sizeof(p))
+                break;
+            memcpy(p + len, f, n);
+            len += n;
+        }
+        p[len] = '\0';
+        check_sound(p, &seed, 12, &c);
+    }
+    /* the property was put to the test: many patterns had a set, many pages were decided by
+     * it, many were matches */
+    if (c.with_set < c.patterns / 5 || c.skipped < c.runs / 10 || c.found < c.runs / 10)
+        fail_msg("weak coverage: %zu patterns, %zu with a set, %zu runs, %zu found, %zu "
+                 "skipped",
+                 c.patterns, c.with_set, c.runs, c.found, c.skipped);
+}
+
+static void test_match_needle_absent_spends_nothing(void **state)
+{
+    (void)state;
+    struct match_re *re = compile_ok(acme_rules[0]);
+    struct match_budget b;
+    struct match_result *m = (struct match_result *)&b;
+    const size_t n = (size_t)2 << 20;
+    char *page = line_page(n, 100);
+
+    /* no needle on the page: no match, no work */
+    match_budget_init(&b, match_budget_for(n), NULL);
+    assert_int_equal(match_run(re, page, n, &b, &m), MATCH_NONE);
+    assert_int_equal(b.used, 0);
+    assert_ptr_equal(m, (struct match_result *)&b);
+    assert_null(match_budget_reason(&b));
+    assert_false(match_exec(re, page, n, NULL));
+
+    /* the needle on the page, the rest not: PCRE2 runs, pays, and finds nothing */
+    static const char near[] =
+        "<span class=\"msgText\">I020: Document AP-2026-000123 was not posted.</span>";
+    match_budget_init(&b, match_budget_for(sizeof(near) - 1), NULL);
+    assert_int_equal(match_run(re, near, sizeof(near) - 1, &b, NULL), MATCH_NONE);
+    assert_true(b.used > 0);
+
+    /* the needle past len is not on the page; NUL bytes before it are page bytes */
+    static const char posted[] =
+        "\0\0<span class=\"msgText\">I020: Document AP-2026-000123 was posted.</span>";
+    match_budget_init(&b, match_budget_for(sizeof(posted) - 1), NULL);
+    assert_int_equal(match_run(re, posted, 30, &b, NULL), MATCH_NONE);
+    assert_int_equal(b.used, 0);
+    m = NULL;
+    assert_int_equal(match_run(re, posted, sizeof(posted) - 1, &b, &m), MATCH_FOUND);
+    char *doc = match_group(m, "doc");
+    assert_string_equal(doc, "AP-2026-000123");
+    free(doc);
+    match_result_free(m);
+
+    /* a spent or cancelled budget still decides nothing, needle or not */
+    match_budget_init(&b, 0, NULL);
+    assert_int_equal(match_run(re, page, n, &b, NULL), MATCH_ABORTED);
+    assert_true(b.exhausted);
+    struct match_re *runaway = compile_ok("(?:a|.*.*.*[XY])");
+    match_budget_init(&b, 1000, NULL);
+    assert_int_equal(match_run(runaway, page, n, &b, NULL), MATCH_ABORTED);
+    assert_true(b.exhausted);
+    assert_int_equal(match_run(re, page, n, &b, NULL), MATCH_ABORTED); /* a later rule */
+    match_free(runaway);
+    atomic_int stop = 1;
+    match_budget_init(&b, match_budget_for(n), &stop);
+    assert_int_equal(match_run(re, page, n, &b, NULL), MATCH_ABORTED);
+    assert_true(b.cancelled);
+    assert_int_equal(b.used, 0);
+    /* bad arguments first, too */
+    match_budget_init(&b, 1000, NULL);
+    assert_int_equal(match_run(re, NULL, 3, &b, NULL), MATCH_ABORTED);
+    assert_int_equal(match_run(re, NULL, 0, &b, NULL), MATCH_NONE); /* the empty page */
+    assert_int_equal(b.used, 0);
+
+    match_free(re);
+    free(page);
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -523,6 +888,9 @@ int main(void)
         cmocka_unit_test(test_match_cancel_from_another_thread),
         cmocka_unit_test(test_match_ordinary_rules_on_big_pages),
         cmocka_unit_test(test_match_deep_group_beyond_jit_stack),
+        cmocka_unit_test(test_match_needle_table),
+        cmocka_unit_test(test_match_needles_sound),
+        cmocka_unit_test(test_match_needle_absent_spends_nothing),
         cmocka_unit_test(test_match_status_specs),
         cmocka_unit_test(test_match_bench),
     };

@@ -91,6 +91,13 @@ bool match_exec(const struct match_re *re, const char *subject, size_t len,
 char *match_group(const struct match_result *m, const char *name);
 void match_result_free(struct match_result *m);
 
+/* For tests and evidence: the needle set match_compile derived (match.c), one literal string
+ * per top-level alternative, of which every match contains one; match_run answers MATCH_NONE
+ * without work on a page that holds none. Returns the count and points *ret (may be NULL) at
+ * the strings, valid while re lives; 0 (and NULL) when the pattern has no set and always
+ * runs. */
+size_t match_needles(const struct match_re *re, const char *const **ret);
+
 /* True when the pattern has a named group `name`, e.g. "doc". */
 bool match_has_group(const struct match_re *re, const char *name);
 
