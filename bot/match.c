@@ -74,12 +74,12 @@
 #define MATCH_DEPTH_LIMIT 1000000u
 #define MATCH_HEAP_LIMIT_KIB 20480u
 #define MATCH_REPEAT_MAX 65535u /* PCRE2's largest repeat count */
-#define MATCH_NEEDLES_MAX 16     /* top-level alternatives a needle set covers */
+#define MATCH_NEEDLES_MAX 16    /* top-level alternatives a needle set covers */
 
 struct match_re {
     pcre2_code *code;
     char *pattern;
-    char **needles;   /* one per top-level alternative; NULL: the pattern always runs */
+    char **needles; /* one per top-level alternative; NULL: the pattern always runs */
     size_t n_needles;
     bool jit; /* JIT-compiled: pcre2_match uses it unless told PCRE2_NO_JIT */
 };

@@ -422,8 +422,8 @@ static void test_match_deep_group_beyond_jit_stack(void **state)
 
 struct needle_case {
     const char *pattern;
-    size_t n;               /* 0: no set, the pattern always runs */
-    const char *needle[3];  /* the first min(n, 3) needles */
+    size_t n;              /* 0: no set, the pattern always runs */
+    const char *needle[3]; /* the first min(n, 3) needles */
 };
 
 static const struct needle_case needle_cases[] = {
@@ -577,16 +577,40 @@ static uint64_t rng_next(uint64_t *s)
  * the same letters, bytes PCRE2 treats specially (NUL, invalid UTF-8) and pieces of the rule
  * literals above. */
 static const char *const pattern_frags[] = {
-    "a", "b", "ab", "ba", "x", "\xc3\xa9", "<", "1", "|", "|", "(", ")", "(?:", "(?<g>",
-    "(?=a)", "(?<=b)", "(?!b)", "[ab]", "[^a]", "[]|]", "[|]", "\\d", "\\w", "\\b", "?", "*",
-    "+", "{2}", "{0,1}", "{", "}", ".", "\\.", "\\|", "\\(", "\\c|", "\\c(", "\\c)", "^", "$",
-    "]",
+    "a",   "b",   "ab",    "ba",    "x",      "\xc3\xa9", "<",     "1",    "|",    "|",   "(",
+    ")",   "(?:", "(?<g>", "(?=a)", "(?<=b)", "(?!b)",    "[ab]",  "[^a]", "[]|]", "[|]", "\\d",
+    "\\w", "\\b", "?",     "*",     "+",      "{2}",      "{0,1}", "{",    "}",    ".",   "\\.",
+    "\\|", "\\(", "\\c|",  "\\c(",  "\\c)",   "^",        "$",     "]",
 };
 static const char *const subject_frags[] = {
-    "a", "b", "ab", "ba", "x", "y", "\xc3\xa9", "<", "1", "|", ".", "(", ")", "]", "\n", "\xff",
-    "h", "i", "",
-    "aa", "bb", "xab", "<span class=\"msgText\">", "I003: ", "<form id=\"loginForm\"",
-    "E101: no", "E113: yes", "I020: Document AP-2026-000123 was posted.</span>",
+    "a",
+    "b",
+    "ab",
+    "ba",
+    "x",
+    "y",
+    "\xc3\xa9",
+    "<",
+    "1",
+    "|",
+    ".",
+    "(",
+    ")",
+    "]",
+    "\n",
+    "\xff",
+    "h",
+    "i",
+    "",
+    "aa",
+    "bb",
+    "xab",
+    "<span class=\"msgText\">",
+    "I003: ",
+    "<form id=\"loginForm\"",
+    "E101: no",
+    "E113: yes",
+    "I020: Document AP-2026-000123 was posted.</span>",
 };
 #define N_PATTERN_FRAGS (sizeof(pattern_frags) / sizeof(pattern_frags[0]))
 #define N_SUBJECT_FRAGS (sizeof(subject_frags) / sizeof(subject_frags[0]))
@@ -621,16 +645,14 @@ struct sound_counts {
  * A match must also start with one of the needles. The pages lie in zeroed memory: PCRE2
  * 10.42's JIT reads the byte after a page that ends in invalid UTF-8 for \b at its end
  * ("xa\xff" then "a" matches `\b$`), and what it finds there must be the same both times. */
-static void check_sound(const char *pattern, uint64_t *seed, int subjects,
-                        struct sound_counts *c)
+static void check_sound(const char *pattern, uint64_t *seed, int subjects, struct sound_counts *c)
 {
     struct match_re *re = NULL;
     char err[APBOT_ERR_LEN];
     int errcode;
     PCRE2_SIZE erroff;
     pcre2_code *plain = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
-                                      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF |
-                                          PCRE2_AUTO_CALLOUT,
+                                      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_AUTO_CALLOUT,
                                       &errcode, &erroff, NULL);
     int ours = match_compile(pattern, &re, err, sizeof(err));
 
@@ -663,8 +685,8 @@ static void check_sound(const char *pattern, uint64_t *seed, int subjects,
             fail_msg("%s: PCRE2 says %d", pattern, rc);
         enum match_outcome want = rc >= 0 ? MATCH_FOUND : MATCH_NONE;
         if (got != want)
-            fail_msg("%s on \"%.*s\" (%zu bytes): %s, PCRE2 alone: %s", pattern, (int)len, s,
-                     len, match_outcome_name(got), match_outcome_name(want));
+            fail_msg("%s on \"%.*s\" (%zu bytes): %s, PCRE2 alone: %s", pattern, (int)len, s, len,
+                     match_outcome_name(got), match_outcome_name(want));
         if (rc >= 0 && n > 0) {
             size_t start = pcre2_get_ovector_pointer(md)[0];
             bool starts = false;
