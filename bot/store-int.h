@@ -64,8 +64,11 @@ struct store_ops {
                  size_t errlen);
     int (*renew)(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
                  int64_t lease_ms, char *err, size_t errlen);
+    /* ret_item (may be NULL): the row as the change left it, read in the same transaction
+     * where the backend can, filled only on APBOT_OK */
     int (*apply)(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                 const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen);
+                 const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
+                 char *err, size_t errlen);
     /* n >= 1 exchanges in one transaction */
     int (*add_evidence)(struct store *st, int64_t item_id, const struct store_evidence *ev,
                         size_t n, const struct apbot_now *now, char *err, size_t errlen);

@@ -401,6 +401,13 @@ int store_renew(struct store *st, int64_t id, const char *owner, const struct ap
 int store_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
                 const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen)
 {
+    return store_apply_get(st, id, owner, ch, now, ret_holder, NULL, err, errlen);
+}
+
+int store_apply_get(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
+                    const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
+                    char *err, size_t errlen)
+{
     if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
         (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
         ch->event >= MACHINE_EVENT__COUNT || (ch->erp_doc && !*ch->erp_doc) ||
@@ -411,7 +418,8 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
             return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
     struct apbot_now buf;
     int64_t holder = 0;
-    int r = st->ops->apply(st, id, owner, ch, now_or_read(now, &buf), &holder, err, errlen);
+    int r =
+        st->ops->apply(st, id, owner, ch, now_or_read(now, &buf), &holder, ret_item, err, errlen);
     if (r == APBOT_E_CONFLICT && ret_holder)
         *ret_holder = holder;
     return r;

@@ -1299,12 +1299,21 @@ out:
 }
 
 static int pg_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                    const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen)
+                    const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
+                    char *err, size_t errlen)
 {
     struct apply_op op = {.id = id, .owner = owner, .ch = ch};
     int r = pg_run_write(PG(st), now, apply_body, &op, err, errlen);
     if (r == APBOT_E_CONFLICT)
         *ret_holder = op.holder;
+    /* A read after the commit: one more round trip either way. A failed read leaves the
+     * change done and ret_item->id 0 (store_apply_get). */
+    if (r == APBOT_OK && ret_item) {
+        struct store_item it;
+        memset(ret_item, 0, sizeof(*ret_item));
+        if (pg_get(st, id, NULL, &it, NULL, 0) == APBOT_OK)
+            *ret_item = it;
+    }
     return r;
 }
 

@@ -1164,7 +1164,9 @@ struct apply_op {
     const char *owner;
     const struct store_change *ch;
     const struct apbot_now *now;
-    int64_t holder; /* APBOT_E_CONFLICT: the item holding the document */
+    int64_t holder;         /* APBOT_E_CONFLICT: the item holding the document */
+    struct store_item *ret; /* NULL, or the row as the change left it (when have_ret) */
+    bool have_ret;
 };
 
 /* The id of another item holding doc, 0 if none. */
@@ -1209,6 +1211,10 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     const struct store_change *ch = op->ch;
     const struct apbot_now *now = op->now;
     op->holder = 0;
+    if (op->have_ret) { /* a retry after SQLITE_BUSY: that attempt's row was rolled back */
+        store_item_done(op->ret);
+        op->have_ret = false;
+    }
     int r = ensure_boot(st, now, err, errlen);
     if (r)
         return r;
@@ -1301,18 +1307,26 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
                   ch->actor ? ch->actor : (op->owner ? op->owner : "operator"), err, errlen);
     for (size_t i = 0; r == APBOT_OK && i < ch->n_evidence; i++)
         r = insert_evidence(st, op->id, now->wall_ms, &ch->evidence[i], err, errlen);
+    /* The row as committed, from the pages this transaction just wrote (store_apply_get). */
+    if (r == APBOT_OK && op->ret) {
+        r = get_item(st, Q_GET_ID, op->id, NULL, op->ret, err, errlen);
+        op->have_ret = r == APBOT_OK;
+    }
 out:
     store_item_done(&it);
     return r;
 }
 
 static int sq_apply(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                    const struct apbot_now *now, int64_t *ret_holder, char *err, size_t errlen)
+                    const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
+                    char *err, size_t errlen)
 {
-    struct apply_op op = {.id = id, .owner = owner, .ch = ch, .now = now};
+    struct apply_op op = {.id = id, .owner = owner, .ch = ch, .now = now, .ret = ret_item};
     int r = run_write(st, apply_body, &op, err, errlen);
     if (r == APBOT_E_CONFLICT)
         *ret_holder = op.holder;
+    if (r != APBOT_OK && op.have_ret)
+        store_item_done(ret_item); /* read, then the commit (or its sync) failed */
     return r;
 }
 

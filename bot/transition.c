@@ -140,8 +140,9 @@ int transition_apply(const struct transition_env *env, struct store_item *item,
         .n_evidence = in->n_evidence,
     };
     int64_t holder = 0;
-    rc = store_apply(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now, &holder, err,
-                     errlen);
+    struct store_item fresh; /* the row as the change left it */
+    rc = store_apply_get(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now, &holder,
+                         &fresh, err, errlen);
     enum machine_event ev = in->event;
     if (rc == APBOT_E_CONFLICT && in->refuse_conflict) {
         out.conflict_with = holder;
@@ -171,15 +172,14 @@ int transition_apply(const struct transition_env *env, struct store_item *item,
         doc = NULL;
         why_reason = reason;
         out.conflict_with = holder;
-        rc = store_apply(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now, NULL, err,
-                         errlen);
+        rc = store_apply_get(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now, NULL,
+                             &fresh, err, errlen);
     }
     if (rc != APBOT_OK)
         return rc;
 
     report(env, item, step.next, ev, &step, doc, why_reason, ch.detail);
-    struct store_item fresh;
-    if (store_get(env->st, item->id, &fresh, NULL, 0) == APBOT_OK) {
+    if (fresh.id == item->id) {
         store_item_done(item);
         *item = fresh;
     } else {

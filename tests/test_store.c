@@ -764,6 +764,146 @@ static void test_store_apply_checks_state_and_lease(void **state)
                      APBOT_E_STATE);
 }
 
+static void assert_same_text(const char *a, const char *b)
+{
+    if (!a || !b)
+        assert_ptr_equal(a, b);
+    else
+        assert_string_equal(a, b);
+}
+
+/* Every column of two reads of one row. */
+static void assert_same_item(const struct store_item *a, const struct store_item *b)
+{
+    assert_int_equal(a->id, b->id);
+    assert_string_equal(a->key, b->key);
+    assert_string_equal(a->fingerprint, b->fingerprint);
+    assert_int_equal(a->state, b->state);
+    assert_int_equal(a->counters.posts, b->counters.posts);
+    assert_int_equal(a->counters.cycles, b->counters.cycles);
+    assert_int_equal(a->counters.attempts, b->counters.attempts);
+    assert_int_equal(a->next_at, b->next_at);
+    assert_int_equal(a->last_post_at, b->last_post_at);
+    assert_int_equal(a->created_at, b->created_at);
+    assert_int_equal(a->updated_at, b->updated_at);
+    assert_same_text(a->lease_owner, b->lease_owner);
+    assert_int_equal(a->lease_until, b->lease_until);
+    assert_string_equal(a->clock_boot, b->clock_boot);
+    assert_int_equal(a->next_mono, b->next_mono);
+    assert_int_equal(a->lease_mono, b->lease_mono);
+    assert_int_equal(a->has_settle, b->has_settle);
+    assert_int_equal(a->settle_mono, b->settle_mono);
+    assert_int_equal(a->settle_at, b->settle_at);
+    assert_same_text(a->payload, b->payload);
+    assert_same_text(a->source, b->source);
+    assert_same_text(a->erp_doc, b->erp_doc);
+    assert_same_text(a->reason, b->reason);
+    assert_same_text(a->vendor_id, b->vendor_id);
+    assert_same_text(a->vendor_name, b->vendor_name);
+    assert_same_text(a->invoice_number, b->invoice_number);
+    assert_string_equal(a->doc_type, b->doc_type);
+    assert_string_equal(a->issue_date, b->issue_date);
+    assert_string_equal(a->currency, b->currency);
+    assert_int_equal(a->exponent, b->exponent);
+    assert_int_equal(a->total, b->total);
+}
+
+/* store_apply_get hands back the row exactly as a store_get after the change reads it, and
+ * touches *ret_item only when the change is made. */
+static void test_store_apply_get_returns_the_row(void **state)
+{
+    struct fx *f = *state;
+    int64_t id = enq(f, 1, 0, T0, NULL), other = enq(f, 2, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), id);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), other);
+    struct machine_counters c = {.settled = true};
+    struct machine_step to_posting, to_unknown, confirmed;
+    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_NOT_FOUND, &c, &f->pol, &to_posting),
+                     APBOT_OK);
+    c = to_posting.counters;
+    assert_int_equal(machine_next(MACHINE_POSTING, MACHINE_EV_UNKNOWN, &c, &f->pol, &to_unknown),
+                     APBOT_OK);
+    struct store_change ch = {.from = MACHINE_CHECKING,
+                              .event = MACHINE_EV_NOT_FOUND,
+                              .step = &to_posting,
+                              .settle_ms = f->settle_ms,
+                              .reason = "r1",
+                              .detail = "test",
+                              .actor = "runner:w",
+                              .keep_lease = true};
+    struct store_item got, want;
+
+    /* refused: *ret_item untouched */
+    memset(&got, 0xa5, sizeof(got));
+    struct store_item poison = got;
+    ch.from = MACHINE_POSTING;
+    assert_int_equal(
+        store_apply_get(f->st, id, "w", &ch, AT(T0 + 2), NULL, &got, f->err, sizeof(f->err)),
+        APBOT_E_STATE);
+    assert_memory_equal(&got, &poison, sizeof(got));
+
+    /* into posting, lease kept, then into reconciling with a settle mark and a backoff */
+    ch.from = MACHINE_CHECKING;
+    assert_int_equal(
+        store_apply_get(f->st, id, "w", &ch, AT(T0 + 3), NULL, &got, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(store_get(f->st, id, &want, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(got.state, MACHINE_POSTING);
+    assert_string_equal(got.reason, "r1");
+    assert_string_equal(got.lease_owner, "w");
+    assert_same_item(&got, &want);
+    store_item_done(&got);
+    store_item_done(&want);
+    ch = (struct store_change){.from = MACHINE_POSTING,
+                               .event = MACHINE_EV_UNKNOWN,
+                               .step = &to_unknown,
+                               .settle_ms = f->settle_ms,
+                               .backoff_ms = 700,
+                               .detail = "timeout",
+                               .actor = "runner:w",
+                               .keep_lease = true};
+    assert_int_equal(
+        store_apply_get(f->st, id, "w", &ch, AT(T0 + 4), NULL, &got, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(store_get(f->st, id, &want, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(got.state, to_unknown.next);
+    assert_same_item(&got, &want);
+    store_item_done(&got);
+    store_item_done(&want);
+
+    /* a document another item holds: APBOT_E_CONFLICT, *ret_item untouched */
+    c = (struct machine_counters){.settled = true};
+    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_FOUND, &c, &f->pol, &confirmed),
+                     APBOT_OK);
+    ch = (struct store_change){.from = MACHINE_CHECKING,
+                               .event = MACHINE_EV_FOUND,
+                               .step = &confirmed,
+                               .erp_doc = "D-1",
+                               .detail = "test",
+                               .actor = "runner:w"};
+    assert_int_equal(
+        store_apply_get(f->st, other, "w", &ch, AT(T0 + 5), NULL, &got, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(got.state, confirmed.next);
+    assert_string_equal(got.erp_doc, "D-1");
+    assert_null(got.lease_owner);
+    store_item_done(&got);
+    int64_t holder = 0;
+    memset(&got, 0xa5, sizeof(got));
+    ch.from = to_unknown.next;
+    ch.event = MACHINE_EV_FOUND;
+    c = to_unknown.counters;
+    c.settled = true;
+    assert_int_equal(machine_next(to_unknown.next, MACHINE_EV_FOUND, &c, &f->pol, &confirmed),
+                     APBOT_OK);
+    ch.step = &confirmed;
+    assert_int_equal(
+        store_apply_get(f->st, id, "w", &ch, AT(T0 + 6), &holder, &got, f->err, sizeof(f->err)),
+        APBOT_E_CONFLICT);
+    assert_int_equal(holder, other);
+    assert_memory_equal(&got, &poison, sizeof(got));
+}
+
 static void test_store_operator_resolution(void **state)
 {
     struct fx *f = *state;
@@ -2181,14 +2321,15 @@ int main(void)
         X(test_store_enqueue_queued_already_conflict), X(test_store_enqueue_batches),              \
         X(test_store_enqueue_invoice), X(test_store_claim_order_and_due),                          \
         X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
-        X(test_store_apply_checks_state_and_lease), X(test_store_operator_resolution),             \
-        X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
-        X(test_store_durability), X(test_store_recover_after_crash),                               \
-        X(test_store_counts_and_each), X(test_store_settle_runs_on_mono_not_wall),                 \
-        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
-        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
-        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
-        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
+        X(test_store_apply_checks_state_and_lease), X(test_store_apply_get_returns_the_row),       \
+        X(test_store_operator_resolution), X(test_store_unknown_state_is_left_alone),              \
+        X(test_store_evidence_round_trip), X(test_store_durability),                               \
+        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
+        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
+        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
+        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
+        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
+        X(test_store_busy_retry_outlasts_a_lock),                                                  \
         X(test_store_busy_two_processes_under_write_pressure)
     const struct CMUnitTest sqlite_tests[] = {
         BOTH(T),
