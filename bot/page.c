@@ -174,10 +174,16 @@ static bool page_prop_is(xmlNodePtr n, const char *name, const char *value)
     return eq;
 }
 
+/* name in lower case. The first byte decides for most nodes: a form's walk asks four names of
+ * every element of the page. */
 static bool page_is_elem(xmlNodePtr n, const char *name)
 {
-    return n && n->type == XML_ELEMENT_NODE && n->name &&
-           strcasecmp((const char *)n->name, name) == 0;
+    if (!n || n->type != XML_ELEMENT_NODE || !n->name)
+        return false;
+    const char *s = (const char *)n->name;
+    if (name[0] >= 'a' && name[0] <= 'z' && (s[0] | 0x20) != name[0])
+        return false; /* for a letter, | 0x20 folds exactly its upper case onto it */
+    return strcasecmp(s, name) == 0;
 }
 
 /* Text content as a heap string (free()), never NULL. */
@@ -1305,22 +1311,44 @@ enum rt_content {
     RT_PLAINTEXT,  /* everything after it is text: kept */
 };
 
+/* Both lists are read for every tag of every page (~3,000 tags per invoice): the lengths
+ * keep the comparisons to the names that can match. */
+#define RT_NAME(s) s, sizeof(s) - 1
+
 static const struct {
     const char *name;
+    size_t len;
     enum rt_content content;
 } rt_elements[] = {
-    {"script", RT_SCRIPT},       {"style", RT_HIDDEN},  {"textarea", RT_HIDDEN},
-    {"noscript", RT_HIDDEN},     {"iframe", RT_HIDDEN}, {"noembed", RT_HIDDEN},
-    {"noframes", RT_HIDDEN},     {"title", RT_SHOWN},   {"xmp", RT_SHOWN},
-    {"plaintext", RT_PLAINTEXT},
+    {RT_NAME("script"), RT_SCRIPT},   {RT_NAME("style"), RT_HIDDEN},
+    {RT_NAME("textarea"), RT_HIDDEN}, {RT_NAME("noscript"), RT_HIDDEN},
+    {RT_NAME("iframe"), RT_HIDDEN},   {RT_NAME("noembed"), RT_HIDDEN},
+    {RT_NAME("noframes"), RT_HIDDEN}, {RT_NAME("title"), RT_SHOWN},
+    {RT_NAME("xmp"), RT_SHOWN},       {RT_NAME("plaintext"), RT_PLAINTEXT},
 };
 
 /* Attributes whose values rules may anchor on: markup the ERP writes, not data it echoes. */
-static const char *const rt_kept_attrs[] = {"id", "class", "name", "type", "role"};
+static const struct {
+    const char *name;
+    size_t len;
+} rt_kept_attrs[] = {
+    {RT_NAME("id")}, {RT_NAME("class")}, {RT_NAME("name")}, {RT_NAME("type")}, {RT_NAME("role")}};
 
 static bool rt_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f';
+}
+
+/* What ends a tag name, an attribute name or an unquoted value, as one table lookup. */
+enum { RT_SP = 1, RT_SLASH = 2, RT_GT = 4, RT_EQ = 8 };
+static const unsigned char rt_class[256] = {
+    [' '] = RT_SP,  ['\t'] = RT_SP,   ['\n'] = RT_SP, ['\r'] = RT_SP,
+    ['\f'] = RT_SP, ['/'] = RT_SLASH, ['>'] = RT_GT,  ['='] = RT_EQ,
+};
+
+static bool rt_is(char c, unsigned mask)
+{
+    return (rt_class[(unsigned char)c] & mask) != 0;
 }
 
 static bool rt_alpha(char c)
@@ -1487,20 +1515,19 @@ static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end
     char name[16];
     size_t nl = 0;
     *ret_elem = SIZE_MAX;
-    while (p < len && !rt_space(body[p]) && body[p] != '/' && body[p] != '>') {
+    while (p < len && !rt_is(body[p], RT_SP | RT_SLASH | RT_GT)) {
         if (nl < sizeof(name) - 1)
             name[nl] = rt_lower(body[p]);
         nl++;
         p++;
     }
     if (!end_tag && nl < sizeof(name)) {
-        name[nl] = '\0';
         for (size_t e = 0; e < sizeof(rt_elements) / sizeof(rt_elements[0]); e++)
-            if (strcmp(name, rt_elements[e].name) == 0)
+            if (nl == rt_elements[e].len && memcmp(name, rt_elements[e].name, nl) == 0)
                 *ret_elem = e;
     }
     for (;;) {
-        while (p < len && (rt_space(body[p]) || body[p] == '/'))
+        while (p < len && rt_is(body[p], RT_SP | RT_SLASH))
             p++;
         if (p >= len)
             return len;
@@ -1508,11 +1535,11 @@ static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end
             return p + 1;
         /* an attribute name: up to white space, '/', '>' or '=' (a leading '=' belongs to it) */
         size_t a = p++;
-        while (p < len && !rt_space(body[p]) && body[p] != '/' && body[p] != '>' && body[p] != '=')
+        while (p < len && !rt_is(body[p], RT_SP | RT_SLASH | RT_GT | RT_EQ))
             p++;
         bool kept = false;
         for (size_t k = 0; k < sizeof(rt_kept_attrs) / sizeof(rt_kept_attrs[0]); k++)
-            if (p - a == strlen(rt_kept_attrs[k]) && rt_word_at(body, len, a, rt_kept_attrs[k]))
+            if (p - a == rt_kept_attrs[k].len && rt_word_at(body, len, a, rt_kept_attrs[k].name))
                 kept = true;
         size_t q = p;
         while (q < len && rt_space(body[q]))
@@ -1538,7 +1565,7 @@ static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end
             return q + 1; /* "a=>": no value */
         } else {
             size_t e = q;
-            while (e < len && !rt_space(body[e]) && body[e] != '>')
+            while (e < len && !rt_is(body[e], RT_SP | RT_GT))
                 e++;
             if (!kept)
                 rt_blank(out, q, e);

@@ -1058,6 +1058,13 @@ static void test_page_rule_text_table(void **state)
         {"<title>A <!-- b</title><p>c</p>", "<title>A <!-- b</title><p>c</p>"},
         {"<xmp><b title=x></xmp>", "<xmp><b title=x></xmp>"},
         {"<plaintext><!-- a", "<plaintext><!-- a"},
+        /* every HTML white space ends a name; a name longer than any listed is none of them */
+        {"<input\fvalue=\"v\"\tname=n\rtype=t\nalt=a>",
+         "<input\fvalue=\"~\"\tname=n\rtype=t\nalt=~>"},
+        {"<STYLE\n>a</style\t>b", "<STYLE\n>~</style\t>b"},
+        {"<noscriptnoscriptx>a</noscriptnoscriptx>", "<noscriptnoscriptx>a</noscriptnoscriptx>"},
+        {"<scrip>a</scrip><scripts>b", "<scrip>a</scrip><scripts>b"},
+        {"<p ids=x nam=y roles=z>", "<p ids=~ nam=~ roles=~>"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_rule_text(i, cases[i].in, cases[i].want);
