@@ -50,11 +50,152 @@
 #define HTTP_RETRY_AFTER_MAX 86400 /* a Retry-After beyond a day is clamped to a day */
 #define HTTP_LOCATION_MAX 8192     /* a longer Location is not followed */
 
+/*
+ * Fast paths for "plain" URLs. Callgrind put libcurl's URL parser (curl_url_set/get, which
+ * allocate on every call) at ~2% of the bot's instructions per invoice: the origin check of
+ * every request, http_same_origin, and http_resolve_url on every form action and link. These
+ * are security decisions, so the fast path is exact by construction: it answers only for a
+ * shape whose every byte libcurl 7.88's parser (lib/urlapi.c: parseurl, concat_url,
+ * curl_url_get) provably keeps as written, and anything else goes to the libcurl code as
+ * before. test_http_url_fast_paths_agree_with_curl checks both against libcurl itself.
+ *
+ * Plain: "http://" or "https://" in lowercase; a host of [a-z0-9.-] that starts with a letter
+ * or is a canonical dotted quad (libcurl rewrites "127.1", "0x7f.1", "2130706433"); an
+ * optional ":port" of 1..65535 without a leading zero; then nothing, or a path and query from
+ * '/' or '?' of [A-Za-z0-9], "-._~/?=&:+,;!*'()@$" and "%XX" only, with no "/." anywhere (no
+ * dot segment to remove) and not ending at its first '?' (libcurl drops an empty query).
+ * libcurl writes such a URL back unchanged, except that an empty path becomes "/".
+ */
+#define HTTP_PLAIN_HOST_MAX 255  /* longer hosts, paths and queries go to libcurl: this keeps */
+#define HTTP_PLAIN_REST_MAX 8192 /* any plain URL far below libcurl's own length limit */
+
+struct http_plain {
+    size_t host_end;  /* url[0, host_end) is "scheme://host" */
+    size_t rest;      /* url + rest is "" or the path and query (url[0, rest): the authority) */
+    const char *port; /* the port's digits: in url, or the scheme's default */
+    size_t port_len;
+};
+
+static bool http_plain_quad(const char *h, size_t n)
+{
+    size_t i = 0;
+    for (int part = 0; part < 4; part++) {
+        size_t d = 0;
+        unsigned v = 0;
+        if (part > 0 && (i >= n || h[i++] != '.'))
+            return false;
+        for (; i < n && d < 4 && h[i] >= '0' && h[i] <= '9'; i++, d++)
+            v = v * 10 + (unsigned)(h[i] - '0');
+        if (d == 0 || d > 3 || v > 255 || (d > 1 && h[i - d] == '0'))
+            return false;
+    }
+    return i == n;
+}
+
+/* The path and query rule above, for p = "" or p starting with '/' or '?'. */
+static bool http_plain_rest(const char *p)
+{
+    static const char hex[] = "0123456789abcdefABCDEF", other[] = "-._~/?=&:+,;!*'()@$";
+    bool query = false;
+    for (size_t i = 0; p[i]; i++) {
+        char c = p[i];
+        if (i >= HTTP_PLAIN_REST_MAX)
+            return false;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+            continue;
+        if (c == '/') {
+            if (p[i + 1] == '.')
+                return false;
+        } else if (c == '%') {
+            if (!p[i + 1] || !strchr(hex, p[i + 1]) || !p[i + 2] || !strchr(hex, p[i + 2]))
+                return false;
+            i += 2;
+        } else if (c == '?' && !query) {
+            query = true;
+            if (!p[i + 1])
+                return false;
+        } else if (!strchr(other, c)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* True when url is plain; then fills *ret_p (else leaves it untouched). */
+static bool http_plain(const char *url, struct http_plain *ret_p)
+{
+    struct http_plain p = {.port = "80", .port_len = 2};
+    size_t i = 7;
+    if (!url)
+        return false;
+    if (strncmp(url, "https://", 8) == 0) {
+        p.port = "443";
+        p.port_len = 3;
+        i = 8;
+    } else if (strncmp(url, "http://", 7) != 0) {
+        return false;
+    }
+    size_t h = i;
+    while (i - h <= HTTP_PLAIN_HOST_MAX &&
+           ((url[i] >= 'a' && url[i] <= 'z') || (url[i] >= '0' && url[i] <= '9') || url[i] == '.' ||
+            url[i] == '-'))
+        i++;
+    if (i - h > HTTP_PLAIN_HOST_MAX ||
+        (!(url[h] >= 'a' && url[h] <= 'z') && !http_plain_quad(url + h, i - h)))
+        return false;
+    p.host_end = i;
+    if (url[i] == ':') {
+        size_t d = ++i;
+        unsigned long v = 0;
+        for (; i - d < 5 && url[i] >= '0' && url[i] <= '9'; i++)
+            v = v * 10 + (unsigned long)(url[i] - '0');
+        if (i == d || url[d] == '0' || v > 65535)
+            return false;
+        p.port = url + d;
+        p.port_len = i - d;
+    }
+    if ((url[i] && url[i] != '/' && url[i] != '?') || !http_plain_rest(url + i))
+        return false;
+    p.rest = i;
+    *ret_p = p;
+    return true;
+}
+
+/* The origin rule of http_same_origin for two plain URLs: scheme, host and port (the default
+ * made explicit) byte for byte, as plain means lowercase. */
+static bool http_plain_same(const char *a, const struct http_plain *pa, const char *b,
+                            const struct http_plain *pb)
+{
+    return pa->host_end == pb->host_end && memcmp(a, b, pa->host_end) == 0 &&
+           pa->port_len == pb->port_len && memcmp(pa->port, pb->port, pa->port_len) == 0;
+}
+
+/* authority[0, n) followed by rest, with the "/" libcurl writes for an empty path. Heap. */
+static char *http_plain_join(const char *authority, size_t n, const char *rest)
+{
+    size_t r = strlen(rest), slash = rest[0] != '/';
+    char *out = apbot_xmalloc(n + slash + r + 1);
+    memcpy(out, authority, n);
+    if (slash)
+        out[n] = '/';
+    memcpy(out + n + slash, rest, r + 1);
+    return out;
+}
+
+bool http_url_is_plain(const char *url)
+{
+    struct http_plain p;
+    return http_plain(url, &p);
+}
+
 struct http_session {
     CURL *easy;
     CURLM *multi;
     char *origin;                                    /* the base URL the session was opened for */
     char *origin_scheme, *origin_host, *origin_port; /* its origin, parsed once */
+    char *origin_norm;              /* "scheme://host:port", scheme and host in lowercase */
+    struct http_plain origin_plain; /* origin_norm's parts, when origin_fast */
+    bool origin_fast;               /* origin_norm is plain: plain URLs are checked on it */
     long connect_timeout_ms;
     long timeout_ms;
     long max_redirects;
@@ -319,6 +460,14 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     s->origin_scheme = sc;
     s->origin_host = ho;
     s->origin_port = po;
+    /* libcurl's parts, lowercased as http_request's strcasecmp compares them (C locale) */
+    size_t nsc = strlen(sc), nho = strlen(ho), npo = strlen(po);
+    s->origin_norm = apbot_xmalloc(nsc + 3 + nho + 1 + npo + 1);
+    snprintf(s->origin_norm, nsc + 3 + nho + 1 + npo + 1, "%s://%s:%s", sc, ho, po);
+    for (char *c = s->origin_norm; c < s->origin_norm + nsc + 3 + nho; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
+    s->origin_fast = http_plain(s->origin_norm, &s->origin_plain);
     s->connect_timeout_ms = opt->connect_timeout_ms;
     s->timeout_ms = opt->timeout_ms;
     s->max_redirects = opt->max_redirects;
@@ -400,6 +549,7 @@ void http_session_free(struct http_session *s)
     free(s->origin_scheme);
     free(s->origin_host);
     free(s->origin_port);
+    free(s->origin_norm);
     free(s->location);
     free(s->ca_file);
     http_wipe_free(s->basic_user);
@@ -547,8 +697,12 @@ out:
     return ok;
 }
 
+/* Plain URLs take the fast path (see struct http_plain), anything else libcurl's parser. */
 bool http_same_origin(const char *a, const char *b)
 {
+    struct http_plain fa, fb;
+    if (http_plain(a, &fa) && http_plain(b, &fb))
+        return http_plain_same(a, &fa, b, &fb);
     char *sa = NULL, *ha = NULL, *pa = NULL, *sb = NULL, *hb = NULL, *pb = NULL;
     bool same = http_origin_parts(a, &sa, &ha, &pa) && http_origin_parts(b, &sb, &hb, &pb) &&
                 strcasecmp(sa, sb) == 0 && strcasecmp(ha, hb) == 0 && strcmp(pa, pb) == 0;
@@ -756,15 +910,22 @@ int http_request(struct http_session *s, const struct http_request *req, struct 
     for (size_t i = 0; i < req->n_fields; i++)
         if (!req->fields[i].name)
             return APBOT_E_INVAL;
-    /* One parse: an absolute http(s) URL with a host and no user:pass@, on the origin. */
-    char *sc = NULL, *ho = NULL, *po = NULL;
-    if (!http_origin_parts(req->url, &sc, &ho, &po))
-        return APBOT_E_INVAL;
-    bool same = strcasecmp(sc, s->origin_scheme) == 0 && strcasecmp(ho, s->origin_host) == 0 &&
-                strcmp(po, s->origin_port) == 0;
-    free(sc);
-    free(ho);
-    free(po);
+    /* One parse: an absolute http(s) URL with a host and no user:pass@, on the origin. A
+     * plain URL is one (see struct http_plain); its origin is compared without libcurl. */
+    struct http_plain p;
+    bool same;
+    if (s->origin_fast && http_plain(req->url, &p)) {
+        same = http_plain_same(req->url, &p, s->origin_norm, &s->origin_plain);
+    } else {
+        char *sc = NULL, *ho = NULL, *po = NULL;
+        if (!http_origin_parts(req->url, &sc, &ho, &po))
+            return APBOT_E_INVAL;
+        same = strcasecmp(sc, s->origin_scheme) == 0 && strcasecmp(ho, s->origin_host) == 0 &&
+               strcmp(po, s->origin_port) == 0;
+        free(sc);
+        free(ho);
+        free(po);
+    }
     if (!same)
         return APBOT_E_ORIGIN; /* nothing is sent */
     return http_exchange(s, req, ret);
@@ -805,7 +966,7 @@ void http_response_done(struct http_response *r)
     r->body_len = 0;
 }
 
-char *http_resolve_url(const char *base, const char *ref)
+static char *http_resolve_curl(const char *base, const char *ref)
 {
     CURLU *u;
     char *got = NULL, *out = NULL;
@@ -832,6 +993,21 @@ out:
     curl_free(got);
     curl_url_cleanup(u);
     return out;
+}
+
+/* Against a plain base, a plain absolute ref is itself (libcurl parses it alone), and a
+ * plain path "/p" (not "//") is the base's scheme://host[:port] as written followed by it
+ * (libcurl's concat_url); every other pair goes to libcurl (see struct http_plain). */
+char *http_resolve_url(const char *base, const char *ref)
+{
+    struct http_plain pb, pr;
+    if (ref && http_plain(base, &pb)) {
+        if (http_plain(ref, &pr))
+            return http_plain_join(ref, pr.rest, ref + pr.rest);
+        if (ref[0] == '/' && ref[1] != '/' && http_plain_rest(ref))
+            return http_plain_join(base, pb.rest, ref);
+    }
+    return http_resolve_curl(base, ref);
 }
 
 /* RFC 3986 unreserved characters stay, every other byte becomes %XX. */

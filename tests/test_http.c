@@ -9,7 +9,8 @@
  * shows up in a response. The hostile part: a second server on another port plays the
  * attacker, and must see nothing - not the password of a login answered 307 to it, not the
  * Basic header, not a request redirected to it by host or port; an https session sends
- * nothing over http; the origin and redirect decisions as tables.
+ * nothing over http; the origin and redirect decisions as tables; and the URL fast paths
+ * checked against libcurl's own parser on thousands of generated URLs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,6 +30,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "apbot/error.h"
 #include "apbot/http.h"
@@ -1352,6 +1355,348 @@ static void test_http_resolve_and_escape(void **state)
     assert_null(http_escape(NULL));
 }
 
+/* ---- the URL fast paths against libcurl itself ---- */
+
+/* The origin parts as libcurl's parser gives them: http.c's code before its fast paths. */
+static bool curl_origin(const char *url, char **ret_scheme, char **ret_host, char **ret_port)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *password = NULL;
+    bool ok = false;
+    assert_non_null(u);
+    if (!url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+        goto out;
+    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0))
+        goto out;
+    if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PASSWORD, &password, 0) == CURLUE_OK)
+        goto out;
+    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host)
+        goto out;
+    if (curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+        goto out;
+    *ret_scheme = strdup(scheme);
+    *ret_host = strdup(host);
+    *ret_port = strdup(port);
+    ok = true;
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(user);
+    curl_free(password);
+    curl_url_cleanup(u);
+    return ok;
+}
+
+/* 1 same origin, 0 not, -1 a has no origin (http_request's APBOT_E_INVAL). */
+static int curl_same_origin(const char *a, const char *b)
+{
+    char *sa = NULL, *ha = NULL, *pa = NULL, *sb = NULL, *hb = NULL, *pb = NULL;
+    if (!curl_origin(a, &sa, &ha, &pa))
+        return -1;
+    int same = curl_origin(b, &sb, &hb, &pb) && strcasecmp(sa, sb) == 0 &&
+               strcasecmp(ha, hb) == 0 && strcmp(pa, pb) == 0;
+    free(sa);
+    free(ha);
+    free(pa);
+    free(sb);
+    free(hb);
+    free(pb);
+    return same;
+}
+
+/* http.c's http_resolve_url before its fast paths. */
+static char *curl_resolve(const char *base, const char *ref)
+{
+    char *got = NULL, *out = NULL;
+    if (!ref)
+        return NULL;
+    CURLU *u = curl_url();
+    assert_non_null(u);
+    if (base && curl_url_set(u, CURLUPART_URL, base, 0) != CURLUE_OK)
+        goto out;
+    if (base && !*ref) {
+        if (curl_url_set(u, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK)
+            goto out;
+    } else if (curl_url_set(u, CURLUPART_URL, ref, 0) != CURLUE_OK) {
+        goto out;
+    }
+    if (curl_url_get(u, CURLUPART_URL, &got, 0) != CURLUE_OK)
+        goto out;
+    out = strdup(got);
+out:
+    curl_free(got);
+    curl_url_cleanup(u);
+    return out;
+}
+
+static uint64_t xs = 0x9e3779b97f4a7c15u; /* xorshift64, fixed seed: the same cases every run */
+
+static unsigned xs_below(unsigned n)
+{
+    xs ^= xs << 13;
+    xs ^= xs >> 7;
+    xs ^= xs << 17;
+    return (unsigned)(xs % n);
+}
+
+/* URL fragments: the good ones make plain URLs, each bad one an edge libcurl treats its own
+ * way (case, IPv4 forms, ports, dot segments, escapes, spaces, fragments, control and
+ * non-ASCII bytes...). */
+enum gen_slot { GEN_SCHEME, GEN_USER, GEN_HOST, GEN_PORT, GEN_PATH, GEN_QUERY, GEN_SLOTS };
+
+#define GEN_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
+static const char *const *const gen_good[GEN_SLOTS] = {
+    GEN_LIST("http://", "https://"),
+    GEN_LIST(""),
+    GEN_LIST("h", "erp.example", "127.0.0.1", "a-b.c", "h.", "a..b", "xn--e1a.example", "localhost",
+             "h-", "0.0.0.0", "255.255.255.255", "a1", "10.0.0.254"),
+    GEN_LIST("", ":80", ":443", ":8080", ":65535", ":1", ":8443"),
+    GEN_LIST("/", "/erp", "/erp/invoice/new", "//", "/%2e", "/%2E%2e/", "/a.b", "/x.", "/~u",
+             "/a:b", "/a@b", "/$!*'()+,;=&", "/A-Z_", "/x/", "/%41", "/a%2Fb", "/invoice-7.pdf"),
+    GEN_LIST("", "?x=1", "?a=1&b=2", "??", "?a=%20", "?&=", "?.", "?a/b", "?x=1?y", "?q=a:b@c"),
+};
+static const char *const *const gen_bad[GEN_SLOTS] = {
+    GEN_LIST("HTTP://", "Https://", "hTTp://", "ftp://", "http:/", "http:///", "http:", "", "//",
+             "file://", "http:\\\\", " http://", "httpx://", "ws://"),
+    GEN_LIST("user:pw@", "@", "u@", ":@", "clerk:@"),
+    GEN_LIST("ERP.example", "Erp", "H", "-h", ".h", "%41b", "h%2e", "[::1]", "[::FFFF:127.0.0.1]",
+             "[fe80::1%25eth0]", "0x7f.1", "127.1", "2130706433", "0177.0.0.1", "256.1.1.1",
+             "1.2.3.4.5", "01.2.3.4", "1a.b", "127.0.0.01", "h_x", "", "h\xc3\xa9", "h!", "h\x01",
+             "h\x7f", "h h", "h\\x", "1.2.3.", ".", "h~"),
+    GEN_LIST(":0", ":080", ":00080", ":65536", ":", ":99999", ":123456", ":8080x", ":+80", ":-1",
+             ": 80", "::80", ":0x50"),
+    GEN_LIST("/./", "/../", "/.", "/..", "/.hidden", "/%zz", "/%4", "/%", "/a b", "/#frag", "/\\x",
+             "/\x01", "/\x7f", "/\xc3\xa9", "/a\tb", "/[x]", "/{x}", "/a|b", "/a\"b", "/<x>",
+             "/a^b", "/a`b"),
+    GEN_LIST("?", "?q=/./x", "?q=/../", "#frag", "?x#f", "?a b", "?x=%ZZ", "?\x01", "?\xc3\xa9",
+             "#", "?x=\\", "?/.", "?#"),
+};
+static const char *const *const gen_other_refs =
+    GEN_LIST("", "x", "../x", "./x", "?q=1", "?", "#f", "//h/x", "//evil.example:81/z", "x?y", ".",
+             "..", "\\\\h\\x", " /x", "/ x", "http:x", "http:/x", "mailto:x", "javascript:alert(1)",
+             "HTTP://h/x", "%2F%2Fh", "/\\h", "\\/h", ";x", "#");
+
+static const char *gen_pick(const char *const *list)
+{
+    unsigned n = 0;
+    while (list[n])
+        n++;
+    return list[xs_below(n)];
+}
+
+/* One URL as its fragments; path holds 0..3 path pieces. */
+struct gen_url {
+    const char *slot[GEN_SLOTS];
+    char path[256];
+    char host[64]; /* a variant's host (gen_variant) */
+};
+
+/* Slot i of g: good, or bad when bad is set. */
+static void gen_slot(struct gen_url *g, enum gen_slot i, bool bad)
+{
+    const char *const *const *lists = bad ? gen_bad : gen_good;
+    if (i != GEN_PATH) {
+        g->slot[i] = gen_pick(lists[i]);
+        return;
+    }
+    unsigned n = xs_below(4), bad_at = bad ? xs_below(n ? n : 1) : 4;
+    g->path[0] = '\0';
+    for (unsigned k = 0, len = 0; k < (bad && !n ? 1 : n); k++)
+        len += (unsigned)snprintf(g->path + len, sizeof(g->path) - len, "%s",
+                                  gen_pick(k == bad_at ? gen_bad[GEN_PATH] : gen_good[GEN_PATH]));
+    g->slot[GEN_PATH] = g->path;
+}
+
+/* All good (70%), one bad slot (22%), or each slot bad at even odds (8%). */
+static void gen_new(struct gen_url *g, bool only_path)
+{
+    unsigned mode = xs_below(100), bad = xs_below(GEN_SLOTS);
+    for (int i = 0; i < GEN_SLOTS; i++) {
+        if (only_path && i != GEN_PATH && i != GEN_QUERY)
+            continue;
+        gen_slot(g, (enum gen_slot)i,
+                 mode < 70   ? false
+                 : mode < 92 ? (unsigned)i == bad
+                             : xs_below(2) == 1);
+    }
+}
+
+/* Slot i of g turned into what libcurl calls the same origin part, or nearly: the scheme or
+ * one host letter in uppercase, the default port made explicit or dropped. */
+static void gen_variant(struct gen_url *g, enum gen_slot i)
+{
+    bool https = strncasecmp(g->slot[GEN_SCHEME], "https", 5) == 0;
+    if (i == GEN_SCHEME) {
+        g->slot[i] =
+            https ? (xs_below(2) ? "HTTPS://" : "hTTps://") : (xs_below(2) ? "HTTP://" : "Http://");
+    } else if (i == GEN_HOST) {
+        snprintf(g->host, sizeof(g->host), "%s", g->slot[GEN_HOST]);
+        size_t n = strlen(g->host);
+        if (n > 0) {
+            size_t k = xs_below((unsigned)n);
+            if (g->host[k] >= 'a' && g->host[k] <= 'z')
+                g->host[k] = (char)(g->host[k] - 'a' + 'A');
+        }
+        g->slot[i] = g->host;
+    } else if (i == GEN_PORT) {
+        g->slot[i] = g->slot[i][0] ? "" : https ? ":443" : ":80";
+    } else {
+        gen_slot(g, i, false);
+    }
+}
+
+static void gen_string(const struct gen_url *g, char *out, size_t n)
+{
+    snprintf(out, n, "%s%s%s%s%s%s", g->slot[GEN_SCHEME], g->slot[GEN_USER], g->slot[GEN_HOST],
+             g->slot[GEN_PORT], g->slot[GEN_PATH], g->slot[GEN_QUERY]);
+}
+
+static bool gate_closed(void *ctx, const struct http_request *req, char *why, size_t whylen)
+{
+    (void)ctx;
+    (void)req;
+    snprintf(why, whylen, "test: closed");
+    return false;
+}
+
+/*
+ * http_same_origin, http_resolve_url and http_request's origin check answer plain URLs
+ * without libcurl's parser: over thousands of generated URLs and references near and far
+ * from plain, they must answer exactly as libcurl does - and the fast path must have
+ * answered a good share of them, or this proves nothing.
+ */
+static void test_http_url_fast_paths_agree_with_curl(void **state)
+{
+    (void)state;
+    /* what plain means, on the bot's own URLs and the first edges next to them */
+    static const struct {
+        const char *url;
+        bool plain;
+    } shapes[] = {
+        {"http://127.0.0.1:8080/erp/invoice/new?x=1", true},
+        {"https://erp.example", true},
+        {"http://h?x=1&y=a:b", true},
+        {"http://H/", false},
+        {"HTTP://h/", false},
+        {"http://127.1/", false},
+        {"http://h:080/", false},
+        {"http://h:65536/", false},
+        {"http://h/./x", false},
+        {"http://h/x?", false},
+        {"http://h/x#f", false},
+        {"http://u@h/", false},
+    };
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+        if (http_url_is_plain(shapes[i].url) != shapes[i].plain)
+            fail_msg("%s: plain is not %d", shapes[i].url, shapes[i].plain);
+
+    enum { N_CASES = 6000 };
+    static const char *const origins[] = {
+        "http://127.0.0.1:8080/erp/", "http://h/",      "https://h:443",
+        "http://ERP.example:80/",     "https://[::1]/", "http://h:8080",
+    };
+    enum { N_ORIGINS = sizeof(origins) / sizeof(origins[0]) };
+    struct http_session *sessions[N_ORIGINS];
+    for (size_t i = 0; i < N_ORIGINS; i++) {
+        struct http_options o = default_options(origins[i]);
+        char err[APBOT_ERR_LEN] = "";
+        assert_int_equal(http_session_new(&o, &sessions[i], err, sizeof(err)), APBOT_OK);
+        http_set_gate(sessions[i], gate_closed, NULL);
+    }
+    unsigned same_fast = 0, same_fast_true = 0, same_curl = 0, res_fast = 0, res_curl = 0;
+    unsigned req_fast = 0, req_curl = 0, checks = 0;
+    for (unsigned c = 0; c < N_CASES; c++) {
+        struct gen_url g1, g2;
+        char a[512], b[512], ref[512], probe[600];
+        gen_new(&g1, false);
+        /* b: a with some slots regenerated or varied, so that many pairs share an origin */
+        g2 = g1;
+        g2.slot[GEN_PATH] = g2.path;
+        for (int i = 0; i < GEN_SLOTS; i++) {
+            unsigned how = xs_below(16);
+            if (how < 4)
+                gen_variant(&g2, (enum gen_slot)i);
+            else if (how < 8)
+                gen_slot(&g2, (enum gen_slot)i, how == 4);
+        }
+        gen_string(&g1, a, sizeof(a));
+        gen_string(&g2, b, sizeof(b));
+
+        /* same origin, both ways */
+        int want = curl_same_origin(a, b) == 1;
+        if (http_same_origin(a, b) != want || http_same_origin(b, a) != want)
+            fail_msg("case %u: same_origin(\"%s\", \"%s\") is not %d", c, a, b, want);
+        bool fast = http_url_is_plain(a) && http_url_is_plain(b);
+        same_fast += fast;
+        same_fast_true += fast && want;
+        same_curl += !fast;
+
+        /* resolve: b absolute (35%), a path reference (50%) or something else */
+        unsigned kind = xs_below(20);
+        if (kind < 7) {
+            snprintf(ref, sizeof(ref), "%s", b);
+        } else if (kind < 17) {
+            struct gen_url gp = {0};
+            gen_new(&gp, true);
+            snprintf(ref, sizeof(ref), "%s%s", gp.slot[GEN_PATH], gp.slot[GEN_QUERY]);
+        } else {
+            struct gen_url gp = {0};
+            gen_new(&gp, true);
+            snprintf(ref, sizeof(ref), "%s%s", gen_pick(gen_other_refs),
+                     xs_below(2) ? gp.slot[GEN_PATH] : "");
+        }
+        const char *base = xs_below(50) ? a : NULL;
+        char *got = http_resolve_url(base, ref), *exp = curl_resolve(base, ref);
+        if ((got == NULL) != (exp == NULL) || (got && strcmp(got, exp) != 0))
+            fail_msg("case %u: resolve(\"%s\", \"%s\") = \"%s\", libcurl says \"%s\"", c,
+                     base ? base : "NULL", ref, got ? got : "NULL", exp ? exp : "NULL");
+        free(got);
+        free(exp);
+        snprintf(probe, sizeof(probe), "http://h%s", ref);
+        fast = http_url_is_plain(base) &&
+               (http_url_is_plain(ref) ||
+                (ref[0] == '/' && ref[1] != '/' && http_url_is_plain(probe)));
+        res_fast += fast;
+        res_curl += !fast;
+
+        /* the request's origin check, on a session that refuses to send anything */
+        const char *const urls[] = {a, b, ref};
+        for (size_t k = 0; k < 3; k++) {
+            size_t o = (c + k) % N_ORIGINS;
+            int cw = curl_same_origin(urls[k], origins[o]);
+            int rc_want = cw < 0 ? APBOT_E_INVAL : cw ? APBOT_OK : APBOT_E_ORIGIN;
+            struct http_response r;
+            const struct http_request req = {.method = "GET", .url = urls[k]};
+            int rc = http_request(sessions[o], &req, &r);
+            if (rc != rc_want)
+                fail_msg("case %u: request \"%s\" on %s: %d, libcurl says %d", c, urls[k],
+                         origins[o], rc, rc_want);
+            if (rc == APBOT_OK) {
+                assert_int_equal(r.transport, HTTP_NOT_SENT);
+                http_response_done(&r);
+            }
+            bool plain = http_url_is_plain(urls[k]) && !strchr(origins[o], '[');
+            req_fast += plain;
+            req_curl += !plain;
+        }
+        checks += 2 + 1 + 3;
+    }
+    print_message("%d cases, %u checks: same_origin fast %u (%u same) / libcurl %u; resolve "
+                  "fast %u / libcurl %u; request fast %u / libcurl %u\n",
+                  N_CASES, checks, same_fast, same_fast_true, same_curl, res_fast, res_curl,
+                  req_fast, req_curl);
+    /* both paths well exercised, and the fast one answering true and false */
+    assert_true(same_fast > N_CASES / 4 && same_curl > N_CASES / 10);
+    assert_true(same_fast_true > N_CASES / 20 && same_fast - same_fast_true > N_CASES / 20);
+    assert_true(res_fast > N_CASES / 4 && res_curl > N_CASES / 10);
+    assert_true(req_fast > N_CASES / 4 && req_curl > N_CASES / 10);
+    for (size_t i = 0; i < N_ORIGINS; i++)
+        http_session_free(sessions[i]);
+}
+
 int main(void)
 {
     /* the test talks to 127.0.0.1 only: no proxy from the environment in between */
@@ -1398,6 +1743,7 @@ int main(void)
         cmocka_unit_test(test_http_redirect_decide_table),
         cmocka_unit_test(test_http_bad_arguments),
         cmocka_unit_test(test_http_resolve_and_escape),
+        cmocka_unit_test(test_http_url_fast_paths_agree_with_curl),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     http_global_cleanup();

@@ -156,6 +156,11 @@ char *http_escape(const char *s);
 /* True when a and b are absolute http(s) URLs of one origin: same scheme, host (any case)
  * and port (the scheme's default when absent), neither with user:pass@. Pure. */
 bool http_same_origin(const char *a, const char *b);
+/* For tests: true when url is "plain" (bot/http.c, struct http_plain), a shape that
+ * http_same_origin, http_request and http_resolve_url answer without libcurl's URL parser.
+ * Against a plain base, http_resolve_url also resolves a reference "/p" (not "//...")
+ * without it when "http://h" followed by "/p" is plain. Pure. */
+bool http_url_is_plain(const char *url);
 /* What to do with an answer of `status` whose Location, resolved, is `location` (NULL when
  * absent or unresolvable), for a session on `origin`. 300, 304 and other 3xx without a
  * Location are no redirects. Pure. */
