@@ -56,6 +56,8 @@ run_one() {
 
 # strace -c's table: % time, seconds, usecs/call, calls, [errors,] syscall
 calls() { awk -v s="$1" '$NF == s { n = $4 } END { print n + 0 }' "$work/strace.txt"; }
+# The binary's last three path parts (BENCH_BEFORE is often another checkout's build/apbot).
+label() { awk -F/ '{ n = NF; print (n >= 3 ? $(n - 2) "/" : "") (n >= 2 ? $(n - 1) "/" : "") $n }' <<<"$1"; }
 per() { awk -v a="$1" -v n="$2" 'BEGIN { printf "%.1f", (n > 0 ? a / n : 0) }'; }
 
 printf '%-28s %5s %12s %9s %9s %7s %7s %7s %7s %7s\n' "apbot" "done" "instr/inv" "sysc/inv" \
@@ -67,7 +69,7 @@ for apbot in "$@"; do
         awk '/PROGRAM TOTALS/ { gsub(",", "", $1); n = $1 } END { print n + 0 }')
     run_one "$apbot" strace -f -c -o "$work/strace.txt"
     printf '%-28s %5s %12s %9s %9s %7s %7s %7s %7s %7s\n' \
-        "$(basename "$(dirname "$apbot")")/$(basename "$apbot")" "$done_cg" \
+        "$(label "$apbot")" "$done_cg" \
         "$(awk -v a="$ir" -v n="$done_cg" 'BEGIN { printf "%.0f", (n > 0 ? a / n : 0) }')" \
         "$(per "$(calls total)" "$done")" "$(per "$(calls fdatasync)" "$done")" \
         "$(per "$(calls pwrite64)" "$done")" "$(per "$(calls pread64)" "$done")" \
