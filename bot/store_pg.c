@@ -6,8 +6,9 @@
  * updates the row and appends its event; events and evidence are append-only (a trigger
  * refuses UPDATE, DELETE and TRUNCATE); one document belongs to one item, checked in the
  * transaction that sets it under an advisory lock on the document, so two hosts cannot
- * both take it. Transactions run READ COMMITTED with synchronous_commit on (an intent to
- * post is on disk before the form goes out); a claim picks its row with FOR UPDATE SKIP
+ * both take it. Transactions run READ COMMITTED with synchronous_commit on, but for the
+ * handle's deferred and lazy writes (off; store_sync then flushes the server's WAL: an intent
+ * to post is on disk before the form goes out); a claim picks its row with FOR UPDATE SKIP
  * LOCKED, so hosts never wait for each other's claims and never take the same item. A lock
  * timeout, a serialization failure or a deadlock is "busy": the whole transaction is retried
  * (bounded, store_run_write). A lost connection is never retried: the handle is dead, the
@@ -281,6 +282,7 @@ struct pg {
     /* the current write transaction */
     const struct apbot_now *caller_now; /* what the caller passed (trusted in tests) */
     struct apbot_now txnow;             /* the clock every stamp of it uses */
+    bool unsynced; /* a STORE_DEFERRED commit is not known to be flushed (pg_sync) */
 };
 #define PG(st) ((struct pg *)(st))
 
@@ -687,9 +689,13 @@ static int pg_tx_begin(struct store *st, char *err, size_t errlen)
 {
     struct pg *h = PG(st);
     int rc = APBOT_OK;
-    PGresult *res =
-        pg_exec(h, st->in_batch ? "SAVEPOINT store_op; " CLOCK_QUERY : "BEGIN; " CLOCK_QUERY, &rc,
-                err, errlen, "beginning a transaction");
+    /* A deferred or lazy write commits without waiting for the server's WAL flush
+     * (store_set_durability; pg_sync flushes). A batch commits synchronously. */
+    const char *begin = st->in_batch ? "SAVEPOINT store_op; " CLOCK_QUERY
+                        : st->durability != STORE_SYNC
+                            ? "BEGIN; SET LOCAL synchronous_commit = off; " CLOCK_QUERY
+                            : "BEGIN; " CLOCK_QUERY;
+    PGresult *res = pg_exec(h, begin, &rc, err, errlen, "beginning a transaction");
     if (!res) {
         if (!h->dead && !st->in_batch)
             (void)pg_exec_ok(h, "ROLLBACK", NULL, 0, "rollback");
@@ -715,6 +721,8 @@ static int pg_tx_end(struct store *st, int r, char *err, size_t errlen)
             /* COMMIT of a transaction that failed answers ROLLBACK: nothing was written. */
             if (!st->in_batch && strcmp(PQcmdStatus(res), "COMMIT") != 0)
                 r = apbot_fail(err, errlen, APBOT_E_DB, "store: the transaction was rolled back");
+            else if (!st->in_batch && st->durability == STORE_DEFERRED)
+                h->unsynced = true;
             PQclear(res);
             return r;
         }
@@ -1609,13 +1617,32 @@ static int pg_schema_version(struct store *st, int *ret_version, char *err, size
     return APBOT_OK;
 }
 
-/* Every PostgreSQL commit returns once durable (synchronous_commit as the server has it):
- * nothing is deferred. */
+/* Deferred and lazy writes commit with synchronous_commit off: committed, seen by everyone,
+ * kept if this process dies, but on the server's disk only once its WAL is flushed past them.
+ * A synchronous commit flushes the WAL up to its own commit record, and so every commit before
+ * it (of any session: the WAL is one sequence), but only when the transaction wrote WAL before
+ * its commit record: a transaction that only takes an xid (txid_current()) commits without a
+ * flush. A transactional logical message is such a write, takes no lock (several hosts sync
+ * at once) and leaves no row behind. Whether a synchronous write came in between is not
+ * tracked: the flush runs whenever a deferred write is pending. */
 static int pg_sync(struct store *st, char *err, size_t errlen)
 {
-    (void)st;
-    (void)err;
-    (void)errlen;
+    struct pg *h = PG(st);
+    if (!h->unsynced)
+        return APBOT_OK;
+    if (h->dead)
+        return pg_dead(err, errlen);
+    if (st->in_batch)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store_sync: inside a batch");
+    int rc = pg_exec_ok(h, "BEGIN; SELECT pg_logical_emit_message(true, 'apbot', 'sync'); COMMIT",
+                        err, errlen, "flushing the server's log");
+    if (rc != APBOT_OK) {
+        if (!h->dead)
+            (void)pg_exec_ok(h, "ROLLBACK", NULL, 0, "rollback");
+        return rc;
+    }
+    h->unsynced = false;
+    h->base.syncs++;
     return APBOT_OK;
 }
 

@@ -327,8 +327,9 @@ int64_t store_busy_retried(const struct store *st);
  *                   writes, never a write without the ones before it);
  *   STORE_LAZY      as deferred, but store_sync does not wait for it: it reaches the disk
  *                   with the next sync of anything. For records that are no state change.
- * Batches (store_begin) commit synchronously whatever is set; PostgreSQL commits every write
- * synchronously (store_sync has nothing to do there). Returns the previous setting. The
+ * Batches (store_begin) commit synchronously whatever is set. PostgreSQL commits deferred and
+ * lazy writes with synchronous_commit off, and store_sync flushes the server's WAL past them
+ * (one small synchronous transaction, counted in store_syncs). Returns the previous setting. The
  * runner defers its writes and syncs before each request it sends to the ERP, so that
  * nothing reaches the ERP while a state change before it is not on disk.
  */

@@ -106,6 +106,9 @@ as_pg "$bindir/initdb" -D "$dir/data" -U apbot -A trust -E UTF8 --locale=C -N \
     if [ "$durable" = no ]; then
         echo "fsync = off"
         echo "full_page_writes = off"
+        # An asynchronous commit waits for the WAL writer (or for store_sync): tests can see
+        # store_sync flush it (test_store_durability).
+        echo "wal_writer_delay = 10s"
     fi
 } >>"$dir/data/postgresql.conf"
 # The superuser logs in without a password; $pwuser only with one.
