@@ -36,7 +36,7 @@ origins() {
     ublin) printf '%s\n' tests/data/einvoices/ubl ;;
     ciiin) printf '%s\n' tests/data/einvoices/cii tests/data/einvoices/facturx/*.xml ;;
     flow) printf '%s\n' flows/*.xml tests/data/flows tests/data/pages/*.xml ;;
-    page) printf '%s\n' tests/data/pages/*.html ;;
+    page | page_fast) printf '%s\n' tests/data/pages/*.html ;;
     esac
 }
 nice_n=${FUZZ_NICE:-10}
@@ -55,9 +55,11 @@ for n in "${names[@]}"; do
     mkdir -p "$work" "$findings" "$(dirname "$log")"
     args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=30 -rss_limit_mb=2048
           -artifact_prefix="$findings/")
-    [ -f "$here/$n.dict" ] && args+=(-dict="$here/$n.dict")
+    kin=$n # page_fast reads pages: page's dictionary and seeds
+    [ "$n" = page_fast ] && kin=page
+    [ -f "$here/$kin.dict" ] && args+=(-dict="$here/$kin.dict")
     seeds=()
-    [ -d "$here/corpus/$n" ] && seeds+=("$here/corpus/$n")
+    [ -d "$here/corpus/$kin" ] && seeds+=("$here/corpus/$kin")
     links="$build/fuzz-seeds/$n"
     rm -rf "$links"
     mkdir -p "$links"

@@ -1,0 +1,809 @@
+/*
+ * page_fast.c - the tree libxml2's HTML parser builds, for plain HTML, at a third of its cost.
+ *
+ * Callgrind put libxml2's HTML parser at ~45% of the bot's instructions per invoice: it reads
+ * a page character by character through several layers (xmlNextChar, the auto-close and
+ * implied-element checks, SAX2 callbacks), some 375 instructions per byte. Most ERP pages
+ * are plain: every element closed in order, quoted attributes, a few entities. For those,
+ * this file builds the same tree directly with libxml2's tree API, and for anything else it
+ * answers NULL and page.c runs libxml2 as before. Pages are untrusted, so the rule is the
+ * one of the URL fast paths (http.c): the fast path answers only for a shape whose tree it
+ * provably builds as libxml2 2.9 does (HTMLparser.c and SAX2.c read for it), and test_page_fast
+ * checks that claim node by node against libxml2 itself on the simulator's pages, the
+ * fixtures and thousands of generated pages, and that it declines what it should.
+ *
+ * The subset, and what libxml2 does there that made it so (anything else: NULL):
+ * - the body is UTF-8 of tab, newline and printable characters only (no CR: libxml2 folds
+ *   CR LF; no control bytes, no byte order mark, no invalid sequence: libxml2 would switch to
+ *   Latin-1); a <meta> that names a charset names UTF-8 (another one re-decodes the page);
+ * - blanks, comments and one DOCTYPE before <html>, comments after </html>; <html> holds an
+ *   optional <head> and one <body>, each opened explicitly (libxml2 implies html, head, body
+ *   and p elements, which we decline instead of imitating), text outside the body is blank
+ *   (under 1000 bytes: libxml2 decides blankness per 1000-byte chunk), no element follows
+ *   </body>;
+ * - element names are HTML 4 names (htmlTagLookup) of letters and digits, attribute names of
+ *   letters, digits, '_', '.', '-' (both lowered, as libxml2 does); void elements (the
+ *   table's "empty") and "/>" close at once; an end tag closes the innermost open element and
+ *   nothing else; a start tag never auto-closes the open element (asked of libxml2 itself,
+ *   see pf_closes); script and style hold raw text up to their end tag (a CDATA node);
+ * - references: a known entity with ';' and a well-formed character reference are decoded;
+ *   any other '&' is text as written (what libxml2 makes of it too), except where libxml2
+ *   would read on (a name going on in non-ASCII, a malformed character reference);
+ * - a duplicate attribute is dropped, a value-less boolean attribute takes its name as
+ *   value (both as xmlSAX2 does); ids are registered by xmlNewProp as xmlSAX2 registers them.
+ * Every loop runs over the body once; the open elements are bounded (PF_MAX_DEPTH).
+ */
+#include "page-int.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/HTMLtree.h>
+#include <libxml/encoding.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/uri.h>
+
+#define PF_MAX_DEPTH 128    /* deeper: libxml2 (which stops at 256) */
+#define PF_NAME_MAX 16      /* longest element name taken (HTML 4's longest is 10) */
+#define PF_ATTR_NAME_MAX 64 /* longest attribute name taken (libxml2 cuts at 100) */
+#define PF_BLANK_CHUNK 1000 /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
+#define PF_PROBES 128       /* element names whose nesting in themselves was asked */
+
+#define PF_FAIL (-1)
+
+struct pf {
+    const unsigned char *s; /* where parsing stands */
+    const unsigned char *end;
+    htmlDocPtr doc;
+    xmlNodePtr open[PF_MAX_DEPTH];          /* open elements, outermost first */
+    const htmlElemDesc *tags[PF_MAX_DEPTH]; /* and what they are */
+    int depth;
+    bool seen_html, seen_head, seen_body, seen_encoding;
+    unsigned char *buf; /* scratch for decoded text and values: never longer than the body */
+};
+
+static bool pf_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r'; /* IS_BLANK_CH */
+}
+
+static bool pf_alpha(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static bool pf_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static unsigned char pf_lower(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 0x20) : c;
+}
+
+static void *pf_check(void *p)
+{
+    if (!p)
+        abort(); /* libxml2's tree calls fail only on out-of-memory (mem.h's policy) */
+    return p;
+}
+
+/* The whole body is UTF-8 of the characters libxml2 reads without a remark. */
+static bool pf_valid(const unsigned char *s, size_t n)
+{
+    if (n >= 3 && s[0] == 0xEF && s[1] == 0xBB && s[2] == 0xBF)
+        return false; /* a byte order mark: libxml2 skips it */
+    size_t i = 0;
+    while (i < n) {
+        if (n - i >= 8) {
+            /* Eight printable ASCII bytes at once: no byte below 0x20 nor above 0x7E. */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+            if (!((((w - ones * 0x20) & ~w) | ((w + ones * (127 - 0x7E)) | w)) & highs)) {
+                i += 8;
+                continue;
+            } /* else some byte needs a look of its own */
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c < 0x20 ? c != '\t' && c != '\n' : c == 0x7F)
+                return false;
+            i++;
+            continue;
+        }
+        unsigned cp;
+        size_t k;
+        if (c >= 0xC2 && c <= 0xDF) {
+            cp = c & 0x1Fu;
+            k = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            cp = c & 0x0Fu;
+            k = 2;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            cp = c & 0x07u;
+            k = 3;
+        } else {
+            return false;
+        }
+        if (n - i <= k)
+            return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + j] & 0x3Fu);
+        }
+        bool shortest = (k == 1 && cp >= 0x80) || (k == 2 && cp >= 0x800) ||
+                        (k == 3 && cp >= 0x10000 && cp <= 0x10FFFF);
+        if (!shortest || cp < 0xA0 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE ||
+            cp == 0xFFFF)
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static size_t pf_utf8(unsigned cp, unsigned char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (cp >> 6));
+        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (cp >> 12));
+        out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (cp >> 18));
+    out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* XML's Char production (IS_CHAR). */
+static bool pf_is_char(unsigned cp)
+{
+    return cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+           (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+}
+
+/*
+ * A reference at s ('&'): writes what it stands for to out and returns the bytes it takes;
+ * 0 when the '&' is plain text (libxml2 then gives back exactly the characters it read);
+ * PF_FAIL where libxml2 would read it in a way this file does not imitate.
+ */
+static int pf_ref(const unsigned char *s, const unsigned char *end, unsigned char *out,
+                  size_t *out_len)
+{
+    const unsigned char *q = s + 1;
+    if (q < end && *q == '#') {
+        unsigned cp = 0;
+        int digits = 0;
+        q++;
+        if (q < end && (*q == 'x' || *q == 'X')) {
+            for (q++; q < end && digits < 6; q++, digits++) {
+                unsigned char c = *q;
+                if (pf_digit(c))
+                    cp = cp * 16 + (unsigned)(c - '0');
+                else if (c >= 'a' && c <= 'f')
+                    cp = cp * 16 + (unsigned)(c - 'a' + 10);
+                else if (c >= 'A' && c <= 'F')
+                    cp = cp * 16 + (unsigned)(c - 'A' + 10);
+                else
+                    break;
+            }
+        } else {
+            for (; q < end && digits < 7 && pf_digit(*q); q++, digits++)
+                cp = cp * 10 + (unsigned)(*q - '0');
+        }
+        if (digits == 0 || q >= end || *q != ';' || cp == 0 || !pf_is_char(cp))
+            return PF_FAIL; /* libxml2 stops short, drops it or writes a NUL */
+        *out_len = pf_utf8(cp, out);
+        return (int)(q + 1 - s);
+    }
+    if (q >= end || *q >= 0x80)
+        return q >= end ? 0 : PF_FAIL; /* a name may begin with a non-ASCII letter */
+    if (!pf_alpha(*q) && *q != '_' && *q != ':')
+        return 0; /* no name: the '&' alone */
+    const unsigned char *name = q;
+    while (q < end &&
+           (pf_alpha(*q) || pf_digit(*q) || *q == '_' || *q == ':' || *q == '.' || *q == '-'))
+        q++;
+    if (q < end && *q >= 0x80)
+        return PF_FAIL; /* the name may go on */
+    if (q >= end || *q != ';' || q - name > 31)
+        return 0; /* "&name" as written: no entity, or no ';' */
+    char key[32];
+    memcpy(key, name, (size_t)(q - name));
+    key[q - name] = '\0';
+    const htmlEntityDesc *ent = htmlEntityLookup(BAD_CAST key);
+    if (!ent || ent->value == 0)
+        return 0;
+    *out_len = pf_utf8(ent->value, out);
+    return (int)(q + 1 - s);
+}
+
+/* ---- does a start tag close the open element? asked of libxml2 ---- */
+
+static pthread_mutex_t pf_probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    const htmlElemDesc *tag;
+    bool closes;
+} pf_probe[PF_PROBES];
+static int pf_probe_n;
+
+static xmlNodePtr pf_first_element(xmlNodePtr n)
+{
+    xmlNodePtr c = n ? n->children : NULL;
+    while (c && c->type != XML_ELEMENT_NODE)
+        c = c->next;
+    return c;
+}
+
+static bool pf_named(xmlNodePtr n, const char *name)
+{
+    return n && xmlStrEqual(n->name, BAD_CAST name);
+}
+
+/* Whether <name> directly in an open <name> closes it: parsed by libxml2 once per name. */
+static bool pf_closes_itself(const htmlElemDesc *tag)
+{
+    bool closes = true, found = false;
+    pthread_mutex_lock(&pf_probe_lock);
+    for (int i = 0; i < pf_probe_n; i++) {
+        if (pf_probe[i].tag == tag) {
+            closes = pf_probe[i].closes;
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pf_probe_lock);
+    if (found)
+        return closes;
+
+    char src[160];
+    int n = snprintf(src, sizeof(src), "<html><body><%s><%s></%s></%s></body></html>", tag->name,
+                     tag->name, tag->name, tag->name);
+    htmlDocPtr d = htmlReadMemory(src, n, NULL, NULL, PAGE_HTML_OPTIONS);
+    xmlNodePtr body = pf_first_element(d ? xmlDocGetRootElement(d) : NULL);
+    xmlNodePtr outer = pf_named(body, "body") ? pf_first_element(body) : NULL;
+    xmlNodePtr inner = pf_named(outer, tag->name) ? pf_first_element(outer) : NULL;
+    closes = !pf_named(inner, tag->name);
+    if (d)
+        xmlFreeDoc(d);
+
+    pthread_mutex_lock(&pf_probe_lock);
+    if (pf_probe_n < PF_PROBES) {
+        pf_probe[pf_probe_n].tag = tag;
+        pf_probe[pf_probe_n].closes = closes;
+        pf_probe_n++;
+    }
+    pthread_mutex_unlock(&pf_probe_lock);
+    return closes;
+}
+
+/* htmlCheckAutoClose(name, open): for two names, htmlAutoCloseTag asks exactly that of an
+ * element without children; for one name it answers 0 unasked, so that is probed. The
+ * answers depend on the two names only: each thread keeps the last ones it was given. */
+#define PF_CACHE 256 /* per thread, a power of two */
+
+static _Thread_local struct {
+    const htmlElemDesc *tag, *open;
+    bool closes;
+} pf_close_cache[PF_CACHE];
+
+static bool pf_closes(const htmlElemDesc *tag, const htmlElemDesc *open)
+{
+    size_t h = (((uintptr_t)tag >> 4) * 31u + ((uintptr_t)open >> 4)) & (PF_CACHE - 1);
+    if (pf_close_cache[h].tag == tag && pf_close_cache[h].open == open)
+        return pf_close_cache[h].closes;
+    bool closes;
+    if (tag == open) {
+        closes = pf_closes_itself(tag);
+    } else {
+        xmlNode probe;
+        memset(&probe, 0, sizeof(probe));
+        probe.type = XML_ELEMENT_NODE;
+        probe.name = BAD_CAST tag->name;
+        closes = htmlAutoCloseTag(NULL, BAD_CAST open->name, &probe) != 0;
+    }
+    pf_close_cache[h].tag = tag;
+    pf_close_cache[h].open = open;
+    pf_close_cache[h].closes = closes;
+    return closes;
+}
+
+/* htmlTagLookup, remembered per thread by name (lower case, at most PF_NAME_MAX bytes). */
+static _Thread_local struct {
+    char name[PF_NAME_MAX + 1];
+    const htmlElemDesc *tag;
+} pf_tag_cache[PF_CACHE];
+
+static const htmlElemDesc *pf_tag(const char *name, size_t n)
+{
+    size_t h = 5381;
+    for (size_t i = 0; i < n; i++)
+        h = h * 33 + (unsigned char)name[i];
+    h &= PF_CACHE - 1;
+    if (pf_tag_cache[h].tag && memcmp(pf_tag_cache[h].name, name, n + 1) == 0)
+        return pf_tag_cache[h].tag;
+    const htmlElemDesc *tag = htmlTagLookup(BAD_CAST name);
+    if (tag) {
+        memcpy(pf_tag_cache[h].name, name, n + 1);
+        pf_tag_cache[h].tag = tag;
+    }
+    return tag;
+}
+
+/* ---- the parts of a page ---- */
+
+static xmlNodePtr pf_top(const struct pf *p)
+{
+    return p->depth ? p->open[p->depth - 1] : NULL;
+}
+
+static bool pf_top_is(const struct pf *p, const char *name)
+{
+    xmlNodePtr t = pf_top(p);
+    return t && strcmp((const char *)t->name, name) == 0;
+}
+
+static void pf_add(struct pf *p, xmlNodePtr node)
+{
+    xmlNodePtr parent = pf_top(p);
+    (void)xmlAddChild(parent ? parent : (xmlNodePtr)p->doc, node);
+}
+
+/* Character data up to the next '<'. Outside any element, in <html> and in <head> libxml2
+ * keeps it only if blank (else it implies a <p>); outside any element it drops it. */
+static int pf_text(struct pf *p)
+{
+    bool outer = p->depth == 0 || pf_top_is(p, "html") || pf_top_is(p, "head");
+    size_t n = 0;
+    while (p->s < p->end && *p->s != '<') {
+        if (*p->s == '&') {
+            size_t k = 0;
+            int used = outer ? PF_FAIL : pf_ref(p->s, p->end, p->buf + n, &k);
+            if (used < 0)
+                return PF_FAIL;
+            if (used > 0) {
+                p->s += used;
+                n += k;
+                continue;
+            }
+        } else if (outer && !pf_blank(*p->s)) {
+            return PF_FAIL;
+        }
+        p->buf[n++] = *p->s++;
+    }
+    if (outer && n >= PF_BLANK_CHUNK)
+        return PF_FAIL;
+    if (n > 0 && p->depth > 0)
+        pf_add(p, pf_check(xmlNewDocTextLen(p->doc, p->buf, (int)n)));
+    return 0;
+}
+
+/* <!-- ... -->: the first "-->" from the fifth character on closes it ("--!>" too, which
+ * libxml2 reports: declined). */
+static int pf_comment(struct pf *p)
+{
+    const unsigned char *from = p->s + 4, *q = from;
+    for (;; q++) {
+        if (p->end - q < 3)
+            return PF_FAIL;
+        if (q[0] == '-' && q[1] == '-') {
+            if (q[2] == '>')
+                break;
+            if (q[2] == '!' && p->end - q >= 4 && q[3] == '>')
+                return PF_FAIL;
+        }
+    }
+    size_t n = (size_t)(q - from);
+    memcpy(p->buf, from, n);
+    p->buf[n] = '\0';
+    pf_add(p, pf_check(xmlNewDocComment(p->doc, p->buf)));
+    p->s = q + 3;
+    return 0;
+}
+
+static bool pf_at(const struct pf *p, const char *what)
+{
+    size_t n = strlen(what);
+    return (size_t)(p->end - p->s) >= n && memcmp(p->s, what, n) == 0;
+}
+
+static bool pf_at_doctype(const struct pf *p)
+{
+    return p->end - p->s >= 9 && p->s[0] == '<' && p->s[1] == '!' &&
+           strncasecmp((const char *)p->s + 2, "DOCTYPE", 7) == 0;
+}
+
+static void pf_skip_blanks(struct pf *p)
+{
+    while (p->s < p->end && pf_blank(*p->s))
+        p->s++;
+}
+
+/* A quoted literal of the DOCTYPE into dst (NUL-terminated); pubid: only PubidChars. */
+static int pf_literal(struct pf *p, char *dst, size_t cap, bool pubid)
+{
+    if (p->s >= p->end || (*p->s != '"' && *p->s != '\''))
+        return PF_FAIL;
+    unsigned char quote = *p->s++;
+    size_t n = 0;
+    while (p->s < p->end && *p->s != quote) {
+        unsigned char c = *p->s;
+        if (pubid && !(pf_alpha(c) || pf_digit(c) || c == ' ' || strchr("-'()+,./:=?;!*#@$_%", c)))
+            return PF_FAIL;
+        if (n + 1 >= cap)
+            return PF_FAIL;
+        dst[n++] = (char)c;
+        p->s++;
+    }
+    if (p->s >= p->end)
+        return PF_FAIL;
+    p->s++;
+    dst[n] = '\0';
+    return 0;
+}
+
+/* <!DOCTYPE name [PUBLIC "pubid" ["system"] | SYSTEM "system"]> */
+static int pf_doctype(struct pf *p)
+{
+    char name[32], pub[256], sys[512];
+    bool has_pub = false, has_sys = false;
+    size_t n = 0;
+
+    p->s += 9;
+    pf_skip_blanks(p);
+    if (p->s >= p->end || !(pf_alpha(*p->s) || *p->s == '_' || *p->s == ':'))
+        return PF_FAIL;
+    while (p->s < p->end && (pf_alpha(*p->s) || pf_digit(*p->s) || *p->s == '_' || *p->s == ':' ||
+                             *p->s == '.' || *p->s == '-')) {
+        if (n + 1 >= sizeof(name))
+            return PF_FAIL;
+        name[n++] = (char)*p->s++;
+    }
+    name[n] = '\0';
+    if (p->s >= p->end || !(pf_blank(*p->s) || *p->s == '>'))
+        return PF_FAIL;
+    pf_skip_blanks(p);
+    if (p->end - p->s >= 6 && strncasecmp((const char *)p->s, "PUBLIC", 6) == 0) {
+        p->s += 6;
+        if (p->s >= p->end || !pf_blank(*p->s))
+            return PF_FAIL;
+        pf_skip_blanks(p);
+        if (pf_literal(p, pub, sizeof(pub), true) < 0)
+            return PF_FAIL;
+        has_pub = true;
+        pf_skip_blanks(p);
+        if (p->s < p->end && (*p->s == '"' || *p->s == '\'')) {
+            if (pf_literal(p, sys, sizeof(sys), false) < 0)
+                return PF_FAIL;
+            has_sys = true;
+        }
+    } else if (p->end - p->s >= 6 && strncasecmp((const char *)p->s, "SYSTEM", 6) == 0) {
+        p->s += 6;
+        if (p->s >= p->end || !pf_blank(*p->s))
+            return PF_FAIL;
+        pf_skip_blanks(p);
+        if (pf_literal(p, sys, sizeof(sys), false) < 0)
+            return PF_FAIL;
+        has_sys = true;
+    }
+    pf_skip_blanks(p);
+    if (p->s >= p->end || *p->s != '>')
+        return PF_FAIL;
+    p->s++;
+    (void)pf_check(xmlCreateIntSubset(p->doc, BAD_CAST name, has_pub ? BAD_CAST pub : NULL,
+                                      has_sys ? BAD_CAST sys : NULL));
+    return 0;
+}
+
+/* A charset named by a <meta> (htmlCheckEncodingDirect): the first one is the page's. */
+static int pf_encoding(struct pf *p, const xmlChar *enc)
+{
+    if (p->seen_encoding || !enc)
+        return 0;
+    while (*enc == ' ' || *enc == '\t')
+        enc++;
+    p->seen_encoding = true;
+    if (xmlParseCharEncoding((const char *)enc) != XML_CHAR_ENCODING_UTF8)
+        return PF_FAIL; /* libxml2 would decode the rest of the page another way */
+    p->doc->encoding = pf_check(xmlStrdup(enc));
+    return 0;
+}
+
+/* htmlCheckMeta's reading of a <meta>'s http-equiv, charset and content, in order. */
+static int pf_meta(struct pf *p, xmlNodePtr meta, const bool *valued)
+{
+    bool http = false;
+    const xmlChar *content = NULL;
+    int i = 0;
+    for (xmlAttrPtr a = meta->properties; a; a = a->next, i++) {
+        if (!valued[i])
+            continue;
+        const xmlChar *value = a->children ? a->children->content : BAD_CAST "";
+        if (xmlStrcasecmp(a->name, BAD_CAST "http-equiv") == 0 &&
+            xmlStrcasecmp(value, BAD_CAST "Content-Type") == 0)
+            http = true;
+        else if (xmlStrcasecmp(a->name, BAD_CAST "charset") == 0) {
+            if (pf_encoding(p, value) < 0)
+                return PF_FAIL;
+        } else if (xmlStrcasecmp(a->name, BAD_CAST "content") == 0)
+            content = value;
+    }
+    if (!http || !content)
+        return 0;
+    const xmlChar *enc = xmlStrcasestr(content, BAD_CAST "charset");
+    if (enc) {
+        enc += 7;
+        if (pf_blank(*enc))
+            enc = xmlStrcasestr(content, BAD_CAST "=");
+    }
+    if (enc && *enc == '=')
+        return pf_encoding(p, enc + 1);
+    return 0;
+}
+
+/* An attribute value at p->s, decoded into p->buf (NUL-terminated). */
+static int pf_value(struct pf *p)
+{
+    unsigned char quote = 0;
+    size_t n = 0;
+    if (p->s < p->end && (*p->s == '"' || *p->s == '\''))
+        quote = *p->s++;
+    while (p->s < p->end) {
+        unsigned char c = *p->s;
+        if (quote ? c == quote : (c == '>' || pf_blank(c)))
+            break;
+        if (c == '&') {
+            size_t k = 0;
+            int used = pf_ref(p->s, p->end, p->buf + n, &k);
+            if (used < 0)
+                return PF_FAIL;
+            if (used > 0) {
+                p->s += used;
+                n += k;
+                continue;
+            }
+        }
+        p->buf[n++] = c;
+        p->s++;
+    }
+    if (quote) {
+        if (p->s >= p->end)
+            return PF_FAIL; /* unterminated */
+        p->s++;
+    }
+    p->buf[n] = '\0';
+    return 0;
+}
+
+#define PF_ATTRS_MAX 64
+
+/* The attributes of el, up to '>' or "/>" (left at p->s). */
+static int pf_attributes(struct pf *p, xmlNodePtr el, bool meta)
+{
+    bool valued[PF_ATTRS_MAX];
+    int count = 0;
+    for (;;) {
+        pf_skip_blanks(p);
+        if (p->s >= p->end)
+            return PF_FAIL;
+        if (*p->s == '>' || (*p->s == '/' && p->end - p->s >= 2 && p->s[1] == '>'))
+            break;
+        if (!pf_alpha(*p->s) && *p->s != '_')
+            return PF_FAIL; /* libxml2 skips a bogus attribute */
+        char name[PF_ATTR_NAME_MAX + 1];
+        size_t n = 0;
+        while (p->s < p->end && (pf_alpha(*p->s) || pf_digit(*p->s) || *p->s == '_' ||
+                                 *p->s == '.' || *p->s == '-')) {
+            if (n == PF_ATTR_NAME_MAX)
+                return PF_FAIL;
+            name[n++] = (char)pf_lower(*p->s++);
+        }
+        name[n] = '\0';
+        if (p->s >= p->end || !(pf_blank(*p->s) || *p->s == '=' || *p->s == '>' ||
+                                (*p->s == '/' && p->end - p->s >= 2 && p->s[1] == '>')))
+            return PF_FAIL;
+        pf_skip_blanks(p);
+        bool has_value = false;
+        if (p->s < p->end && *p->s == '=') {
+            p->s++;
+            pf_skip_blanks(p);
+            if (pf_value(p) < 0)
+                return PF_FAIL;
+            has_value = true;
+        }
+        bool dup = false;
+        for (xmlAttrPtr a = el->properties; a && !dup; a = a->next)
+            dup = xmlStrEqual(a->name, BAD_CAST name);
+        if (dup)
+            continue; /* "Attribute redefined": the first one stays */
+        if (count == PF_ATTRS_MAX)
+            return PF_FAIL;
+        const xmlChar *value = has_value ? p->buf : NULL;
+        if (!value && htmlIsBooleanAttr(BAD_CAST name))
+            value = BAD_CAST name;
+        (void)pf_check(xmlNewProp(el, BAD_CAST name, value));
+        valued[count++] = has_value;
+    }
+    return meta ? pf_meta(p, el, valued) : 0;
+}
+
+/* script and style: raw text up to "</name" (any case), which must close the tag there. */
+static int pf_raw(struct pf *p, xmlNodePtr el)
+{
+    const char *name = (const char *)el->name;
+    size_t nl = strlen(name);
+    const unsigned char *from = p->s, *q;
+    for (q = from;; q++) {
+        if ((size_t)(p->end - q) < nl + 3)
+            return PF_FAIL;
+        if (q[0] == '<' && q[1] == '/' && strncasecmp((const char *)q + 2, name, nl) == 0)
+            break;
+    }
+    if (q[2 + nl] != '>')
+        return PF_FAIL;
+    if (q > from && from[0] == '<' &&
+        (from[1] == '/' || pf_alpha(from[1]) || from[1] == '_' || from[1] == ':'))
+        return PF_FAIL; /* libxml2 reads that as a tag before the raw text */
+    if (q > from)
+        (void)xmlAddChild(el, pf_check(xmlNewCDataBlock(p->doc, from, (int)(q - from))));
+    p->s = q + 3 + nl;
+    p->depth--;
+    return 0;
+}
+
+static int pf_start_tag(struct pf *p)
+{
+    char name[PF_NAME_MAX + 1];
+    size_t n = 0;
+    const unsigned char *s = p->s + 1;
+    while (s < p->end && (pf_alpha(*s) || pf_digit(*s))) {
+        if (n == PF_NAME_MAX)
+            return PF_FAIL;
+        name[n++] = (char)pf_lower(*s++);
+    }
+    name[n] = '\0';
+    if (s >= p->end || !(pf_blank(*s) || *s == '>' || *s == '/'))
+        return PF_FAIL;
+    const htmlElemDesc *tag = pf_tag(name, n);
+    if (!tag)
+        return PF_FAIL;
+    if (p->depth && pf_closes(tag, p->tags[p->depth - 1]))
+        return PF_FAIL;
+    if (strcmp(name, "html") == 0) {
+        if (p->depth != 0 || p->seen_html)
+            return PF_FAIL;
+        p->seen_html = true;
+    } else if (strcmp(name, "head") == 0) {
+        if (p->depth != 1 || p->seen_head || p->seen_body)
+            return PF_FAIL;
+        p->seen_head = true;
+    } else if (strcmp(name, "body") == 0) {
+        if (p->depth != 1 || p->seen_body)
+            return PF_FAIL;
+        p->seen_body = true;
+    } else if (p->depth < 2 || strncmp(name, "frame", 5) == 0 || strcmp(name, "noframes") == 0) {
+        return PF_FAIL; /* libxml2 would imply <html>, <head> or <body>, or keep frames */
+    }
+    if (p->depth == PF_MAX_DEPTH)
+        return PF_FAIL;
+
+    xmlNodePtr el = pf_check(xmlNewDocNode(p->doc, NULL, BAD_CAST name, NULL));
+    pf_add(p, el);
+    p->s = s;
+    if (pf_attributes(p, el, strcmp(name, "meta") == 0) < 0)
+        return PF_FAIL;
+    if (*p->s == '/') {
+        p->s += 2; /* "/>" closes any element */
+        return 0;
+    }
+    p->s++;
+    if (tag->empty)
+        return 0;
+    p->tags[p->depth] = tag;
+    p->open[p->depth++] = el;
+    if (strcmp(name, "script") == 0 || strcmp(name, "style") == 0)
+        return pf_raw(p, el);
+    return 0;
+}
+
+static int pf_end_tag(struct pf *p)
+{
+    char name[PF_NAME_MAX + 1];
+    size_t n = 0;
+    const unsigned char *s = p->s + 2;
+    while (s < p->end && (pf_alpha(*s) || pf_digit(*s))) {
+        if (n == PF_NAME_MAX)
+            return PF_FAIL;
+        name[n++] = (char)pf_lower(*s++);
+    }
+    name[n] = '\0';
+    if (n == 0 || s >= p->end || *s != '>' || !pf_top_is(p, name))
+        return PF_FAIL; /* libxml2 would close other elements, or ignore it */
+    p->depth--;
+    p->s = s + 1;
+    return 0;
+}
+
+static int pf_content(struct pf *p)
+{
+    while (p->s < p->end) {
+        int rc;
+        if (*p->s != '<')
+            rc = pf_text(p);
+        else if (pf_at(p, "<!--"))
+            rc = pf_comment(p);
+        else if (p->end - p->s >= 2 && p->s[1] == '/')
+            rc = pf_end_tag(p);
+        else if (p->end - p->s >= 2 && pf_alpha(p->s[1]))
+            rc = pf_start_tag(p);
+        else
+            rc = PF_FAIL; /* a misplaced DOCTYPE, a processing instruction, a lone '<' */
+        if (rc < 0)
+            return PF_FAIL;
+    }
+    return p->depth == 0 && p->seen_html ? 0 : PF_FAIL;
+}
+
+/* What htmlParseDocument reads before the content: blanks, comments, one DOCTYPE. */
+static int pf_prolog(struct pf *p)
+{
+    for (int round = 0; round < 2; round++) {
+        pf_skip_blanks(p);
+        while (pf_at(p, "<!--") || pf_at(p, "<?")) {
+            if (p->s[1] == '?' || pf_comment(p) < 0)
+                return PF_FAIL;
+            pf_skip_blanks(p);
+        }
+        if (round == 0 && pf_at_doctype(p) && pf_doctype(p) < 0)
+            return PF_FAIL;
+    }
+    return 0;
+}
+
+htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
+{
+    if (!body || len == 0 || len > (size_t)1 << 30 || !pf_valid((const unsigned char *)body, len))
+        return NULL;
+
+    struct pf p = {.s = (const unsigned char *)body, .end = (const unsigned char *)body + len};
+    p.doc = pf_check(htmlNewDocNoDtD(NULL, NULL));
+    p.doc->properties = XML_DOC_HTML;
+    /* What htmlCtxtUseOptions keeps of page.c's options (recovery and NONET are not kept). */
+    p.doc->parseFlags = PAGE_HTML_OPTIONS & (HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING);
+    if (url)
+        p.doc->URL = xmlPathToURI(BAD_CAST url);
+    p.buf = pf_check(xmlMalloc(len + 1));
+
+    int rc = pf_prolog(&p);
+    if (rc == 0)
+        rc = pf_content(&p);
+    xmlFree(p.buf);
+    if (rc < 0) {
+        xmlFreeDoc(p.doc);
+        return NULL;
+    }
+    if (!p.doc->intSubset)
+        (void)pf_check(xmlCreateIntSubset(p.doc, BAD_CAST "html",
+                                          BAD_CAST "-//W3C//DTD HTML 4.0 Transitional//EN",
+                                          BAD_CAST "http://www.w3.org/TR/REC-html40/loose.dtd"));
+    return p.doc;
+}
