@@ -4,10 +4,11 @@
  *
  * page_fast.c builds, for the plain HTML most ERP pages are, the very tree libxml2's HTML
  * parser (2.9, with page.c's options) builds for them, in about a third of its instructions:
- * a strict subset of HTML, and NULL for anything outside it, which page.c then gives to
- * libxml2 as before. Both trees are made of libxml2's own nodes, so every query, form and
- * excerpt of page.c reads them the same way. test_page_fast compares the two trees node by
- * node on the simulator's pages, the fixtures and thousands of generated pages.
+ * a strict subset of HTML, and NULL for anything outside it (and for every page when the
+ * running libxml2 is not 2.9), which page.c then gives to libxml2 as before. Both trees are
+ * made of libxml2's own nodes, so every query, form and excerpt of page.c reads them the
+ * same way. test_page_fast compares the two trees node by node on the canned pages,
+ * generated pages and mutations of the canned ones.
  */
 #ifndef APBOT_PAGE_INT_H
 #define APBOT_PAGE_INT_H

@@ -9,8 +9,9 @@
  * answers NULL and page.c runs libxml2 as before. Pages are untrusted, so the rule is the
  * one of the URL fast paths (http.c): the fast path answers only for a shape whose tree it
  * provably builds as libxml2 2.9 does (HTMLparser.c and SAX2.c read for it), and test_page_fast
- * checks that claim node by node against libxml2 itself on the simulator's pages, the
- * fixtures and thousands of generated pages, and that it declines what it should.
+ * checks that claim node by node against libxml2 itself on the canned pages of tests/data,
+ * thousands of generated pages and mutations of the canned ones, and that it declines what
+ * it should (fuzz_page_fast does the same under libFuzzer).
  *
  * The subset, and what libxml2 does there that made it so (anything else: NULL):
  * - the body is UTF-8 of tab, newline and printable characters only (no CR: libxml2 folds
@@ -31,7 +32,8 @@
  *   would read on (a name going on in non-ASCII, a malformed character reference);
  * - a duplicate attribute is dropped, a value-less boolean attribute takes its name as
  *   value (both as xmlSAX2 does); ids are registered by xmlNewProp as xmlSAX2 registers them.
- * Every loop runs over the body once; the open elements are bounded (PF_MAX_DEPTH).
+ * Every loop moves forward through the body (a tag's duplicate check is quadratic in its
+ * attributes, at most PF_ATTRS_MAX); the open elements are bounded (PF_MAX_DEPTH).
  */
 #include "page-int.h"
 
@@ -45,6 +47,7 @@
 
 #include <libxml/HTMLtree.h>
 #include <libxml/encoding.h>
+#include <libxml/globals.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/uri.h>
@@ -52,6 +55,7 @@
 #define PF_MAX_DEPTH 128    /* deeper: libxml2 (which stops at 256) */
 #define PF_NAME_MAX 16      /* longest element name taken (HTML 4's longest is 10) */
 #define PF_ATTR_NAME_MAX 64 /* longest attribute name taken (libxml2 cuts at 100) */
+#define PF_ATTRS_MAX 64     /* attributes of one element taken */
 #define PF_BLANK_CHUNK 1000 /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
 #define PF_PROBES 128       /* element names whose nesting in themselves was asked */
 
@@ -237,6 +241,19 @@ static int pf_ref(const unsigned char *s, const unsigned char *end, unsigned cha
     return (int)(q + 1 - s);
 }
 
+/* The reference at p->s decoded onto p->buf + *n (both advanced): 1; 0 when the '&' is
+ * text; PF_FAIL as pf_ref. */
+static int pf_take_ref(struct pf *p, size_t *n)
+{
+    size_t k = 0;
+    int used = pf_ref(p->s, p->end, p->buf + *n, &k);
+    if (used <= 0)
+        return used;
+    p->s += used;
+    *n += k;
+    return 1;
+}
+
 /* ---- does a start tag close the open element? asked of libxml2 ---- */
 
 static pthread_mutex_t pf_probe_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -376,15 +393,11 @@ static int pf_text(struct pf *p)
     size_t n = 0;
     while (p->s < p->end && *p->s != '<') {
         if (*p->s == '&') {
-            size_t k = 0;
-            int used = outer ? PF_FAIL : pf_ref(p->s, p->end, p->buf + n, &k);
-            if (used < 0)
+            int r = outer ? PF_FAIL : pf_take_ref(p, &n);
+            if (r < 0)
                 return PF_FAIL;
-            if (used > 0) {
-                p->s += used;
-                n += k;
+            if (r > 0)
                 continue;
-            }
         } else if (outer && !pf_blank(*p->s)) {
             return PF_FAIL;
         }
@@ -461,6 +474,16 @@ static int pf_literal(struct pf *p, char *dst, size_t cap, bool pubid)
     return 0;
 }
 
+/* The DOCTYPE's PUBLIC or SYSTEM (any case) and the blanks after it, which must be there. */
+static bool pf_keyword(struct pf *p, const char *word)
+{
+    if (p->end - p->s < 7 || strncasecmp((const char *)p->s, word, 6) != 0 || !pf_blank(p->s[6]))
+        return false;
+    p->s += 6;
+    pf_skip_blanks(p);
+    return true;
+}
+
 /* <!DOCTYPE name [PUBLIC "pubid" ["system"] | SYSTEM "system"]> */
 static int pf_doctype(struct pf *p)
 {
@@ -482,28 +505,19 @@ static int pf_doctype(struct pf *p)
     if (p->s >= p->end || !(pf_blank(*p->s) || *p->s == '>'))
         return PF_FAIL;
     pf_skip_blanks(p);
-    if (p->end - p->s >= 6 && strncasecmp((const char *)p->s, "PUBLIC", 6) == 0) {
-        p->s += 6;
-        if (p->s >= p->end || !pf_blank(*p->s))
-            return PF_FAIL;
-        pf_skip_blanks(p);
-        if (pf_literal(p, pub, sizeof(pub), true) < 0)
-            return PF_FAIL;
-        has_pub = true;
-        pf_skip_blanks(p);
-        if (p->s < p->end && (*p->s == '"' || *p->s == '\'')) {
+    bool public = pf_keyword(p, "PUBLIC");
+    if (public || pf_keyword(p, "SYSTEM")) {
+        if (public) {
+            if (pf_literal(p, pub, sizeof(pub), true) < 0)
+                return PF_FAIL;
+            has_pub = true;
+            pf_skip_blanks(p);
+        }
+        if (!public || (p->s < p->end && (*p->s == '"' || *p->s == '\''))) {
             if (pf_literal(p, sys, sizeof(sys), false) < 0)
                 return PF_FAIL;
             has_sys = true;
         }
-    } else if (p->end - p->s >= 6 && strncasecmp((const char *)p->s, "SYSTEM", 6) == 0) {
-        p->s += 6;
-        if (p->s >= p->end || !pf_blank(*p->s))
-            return PF_FAIL;
-        pf_skip_blanks(p);
-        if (pf_literal(p, sys, sizeof(sys), false) < 0)
-            return PF_FAIL;
-        has_sys = true;
     }
     pf_skip_blanks(p);
     if (p->s >= p->end || *p->s != '>')
@@ -572,15 +586,11 @@ static int pf_value(struct pf *p)
         if (quote ? c == quote : (c == '>' || pf_blank(c)))
             break;
         if (c == '&') {
-            size_t k = 0;
-            int used = pf_ref(p->s, p->end, p->buf + n, &k);
-            if (used < 0)
+            int r = pf_take_ref(p, &n);
+            if (r < 0)
                 return PF_FAIL;
-            if (used > 0) {
-                p->s += used;
-                n += k;
+            if (r > 0)
                 continue;
-            }
         }
         p->buf[n++] = c;
         p->s++;
@@ -593,8 +603,6 @@ static int pf_value(struct pf *p)
     p->buf[n] = '\0';
     return 0;
 }
-
-#define PF_ATTRS_MAX 64
 
 /* The attributes of el, up to '>' or "/>" (left at p->s). */
 static int pf_attributes(struct pf *p, xmlNodePtr el, bool meta)
@@ -670,18 +678,28 @@ static int pf_raw(struct pf *p, xmlNodePtr el)
     return 0;
 }
 
-static int pf_start_tag(struct pf *p)
+/* A tag name of letters and digits at s, lowered into name (PF_NAME_MAX + 1 bytes): its
+ * length, and *end where it stops; 0 when there is none or it is too long for an HTML 4 name. */
+static size_t pf_tag_name(const struct pf *p, const unsigned char *s, char *name,
+                          const unsigned char **end)
 {
-    char name[PF_NAME_MAX + 1];
     size_t n = 0;
-    const unsigned char *s = p->s + 1;
     while (s < p->end && (pf_alpha(*s) || pf_digit(*s))) {
         if (n == PF_NAME_MAX)
-            return PF_FAIL;
+            return 0;
         name[n++] = (char)pf_lower(*s++);
     }
     name[n] = '\0';
-    if (s >= p->end || !(pf_blank(*s) || *s == '>' || *s == '/'))
+    *end = s;
+    return n;
+}
+
+static int pf_start_tag(struct pf *p)
+{
+    char name[PF_NAME_MAX + 1];
+    const unsigned char *s;
+    size_t n = pf_tag_name(p, p->s + 1, name, &s);
+    if (n == 0 || s >= p->end || !(pf_blank(*s) || *s == '>' || *s == '/'))
         return PF_FAIL;
     const htmlElemDesc *tag = pf_tag(name, n);
     if (!tag)
@@ -728,14 +746,8 @@ static int pf_start_tag(struct pf *p)
 static int pf_end_tag(struct pf *p)
 {
     char name[PF_NAME_MAX + 1];
-    size_t n = 0;
-    const unsigned char *s = p->s + 2;
-    while (s < p->end && (pf_alpha(*s) || pf_digit(*s))) {
-        if (n == PF_NAME_MAX)
-            return PF_FAIL;
-        name[n++] = (char)pf_lower(*s++);
-    }
-    name[n] = '\0';
+    const unsigned char *s;
+    size_t n = pf_tag_name(p, p->s + 2, name, &s);
     if (n == 0 || s >= p->end || *s != '>' || !pf_top_is(p, name))
         return PF_FAIL; /* libxml2 would close other elements, or ignore it */
     p->depth--;
@@ -779,9 +791,23 @@ static int pf_prolog(struct pf *p)
     return 0;
 }
 
+/* The fast path was read against, and is tested with, libxml2 2.9 (Debian 12's 2.9.14).
+ * Another release may build other trees (2.14 reads HTML as HTML5 does): there, every page
+ * goes to libxml2. */
+static pthread_once_t pf_version_once = PTHREAD_ONCE_INIT;
+static bool pf_version_ok;
+
+static void pf_version_check(void)
+{
+    int v = atoi(xmlParserVersion); /* the running library's, e.g. "20914" */
+    pf_version_ok = v >= 20900 && v < 21000;
+}
+
 htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
 {
-    if (!body || len == 0 || len > (size_t)1 << 30 || !pf_valid((const unsigned char *)body, len))
+    pthread_once(&pf_version_once, pf_version_check);
+    if (!pf_version_ok || !body || len == 0 || len > (size_t)1 << 30 ||
+        !pf_valid((const unsigned char *)body, len))
         return NULL;
 
     struct pf p = {.s = (const unsigned char *)body, .end = (const unsigned char *)body + len};
