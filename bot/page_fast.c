@@ -14,9 +14,11 @@
  * it should (fuzz_page_fast does the same under libFuzzer).
  *
  * The subset, and what libxml2 does there that made it so (anything else: NULL):
- * - the body is UTF-8 of tab, newline and printable characters only (no CR: libxml2 folds
- *   CR LF; no control bytes, no byte order mark, no invalid sequence: libxml2 would switch to
- *   Latin-1); a <meta> that names a charset names UTF-8 (another one re-decodes the page);
+ * - the body is UTF-8 of tab, CR, LF and printable characters only (no control bytes, no byte
+ *   order mark, no invalid sequence: libxml2 would switch to Latin-1; CR is kept as it is,
+ *   as libxml2's HTML parser keeps it, in text, values, comments and scripts alike, and is a
+ *   blank between names); a <meta> that names a charset names UTF-8 (another one re-decodes
+ *   the page);
  * - blanks, comments and one DOCTYPE before <html>, comments after </html>; <html> holds an
  *   optional <head> and one <body>, each opened explicitly (libxml2 implies html, head, body
  *   and p elements, which we decline instead of imitating), text outside the body is blank
@@ -118,7 +120,7 @@ static bool pf_valid(const unsigned char *s, size_t n)
         }
         unsigned char c = s[i];
         if (c < 0x80) {
-            if (c < 0x20 ? c != '\t' && c != '\n' : c == 0x7F)
+            if (c < 0x20 ? c != '\t' && c != '\n' && c != '\r' : c == 0x7F)
                 return false;
             i++;
             continue;

@@ -5,7 +5,8 @@
  * declines. Inputs: the canned pages of tests/data/pages (the plain ones must take the fast
  * path: otherwise the fast path is not doing its job), pages generated from a grammar that
  * mixes the subset with what lies outside it (misnested and auto-closed tags, implied
- * elements, bare '&' and '<', CR, odd charsets, unterminated constructs), and byte-level
+ * elements, bare '&' and '<', control bytes, odd charsets, unterminated constructs; a third
+ * of the plain pages with CR LF line ends, as CGI-era ERPs write them), and byte-level
  * mutations of the canned pages. A mismatch prints the input and the first difference.
  */
 #include <setjmp.h>
@@ -449,6 +450,27 @@ static const char *const heads[] = {
     "<head><div>x</div></head>",
 };
 
+/* Every LF of the page as CR LF. */
+static void crlf(struct gen *g)
+{
+    size_t lfs = 0;
+    for (size_t i = 0; i < g->len; i++)
+        lfs += g->buf[i] == '\n';
+    char *out = malloc(g->len + lfs + 1);
+    assert_non_null(out);
+    size_t j = 0;
+    for (size_t i = 0; i < g->len; i++) {
+        if (g->buf[i] == '\n')
+            out[j++] = '\r';
+        out[j++] = g->buf[i];
+    }
+    out[j] = '\0';
+    free(g->buf);
+    g->buf = out;
+    g->len = j;
+    g->cap = j + 1;
+}
+
 static void gen_page(struct gen *g)
 {
     g->len = 0;
@@ -459,6 +481,8 @@ static void gen_page(struct gen *g)
         put(g, "<body>\n");
         gen_clean(g, 2, false);
         put(g, "\n</body>\n</html>\n");
+        if (rnd(3) == 0)
+            crlf(g);
         return;
     }
     if (rnd(12) == 0) {
@@ -594,7 +618,6 @@ static void test_declines_what_it_cannot_promise(void **state)
 {
     (void)state;
     static const char *const pages[] = {
-        "<html><body>a\r\nb</body></html>",                /* CR */
         "<html><body>\xff</body></html>",                  /* not UTF-8 */
         "<html><body>\x01</body></html>",                  /* a control byte */
         "\xef\xbb\xbf<html><body></body></html>",          /* byte order mark */
@@ -678,6 +701,9 @@ static void test_takes_the_subset(void **state)
         "<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">"
         "</head><body>caf\xc3\xa9 \xe2\x82\xac &euro; &copy2026 & a&b</body></html>",
         "<html><body><div><div><span><span>nested</span></span></div></div></body></html>",
+        "<!DOCTYPE html>\r\n<html>\r\n<head>\r\n<title>CR LF</title>\r\n</head>\r\n<body>\r"
+        "\n<p title=\"a\r\nb\"\rid=x>a\r\nb\rc</p><!-- c\r\n --><script>x\r\n</script>\r\n"
+        "</body>\r\n</html>\r\n",
     };
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
         struct tally t = {0, 0};
