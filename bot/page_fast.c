@@ -4,9 +4,10 @@
  * Callgrind put libxml2's HTML parser at ~45% of the bot's instructions per invoice: it reads
  * a page character by character through several layers (xmlNextChar, the auto-close and
  * implied-element checks, SAX2 callbacks), some 375 instructions per byte. Most ERP pages
- * are plain: every element closed in order, quoted attributes, a few entities. For those,
- * this file builds the same tree directly with libxml2's tree API, and for anything else it
- * answers NULL and page.c runs libxml2 as before. Pages are untrusted, so the rule is the
+ * are plain: a few kinds of element, some left open as HTML 4 allows (<p>, <li>, <td>,
+ * <option>), quoted attributes, a few entities. For those, this file builds the same tree
+ * directly with libxml2's tree API, and for anything else it answers NULL and page.c runs
+ * libxml2 as before. Pages are untrusted, so the rule is the
  * one of the URL fast paths (http.c): the fast path answers only for a shape whose tree it
  * provably builds as libxml2 2.9 does (HTMLparser.c and SAX2.c read for it), and test_page_fast
  * checks that claim node by node against libxml2 itself on the canned pages of tests/data,
@@ -26,9 +27,11 @@
  *   </body>;
  * - element names are HTML 4 names (htmlTagLookup) of letters and digits, attribute names of
  *   letters, digits, '_', '.', '-' (both lowered, as libxml2 does); void elements (the
- *   table's "empty") and "/>" close at once; an end tag closes the innermost open element and
- *   nothing else; a start tag never auto-closes the open element (asked of libxml2 itself,
- *   see pf_closes); script and style hold raw text up to their end tag (a CDATA node);
+ *   table's "empty") and "/>" close at once; a start tag closes the open elements libxml2's
+ *   table lets it close, an end tag the elements above its own unless one of them has the
+ *   higher end priority, and then, as when no such element is open, it is ignored (both
+ *   asked of libxml2 itself, see pf_ask); the end of the page closes what is still open;
+ *   script and style hold raw text up to their end tag (a CDATA node);
  * - references: a known entity with ';' and a well-formed character reference are decoded;
  *   any other '&' is text as written (what libxml2 makes of it too), except where libxml2
  *   would read on (a name going on in non-ASCII, a malformed character reference);
@@ -59,7 +62,7 @@
 #define PF_ATTR_NAME_MAX 64 /* longest attribute name taken (libxml2 cuts at 100) */
 #define PF_ATTRS_MAX 64     /* attributes of one element taken */
 #define PF_BLANK_CHUNK 1000 /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
-#define PF_PROBES 128       /* element names whose nesting in themselves was asked */
+#define PF_PROBES 1024      /* probe answers kept (pairs of element names) */
 
 #define PF_FAIL (-1)
 
@@ -256,12 +259,33 @@ static int pf_take_ref(struct pf *p, size_t *n)
     return 1;
 }
 
-/* ---- does a start tag close the open element? asked of libxml2 ---- */
+/* ---- what libxml2 closes, asked of libxml2 ---- */
+
+/*
+ * Two questions decide how libxml2 2.9 nests elements, both by name only:
+ * - does a start tag <a> close the open element <b> (htmlCheckAutoClose(a, b), its
+ *   htmlStartClose table: <p> closes <p>, <li> closes <li>, <div> closes <p>, ...)? For two
+ *   names htmlAutoCloseTag asks exactly that of an element without children; for one name it
+ *   answers 0 unasked, so that is parsed: "<a><a>" nested or not;
+ * - may an end tag </a> close the open element <b> above it (htmlAutoCloseOnClose: only if
+ *   b's end priority is not higher than a's, else the end tag is ignored)? Parsed:
+ *   "<a><b></a>x" with the x inside <b> or after <a>.
+ * A parse answers once per process and pair, kept here; each thread keeps the answers it
+ * last used in a small cache of its own. A probe whose tree is not one of the two expected
+ * answers gives PF_UNKNOWN, and the page goes to libxml2.
+ */
+enum pf_ask {
+    PF_ASK_CLOSES,        /* the start tag a closes the open element b */
+    PF_ASK_CLOSES_ITSELF, /* the same for a == b: what is probed */
+    PF_ASK_END_CLOSES,    /* the end tag of the open a closes the open b above it */
+};
+#define PF_UNKNOWN (-1)
 
 static pthread_mutex_t pf_probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-    const htmlElemDesc *tag;
-    bool closes;
+    const htmlElemDesc *a, *b;
+    enum pf_ask ask;
+    int answer;
 } pf_probe[PF_PROBES];
 static int pf_probe_n;
 
@@ -275,75 +299,136 @@ static xmlNodePtr pf_first_element(xmlNodePtr n)
 
 static bool pf_named(xmlNodePtr n, const char *name)
 {
-    return n && xmlStrEqual(n->name, BAD_CAST name);
+    return n && n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST name);
 }
 
-/* Whether <name> directly in an open <name> closes it: parsed by libxml2 once per name. */
-static bool pf_closes_itself(const htmlElemDesc *tag)
+/* Whether n has a text child "x". */
+static bool pf_has_x(xmlNodePtr n)
 {
-    bool closes = true, found = false;
+    for (xmlNodePtr c = n ? n->children : NULL; c; c = c->next)
+        if (c->type == XML_TEXT_NODE && xmlStrEqual(c->content, BAD_CAST "x"))
+            return true;
+    return false;
+}
+
+/* The first element named name in the subtree of n (document order), or NULL. */
+static xmlNodePtr pf_find(xmlNodePtr n, const char *name)
+{
+    for (xmlNodePtr c = n ? n->children : NULL; c; c = c->next) {
+        if (pf_named(c, name))
+            return c;
+        xmlNodePtr d = c->type == XML_ELEMENT_NODE ? pf_find(c, name) : NULL;
+        if (d)
+            return d;
+    }
+    return NULL;
+}
+
+/* Whether n has an ancestor element named name. */
+static bool pf_inside(xmlNodePtr n, const char *name)
+{
+    for (xmlNodePtr a = n ? n->parent : NULL; a && a->type == XML_ELEMENT_NODE; a = a->parent)
+        if (xmlStrEqual(a->name, BAD_CAST name))
+            return true;
+    return false;
+}
+
+/* The probe's answer: 1 yes, 0 no, PF_UNKNOWN. The probe documents are a few dozen bytes of
+ * names from libxml2's own table: libxml2's parse is as deep as they are. */
+static int pf_probe_parse(enum pf_ask ask, const char *a, const char *b)
+{
+    char src[200];
+    int n;
+    if (ask == PF_ASK_CLOSES_ITSELF) {
+        n = snprintf(src, sizeof(src), "<html><body><%s><%s></%s></%s></body></html>", a, a, a, a);
+    } else {
+        /* a open below b (only the two names' end priorities matter, not what lies between),
+         * then "</a>x": the x stays in b when the end tag was ignored. */
+        const char *open_a = strcmp(a, "html") == 0   ? "<html>"
+                             : strcmp(a, "head") == 0 ? "<html><head>"
+                             : strcmp(a, "body") == 0 ? "<html><body>"
+                                                      : NULL;
+        if (open_a && strcmp(a, "html") == 0 && strcmp(b, "head") != 0 && strcmp(b, "body") != 0)
+            open_a = "<html><body>";
+        n = open_a ? snprintf(src, sizeof(src), "%s<%s></%s>x</%s>", open_a, b, a, b)
+                   : snprintf(src, sizeof(src), "<html><body><%s><%s></%s>x</%s>", a, b, a, b);
+    }
+    htmlDocPtr d = htmlReadMemory(src, n, NULL, NULL, PAGE_HTML_OPTIONS);
+    xmlNodePtr root = d ? xmlDocGetRootElement(d) : NULL;
+    int answer = PF_UNKNOWN;
+    if (ask == PF_ASK_CLOSES_ITSELF) {
+        xmlNodePtr body = pf_first_element(root);
+        xmlNodePtr outer = pf_named(body, "body") ? pf_first_element(body) : NULL;
+        xmlNodePtr inner = pf_named(outer, a) ? pf_first_element(outer) : NULL;
+        answer = pf_named(inner, a) ? 0 : pf_named(outer, a) ? 1 : PF_UNKNOWN;
+    } else {
+        xmlNodePtr top = pf_named(root, b) ? root : pf_find(root, b);
+        if (top && pf_inside(top, a)) /* <b> did not close <a>: the stack asked about */
+            answer = pf_has_x(top) ? 0 : 1;
+    }
+    if (d)
+        xmlFreeDoc(d);
+    return answer;
+}
+
+static int pf_probe_answer(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b)
+{
+    int answer = PF_UNKNOWN;
+    bool found = false;
     pthread_mutex_lock(&pf_probe_lock);
-    for (int i = 0; i < pf_probe_n; i++) {
-        if (pf_probe[i].tag == tag) {
-            closes = pf_probe[i].closes;
+    for (int i = 0; i < pf_probe_n && !found; i++) {
+        if (pf_probe[i].ask == ask && pf_probe[i].a == a && pf_probe[i].b == b) {
+            answer = pf_probe[i].answer;
             found = true;
-            break;
         }
     }
     pthread_mutex_unlock(&pf_probe_lock);
     if (found)
-        return closes;
-
-    char src[160];
-    int n = snprintf(src, sizeof(src), "<html><body><%s><%s></%s></%s></body></html>", tag->name,
-                     tag->name, tag->name, tag->name);
-    htmlDocPtr d = htmlReadMemory(src, n, NULL, NULL, PAGE_HTML_OPTIONS);
-    xmlNodePtr body = pf_first_element(d ? xmlDocGetRootElement(d) : NULL);
-    xmlNodePtr outer = pf_named(body, "body") ? pf_first_element(body) : NULL;
-    xmlNodePtr inner = pf_named(outer, tag->name) ? pf_first_element(outer) : NULL;
-    closes = !pf_named(inner, tag->name);
-    if (d)
-        xmlFreeDoc(d);
-
+        return answer;
+    answer = pf_probe_parse(ask, a->name, b->name);
     pthread_mutex_lock(&pf_probe_lock);
     if (pf_probe_n < PF_PROBES) {
-        pf_probe[pf_probe_n].tag = tag;
-        pf_probe[pf_probe_n].closes = closes;
+        pf_probe[pf_probe_n].ask = ask;
+        pf_probe[pf_probe_n].a = a;
+        pf_probe[pf_probe_n].b = b;
+        pf_probe[pf_probe_n].answer = answer;
         pf_probe_n++;
     }
     pthread_mutex_unlock(&pf_probe_lock);
-    return closes;
+    return answer;
 }
 
-/* htmlCheckAutoClose(name, open): for two names, htmlAutoCloseTag asks exactly that of an
- * element without children; for one name it answers 0 unasked, so that is probed. The
- * answers depend on the two names only: each thread keeps the last ones it was given. */
 #define PF_CACHE 256 /* per thread, a power of two */
 
 static _Thread_local struct {
-    const htmlElemDesc *tag, *open;
-    bool closes;
-} pf_close_cache[PF_CACHE];
+    const htmlElemDesc *a, *b;
+    enum pf_ask ask;
+    int answer;
+} pf_ask_cache[PF_CACHE];
 
-static bool pf_closes(const htmlElemDesc *tag, const htmlElemDesc *open)
+/* The answer to ask of (a, b), through the thread's cache: 1, 0 or PF_UNKNOWN. */
+static int pf_ask(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b)
 {
-    size_t h = (((uintptr_t)tag >> 4) * 31u + ((uintptr_t)open >> 4)) & (PF_CACHE - 1);
-    if (pf_close_cache[h].tag == tag && pf_close_cache[h].open == open)
-        return pf_close_cache[h].closes;
-    bool closes;
-    if (tag == open) {
-        closes = pf_closes_itself(tag);
-    } else {
-        xmlNode probe;
+    uint64_t k = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull ^
+                 (uint64_t)(uintptr_t)b * 0xC2B2AE3D27D4EB4Full ^ (uint64_t)ask;
+    size_t h = (size_t)(k >> 56) & (PF_CACHE - 1); /* the product's top byte: well mixed */
+    if (pf_ask_cache[h].a == a && pf_ask_cache[h].b == b && pf_ask_cache[h].ask == ask)
+        return pf_ask_cache[h].answer;
+    int answer;
+    if (ask == PF_ASK_CLOSES && a != b) {
+        xmlNode probe; /* htmlAutoCloseTag reads the element's name and children only */
         memset(&probe, 0, sizeof(probe));
         probe.type = XML_ELEMENT_NODE;
-        probe.name = BAD_CAST tag->name;
-        closes = htmlAutoCloseTag(NULL, BAD_CAST open->name, &probe) != 0;
+        probe.name = BAD_CAST a->name;
+        answer = htmlAutoCloseTag(NULL, BAD_CAST b->name, &probe) != 0;
+    } else {
+        answer = pf_probe_answer(ask == PF_ASK_CLOSES ? PF_ASK_CLOSES_ITSELF : ask, a, b);
     }
-    pf_close_cache[h].tag = tag;
-    pf_close_cache[h].open = open;
-    pf_close_cache[h].closes = closes;
-    return closes;
+    pf_ask_cache[h].a = a;
+    pf_ask_cache[h].b = b;
+    pf_ask_cache[h].ask = ask;
+    pf_ask_cache[h].answer = answer;
+    return answer;
 }
 
 /* htmlTagLookup, remembered per thread by name (lower case, at most PF_NAME_MAX bytes). */
@@ -706,8 +791,15 @@ static int pf_start_tag(struct pf *p)
     const htmlElemDesc *tag = pf_tag(name, n);
     if (!tag)
         return PF_FAIL;
-    if (p->depth && pf_closes(tag, p->tags[p->depth - 1]))
-        return PF_FAIL;
+    /* The open elements this start tag closes (htmlAutoClose), innermost first. */
+    while (p->depth) {
+        int closes = pf_ask(PF_ASK_CLOSES, tag, p->tags[p->depth - 1]);
+        if (closes < 0)
+            return PF_FAIL;
+        if (!closes)
+            break;
+        p->depth--;
+    }
     if (strcmp(name, "html") == 0) {
         if (p->depth != 0 || p->seen_html)
             return PF_FAIL;
@@ -750,10 +842,25 @@ static int pf_end_tag(struct pf *p)
     char name[PF_NAME_MAX + 1];
     const unsigned char *s;
     size_t n = pf_tag_name(p, p->s + 2, name, &s);
-    if (n == 0 || s >= p->end || *s != '>' || !pf_top_is(p, name))
-        return PF_FAIL; /* libxml2 would close other elements, or ignore it */
-    p->depth--;
+    if (n == 0 || s >= p->end || *s != '>')
+        return PF_FAIL;
     p->s = s + 1;
+    /* htmlParseEndTag: the innermost open element of that name closes, with every element
+     * above it - unless one of those has the higher end priority: then, as when no element
+     * of that name is open, the end tag is ignored. */
+    int i = p->depth - 1;
+    while (i >= 0 && strcmp((const char *)p->open[i]->name, name) != 0)
+        i--;
+    if (i < 0)
+        return 0;
+    for (int k = p->depth - 1; k > i; k--) {
+        int closes = pf_ask(PF_ASK_END_CLOSES, p->tags[i], p->tags[k]);
+        if (closes < 0)
+            return PF_FAIL;
+        if (!closes)
+            return 0;
+    }
+    p->depth = i;
     return 0;
 }
 
@@ -774,7 +881,8 @@ static int pf_content(struct pf *p)
         if (rc < 0)
             return PF_FAIL;
     }
-    return p->depth == 0 && p->seen_html ? 0 : PF_FAIL;
+    /* At the end libxml2 closes whatever is open (htmlAutoCloseOnEnd): the tree as it is. */
+    return p->seen_html ? 0 : PF_FAIL;
 }
 
 /* What htmlParseDocument reads before the content: blanks, comments, one DOCTYPE. */

@@ -350,6 +350,20 @@ static const char *const clean_attrs[] = {
     " dir=ltr ",
 };
 
+/* A sloppy page leaves end tags out and writes stray ones, as HTML 4 pages do. */
+static bool sloppy;
+
+static void end_tag(struct gen *g, const char *name)
+{
+    static const char *const strays[] = {"p",    "td", "tr",     "li",     "div",  "table", "form",
+                                         "span", "b",  "option", "select", "body", "html"};
+    if (sloppy && rnd(4) == 0)
+        return;
+    put(g, "</");
+    put(g, sloppy && rnd(10) == 0 ? PICK(strays) : name);
+    put(g, ">");
+}
+
 /* inline: only text and inline elements (a block in <p> or <span> may close it). */
 static void gen_clean(struct gen *g, int depth, bool inline_only)
 {
@@ -369,9 +383,7 @@ static void gen_clean(struct gen *g, int depth, bool inline_only)
                 put(g, PICK(clean_attrs));
             put(g, ">");
             gen_clean(g, depth + 1, in);
-            put(g, "</");
-            put(g, t);
-            put(g, ">");
+            end_tag(g, t);
         } else if (r < 11) {
             put(g, PICK(((const char *const[]){"<br>", "<hr>", "<br/>", "<img src=x.png alt=\"\">",
                                                "<input type=\"hidden\" name=\"t\" value=\"1\">",
@@ -387,17 +399,22 @@ static void gen_clean(struct gen *g, int depth, bool inline_only)
                     bool th = rnd(4) == 0;
                     put(g, th ? "<th align=left>" : "<td>");
                     gen_clean(g, depth + 2, false);
-                    put(g, th ? "</th>" : "</td>");
+                    end_tag(g, th ? "th" : "td");
                 }
-                put(g, "</tr>\n");
+                end_tag(g, "tr");
+                put(g, "\n");
             }
-            put(g, "</table>");
+            end_tag(g, "table");
         } else if (r < 14) {
             put(g, "<form method=post action=\"/erp/post\"><select name=s>");
-            for (int o = (int)rnd(4); o >= 0; o--)
-                put(g, rnd(3) ? "<option value=\"1\">One</option>" : "<option selected>T</option>");
-            put(g, "</select><textarea name=m>a &amp; b</textarea>"
-                   "<input type=submit name=action value=Post></form>");
+            for (int o = (int)rnd(4); o >= 0; o--) {
+                put(g, rnd(3) ? "<option value=\"1\">One" : "<option selected>T");
+                end_tag(g, "option");
+            }
+            end_tag(g, "select");
+            put(g, "<textarea name=m>a &amp; b</textarea><input type=submit name=action "
+                   "value=Post>");
+            end_tag(g, "form");
         } else if (r < 15) {
             put(g, PICK(((const char *const[]){
                        "<script>var a = 1 < 2 && b;</script>",
@@ -406,7 +423,7 @@ static void gen_clean(struct gen *g, int depth, bool inline_only)
         } else {
             put(g, "<p>");
             gen_clean(g, depth + 1, true);
-            put(g, "</p>");
+            end_tag(g, "p");
         }
     }
 }
@@ -475,7 +492,9 @@ static void gen_page(struct gen *g)
 {
     g->len = 0;
     put(g, PICK(prologs));
-    if (rnd(2) == 0) { /* a plain page */
+    sloppy = false;
+    if (rnd(2) == 0) { /* a plain page, half of them sloppy */
+        sloppy = rnd(2) == 0;
         put(g, "<html>\n");
         put(g, PICK(clean_heads));
         put(g, "<body>\n");
@@ -547,17 +566,19 @@ static void test_generated_pages_match_libxml2(void **state)
 {
     (void)state;
     struct gen g = {NULL, 0, 0};
-    struct tally t = {0, 0};
+    struct tally t = {0, 0}, loose = {0, 0};
     rng_state = 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < 30000; i++) {
         gen_page(&g);
         char label[64];
         snprintf(label, sizeof(label), "generated page %d", i);
-        check_one(g.buf, g.len, &t, label);
+        check_one(g.buf, g.len, sloppy ? &loose : &t, label);
     }
-    fprintf(stderr, "generated: %u fast, %u declined\n", t.fast, t.declined);
-    assert_true(t.fast > 10000);
+    fprintf(stderr, "generated: %u fast, %u declined; sloppy ones: %u fast, %u declined\n", t.fast,
+            t.declined, loose.fast, loose.declined);
+    assert_true(t.fast > 5000);
     assert_true(t.declined > 5000);
+    assert_true(loose.fast > 1000); /* left-open and stray end tags are taken too */
     free(g.buf);
 }
 
@@ -624,17 +645,15 @@ static void test_declines_what_it_cannot_promise(void **state)
         "<body>x</body>",                                  /* <html> implied */
         "<html><div>x</div></html>",                       /* <body> implied */
         "<html><head>t</head><body></body></html>",        /* <p> implied in <head> */
-        "<html><body><p>a<div>b</div></p></body></html>",  /* <div> closes <p> */
-        "<html><body><ul><li>a<li>b</ul></body></html>",   /* <li> closes <li> */
-        "<html><body><b><i>x</b></i></body></html>",       /* misnested end tag */
         "<html><body><x-widget></x-widget></body></html>", /* not an HTML 4 element */
-        "<html><body>a &zz b</body>",                      /* unclosed <html> */
         "<html><body>&#0;</body></html>",                  /* a NUL reference */
-        "<html><body><a href=\"x\" href=\"y\">",           /* unterminated, too */
         "<html><body><!-- a --!></body></html>",           /* comment closed by --!> */
         "<html><body><?php x ?></body></html>",            /* processing instruction */
         "<html><head><meta charset=\"iso-8859-1\"></head><body></body></html>",
         "<html><body></body><p>late</p></html>",         /* element after </body> */
+        "<html><head><div>x</div></head></html>",        /* <div> closes <head>: implied <body> */
+        "<html><body></body></html><p>",                 /* element after </html> */
+        "<html><body><script>x",                         /* script never ended */
         "<html><body><script>a</script ></body></html>", /* blank in the end tag */
     };
     for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
@@ -701,6 +720,15 @@ static void test_takes_the_subset(void **state)
         "<html><head><meta http-equiv=\"Content-Type\" content=\"text/html; charset=utf-8\">"
         "</head><body>caf\xc3\xa9 \xe2\x82\xac &euro; &copy2026 & a&b</body></html>",
         "<html><body><div><div><span><span>nested</span></span></div></div></body></html>",
+        /* what HTML 4 lets a page leave open, and misnesting libxml2 repairs by its tables */
+        "<html><body><p>a<div>b</div></p></body></html>",
+        "<html><body><ul><li>a<li>b</ul><p>one<p>two</body></html>",
+        "<html><body><table><tr><td>1<td>2<tr><td>3</table></body></html>",
+        "<html><body><select><option>a<option selected>b</select></body></html>",
+        "<html><body><b><i>x</b></i><div><span>y</div></span></body></html>",
+        "<html><head><title>t</title><body>no head end</body></html>",
+        "<html><body>a &zz b",                   /* the end closes what is open */
+        "<html><body><a href=\"x\" href=\"y\">", /* the second href dropped */
         "<!DOCTYPE html>\r\n<html>\r\n<head>\r\n<title>CR LF</title>\r\n</head>\r\n<body>\r"
         "\n<p title=\"a\r\nb\"\rid=x>a\r\nb\rc</p><!-- c\r\n --><script>x\r\n</script>\r\n"
         "</body>\r\n</html>\r\n",
