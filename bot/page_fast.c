@@ -841,6 +841,8 @@ static int pf_end_tag(struct pf *p)
 {
     char name[PF_NAME_MAX + 1];
     const unsigned char *s;
+    if (p->end - p->s < 3 || !pf_alpha(p->s[2]))
+        return PF_FAIL; /* "</1": libxml2 reads no end tag but text ("1...") */
     size_t n = pf_tag_name(p, p->s + 2, name, &s);
     if (n == 0 || s >= p->end || *s != '>')
         return PF_FAIL;
