@@ -30,4 +30,8 @@
  */
 htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url);
 
+/* How many probe documents page_fast.c has had libxml2 parse in this process (each pair of
+ * element names is asked once; one page may cause at most 64, then it goes to libxml2). */
+unsigned long page_fast_probe_parses(void);
+
 #endif

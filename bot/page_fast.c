@@ -38,11 +38,14 @@
  * - a duplicate attribute is dropped, a value-less boolean attribute takes its name as
  *   value (both as xmlSAX2 does); ids are registered by xmlNewProp as xmlSAX2 registers them.
  * Every loop moves forward through the body (a tag's duplicate check is quadratic in its
- * attributes, at most PF_ATTRS_MAX); the open elements are bounded (PF_MAX_DEPTH).
+ * attributes, at most PF_ATTRS_MAX); the open elements are bounded (PF_MAX_DEPTH), and so
+ * are the probe documents one page can make libxml2 parse (PF_PAGE_PROBES: a hostile page
+ * asking about pair after pair goes to libxml2 instead).
  */
 #include "page-int.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,7 +65,8 @@
 #define PF_ATTR_NAME_MAX 64 /* longest attribute name taken (libxml2 cuts at 100) */
 #define PF_ATTRS_MAX 64     /* attributes of one element taken */
 #define PF_BLANK_CHUNK 1000 /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
-#define PF_PROBES 1024      /* probe answers kept (pairs of element names) */
+#define PF_PROBES 16384     /* probe answers kept (pairs of names; a power of two) */
+#define PF_PAGE_PROBES 64   /* probe parses one page may cause; then it goes to libxml2 */
 
 #define PF_FAIL (-1)
 
@@ -74,6 +78,7 @@ struct pf {
     const htmlElemDesc *tags[PF_MAX_DEPTH]; /* and what they are */
     int depth;
     bool seen_html, seen_head, seen_body, seen_encoding;
+    int probes_left;    /* probe parses this page may still cause (PF_PAGE_PROBES) */
     unsigned char *buf; /* scratch for decoded text and values: never longer than the body */
 };
 
@@ -282,12 +287,14 @@ enum pf_ask {
 #define PF_UNKNOWN (-1)
 
 static pthread_mutex_t pf_probe_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Open addressing, room for every pair of HTML 4's ~90 names: a pair is parsed at most once
+ * per process. */
 static struct {
-    const htmlElemDesc *a, *b;
+    const htmlElemDesc *a, *b; /* a NULL: an empty slot */
     enum pf_ask ask;
     int answer;
 } pf_probe[PF_PROBES];
-static int pf_probe_n;
+static atomic_ulong pf_probe_parses; /* for the tests */
 
 static xmlNodePtr pf_first_element(xmlNodePtr n)
 {
@@ -371,31 +378,54 @@ static int pf_probe_parse(enum pf_ask ask, const char *a, const char *b)
     return answer;
 }
 
-static int pf_probe_answer(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b)
+static size_t pf_pair_hash(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b)
 {
-    int answer = PF_UNKNOWN;
-    bool found = false;
+    uint64_t k = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull ^
+                 (uint64_t)(uintptr_t)b * 0xC2B2AE3D27D4EB4Full ^ (uint64_t)ask;
+    return (size_t)(k >> 32); /* the product's upper half: well mixed */
+}
+
+/* The process's answer for (a, b), parsed when it has none and *budget allows (one less
+ * then); PF_UNKNOWN when the budget is spent. */
+static int pf_probe_answer(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b,
+                           int *budget)
+{
+    size_t h = pf_pair_hash(ask, a, b) & (PF_PROBES - 1);
     pthread_mutex_lock(&pf_probe_lock);
-    for (int i = 0; i < pf_probe_n && !found; i++) {
+    for (size_t i = h, n = 0; pf_probe[i].a && n < PF_PROBES; i = (i + 1) & (PF_PROBES - 1), n++) {
         if (pf_probe[i].ask == ask && pf_probe[i].a == a && pf_probe[i].b == b) {
-            answer = pf_probe[i].answer;
-            found = true;
+            int answer = pf_probe[i].answer;
+            pthread_mutex_unlock(&pf_probe_lock);
+            return answer;
         }
     }
     pthread_mutex_unlock(&pf_probe_lock);
-    if (found)
-        return answer;
-    answer = pf_probe_parse(ask, a->name, b->name);
+    if (*budget <= 0)
+        return PF_UNKNOWN;
+    (*budget)--;
+    atomic_fetch_add(&pf_probe_parses, 1);
+    int answer = pf_probe_parse(ask, a->name, b->name);
     pthread_mutex_lock(&pf_probe_lock);
-    if (pf_probe_n < PF_PROBES) {
-        pf_probe[pf_probe_n].ask = ask;
-        pf_probe[pf_probe_n].a = a;
-        pf_probe[pf_probe_n].b = b;
-        pf_probe[pf_probe_n].answer = answer;
-        pf_probe_n++;
+    size_t used = 0, i = h;
+    while (pf_probe[i].a && used < PF_PROBES / 2) { /* another thread's, or a collision */
+        if (pf_probe[i].ask == ask && pf_probe[i].a == a && pf_probe[i].b == b)
+            break;
+        i = (i + 1) & (PF_PROBES - 1);
+        used++;
+    }
+    if (!pf_probe[i].a) {
+        pf_probe[i].ask = ask;
+        pf_probe[i].a = a;
+        pf_probe[i].b = b;
+        pf_probe[i].answer = answer;
     }
     pthread_mutex_unlock(&pf_probe_lock);
     return answer;
+}
+
+unsigned long page_fast_probe_parses(void)
+{
+    return atomic_load(&pf_probe_parses);
 }
 
 #define PF_CACHE 256 /* per thread, a power of two */
@@ -406,12 +436,11 @@ static _Thread_local struct {
     int answer;
 } pf_ask_cache[PF_CACHE];
 
-/* The answer to ask of (a, b), through the thread's cache: 1, 0 or PF_UNKNOWN. */
-static int pf_ask(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b)
+/* The answer to ask of (a, b), through the thread's cache: 1, 0 or PF_UNKNOWN (also when
+ * the page's probe budget is spent: that answer is not kept). */
+static int pf_ask(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b, int *budget)
 {
-    uint64_t k = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull ^
-                 (uint64_t)(uintptr_t)b * 0xC2B2AE3D27D4EB4Full ^ (uint64_t)ask;
-    size_t h = (size_t)(k >> 56) & (PF_CACHE - 1); /* the product's top byte: well mixed */
+    size_t h = (pf_pair_hash(ask, a, b) >> 24) & (PF_CACHE - 1);
     if (pf_ask_cache[h].a == a && pf_ask_cache[h].b == b && pf_ask_cache[h].ask == ask)
         return pf_ask_cache[h].answer;
     int answer;
@@ -422,7 +451,10 @@ static int pf_ask(enum pf_ask ask, const htmlElemDesc *a, const htmlElemDesc *b)
         probe.name = BAD_CAST a->name;
         answer = htmlAutoCloseTag(NULL, BAD_CAST b->name, &probe) != 0;
     } else {
-        answer = pf_probe_answer(ask == PF_ASK_CLOSES ? PF_ASK_CLOSES_ITSELF : ask, a, b);
+        int left = *budget;
+        answer = pf_probe_answer(ask == PF_ASK_CLOSES ? PF_ASK_CLOSES_ITSELF : ask, a, b, budget);
+        if (answer == PF_UNKNOWN && left <= 0)
+            return answer;
     }
     pf_ask_cache[h].a = a;
     pf_ask_cache[h].b = b;
@@ -793,7 +825,7 @@ static int pf_start_tag(struct pf *p)
         return PF_FAIL;
     /* The open elements this start tag closes (htmlAutoClose), innermost first. */
     while (p->depth) {
-        int closes = pf_ask(PF_ASK_CLOSES, tag, p->tags[p->depth - 1]);
+        int closes = pf_ask(PF_ASK_CLOSES, tag, p->tags[p->depth - 1], &p->probes_left);
         if (closes < 0)
             return PF_FAIL;
         if (!closes)
@@ -856,7 +888,7 @@ static int pf_end_tag(struct pf *p)
     if (i < 0)
         return 0;
     for (int k = p->depth - 1; k > i; k--) {
-        int closes = pf_ask(PF_ASK_END_CLOSES, p->tags[i], p->tags[k]);
+        int closes = pf_ask(PF_ASK_END_CLOSES, p->tags[i], p->tags[k], &p->probes_left);
         if (closes < 0)
             return PF_FAIL;
         if (!closes)
@@ -922,7 +954,9 @@ htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
         !pf_valid((const unsigned char *)body, len))
         return NULL;
 
-    struct pf p = {.s = (const unsigned char *)body, .end = (const unsigned char *)body + len};
+    struct pf p = {.s = (const unsigned char *)body,
+                   .end = (const unsigned char *)body + len,
+                   .probes_left = PF_PAGE_PROBES};
     p.doc = pf_check(htmlNewDocNoDtD(NULL, NULL));
     p.doc->properties = XML_DOC_HTML;
     /* What htmlCtxtUseOptions keeps of page.c's options (recovery and NONET are not kept). */
