@@ -25,8 +25,9 @@
  * The document libxml2's htmlReadMemory(body, len, url, NULL, PAGE_HTML_OPTIONS) would
  * build, when body is inside the subset page_fast.c handles; NULL otherwise (nothing is left
  * allocated). Allocates through libxml2's allocator (an active arena, see xmlarena.h) and
- * may parse a few tiny probe documents with libxml2 the first time it meets a tag name; the
- * caller silences libxml2's error handlers around it, as around htmlReadMemory. Thread-safe.
+ * may have libxml2 parse a few tiny probe documents the first time the process meets a pair
+ * of element names (at most 64 per page); the caller silences libxml2's error handlers
+ * around it, as around htmlReadMemory. Thread-safe.
  */
 htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url);
 
