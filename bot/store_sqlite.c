@@ -262,17 +262,26 @@ static const char *const stmt_sql[] = {
 };
 _Static_assert(sizeof(stmt_sql) / sizeof(stmt_sql[0]) == Q__COUNT, "every statement needs SQL");
 
+/* One SQLite connection and its cached statements (prepared on first use). */
+struct sq_conn {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[Q__COUNT];
+    int busy_ms; /* the busy timeout set on db */
+};
+
 /* The SQLite handle: the shared part first (store-int.h). */
 struct sq {
     struct store base;
-    sqlite3 *db;
-    struct sq_file *file;         /* what this process's connections to the file share (or NULL) */
-    sqlite3_stmt *stmt[Q__COUNT]; /* prepared on first use, finalised by sq_close */
-    bool in_turn;                 /* run_write holds the writer turn: the hook defers the sync */
-    uint64_t sync_due;            /* the commit run_write made in its turn (0: none) */
-    uint64_t unsynced;            /* the last STORE_DEFERRED commit not known on disk (0: none) */
+    struct sq_conn own;   /* the handle's connection: reads, batches, writes without a turn */
+    struct sq_conn *cur;  /* what statements run on: &own, or the file's writer in the turn */
+    struct sq_file *file; /* what this process's connections to the file share (or NULL) */
+    bool group;           /* WAL mode with the group-commit hook (synchronous=NORMAL) */
+    bool in_turn;         /* run_write holds the writer turn: the hook defers the sync */
+    uint64_t sync_due;    /* the commit run_write made in its turn (0: none) */
+    uint64_t unsynced;    /* the last STORE_DEFERRED commit not known on disk (0: none) */
 };
 #define SQ(st) ((struct sq *)(st))
+#define SQDB(st) (SQ(st)->cur->db)
 
 /* Maps a SQLite result to ours: busy/locked is "retry later", the rest a database error. */
 static int db_rc(int rc)
@@ -294,21 +303,22 @@ static int db_rc(int rc)
 static int db_fail(struct store *st, int rc, char *err, size_t errlen, const char *what)
 {
     return apbot_fail(err, errlen, db_rc(rc), "store: %s: %s", what,
-                      st && SQ(st)->db ? sqlite3_errmsg(SQ(st)->db) : sqlite3_errstr(rc));
+                      st && SQDB(st) ? sqlite3_errmsg(SQDB(st)) : sqlite3_errstr(rc));
 }
 
 /* The cached statement `id`, reset and unbound, or NULL with err filled. */
 static sqlite3_stmt *stmt_get(struct store *st, enum stmt_id id, char *err, size_t errlen)
 {
-    if (!SQ(st)->stmt[id]) {
-        int rc = sqlite3_prepare_v3(SQ(st)->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-                                    &SQ(st)->stmt[id], NULL);
+    struct sq_conn *c = SQ(st)->cur;
+    if (!c->stmt[id]) {
+        int rc = sqlite3_prepare_v3(c->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                    &c->stmt[id], NULL);
         if (rc != SQLITE_OK) {
             (void)db_fail(st, rc, err, errlen, "prepare");
             return NULL;
         }
     }
-    return SQ(st)->stmt[id];
+    return c->stmt[id];
 }
 
 /* Resets a statement after use so it releases its read snapshot. */
@@ -432,7 +442,7 @@ static void tx_rollback(struct store *st)
     if (st->in_batch) {
         (void)stmt_exec(st, Q_ROLLBACK_TO, NULL, 0);
         (void)stmt_exec(st, Q_RELEASE, NULL, 0);
-    } else if (!sqlite3_get_autocommit(SQ(st)->db)) {
+    } else if (!sqlite3_get_autocommit(SQDB(st))) {
         (void)stmt_exec(st, Q_ROLLBACK, NULL, 0);
     }
 }
@@ -475,6 +485,15 @@ static int tx_end(struct store *st, int r, char *err, size_t errlen)
  * lets no other writer commit during a sync, so every commit paid an fsync of its own. The
  * hook also runs the passive auto-checkpoint SQLite's own default hook runs (every
  * SQ_CHECKPOINT_FRAMES frames), which it replaces.
+ *
+ * The writer connection. Writes in the turn run on one connection the file's handles share
+ * (opened at the first such write), not on each handle's own. A connection that meets the
+ * WAL changed by another connection drops its whole page cache; with a connection per
+ * worker, every write transaction began by re-reading from the WAL every page it touched
+ * (~78 reads per invoice at 16 sessions). Only the turn's holder uses the writer connection,
+ * so it is never used by two threads at once; the handle's own connection still serves its
+ * reads and batches. Nothing about a write's durability changes: the same transaction,
+ * hook and sync as before, on another connection to the same file.
  */
 #define SQ_CHECKPOINT_FRAMES 1000
 
@@ -483,13 +502,36 @@ struct sq_file {
     dev_t dev;
     ino_t ino;
     int refs;
-    pthread_mutex_t writer; /* the writer turn */
+    char *path;             /* where the writer connection opens */
+    struct sq_conn writer;  /* the turn's connection (db NULL until the first write) */
+    bool writer_failed;     /* it could not be opened: turns write on their own connections */
+    pthread_mutex_t writer_turn; /* the writer turn */
     pthread_mutex_t mu;     /* guards the sync state below */
     pthread_cond_t cv;
     uint64_t written; /* commits whose frames are written */
     uint64_t synced;  /* commits known to be on disk */
     bool syncing;     /* a sync runs */
 };
+
+static void conn_close(struct sq_conn *c)
+{
+    for (int i = 0; i < Q__COUNT; i++)
+        sqlite3_finalize(c->stmt[i]);
+    sqlite3_close(c->db);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Whether the connection's main database runs in WAL mode. */
+static bool conn_wal(sqlite3 *db)
+{
+    sqlite3_stmt *s = NULL;
+    bool wal = false;
+    if (sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL) == SQLITE_OK &&
+        sqlite3_step(s) == SQLITE_ROW)
+        wal = strcmp((const char *)sqlite3_column_text(s, 0), "wal") == 0;
+    sqlite3_finalize(s);
+    return wal;
+}
 
 static pthread_mutex_t sq_files_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sq_file *sq_files;
@@ -508,7 +550,8 @@ static struct sq_file *sq_file_get(const char *path)
         f = apbot_xcalloc(1, sizeof(*f));
         f->dev = sb.st_dev;
         f->ino = sb.st_ino;
-        pthread_mutex_init(&f->writer, NULL);
+        f->path = apbot_xstrdup(path);
+        pthread_mutex_init(&f->writer_turn, NULL);
         pthread_mutex_init(&f->mu, NULL);
         pthread_cond_init(&f->cv, NULL);
         f->next = sq_files;
@@ -531,10 +574,47 @@ static void sq_file_put(struct sq_file *f)
         *pp = f->next;
         pthread_cond_destroy(&f->cv);
         pthread_mutex_destroy(&f->mu);
-        pthread_mutex_destroy(&f->writer);
+        pthread_mutex_destroy(&f->writer_turn);
+        conn_close(&f->writer);
+        free(f->path);
         free(f);
     }
     pthread_mutex_unlock(&sq_files_mu);
+}
+
+static bool same_file(const struct sq_file *f, const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && sb.st_dev == f->dev && sb.st_ino == f->ino;
+}
+
+/*
+ * The file's writer connection, opened by the first turn that needs it, set up as every
+ * handle's own (WAL, synchronous=NORMAL under the group commit, foreign keys); NULL when it
+ * cannot be opened (turns then write on their own connections, as before). Only in the turn.
+ * The path must still name the file the handles have open, before and after the open (a
+ * file renamed into its place meanwhile would take writes meant for the queue in use).
+ */
+static struct sq_conn *writer_get(struct sq_file *f)
+{
+    if (f->writer.db || f->writer_failed)
+        return f->writer.db ? &f->writer : NULL;
+    sqlite3 *db = NULL;
+    bool ok = same_file(f, f->path) &&
+              sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
+                  SQLITE_OK &&
+              sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS) == SQLITE_OK &&
+              sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", NULL,
+                           NULL, NULL) == SQLITE_OK &&
+              conn_wal(db) && same_file(f, f->path);
+    if (!ok) {
+        sqlite3_close(db);
+        f->writer_failed = true;
+        return NULL;
+    }
+    f->writer.db = db;
+    f->writer.busy_ms = STORE_BUSY_TIMEOUT_MS;
+    return &f->writer;
 }
 
 /* Syncs the WAL this connection has open. */
@@ -565,7 +645,7 @@ static int sq_wait_synced(struct sq *h, uint64_t mine)
         f->syncing = true;
         uint64_t covers = f->written; /* every commit counted so far has its frames written */
         pthread_mutex_unlock(&f->mu);
-        rc = sq_sync_wal(h->db, "main");
+        rc = sq_sync_wal(h->own.db, "main");
         h->base.syncs++;
         pthread_mutex_lock(&f->mu);
         f->syncing = false;
@@ -605,13 +685,25 @@ static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
 static int run_write(struct store *st, store_tx_body body, void *ctx, char *err, size_t errlen)
 {
     struct sq *h = SQ(st);
-    pthread_mutex_t *m = st->in_batch || !h->file ? NULL : &h->file->writer;
+    pthread_mutex_t *m = st->in_batch || !h->file ? NULL : &h->file->writer_turn;
     if (!m)
         return store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
     pthread_mutex_lock(m);
+    struct sq_conn *w = h->group ? writer_get(h->file) : NULL;
+    if (w) {
+        if (w->busy_ms != h->own.busy_ms) {
+            sqlite3_busy_timeout(w->db, h->own.busy_ms);
+            w->busy_ms = h->own.busy_ms;
+        }
+        sqlite3_wal_hook(w->db, sq_wal_hook, h); /* this turn's commits are h's */
+        h->cur = w;
+    }
     h->in_turn = true;
     h->sync_due = 0;
     int r = store_run_write(st, tx_begin, tx_end, body, ctx, err, errlen);
+    if (w)
+        sqlite3_wal_hook(w->db, NULL, NULL); /* no hook pointing at a handle that may close */
+    h->cur = &h->own;
     h->in_turn = false;
     uint64_t due = h->sync_due;
     h->sync_due = 0;
@@ -644,7 +736,7 @@ static int sq_sync(struct store *st, char *err, size_t errlen)
 static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
 {
     char *msg = NULL;
-    int rc = sqlite3_exec(SQ(st)->db, sql, NULL, NULL, &msg);
+    int rc = sqlite3_exec(SQDB(st), sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
         int r = apbot_fail(err, errlen, db_rc(rc), "store: %s", msg ? msg : sqlite3_errstr(rc));
         sqlite3_free(msg);
@@ -656,7 +748,7 @@ static int exec_sql(struct store *st, const char *sql, char *err, size_t errlen)
 static int user_version(struct store *st, int *ret, char *err, size_t errlen)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db, "PRAGMA user_version", -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(SQDB(st), "PRAGMA user_version", -1, &s, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(s);
     if (rc != SQLITE_ROW) {
@@ -722,36 +814,26 @@ static void create_private(const char *path)
 static const struct store_ops sq_ops;
 static void sq_close(struct store *st);
 
-/* Whether the connection's main database runs in WAL mode. */
-static bool wal_mode(struct store *st)
-{
-    sqlite3_stmt *s = NULL;
-    bool wal = false;
-    if (sqlite3_prepare_v2(SQ(st)->db, "PRAGMA journal_mode", -1, &s, NULL) == SQLITE_OK &&
-        sqlite3_step(s) == SQLITE_ROW)
-        wal = strcmp((const char *)sqlite3_column_text(s, 0), "wal") == 0;
-    sqlite3_finalize(s);
-    return wal;
-}
-
 int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen)
 {
     struct sq *h = apbot_xcalloc(1, sizeof(*h));
     struct store *st = &h->base;
     store_base_init(st, &sq_ops);
+    h->cur = &h->own;
     int r;
     create_private(path);
     int rc = sqlite3_open_v2(
-        path, &SQ(st)->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        path, &h->own.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         char shown[512];
         store_path_display(path, shown, sizeof(shown));
         r = apbot_fail(err, errlen, db_rc(rc) == APBOT_E_BUSY ? APBOT_E_BUSY : APBOT_E_IO,
                        "store: cannot open %s: %s", shown,
-                       SQ(st)->db ? sqlite3_errmsg(SQ(st)->db) : sqlite3_errstr(rc));
+                       SQDB(st) ? sqlite3_errmsg(SQDB(st)) : sqlite3_errstr(rc));
         goto fail;
     }
-    sqlite3_busy_timeout(SQ(st)->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_busy_timeout(h->own.db, STORE_BUSY_TIMEOUT_MS);
+    h->own.busy_ms = STORE_BUSY_TIMEOUT_MS;
     /* Every commit is synced before it returns: by each commit (FULL) until the group commit
      * above is in place, then by the WAL hook (NORMAL + a shared sync). journal_mode answers a
      * row ("wal", or "memory" for :memory:); exec ignores it. */
@@ -766,8 +848,9 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
     if (r)
         goto fail;
     SQ(st)->file = sq_file_get(path);
-    if (SQ(st)->file && wal_mode(st)) {
-        sqlite3_wal_hook(SQ(st)->db, sq_wal_hook, SQ(st));
+    if (SQ(st)->file && conn_wal(h->own.db)) {
+        h->group = true;
+        sqlite3_wal_hook(h->own.db, sq_wal_hook, h);
         r = exec_sql(st, "PRAGMA synchronous = NORMAL;", err, errlen);
         if (r)
             goto fail;
@@ -782,9 +865,7 @@ fail:
 static void sq_close(struct store *st)
 {
     (void)sq_sync(st, NULL, 0); /* a deferred write is on disk before its handle goes */
-    for (int i = 0; i < Q__COUNT; i++)
-        sqlite3_finalize(SQ(st)->stmt[i]);
-    sqlite3_close(SQ(st)->db);
+    conn_close(&SQ(st)->own);
     sq_file_put(SQ(st)->file);
     free(st);
 }
@@ -802,7 +883,7 @@ static int sq_commit(struct store *st, char *err, size_t errlen)
 
 static void sq_rollback(struct store *st)
 {
-    if (!sqlite3_get_autocommit(SQ(st)->db))
+    if (!sqlite3_get_autocommit(SQDB(st)))
         (void)stmt_exec(st, Q_ROLLBACK, NULL, 0);
 }
 
@@ -969,7 +1050,7 @@ static int enqueue_body(struct store *st, void *ctx, char *err, size_t errlen)
     stmt_done(s);
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "inserting the item");
-    op->id = sqlite3_last_insert_rowid(SQ(st)->db);
+    op->id = sqlite3_last_insert_rowid(SQDB(st));
     return add_event(st, op->id, op->now->wall_ms, NULL, machine_state_name(MACHINE_NEW),
                      "enqueued", source, "enqueue", err, errlen);
 }
@@ -1144,7 +1225,7 @@ static int renew_body(struct store *st, void *ctx, char *err, size_t errlen)
     stmt_done(s);
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "renewing a lease");
-    if (sqlite3_changes(SQ(st)->db) != 1)
+    if (sqlite3_changes(SQDB(st)) != 1)
         return apbot_fail(err, errlen, APBOT_E_STATE,
                           "item #%" PRId64 ": lease lost (not held by %s)", op->id, op->owner);
     return APBOT_OK;
@@ -1191,7 +1272,7 @@ static int unknown_state(struct store *st, int64_t id, char *err, size_t errlen)
 {
     sqlite3_stmt *s = NULL;
     char text[64] = "";
-    if (sqlite3_prepare_v2(SQ(st)->db, "SELECT state FROM items WHERE id = ?1", -1, &s, NULL) ==
+    if (sqlite3_prepare_v2(SQDB(st), "SELECT state FROM items WHERE id = ?1", -1, &s, NULL) ==
         SQLITE_OK) {
         sqlite3_bind_int64(s, 1, id);
         if (sqlite3_step(s) == SQLITE_ROW)
@@ -1465,7 +1546,7 @@ static int sq_each_limit(struct store *st, enum machine_state state, int64_t lim
                           : "SELECT " ITEM_COLS " FROM items WHERE state = ?1"
                             " ORDER BY created_at, id LIMIT ?2";
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db, sql, -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(SQDB(st), sql, -1, &s, NULL);
     if (rc != SQLITE_OK)
         return db_fail(st, rc, err, errlen, "listing items");
     if (state != MACHINE_STATE_INVALID)
@@ -1490,7 +1571,7 @@ static int sq_each_event(struct store *st, int64_t item_id, store_event_fn fn, v
                          size_t errlen)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db,
+    int rc = sqlite3_prepare_v2(SQDB(st),
                                 "SELECT id, item_id, at, from_state, to_state, event, detail,"
                                 " actor FROM events WHERE item_id = ?1 ORDER BY id",
                                 -1, &s, NULL);
@@ -1523,7 +1604,7 @@ static int sq_each_evidence(struct store *st, int64_t item_id, store_evidence_fn
                             char *err, size_t errlen)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db,
+    int rc = sqlite3_prepare_v2(SQDB(st),
                                 "SELECT id, item_id, at, step, method, url, http_status,"
                                 " elapsed_ms, transport, rule, outcome, excerpt"
                                 " FROM evidence WHERE item_id = ?1 ORDER BY id",
@@ -1649,9 +1730,11 @@ static int sq_schema_version(struct store *st, int *ret_version, char *err, size
     return user_version(st, ret_version, err, errlen);
 }
 
+/* On the handle's own connection, and on the writer connection in this handle's turns. */
 static void sq_set_busy_timeout(struct store *st, int ms)
 {
-    sqlite3_busy_timeout(SQ(st)->db, ms);
+    sqlite3_busy_timeout(SQ(st)->own.db, ms);
+    SQ(st)->own.busy_ms = ms;
 }
 
 /* ---- late commits ----------------------------------------------------------------------- */
@@ -1715,7 +1798,7 @@ static int sq_tally_in(struct store *st, struct store_tally *ret, char *err, siz
     struct store_tally t;
     memset(&t, 0, sizeof(t));
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db,
+    int rc = sqlite3_prepare_v2(SQDB(st),
                                 "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM"
                                 " evidence), (SELECT COUNT(*) FROM late_commits)",
                                 -1, &s, NULL);
@@ -1751,7 +1834,7 @@ static int sq_tally_in(struct store *st, struct store_tally *ret, char *err, siz
 
 static int sq_tally(struct store *st, struct store_tally *ret, char *err, size_t errlen)
 {
-    bool own = sqlite3_get_autocommit(SQ(st)->db);
+    bool own = sqlite3_get_autocommit(SQDB(st));
     if (own) {
         int r = exec_sql(st, "BEGIN", err, errlen);
         if (r)
@@ -1772,7 +1855,7 @@ static int sq_dump(struct store *st, const struct store_dump *d, struct store_ta
         return r;
     sqlite3_stmt *s = NULL;
     int rc =
-        sqlite3_prepare_v2(SQ(st)->db, "SELECT " ITEM_COLS " FROM items ORDER BY id", -1, &s, NULL);
+        sqlite3_prepare_v2(SQDB(st), "SELECT " ITEM_COLS " FROM items ORDER BY id", -1, &s, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         struct store_item it;
         row_to_item(s, &it);
@@ -1794,7 +1877,7 @@ static int sq_dump(struct store *st, const struct store_dump *d, struct store_ta
     }
     sqlite3_finalize(s);
     s = NULL;
-    rc = sqlite3_prepare_v2(SQ(st)->db,
+    rc = sqlite3_prepare_v2(SQDB(st),
                             "SELECT id, item_id, at, from_state, to_state, event, detail, actor"
                             " FROM events ORDER BY id",
                             -1, &s, NULL);
@@ -1820,7 +1903,7 @@ static int sq_dump(struct store *st, const struct store_dump *d, struct store_ta
     }
     sqlite3_finalize(s);
     s = NULL;
-    rc = sqlite3_prepare_v2(SQ(st)->db,
+    rc = sqlite3_prepare_v2(SQDB(st),
                             "SELECT id, item_id, at, step, method, url, http_status, elapsed_ms,"
                             " transport, rule, outcome, excerpt FROM evidence ORDER BY id",
                             -1, &s, NULL);
@@ -1853,7 +1936,7 @@ static int sq_dump(struct store *st, const struct store_dump *d, struct store_ta
     }
     sqlite3_finalize(s);
     s = NULL;
-    rc = sqlite3_prepare_v2(SQ(st)->db,
+    rc = sqlite3_prepare_v2(SQDB(st),
                             "SELECT flow, max_ms, at, observations FROM late_commits ORDER BY flow",
                             -1, &s, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -1908,7 +1991,7 @@ static int sq_load_item(struct store *st, const struct store_item *it, char *err
 {
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(
-        SQ(st)->db,
+        SQDB(st),
         "INSERT INTO items (id, key, fingerprint, state, posts, cycles, attempts, next_at,"
         " last_post_at, created_at, updated_at, lease_owner, lease_until, payload, source,"
         " erp_doc, reason, vendor_id, vendor_name, invoice_number, doc_type, issue_date,"
@@ -1958,7 +2041,7 @@ static int sq_load_event(struct store *st, const struct store_event_row *row, ch
                          size_t errlen)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db,
+    int rc = sqlite3_prepare_v2(SQDB(st),
                                 "INSERT INTO events (id, item_id, at, from_state, to_state, event,"
                                 " detail, actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                                 -1, &s, NULL);
@@ -1980,7 +2063,7 @@ static int sq_load_evidence(struct store *st, const struct store_evidence_row *r
 {
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(
-        SQ(st)->db,
+        SQDB(st),
         "INSERT INTO evidence (id, item_id, at, step, method, url, http_status, elapsed_ms,"
         " transport, rule, outcome, excerpt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
         " ?11, ?12)",
@@ -2006,7 +2089,7 @@ static int sq_load_late(struct store *st, const char *flow, const struct store_l
                         char *err, size_t errlen)
 {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(SQ(st)->db,
+    int rc = sqlite3_prepare_v2(SQDB(st),
                                 "INSERT INTO late_commits (flow, max_ms, at, observations)"
                                 " VALUES (?1, ?2, ?3, ?4)",
                                 -1, &s, NULL);

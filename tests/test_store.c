@@ -2163,6 +2163,67 @@ static void test_store_busy_two_processes_under_write_pressure(void **state)
 
 /* ---- files ---- */
 
+/* Items in the queue at path, read through a handle of its own (an absolute path). */
+static int64_t queued_at(const char *path)
+{
+    struct store *st = NULL;
+    struct store_counts c;
+    char err[APBOT_ERR_LEN];
+    if (store_open(path, &st, err, sizeof(err)) != APBOT_OK || store_counts(st, &c, err, sizeof(err)))
+        fail_msg("%s", err);
+    store_close(st);
+    return c.total;
+}
+
+/*
+ * The writes a process's handles make in their turns run on one connection to the file,
+ * opened by the first such write, by the handles' path. That path must still name the file
+ * the handles have open: here the process changed directory, and "q.db" now names another
+ * queue, which must not receive the write.
+ */
+static void test_store_writer_connection_stays_on_its_file(void **state)
+{
+    struct fx *f = *state;
+    char cwd[512], other[200], mine[200];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(other, sizeof(other), "%s/other", f->dir);
+    assert_int_equal(mkdir(other, 0700), 0);
+    snprintf(mine, sizeof(mine), "%s/mine.db", f->dir);
+
+    assert_int_equal(chdir(f->dir), 0);
+    struct store *a = NULL, *b = NULL;
+    assert_int_equal(store_open("mine.db", &a, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(chdir(other), 0);
+    assert_int_equal(store_open("mine.db", &b, f->err, sizeof(f->err)), APBOT_OK); /* another */
+
+    char key[32], fp[65];
+    struct store_new_item it = mk_item(1, 0, key, fp);
+    enum store_enqueue_result res;
+    int64_t id = 0;
+    assert_int_equal(store_enqueue_raw(a, &it, AT(T0), &res, &id, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    it = mk_item(2, 0, key, fp);
+    assert_int_equal(store_enqueue_raw(a, &it, AT(T0), &res, &id, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    store_close(a);
+    store_close(b);
+    assert_int_equal(chdir(cwd), 0);
+
+    char theirs[600];
+    snprintf(theirs, sizeof(theirs), "%s/mine.db", other);
+    assert_int_equal(queued_at(mine), 2);
+    assert_int_equal(queued_at(theirs), 0);
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+        char p[700];
+        snprintf(p, sizeof(p), "%s%s", mine, suffix[i]);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s%s", theirs, suffix[i]);
+        unlink(p);
+    }
+    rmdir(other);
+}
+
 static void test_store_files_are_private(void **state)
 {
     struct fx *f = *state;
@@ -2373,6 +2434,7 @@ int main(void)
         cmocka_unit_test(test_store_restamp_table),
         T(test_store_files_are_private),
         T(test_store_migrates_a_version_1_queue),
+        T(test_store_writer_connection_stays_on_its_file),
     };
     const struct CMUnitTest pg_tests[] = {BOTH(P)};
 #undef BOTH
