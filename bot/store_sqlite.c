@@ -502,11 +502,11 @@ struct sq_file {
     dev_t dev;
     ino_t ino;
     int refs;
-    char *path;             /* where the writer connection opens */
-    struct sq_conn writer;  /* the turn's connection (db NULL until the first write) */
-    bool writer_failed;     /* it could not be opened: turns write on their own connections */
+    char *path;                  /* where the writer connection opens */
+    struct sq_conn writer;       /* the turn's connection (db NULL until the first write) */
+    bool writer_failed;          /* it could not be opened: turns write on their own connections */
     pthread_mutex_t writer_turn; /* the writer turn */
-    pthread_mutex_t mu;     /* guards the sync state below */
+    pthread_mutex_t mu;          /* guards the sync state below */
     pthread_cond_t cv;
     uint64_t written; /* commits whose frames are written */
     uint64_t synced;  /* commits known to be on disk */
@@ -604,8 +604,8 @@ static struct sq_conn *writer_get(struct sq_file *f)
               sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
                   SQLITE_OK &&
               sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS) == SQLITE_OK &&
-              sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", NULL,
-                           NULL, NULL) == SQLITE_OK &&
+              sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", NULL, NULL,
+                           NULL) == SQLITE_OK &&
               conn_wal(db) && same_file(f, f->path);
     if (!ok) {
         sqlite3_close(db);

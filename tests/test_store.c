@@ -2169,7 +2169,8 @@ static int64_t queued_at(const char *path)
     struct store *st = NULL;
     struct store_counts c;
     char err[APBOT_ERR_LEN];
-    if (store_open(path, &st, err, sizeof(err)) != APBOT_OK || store_counts(st, &c, err, sizeof(err)))
+    if (store_open(path, &st, err, sizeof(err)) != APBOT_OK ||
+        store_counts(st, &c, err, sizeof(err)))
         fail_msg("%s", err);
     store_close(st);
     return c.total;
