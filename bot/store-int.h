@@ -146,4 +146,16 @@ size_t store_text_cut(const char *v, size_t max);
 /* The event detail store_apply writes: the machine's why, then the caller's detail. */
 void store_event_detail(const struct machine_step *step, const char *detail, char *buf, size_t len);
 
+/*
+ * store_walvfs.c: the VFS the SQLite backend opens its files through, the default one except
+ * that a WAL frame's header and page reach the file system in one write. Registers it on
+ * first use; NULL when it cannot (then the default VFS serves). The counts are the WAL writes
+ * passed on and, among them, the joined frames (for tests and the benchmark).
+ */
+const char *store_walvfs_name(void);
+/* Writes a header held by db's WAL (SQLITE_OK, or the write's error); for the WAL hook. */
+struct sqlite3;
+int store_walvfs_flush(struct sqlite3 *db);
+void store_walvfs_counts(uint64_t *ret_writes, uint64_t *ret_joined);
+
 #endif

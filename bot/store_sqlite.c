@@ -601,8 +601,8 @@ static struct sq_conn *writer_get(struct sq_file *f)
         return f->writer.db ? &f->writer : NULL;
     sqlite3 *db = NULL;
     bool ok = same_file(f, f->path) &&
-              sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) ==
-                  SQLITE_OK &&
+              sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                              store_walvfs_name()) == SQLITE_OK &&
               sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS) == SQLITE_OK &&
               sqlite3_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", NULL, NULL,
                            NULL) == SQLITE_OK &&
@@ -659,12 +659,16 @@ static int sq_wait_synced(struct sq *h, uint64_t mine)
     return rc;
 }
 
-/* The WAL hook: counts this commit and makes it durable (group commit, above; in the writer
- * turn, after the turn), then auto-checkpoints. */
+/* The WAL hook: writes what the VFS may still hold of this commit (store_walvfs.c), counts the
+ * commit and makes it durable (group commit, above; in the writer turn, after the turn), then
+ * auto-checkpoints. Every connection that runs synchronous=NORMAL has it; the others sync each
+ * commit, and a sync writes what is held. */
 static int sq_wal_hook(void *arg, sqlite3 *db, const char *zdb, int frames)
 {
     struct sq *h = arg;
-    int rc = SQLITE_OK;
+    int rc = store_walvfs_flush(db); /* all of this commit is in the file (store_walvfs.c) */
+    if (rc != SQLITE_OK)
+        return rc;
     pthread_mutex_lock(&h->file->mu);
     uint64_t mine = ++h->file->written;
     pthread_mutex_unlock(&h->file->mu);
@@ -822,8 +826,9 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
     h->cur = &h->own;
     int r;
     create_private(path);
-    int rc = sqlite3_open_v2(
-        path, &h->own.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int rc = sqlite3_open_v2(path, &h->own.db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             store_walvfs_name());
     if (rc != SQLITE_OK) {
         char shown[512];
         store_path_display(path, shown, sizeof(shown));
