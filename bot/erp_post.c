@@ -1,7 +1,7 @@
 /*
  * erp_post.c - one post of one invoice through a flow's steps (see erp_post.h): fetch each
  * step's page, fill its form (fields, per-line fields, select options by value or label, the
- * button by name and value), submit it (the committing request on a fresh connection), read
+ * button by name and value), submit it (the committing request sent once, http.h's fresh), read
  * the answer with the step's rules, the outcomes, the captures and the session markers, and
  * hand the facts of every exchange to decide_post(), whose verdict alone says what happens
  * next. This file fetches, fills and reads; it never decides what an answer means.

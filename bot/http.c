@@ -12,10 +12,16 @@
  *             timeouts and cancels before the request went out;
  *   UNKNOWN   everything else, including a response cut at max_body (see http.h), a body
  *             shorter than its Content-Length (CURLE_PARTIAL_FILE) and too many redirects.
- * POSTs and fresh requests go out on a fresh connection that is closed afterwards: libcurl
- * silently re-sends a request whose reused keep-alive connection died without an answer,
- * which for a request that the ERP already processed would be exactly the blind retry we
- * must never do.
+ * libcurl silently re-sends a request whose reused keep-alive connection died without an
+ * answer, which for a request that the ERP already processed would be exactly the blind
+ * retry we must never do. POSTs and fresh requests are therefore sent once per hop, whatever
+ * the connection: libcurl asks the prerequest callback before it sends a request (on a new or
+ * a reused connection), and a second ask within one transfer - libcurl about to re-send on its
+ * own - is refused, which ends the transfer as UNKNOWN (some of the request had left) or
+ * NOT_SENT (none had). They may ride a kept-alive connection idle for under 2 s
+ * (HTTP_ONCE_IDLE_S; the form's GET just before, typically), so that a server's keep-alive
+ * timeout seldom closes the connection under them; until 2026-12-03 they took a new
+ * connection each, two TCP handshakes per invoice.
  *
  * The origin (scheme, host, port of the ERP's base URL) is checked before every hop: a
  * request for another origin is refused, a redirect leaving it is not followed (the 3xx is
@@ -46,7 +52,11 @@
 #define APBOT_VERSION "0"
 #endif
 
-#define HTTP_POLL_SLICE_MS 100     /* longest wait before the cancel flag is looked at again */
+#define HTTP_POLL_SLICE_MS 100 /* longest wait before the cancel flag is looked at again */
+#define HTTP_ONCE_IDLE_S                                                                           \
+    1L /* a send-once hop reuses a connection idle at most this many whole                         \
+        * seconds (libcurl truncates: idle under 2 s) */
+#define HTTP_IDLE_DEFAULT_S 118L   /* libcurl's own limit, for every other hop */
 #define HTTP_RETRY_AFTER_MAX 86400 /* a Retry-After beyond a day is clamped to a day */
 #define HTTP_LOCATION_MAX 8192     /* a longer Location is not followed */
 
@@ -216,9 +226,12 @@ struct http_session {
     size_t body_cap;
     bool truncated;
     long retry_after_s;
-    int64_t date_ms;    /* the Date header of the response under way, Unix ms; 0 if none */
-    char *location;     /* the Location header of the response under way, raw */
-    bool location_long; /* ... longer than HTTP_LOCATION_MAX */
+    int64_t date_ms;     /* the Date header of the response under way, Unix ms; 0 if none */
+    char *location;      /* the Location header of the response under way, raw */
+    bool location_long;  /* ... longer than HTTP_LOCATION_MAX */
+    bool send_once;      /* a POST or fresh hop: libcurl may not re-send it */
+    int sends;           /* requests libcurl was about to send in this hop (prereq calls) */
+    bool resend_refused; /* libcurl's own re-send was refused */
     /* per exchange (all hops), reset by exchange_begin() */
     curl_off_t bytes_out; /* HTTP request bytes handed to the connection */
     curl_off_t bytes_in;  /* HTTP response bytes (headers or body) received */
@@ -410,6 +423,24 @@ static int http_on_debug(CURL *easy, curl_infotype type, char *data, size_t size
     return 0;
 }
 
+/* libcurl's last word before it sends the hop's request on a connection (new or reused). A
+ * second one in the same transfer is libcurl re-sending on its own after the connection
+ * died: refused for a send-once hop (the top of this file). */
+static int http_on_prereq(void *userp, char *primary_ip, char *local_ip, int primary_port,
+                          int local_port)
+{
+    struct http_session *s = userp;
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    if (s->sends++ > 0 && s->send_once) {
+        s->resend_refused = true;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+}
+
 static int http_setopt_failed(char *err, size_t errlen, const char *what)
 {
     return apbot_fail(err, errlen, APBOT_E_BUG, "libcurl refused option %s", what);
@@ -528,6 +559,8 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
     HTTP_SETOPT(CURLOPT_DEBUGFUNCTION, http_on_debug);
     HTTP_SETOPT(CURLOPT_DEBUGDATA, s);
     HTTP_SETOPT(CURLOPT_VERBOSE, 1L);
+    HTTP_SETOPT(CURLOPT_PREREQFUNCTION, http_on_prereq);
+    HTTP_SETOPT(CURLOPT_PREREQDATA, s);
 
     *ret = s;
     s = NULL;
@@ -578,6 +611,8 @@ static void hop_begin(struct http_session *s)
     s->body_len = 0;
     s->body_cap = 0;
     s->truncated = false;
+    s->sends = 0;
+    s->resend_refused = false;
     s->retry_after_s = -1;
     s->date_ms = 0;
     free(s->location);
@@ -753,11 +788,11 @@ static void hop_setup(struct http_session *s, const struct http_hops *h, int64_t
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
     }
-    /* A fresh connection, closed afterwards: libcurl never re-sends this request on its own
-     * after a dead keep-alive connection (see the top of this file). */
-    long fresh = h->fresh || h->post ? 1L : 0L;
-    (void)curl_easy_setopt(s->easy, CURLOPT_FRESH_CONNECT, fresh);
-    (void)curl_easy_setopt(s->easy, CURLOPT_FORBID_REUSE, fresh);
+    /* Sent once: libcurl never re-sends this request on its own after a dead keep-alive
+     * connection (http_on_prereq, the top of this file). */
+    s->send_once = h->fresh || h->post;
+    (void)curl_easy_setopt(s->easy, CURLOPT_MAXAGE_CONN,
+                           s->send_once ? HTTP_ONCE_IDLE_S : HTTP_IDLE_DEFAULT_S);
 }
 
 /* Fills r as a failure: NOT_SENT when no byte of any hop left or arrived, else UNKNOWN. */
@@ -775,6 +810,10 @@ static void exchange_fail(struct http_session *s, const struct http_hops *h, CUR
     else if (cancelled)
         snprintf(r->detail, sizeof(r->detail), "cancelled %s",
                  sent ? "after sending" : "before sending");
+    else if (s->resend_refused)
+        snprintf(r->detail, sizeof(r->detail),
+                 "the connection closed %s without an answer; not re-sent",
+                 sent ? "after the request went out" : "before the request went out");
     else if (res == CURLE_OK)
         snprintf(r->detail, sizeof(r->detail), "no HTTP status received");
     else

@@ -393,7 +393,7 @@ void trace_print(void *printer, const struct erp_trace *t)
     if (not_sent)
         fprintf(p->out, "   NOT SENT");
     else if (submit && commit_step)
-        fprintf(p->out, "   COMMITTING REQUEST (fresh connection)");
+        fprintf(p->out, "   COMMITTING REQUEST (sent once)");
     fputc('\n', p->out);
     if (submit)
         print_controls(p, t);

@@ -159,7 +159,7 @@ for ui in acme classic; do
     [ -n "$doc" ] || fail "$ui real: key $key not in the ledger: $(ledger)"
     expect_eq "$ui real: status" "${row##*,}" posted
     expect_eq "$ui real: lines" "$(lines_of "$doc" | cut -d, -f3,4 | tr '\n' ' ')" "6000,100.00 6010,30.00 "
-    expect_grep "${ui}_real" "$out" "COMMITTING REQUEST \(fresh connection\)"
+    expect_grep "${ui}_real" "$out" "COMMITTING REQUEST \(sent once\)"
     expect_grep "${ui}_real" "$out" "^completed: booked and every step done"
     expect_grep "${ui}_real" "$out" "^document  $doc$"
     expect_grep "${ui}_real" "$out" "committing requests sent 1$"

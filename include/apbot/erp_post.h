@@ -23,10 +23,10 @@
  *
  * Safety, in the order of the steps (see decide.h): before the committing step nothing can
  * book, so a lost session restarts the post (at most ERP_POST_RESTARTS times, logging in
- * again) and anything unclear is "not sent"; the committing request rides a fresh connection
- * and only the ERP's own direct answer proves it was not processed; after it the document
- * exists and the follow-up steps (approve, release) are run on ${doc}, again from their start
- * after a provably unprocessed lost session, never by posting again.
+ * again) and anything unclear is "not sent"; the committing request is sent once (never
+ * again by libcurl on its own, http.h's `fresh`) and only the ERP's own direct answer proves it was
+ * not processed; after it the document exists and the follow-up steps (approve, release) are run on
+ * ${doc}, again from their start after a provably unprocessed lost session, never by posting again.
  */
 #ifndef APBOT_ERP_POST_H
 #define APBOT_ERP_POST_H

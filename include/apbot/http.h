@@ -65,9 +65,11 @@ struct http_request {
     const struct http_field *fields; /* POST: the form body, x-www-form-urlencoded (none =
                                       * an empty body); GET: none allowed */
     size_t n_fields;
-    bool fresh;      /* a new connection, never reused and closed after: libcurl cannot re-send
-                      * the request on its own after a kept-alive connection died. Every committing
-                      * exchange sets it, whatever its method; POSTs always get it. */
+    bool fresh;      /* sent once per hop: libcurl may not re-send it on its own after its
+                      * (kept-alive) connection died - such a re-send is refused and the exchange
+                      * ends unknown (not sent if no byte had left); it rides a kept-alive
+                      * connection only if that was idle under 2 s. Every committing exchange
+                      * sets it, whatever its method; POSTs always get it. */
     bool reads_only; /* a GET of a page the flow only reads (a lookup, a listing, the page a
                       * step fills in): it changes nothing in the ERP. For the gate below;
                       * anything else may change the ERP (POSTs, submitted forms, logins). */
