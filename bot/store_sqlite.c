@@ -856,7 +856,9 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
     if (SQ(st)->file && conn_wal(h->own.db)) {
         h->group = true;
         sqlite3_wal_hook(h->own.db, sq_wal_hook, h);
-        r = exec_sql(st, "PRAGMA synchronous = NORMAL;", err, errlen);
+        /* Its writes go to the writer connection: this one reads, and drops its cache at
+         * every read after a commit of the writer's, so a small cache loses nothing. */
+        r = exec_sql(st, "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -512;", err, errlen);
         if (r)
             goto fail;
     }
