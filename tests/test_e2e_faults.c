@@ -25,10 +25,32 @@
  * delay are meaningful. */
 #define FAULT_SCENARIO "stall_ms = 3000\nlate_commit_ms = 1000\nindex_lag_ms = 200\n"
 
+/* Prints every item that did not complete, with its state, counters and last reason. */
+static void print_uncompleted(struct e2e *e)
+{
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)
+        return;
+    for (int64_t id = 1; id <= e->n_items; id++) {
+        struct store_item it;
+        if (store_get(st, id, &it, NULL, 0) != APBOT_OK)
+            continue;
+        if (it.state != MACHINE_COMPLETED)
+            fprintf(stderr, "item %lld %s: %s, posts %d, cycles %d, attempts %d: %s\n",
+                    (long long)id, it.key, machine_state_name(it.state), it.counters.posts,
+                    it.counters.cycles, it.counters.attempts, it.reason ? it.reason : "-");
+        store_item_done(&it);
+    }
+    store_close(st);
+}
+
 /* Everything queued completed, booked once each. */
 static void assert_all_completed(struct e2e *e)
 {
     e2e_assert_invariants(e, false);
+    if (e2e_count(e, MACHINE_COMPLETED) != e->n_items)
+        print_uncompleted(e);
     assert_int_equal(e2e_count(e, MACHINE_COMPLETED), e->n_items);
     assert_int_equal(simc_count_rows(e->port), e->n_items);
 }
