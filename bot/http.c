@@ -53,10 +53,10 @@
 #endif
 
 #define HTTP_POLL_SLICE_MS 100 /* longest wait before the cancel flag is looked at again */
-#define HTTP_ONCE_IDLE_S                                                                           \
-    1L /* a send-once hop reuses a connection idle at most this many whole                         \
-        * seconds (libcurl truncates: idle under 2 s) */
-#define HTTP_IDLE_DEFAULT_S 118L   /* libcurl's own limit, for every other hop */
+/* A send-once hop reuses a connection idle at most this many whole seconds (libcurl
+ * truncates: idle under 2 s); every other hop keeps libcurl's own limit. */
+#define HTTP_ONCE_IDLE_S 1L
+#define HTTP_IDLE_DEFAULT_S 118L
 #define HTTP_RETRY_AFTER_MAX 86400 /* a Retry-After beyond a day is clamped to a day */
 #define HTTP_LOCATION_MAX 8192     /* a longer Location is not followed */
 
