@@ -2351,6 +2351,8 @@ static void test_store_migrates_a_version_1_queue(void **state)
              "UPDATE items SET erp_doc = 'D-1' WHERE key = 'AP1-OLD2';"
              "INSERT INTO events (item_id, at, from_state, to_state, event, actor) VALUES"
              " (1, %lld, 'posting', 'reconciling', 'unknown', 'runner:old');"
+             "INSERT INTO evidence (item_id, at, step, excerpt) VALUES (1, 7, 'post', 'timed out'),"
+             " (2, 8, 'post', 'booked');"
              "PRAGMA user_version = 1;",
              (long long)(T0 + 9999999), (long long)(T0 + 10), (long long)(T0 + 9999999),
              (long long)T0, (long long)T0, (long long)T0, (long long)(T0 + 10), (long long)T0,
@@ -2362,7 +2364,29 @@ static void test_store_migrates_a_version_1_queue(void **state)
     assert_int_equal(store_open(path, &st, f->err, sizeof(f->err)), APBOT_OK);
     int v = 0;
     assert_int_equal(store_schema_version(st, &v, f->err, sizeof(f->err)), APBOT_OK);
-    assert_int_equal(v, 2);
+    assert_int_equal(v, 3);
+    /* 2 -> 3 rebuilt events and evidence without AUTOINCREMENT: every row kept with its id,
+     * still append-only, and no sequence row left behind. */
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT (SELECT group_concat(id || ':' || item_id || ':' ||"
+                                        " to_state, ',') FROM events),"
+                                        " (SELECT group_concat(id || ':' || excerpt, ',') FROM"
+                                        " evidence), (SELECT count(*) FROM sqlite_sequence WHERE"
+                                        " name IN ('events', 'evidence'))",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "1:1:reconciling");
+    assert_string_equal((const char *)sqlite3_column_text(q, 1), "1:timed out,2:booked");
+    assert_int_equal(sqlite3_column_int(q, 2), 0);
+    sqlite3_finalize(q);
+    assert_int_not_equal(sqlite3_exec(db, "DELETE FROM events", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(db, "UPDATE evidence SET step = 'x'", NULL, NULL, NULL),
+                         SQLITE_OK);
+    assert_int_not_equal(sqlite3_exec(db, "DELETE FROM evidence", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
     struct store_item it;
     assert_int_equal(store_get(st, 1, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_string_equal(it.clock_boot, "");
@@ -2396,7 +2420,21 @@ static void test_store_migrates_a_version_1_queue(void **state)
         store_apply(st, 1, "new-runner", &ch, AT(T0 + 200), &holder, f->err, sizeof(f->err)),
         APBOT_E_CONFLICT);
     assert_int_equal(holder, 2);
+    struct store_evidence ev = {.step = "lookup", .method = "GET", .url = "/x"};
+    assert_int_equal(store_add_evidence(st, 1, &ev, AT(T0 + 300), f->err, sizeof(f->err)),
+                     APBOT_OK);
     store_close(st);
+    /* New rows continue after the migrated ones. */
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT group_concat(id || ':' || step, ',') FROM"
+                                        " evidence",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "1:post,2:post,3:lookup");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
     const char *suffix[] = {"", "-wal", "-shm"};
     for (size_t i = 0; i < 3; i++) {
         snprintf(sql, sizeof(sql), "%s%s", path, suffix[i]);
