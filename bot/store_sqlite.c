@@ -1229,11 +1229,12 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
         r = APBOT_E_DB;
         goto out;
     }
+    int64_t lease_until = now->wall_ms + op->lease_ms, lease_mono = now->mono_ms + op->lease_ms;
     sqlite3_bind_int64(s, 1, id);
     bind_text(s, 2, machine_state_name(next));
     bind_text(s, 3, op->owner);
-    sqlite3_bind_int64(s, 4, now->wall_ms + op->lease_ms);
-    sqlite3_bind_int64(s, 5, now->mono_ms + op->lease_ms);
+    sqlite3_bind_int64(s, 4, lease_until);
+    sqlite3_bind_int64(s, 5, lease_mono);
     bind_text(s, 6, now->boot);
     sqlite3_bind_int64(s, 7, it.next_at);
     sqlite3_bind_int64(s, 8, it.next_mono);
@@ -1254,9 +1255,18 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
                       op->claimed->why ? op->claimed->why : "claimed", actor, err, errlen);
     if (r)
         goto out;
-    /* Hand back what is now in the row. */
-    r = get_item(st, Q_GET_ID, id, NULL, &op->it, err, errlen);
-    op->have_item = r == APBOT_OK;
+    /* Hand back what is now in the row: the row read above with the values just bound (the
+     * UPDATE's SET list; test_store compares it with a fresh read). */
+    op->it = it;
+    memset(&it, 0, sizeof(it)); /* its strings are op->it's now */
+    op->it.state = next;
+    free(op->it.lease_owner);
+    op->it.lease_owner = apbot_xstrdup(op->owner);
+    op->it.lease_until = lease_until;
+    op->it.lease_mono = lease_mono;
+    snprintf(op->it.clock_boot, sizeof(op->it.clock_boot), "%s", now->boot);
+    op->it.updated_at = now->wall_ms;
+    op->have_item = true;
 out:
     store_item_done(&it);
     return r;
@@ -1428,6 +1438,14 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
         it.settle_mono = now->mono_ms;
         it.settle_at = now->wall_ms;
     }
+    /* Every value the UPDATE writes, once: bound below, and the returned row is built from
+     * them (store_apply_get) instead of being read back. */
+    enum machine_state from = it.state;
+    int64_t next_at = now->wall_ms + delay, next_mono = now->mono_ms + delay;
+    size_t doc_len = ch->erp_doc ? store_text_cut(ch->erp_doc, STORE_TEXT_MAX) : 0;
+    size_t reason_len = ch->reason ? store_text_cut(ch->reason, STORE_TEXT_MAX) : 0;
+    bool post_mark = step->next == MACHINE_POSTING && from != MACHINE_POSTING;
+    int64_t lease_until = keep ? it.lease_until : 0, lease_mono = keep ? it.lease_mono : 0;
     sqlite3_stmt *s = stmt_get(st, unchanged_lease ? Q_APPLY_KEEP : Q_APPLY_UPDATE, err, errlen);
     if (!s) {
         r = APBOT_E_DB;
@@ -1438,15 +1456,21 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     sqlite3_bind_int(s, 3, step->counters.posts);
     sqlite3_bind_int(s, 4, step->counters.cycles);
     sqlite3_bind_int(s, 5, step->counters.attempts);
-    sqlite3_bind_int64(s, 6, now->wall_ms + delay);
-    sqlite3_bind_int64(s, 7, now->mono_ms + delay);
-    bind_text_max(s, 8, ch->erp_doc, STORE_TEXT_MAX);
-    bind_text_max(s, 9, ch->reason, STORE_TEXT_MAX);
-    sqlite3_bind_int(s, 10, step->next == MACHINE_POSTING && it.state != MACHINE_POSTING);
+    sqlite3_bind_int64(s, 6, next_at);
+    sqlite3_bind_int64(s, 7, next_mono);
+    if (ch->erp_doc)
+        sqlite3_bind_text(s, 8, ch->erp_doc, (int)doc_len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s, 8);
+    if (ch->reason)
+        sqlite3_bind_text(s, 9, ch->reason, (int)reason_len, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s, 9);
+    sqlite3_bind_int(s, 10, post_mark);
     bind_text(s, 11, keep ? op->owner : NULL);
-    sqlite3_bind_int64(s, 12, keep ? it.lease_until : 0);
+    sqlite3_bind_int64(s, 12, lease_until);
     sqlite3_bind_int64(s, 13, now->wall_ms);
-    sqlite3_bind_int64(s, 14, keep ? it.lease_mono : 0);
+    sqlite3_bind_int64(s, 14, lease_mono);
     bind_text(s, 15, now->boot);
     if (it.has_settle)
         sqlite3_bind_int64(s, 16, it.settle_mono);
@@ -1463,15 +1487,43 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     /* The event keeps the machine's reason and the caller's detail together. */
     char detail[STORE_TEXT_MAX];
     store_event_detail(step, ch->detail, detail, sizeof(detail));
-    r = add_event(st, op->id, now->wall_ms, machine_state_name(it.state),
+    r = add_event(st, op->id, now->wall_ms, machine_state_name(from),
                   machine_state_name(step->next), machine_event_name(ch->event), detail,
                   ch->actor ? ch->actor : (op->owner ? op->owner : "operator"), err, errlen);
     for (size_t i = 0; r == APBOT_OK && i < ch->n_evidence; i++)
         r = insert_evidence(st, op->id, now->wall_ms, &ch->evidence[i], err, errlen);
-    /* The row as committed, from the pages this transaction just wrote (store_apply_get). */
+    /* The row as the UPDATE above left it (its SET list, value by value; test_store compares
+     * it with a fresh read), without reading it back: the row read at the start of this
+     * transaction with the values just bound. */
     if (r == APBOT_OK && op->ret) {
-        r = get_item(st, Q_GET_ID, op->id, NULL, op->ret, err, errlen);
-        op->have_ret = r == APBOT_OK;
+        struct store_item *n = op->ret;
+        *n = it;
+        memset(&it, 0, sizeof(it)); /* its strings are n's now */
+        n->state = step->next;
+        n->counters = (struct machine_counters){.posts = step->counters.posts,
+                                                .cycles = step->counters.cycles,
+                                                .attempts = step->counters.attempts};
+        n->next_at = next_at;
+        n->next_mono = next_mono;
+        if (ch->erp_doc) {
+            free(n->erp_doc);
+            n->erp_doc = apbot_xstrndup(ch->erp_doc, doc_len);
+        }
+        if (ch->reason) {
+            free(n->reason);
+            n->reason = *ch->reason ? apbot_xstrndup(ch->reason, reason_len) : NULL;
+        }
+        if (post_mark)
+            n->last_post_at = now->wall_ms;
+        if (!unchanged_lease) {
+            free(n->lease_owner);
+            n->lease_owner = keep ? apbot_xstrdup(op->owner) : NULL;
+            n->lease_until = lease_until;
+            n->lease_mono = lease_mono;
+            snprintf(n->clock_boot, sizeof(n->clock_boot), "%s", now->boot);
+        }
+        n->updated_at = now->wall_ms;
+        op->have_ret = true;
     }
 out:
     store_item_done(&it);

@@ -307,14 +307,20 @@ static int step_item(struct fx *f, struct store *st, int64_t id, const char *own
     return rc;
 }
 
+static void assert_same_item(const struct store_item *a, const struct store_item *b);
+
+/* Claims the next item; the row store_claim hands back is the row a fresh read finds. */
 static int64_t claim_id(struct fx *f, struct store *st, const char *owner, int64_t now)
 {
-    struct store_item it;
+    struct store_item it, fresh;
     int rc = store_claim(st, owner, AT(now), 30000, &f->claimed, &it, f->err, sizeof(f->err));
     if (rc == APBOT_E_NOTFOUND)
         return 0;
     if (rc != APBOT_OK)
         fail_msg("claim: %s", f->err);
+    assert_int_equal(store_get(st, it.id, &fresh, f->err, sizeof(f->err)), APBOT_OK);
+    assert_same_item(&it, &fresh);
+    store_item_done(&fresh);
     int64_t id = it.id;
     store_item_done(&it);
     return id;
@@ -925,6 +931,54 @@ static void test_store_apply_get_returns_the_row(void **state)
         APBOT_E_CONFLICT);
     assert_int_equal(holder, other);
     assert_memory_equal(&got, &poison, sizeof(got));
+
+    /* A long reason is cut where a fresh read finds it (at a character boundary), "" clears
+     * it, and an operator's take-over clears the lease: each time the returned row is the
+     * row a fresh read finds. */
+    char longr[3001];
+    for (size_t i = 0; i + 2 <= 3000; i += 2)
+        memcpy(longr + i, "\xC3\xA9", 2); /* e acute, 1,500 times */
+    longr[3000] = '\0';
+    const char *reasons[] = {longr, "", NULL};
+    struct machine_step again;
+    for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+        struct store_item cur;
+        assert_int_equal(store_get(f->st, id, &cur, f->err, sizeof(f->err)), APBOT_OK);
+        c = cur.counters;
+        c.settled = true;
+        assert_int_equal(machine_next(cur.state, MACHINE_EV_LOOKUP_FAILED, &c, &f->pol, &again),
+                         APBOT_OK);
+        bool last = i + 1 == sizeof(reasons) / sizeof(reasons[0]);
+        ch = (struct store_change){.from = cur.state,
+                                   .event = MACHINE_EV_LOOKUP_FAILED,
+                                   .step = &again,
+                                   .backoff_ms = 300,
+                                   .reason = reasons[i],
+                                   .detail = "test",
+                                   .actor = last ? "operator:test" : "runner:w",
+                                   .keep_lease = !last,
+                                   .take_over = last};
+        store_item_done(&cur);
+        /* the take-over comes once the lease has run out (a day later) */
+        int64_t at = last ? T0 + 86400000 : T0 + 7 + (int64_t)i;
+        assert_int_equal(store_apply_get(f->st, id, last ? NULL : "w", &ch, AT(at), NULL, &got,
+                                         f->err, sizeof(f->err)),
+                         APBOT_OK);
+        assert_int_equal(store_get(f->st, id, &want, f->err, sizeof(f->err)), APBOT_OK);
+        assert_same_item(&got, &want);
+        if (i == 0) {
+            assert_true(strlen(got.reason) < 3000);
+            assert_int_equal(strlen(got.reason) % 2, 0); /* never half a character */
+        } else {
+            assert_null(got.reason);
+        }
+        if (last)
+            assert_null(got.lease_owner);
+        else
+            assert_string_equal(got.lease_owner, "w");
+        store_item_done(&got);
+        store_item_done(&want);
+    }
 }
 
 static void test_store_operator_resolution(void **state)
