@@ -59,8 +59,13 @@ done
 wrong1=$(book "$k1" 999.00 RV-1)
 wrong2=$(book "$k2" 888.00 RV-2)
 right3=$(book "$k3" 357.00 RV-3)
-run run run --flow "$FLOW" --erp "$erp" --until-empty --quiet
+run run run --flow "$FLOW" --erp "$erp" --until-empty
 expect_rc run 0
+# the log (stderr is no terminal here): one key=value line per state change, plain words as
+# they are, values with blanks quoted (docs/operations.md, "What it writes")
+expect_grep run_log "$work/run.err" "^time=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z level=info item=$i1 key=$k1 from=new to=checking event=claimed worker=[0-9]+$"
+expect_grep run_log "$work/run.err" "level=info item=$i5 key=AP1-[A-Z0-9]+ from=posting to=completed event=confirmed doc=[A-Z0-9-]+ detail=\"[^\"]+\" worker=[0-9]+$"
+expect_grep run_log "$work/run.err" "level=info item=$i4 key=AP1-[A-Z0-9]+ from=posting to=business-exception event=rejected reason=\"[^\"]*E103"
 
 # ---- review -----------------------------------------------------------------------------
 run review review
