@@ -529,6 +529,80 @@ static void test_http_date(void **state)
     http_response_done(&r);
 }
 
+/* What the Date header read as before the IMF-fixdate fast path: the trimmed value up to a
+ * NUL, through curl_getdate, 0 when unreadable, too long or not after 1970. */
+static int64_t date_ref(const char *v)
+{
+    size_t len = strlen(v);
+    while (len > 0 && strchr("\r\n \t", v[len - 1]))
+        len--;
+    while (len > 0 && (*v == ' ' || *v == '\t')) {
+        v++;
+        len--;
+    }
+    char *text = strndup(v, len);
+    time_t when = strlen(text) < 128 ? curl_getdate(text, NULL) : (time_t)-1;
+    free(text);
+    return when == (time_t)-1 || when <= 0 ? 0 : (int64_t)when * 1000;
+}
+
+static void expect_date(const char *text, int64_t want)
+{
+    int64_t got = http_date_ms(text, strlen(text)), ref = date_ref(text);
+    if (got != ref || (want >= 0 && got != want))
+        fail_msg("'%s': %lld, curl_getdate %lld, want %lld", text, (long long)got, (long long)ref,
+                 (long long)want);
+}
+
+/* http_date_ms reads an IMF-fixdate itself and hands anything else to curl_getdate: both give
+ * the same for every day from 1970 to 2400 (each weekday name, times across the day), for the
+ * edges of the fast path (31 November, 29 February, a leap second, years before 1970 and past
+ * 9999, other spellings) and for what is not a date at all. */
+static void test_http_date_fast_path(void **state)
+{
+    (void)state;
+    static const char *wday[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "mon", "Xyz"};
+    static const char *mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul",
+                                "Aug", "Sep", "Oct", "Nov", "Dec", "jan", "Foo"};
+    char text[96];
+    expect_date("Tue, 03 Nov 2026 08:15:30 GMT", INT64_C(1793693730) * 1000);
+    expect_date("  Thu, 01 Jan 1970 00:00:01 GMT \r\n", 1000);
+    expect_date("Thu, 01 Jan 1970 00:00:00 GMT", 0);
+    expect_date("Wed, 31 Dec 1969 23:59:59 GMT", 0);
+    expect_date("Tuesday, 03-Nov-26 08:15:30 GMT", -1); /* RFC 850: curl_getdate */
+    expect_date("Tue Nov  3 08:15:30 2026", -1);        /* asctime: curl_getdate */
+    expect_date("Tue, 03 Nov 2026 08:15:30 +0000", -1);
+    expect_date("Tue, 31 Nov 2026 08:15:30 GMT", -1);
+    expect_date("Sun, 29 Feb 2026 08:15:30 GMT", -1);
+    expect_date("Tue, 29 Feb 2028 08:15:30 GMT", -1);
+    expect_date("Tue, 29 Feb 2100 08:15:30 GMT", -1);
+    expect_date("Tue, 29 Feb 2000 08:15:30 GMT", -1);
+    expect_date("Tue, 03 Nov 2026 23:59:60 GMT", -1);
+    expect_date("Tue, 03 Nov 2026 24:00:00 GMT", -1);
+    expect_date("Tue, 03 Nov 2026 08:61:00 GMT", -1);
+    expect_date("Tue, 00 Nov 2026 08:15:30 GMT", -1);
+    expect_date("Tue, 03 Nov 12026 08:15:30 GMT", -1);
+    expect_date("Tue, 03 Nov 2026 08:15:30 GMTX", -1);
+    expect_date("Tue,03 Nov 2026 08:15:30 GMT", -1);
+    expect_date("Tue, 3 Nov 2026 08:15:30 GMT", -1);
+    expect_date("Tue, 0x Nov 2026 08:15:30 GMT", -1);
+    expect_date("", 0);
+    expect_date("yesterday-ish", 0);
+    for (int year = 1969; year <= 2400; year++)
+        for (int m = 0; m < 12; m++)
+            for (int d = 1; d <= 31; d++) {
+                int i = year * 372 + m * 31 + d;
+                snprintf(text, sizeof(text), "%s, %02d %s %04d %02d:%02d:%02d GMT", wday[i % 7], d,
+                         mon[m], year, i % 24, (i * 7) % 60, (i * 13) % 60);
+                expect_date(text, -1);
+            }
+    for (int i = 0; i < 20000; i++) {
+        snprintf(text, sizeof(text), "%s, %02d %s %04d %02d:%02d:%02d GMT", wday[i % 9], i % 33,
+                 mon[i % 14], 1960 + (i * 37) % 8100, i % 25, (i * 7) % 62, (i * 11) % 61);
+        expect_date(text, -1);
+    }
+}
+
 static void test_http_cookies_kept_and_cleared(void **state)
 {
     struct fx *f = *state;
@@ -1736,6 +1810,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_answered_200, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_retry_after, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_date, setup, teardown),
+        cmocka_unit_test(test_http_date_fast_path),
         cmocka_unit_test_setup_teardown(test_http_cookies_kept_and_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_post_redirect_get_secret_free, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_refused_is_not_sent, setup, teardown),
