@@ -215,6 +215,14 @@ void limiter_release(struct limiter *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+bool limiter_may_keep(struct limiter *l)
+{
+    pthread_mutex_lock(&l->mu);
+    bool ok = l->in_flight <= l->core.limit;
+    pthread_mutex_unlock(&l->mu);
+    return ok;
+}
+
 void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
                     enum limiter_signal sig)
 {

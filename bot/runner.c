@@ -151,6 +151,10 @@ struct worker {
     struct store_evidence *pending;
     size_t n_pending, cap_pending;
     int64_t retry_after_ms; /* of the event being applied, for the backoff */
+    /* the item claimed with the last change (job_apply, store_apply_claim), next in hand:
+     * its limiter place is the one the worker already holds */
+    struct store_item next;
+    bool have_next;
 };
 
 /* One item in hand: what the worker learnt about it during this claim. */
@@ -695,9 +699,11 @@ static struct transition_env worker_env(struct worker *w)
 
 /*
  * Applies one event to the item in hand through the one state setter. Returns true when the
- * worker continues with the item (j->item refreshed, j->kept).
+ * worker continues with the item (j->item refreshed, j->kept). may_claim_next: when the item
+ * leaves the worker with this change, the next one may be claimed with it (w->next; only
+ * where the job ends with the change, never from a hook in the middle of a post).
  */
-static bool job_apply(struct job *j, enum machine_event ev)
+static bool job_apply(struct job *j, enum machine_event ev, bool may_claim_next)
 {
     struct worker *w = j->w;
     struct runner *r = w->r;
@@ -715,6 +721,12 @@ static bool job_apply(struct job *j, enum machine_event ev)
     if (ev == MACHINE_EV_NOT_FOUND && stop_now &&
         (j->item.state == MACHINE_CHECKING || j->item.state == MACHINE_RECONCILING))
         ev = MACHINE_EV_RELEASED;
+    /* When this change lets go of the item, the next one is claimed in its transaction (one
+     * commit instead of two, and the pages both write shared), if the worker would claim one
+     * now: not stopping, the ERP not under suspicion, the session logged in and the worker's
+     * place within the limiter's limit. */
+    bool claim_next = may_claim_next && !w->have_next && !stop_now && !breaker_suspect(r) &&
+                      erp_logged_in(w->erp) && limiter_may_keep(r->limiter);
     struct transition_env env = worker_env(w);
     struct transition_in in = {
         .event = ev,
@@ -726,10 +738,14 @@ static bool job_apply(struct job *j, enum machine_event ev)
         /* the exchanges that led here, in the change's transaction */
         .evidence = w->pending,
         .n_evidence = w->item_id == j->item.id ? w->n_pending : 0,
+        .claim_next_lease_ms = claim_next ? r->pol.lease_ms : 0,
+        .claim_into = claim_next ? &w->next : NULL,
     };
     struct transition_out out;
     w->retry_after_ms = j->retry_after_ms;
     int rc = transition_apply(&env, &j->item, &in, &out, err, sizeof(err));
+    if (rc == APBOT_OK && out.claimed)
+        w->have_next = true;
     if (rc == APBOT_OK)
         evidence_drop(w); /* stored with the change */
     else
@@ -1097,7 +1113,7 @@ static bool hook_saved(void *ctx, const char *doc)
     struct job *j = ctx;
     snprintf(j->doc, sizeof(j->doc), "%s", doc);
     snprintf(j->detail, sizeof(j->detail), "saved as %.100s; the follow-up steps are due", doc);
-    if (!job_apply(j, MACHINE_EV_SAVED))
+    if (!job_apply(j, MACHINE_EV_SAVED, false)) /* the post goes on: no next item yet */
         return false;
     return j->item.state == MACHINE_FINISHING;
 }
@@ -1292,7 +1308,7 @@ static void job_run(struct worker *w, struct store_item *it)
         if (ev == MACHINE_EV_RELEASED && j.item.state == MACHINE_POSTING && j.commit_sent)
             ev = MACHINE_EV_UNKNOWN; /* never hand back what may have been booked */
         enum machine_state before = j.item.state;
-        if (!job_apply(&j, ev))
+        if (!job_apply(&j, ev, true))
             break;
         /* Follow-up steps run at once after a save or an unfinished hit in this claim. */
         followups_now = j.item.state == MACHINE_FINISHING &&
@@ -1307,6 +1323,19 @@ out:
 }
 
 /* ---- workers ---------------------------------------------------------------------------- */
+
+/* Hands a claimed item back untouched (released: no attempt spent), and drops the row. */
+static void worker_let_go(struct worker *w, struct store_item *it)
+{
+    char err[APBOT_ERR_LEN];
+    struct transition_env env = worker_env(w);
+    struct transition_in in = {.event = MACHINE_EV_RELEASED,
+                               .detail = "handed back before its lookup: the ERP is under "
+                                         "suspicion"};
+    if (transition_apply(&env, it, &in, NULL, err, sizeof(err)) != APBOT_OK)
+        log_msg(w->r, "warn", "a claimed item was not handed back (its lease runs out)", err);
+    store_item_done(it);
+}
 
 /* While the ERP seems silent: no claims, just a probe of the login page now and then. */
 static void worker_probe(struct worker *w, int *probes)
@@ -1357,7 +1386,25 @@ static void *worker_main(void *arg)
     erp_set_evidence(w->erp, on_erp_evidence, w);
     http_set_gate(erp_http(w->erp), worker_gate, w);
 
-    while (!stopping(r)) {
+    while (!stopping(r) || w->have_next) {
+        struct store_item it;
+        if (w->have_next) {
+            /* Claimed with the last change, in the place this worker holds. Run even when
+             * the run stops (the job hands it back untouched), but not into an ERP under
+             * suspicion: back to the queue untouched, no attempt spent. */
+            it = w->next;
+            memset(&w->next, 0, sizeof(w->next));
+            w->have_next = false;
+            if (breaker_suspect(r) && !stopping(r)) {
+                worker_let_go(w, &it);
+                limiter_release(r->limiter);
+                continue;
+            }
+            job_run(w, &it);
+            if (!w->have_next)
+                limiter_release(r->limiter);
+            continue;
+        }
         if (breaker_suspect(r)) {
             worker_probe(w, &probes);
             continue;
@@ -1378,7 +1425,6 @@ static void *worker_main(void *arg)
                 continue;
             }
         }
-        struct store_item it;
         struct transition_env env = worker_env(w);
         int rc = transition_claim(&env, NULL, r->pol.lease_ms, &it, err, sizeof(err));
         if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
@@ -1392,9 +1438,15 @@ static void *worker_main(void *arg)
             break;
         }
         job_run(w, &it);
-        limiter_release(r->limiter);
+        if (!w->have_next)
+            limiter_release(r->limiter);
     }
 out:
+    if (w->have_next) { /* not reached by the loop above; belt and braces */
+        w->have_next = false;
+        worker_let_go(w, &w->next);
+        limiter_release(r->limiter);
+    }
     erp_close(w->erp);
     w->erp = NULL;
     evidence_drop(w);

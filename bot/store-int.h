@@ -69,6 +69,13 @@ struct store_ops {
     int (*apply)(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
                  const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
                  char *err, size_t errlen);
+    /* store_apply_claim in one transaction (NULL: store.c makes it an apply, then a claim);
+     * called only with an owner, a valid change and a valid claim */
+    int (*apply_claim)(struct store *st, int64_t id, const char *owner,
+                       const struct store_change *ch, const struct apbot_now *now,
+                       int64_t *ret_holder, struct store_item *ret_item, int64_t lease_ms,
+                       const struct machine_step *claimed, struct store_item *ret_next,
+                       bool *ret_claimed, char *err, size_t errlen);
     /* n >= 1 exchanges in one transaction */
     int (*add_evidence)(struct store *st, int64_t item_id, const struct store_evidence *ev,
                         size_t n, const struct apbot_now *now, char *err, size_t errlen);

@@ -404,11 +404,10 @@ int store_apply(struct store *st, int64_t id, const char *owner, const struct st
     return store_apply_get(st, id, owner, ch, now, ret_holder, NULL, err, errlen);
 }
 
-int store_apply_get(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
-                    const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
-                    char *err, size_t errlen)
+/* Whether a change is one store_apply may make (APBOT_E_INVAL in err when not). */
+static int change_check(const char *owner, const struct store_change *ch, char *err, size_t errlen)
 {
-    if (!st || !ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
+    if (!ch || !ch->step || (int)ch->from < 0 || ch->from >= MACHINE_STATE__COUNT ||
         (int)ch->step->next < 0 || ch->step->next >= MACHINE_STATE__COUNT || (int)ch->event < 0 ||
         ch->event >= MACHINE_EVENT__COUNT || (ch->erp_doc && !*ch->erp_doc) ||
         (owner && ch->take_over) || (ch->n_evidence && !ch->evidence))
@@ -416,6 +415,50 @@ int store_apply_get(struct store *st, int64_t id, const char *owner, const struc
     for (size_t i = 0; i < ch->n_evidence; i++)
         if (!ch->evidence[i].step)
             return apbot_fail(err, errlen, APBOT_E_INVAL, "store: evidence needs a step");
+    return APBOT_OK;
+}
+
+int store_apply_claim(struct store *st, int64_t id, const char *owner,
+                      const struct store_change *ch, const struct apbot_now *now,
+                      int64_t *ret_holder, struct store_item *ret_item, int64_t lease_ms,
+                      const struct machine_step *claimed, struct store_item *ret_next,
+                      bool *ret_claimed, char *err, size_t errlen)
+{
+    if (ret_claimed)
+        *ret_claimed = false;
+    if (!st || !owner || !*owner || !ret_next || !ret_claimed || lease_ms <= 0 || !claimed ||
+        (int)claimed->next < 0 || claimed->next >= MACHINE_STATE__COUNT)
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "store: apply and claim need an owner, a lease and the claimed step");
+    int r = change_check(owner, ch, err, errlen);
+    if (r)
+        return r;
+    struct apbot_now buf;
+    now = now_or_read(now, &buf);
+    if (st->ops->apply_claim) {
+        int64_t holder = 0;
+        r = st->ops->apply_claim(st, id, owner, ch, now, &holder, ret_item, lease_ms, claimed,
+                                 ret_next, ret_claimed, err, errlen);
+        if (r == APBOT_E_CONFLICT && ret_holder)
+            *ret_holder = holder;
+        return r;
+    }
+    r = store_apply_get(st, id, owner, ch, now, ret_holder, ret_item, err, errlen);
+    if (r == APBOT_OK)
+        *ret_claimed =
+            store_claim(st, owner, now, lease_ms, claimed, ret_next, NULL, 0) == APBOT_OK;
+    return r;
+}
+
+int store_apply_get(struct store *st, int64_t id, const char *owner, const struct store_change *ch,
+                    const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
+                    char *err, size_t errlen)
+{
+    if (!st)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invalid change");
+    int rc = change_check(owner, ch, err, errlen);
+    if (rc)
+        return rc;
     struct apbot_now buf;
     int64_t holder = 0;
     int r =

@@ -1543,6 +1543,61 @@ static int sq_apply(struct store *st, int64_t id, const char *owner, const struc
     return r;
 }
 
+/* ---- apply, then claim ------------------------------------------------------------------ */
+
+struct apply_claim_op {
+    struct apply_op apply;
+    struct claim_op claim;
+    bool applied; /* this attempt's change went through (its transaction may still fail) */
+};
+
+/* The change, then the next claim in the same transaction; nothing due commits the change
+ * alone. A failed claim fails the transaction: sq_apply_claim then makes the change alone. */
+static int apply_claim_body(struct store *st, void *ctx, char *err, size_t errlen)
+{
+    struct apply_claim_op *op = ctx;
+    op->applied = false;
+    int r = apply_body(st, &op->apply, err, errlen);
+    if (r)
+        return r;
+    op->applied = true;
+    char cerr[APBOT_ERR_LEN];
+    r = claim_body(st, &op->claim, cerr, sizeof(cerr));
+    return r == APBOT_E_NOTFOUND ? APBOT_OK : r;
+}
+
+static int sq_apply_claim(struct store *st, int64_t id, const char *owner,
+                          const struct store_change *ch, const struct apbot_now *now,
+                          int64_t *ret_holder, struct store_item *ret_item, int64_t lease_ms,
+                          const struct machine_step *claimed, struct store_item *ret_next,
+                          bool *ret_claimed, char *err, size_t errlen)
+{
+    struct apply_claim_op op = {
+        .apply = {.id = id, .owner = owner, .ch = ch, .now = now, .ret = ret_item},
+        .claim = {.owner = owner, .now = now, .lease_ms = lease_ms, .claimed = claimed},
+    };
+    *ret_claimed = false;
+    int r = run_write(st, apply_claim_body, &op, err, errlen);
+    if (r == APBOT_OK) {
+        if (op.claim.have_item) {
+            *ret_next = op.claim.it;
+            *ret_claimed = true;
+        }
+        return APBOT_OK;
+    }
+    /* Rolled back, the change with it: what a failed attempt read is dropped. */
+    if (op.apply.have_ret)
+        store_item_done(ret_item);
+    if (op.claim.have_item)
+        store_item_done(&op.claim.it);
+    if (r == APBOT_E_CONFLICT)
+        *ret_holder = op.apply.holder;
+    if (!op.applied)
+        return r; /* the change itself failed or was refused: its own answer */
+    /* The claim (or the commit) failed after the change: the change alone, as store_apply. */
+    return sq_apply(st, id, owner, ch, now, ret_holder, ret_item, err, errlen);
+}
+
 /* ---- evidence --------------------------------------------------------------------------- */
 
 struct evidence_op {
@@ -2256,6 +2311,7 @@ static const struct store_ops sq_ops = {
     .claim = sq_claim,
     .renew = sq_renew,
     .apply = sq_apply,
+    .apply_claim = sq_apply_claim,
     .add_evidence = sq_add_evidence,
     .each_expired = sq_each_expired,
     .get = sq_get,

@@ -33,6 +33,24 @@ static void report(const struct transition_env *env, const struct store_item *be
     env->log(env->ctx, &l);
 }
 
+/* The step a claim makes of a new item; false if the machine refuses it (a bug). */
+static bool claim_step(const struct transition_env *env, struct machine_step *ret)
+{
+    struct machine_counters c = {.settled = true};
+    return machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &c, env->policy, ret) == APBOT_OK;
+}
+
+/* Logs a claim (of a new item: a reconciliation or a document to finish keeps its state). */
+static void report_claim(const struct transition_env *env, const struct store_item *claimed_row,
+                         const struct machine_step *claimed)
+{
+    if (claimed_row->state != claimed->next)
+        return;
+    struct store_item before = *claimed_row;
+    before.state = MACHINE_NEW;
+    report(env, &before, claimed->next, MACHINE_EV_CLAIMED, claimed, NULL, NULL, NULL);
+}
+
 /* The step the machine makes of ev for item, with "settled" judged at looked (or now). */
 static int next_step(const struct transition_env *env, const struct store_item *item,
                      enum machine_event ev, const struct apbot_now *now, int64_t looked_mono,
@@ -141,8 +159,16 @@ int transition_apply(const struct transition_env *env, struct store_item *item,
     };
     int64_t holder = 0;
     struct store_item fresh; /* the row as the change left it */
-    rc = store_apply_get(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now, &holder,
-                         &fresh, err, errlen);
+    struct machine_step claimed;
+    bool claim_next = !keep && in->claim_next_lease_ms > 0 && in->claim_into && ret && env->owner &&
+                      !in->take_over && claim_step(env, &claimed);
+    if (claim_next)
+        rc = store_apply_claim(env->st, item->id, env->owner, &ch, &now, &holder, &fresh,
+                               in->claim_next_lease_ms, &claimed, in->claim_into, &out.claimed, err,
+                               errlen);
+    else
+        rc = store_apply_get(env->st, item->id, in->take_over ? NULL : env->owner, &ch, &now,
+                             &holder, &fresh, err, errlen);
     enum machine_event ev = in->event;
     if (rc == APBOT_E_CONFLICT && in->refuse_conflict) {
         out.conflict_with = holder;
@@ -179,6 +205,8 @@ int transition_apply(const struct transition_env *env, struct store_item *item,
         return rc;
 
     report(env, item, step.next, ev, &step, doc, why_reason, ch.detail);
+    if (out.claimed)
+        report_claim(env, in->claim_into, &claimed);
     if (fresh.id == item->id) {
         store_item_done(item);
         *item = fresh;
@@ -198,18 +226,12 @@ int transition_claim(const struct transition_env *env, const struct apbot_now *n
                      int64_t lease_ms, struct store_item *ret, char *err, size_t errlen)
 {
     struct machine_step claimed;
-    struct machine_counters c = {.settled = true};
-    int rc = machine_next(MACHINE_NEW, MACHINE_EV_CLAIMED, &c, env->policy, &claimed);
-    if (rc != APBOT_OK)
+    if (!claim_step(env, &claimed))
         return apbot_fail(err, errlen, APBOT_E_BUG, "the machine refuses new + claimed");
-    rc = store_claim(env->st, env->owner, now, lease_ms, &claimed, ret, err, errlen);
+    int rc = store_claim(env->st, env->owner, now, lease_ms, &claimed, ret, err, errlen);
     if (rc != APBOT_OK)
         return rc;
-    if (ret->state == claimed.next) {
-        struct store_item before = *ret;
-        before.state = MACHINE_NEW;
-        report(env, &before, claimed.next, MACHINE_EV_CLAIMED, &claimed, NULL, NULL, NULL);
-    }
+    report_claim(env, ret, &claimed);
     return APBOT_OK;
 }
 

@@ -322,6 +322,33 @@ static void test_limiter_fixed_gate(void **state)
     limiter_free(l);
 }
 
+/* A worker may keep its place for another item while the places taken are within the limit;
+ * once the limit drops below them it may not, until enough places are given back. */
+static void test_limiter_may_keep(void **state)
+{
+    (void)state;
+    struct limiter *l = NULL;
+    assert_int_equal(limiter_new(8, true, &l), APBOT_OK);
+    atomic_bool stop = false;
+    int limit = limiter_limit(l);
+    assert_true(limit >= 2);
+    for (int i = 0; i < limit; i++)
+        assert_true(limiter_acquire(l, &stop));
+    assert_true(limiter_may_keep(l));
+    /* refusals until a round ends and cuts the limit (rounds last ~100 ms; 5 s at most) */
+    for (int i = 0; i < 500 && limiter_limit(l) >= limit; i++) {
+        limiter_sample(l, "post", 100, LIMITER_OVERLOAD);
+        usleep(10000);
+    }
+    int lower = limiter_limit(l);
+    assert_true(lower < limit);
+    assert_false(limiter_may_keep(l));
+    for (int taken = limit; taken > lower; taken--)
+        limiter_release(l);
+    assert_true(limiter_may_keep(l));
+    limiter_free(l);
+}
+
 struct taker {
     struct limiter *l;
     atomic_bool *stop;
@@ -388,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_limiter_overloaded_table),
         cmocka_unit_test(test_limiter_cuts_on_overload_and_stays_in_bounds),
         cmocka_unit_test(test_limiter_fixed_gate),
+        cmocka_unit_test(test_limiter_may_keep),
         cmocka_unit_test(test_limiter_warm_sessions_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

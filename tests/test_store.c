@@ -981,6 +981,77 @@ static void test_store_apply_get_returns_the_row(void **state)
     }
 }
 
+/* store_apply_claim: the change as store_apply_get makes it, then the next due item claimed
+ * for the same owner (with its claimed event), both rows as a fresh read finds them; nothing
+ * due claims nothing; a refused change claims nothing and changes nothing. */
+static void test_store_apply_claim(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = enq(f, 1, 0, T0, NULL), b = enq(f, 2, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), a);
+    struct machine_counters c = {.settled = true};
+    struct machine_step found;
+    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_FOUND, &c, &f->pol, &found),
+                     APBOT_OK);
+    struct store_change ch = {.from = MACHINE_CHECKING,
+                              .event = MACHINE_EV_FOUND,
+                              .step = &found,
+                              .erp_doc = "D-1",
+                              .detail = "test",
+                              .actor = "runner:w"};
+    struct store_item got, next, want;
+    bool claimed = true;
+    int64_t holder = 0;
+
+    /* refused (not the row's state): nothing changes, nothing is claimed */
+    ch.from = MACHINE_POSTING;
+    assert_int_equal(store_apply_claim(f->st, a, "w", &ch, AT(T0 + 2), &holder, &got, 30000,
+                                       &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
+                     APBOT_E_STATE);
+    assert_false(claimed);
+    assert_int_equal(state_of(f, a), MACHINE_CHECKING);
+    assert_int_equal(state_of(f, b), MACHINE_NEW);
+
+    /* made: a completed, b claimed by w */
+    ch.from = MACHINE_CHECKING;
+    assert_int_equal(store_apply_claim(f->st, a, "w", &ch, AT(T0 + 3), &holder, &got, 30000,
+                                       &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_true(claimed);
+    assert_int_equal(got.state, found.next);
+    assert_string_equal(got.erp_doc, "D-1");
+    assert_int_equal(store_get(f->st, a, &want, f->err, sizeof(f->err)), APBOT_OK);
+    assert_same_item(&got, &want);
+    store_item_done(&want);
+    assert_int_equal(next.id, b);
+    assert_int_equal(next.state, f->claimed.next);
+    assert_string_equal(next.lease_owner, "w");
+    assert_int_equal(next.lease_until, T0 + 3 + 30000);
+    assert_int_equal(store_get(f->st, b, &want, f->err, sizeof(f->err)), APBOT_OK);
+    assert_same_item(&next, &want);
+    store_item_done(&want);
+    struct last_event le = last_event(f, b);
+    assert_string_equal(le.event, "claimed");
+    assert_string_equal(le.to, machine_state_name(f->claimed.next));
+    store_item_done(&got);
+    store_item_done(&next);
+
+    /* made, nothing due: the change alone */
+    assert_int_equal(store_apply_claim(f->st, b, "w", &ch, AT(T0 + 4), &holder, &got, 30000,
+                                       &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
+                     APBOT_E_CONFLICT); /* D-1 is a's: refused, holder named */
+    assert_int_equal(holder, a);
+    assert_false(claimed);
+    ch.erp_doc = "D-2";
+    assert_int_equal(store_apply_claim(f->st, b, "w", &ch, AT(T0 + 5), &holder, &got, 30000,
+                                       &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_false(claimed);
+    assert_int_equal(got.state, found.next);
+    store_item_done(&got);
+    assert_int_equal(state_of(f, b), found.next);
+}
+
 static void test_store_operator_resolution(void **state)
 {
     struct fx *f = *state;
@@ -2508,14 +2579,14 @@ int main(void)
         X(test_store_enqueue_invoice), X(test_store_claim_order_and_due),                          \
         X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
         X(test_store_apply_checks_state_and_lease), X(test_store_apply_get_returns_the_row),       \
-        X(test_store_operator_resolution), X(test_store_unknown_state_is_left_alone),              \
-        X(test_store_evidence_round_trip), X(test_store_durability),                               \
-        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
-        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
-        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
-        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
-        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
-        X(test_store_busy_retry_outlasts_a_lock),                                                  \
+        X(test_store_apply_claim), X(test_store_operator_resolution),                              \
+        X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
+        X(test_store_durability), X(test_store_recover_after_crash),                               \
+        X(test_store_counts_and_each), X(test_store_settle_runs_on_mono_not_wall),                 \
+        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
+        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
+        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
+        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
         X(test_store_busy_two_processes_under_write_pressure)
     const struct CMUnitTest sqlite_tests[] = {
         BOTH(T),

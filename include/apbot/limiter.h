@@ -132,6 +132,9 @@ bool limiter_acquire_as(struct limiter *l, const atomic_bool *stop, bool warm);
 /* How many warm or cold sessions wait in limiter_acquire_as (for tests). */
 int limiter_waiting(struct limiter *l, bool warm);
 void limiter_release(struct limiter *l);
+/* Whether a worker holding a place may keep it for another item: the places taken are within
+ * the current limit (a lowered limit takes the place back at the worker's next release). */
+bool limiter_may_keep(struct limiter *l);
 /* Feeds one answer (no-op for a fixed limiter). */
 void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
                     enum limiter_signal sig);

@@ -201,6 +201,22 @@ int store_apply_get(struct store *st, int64_t id, const char *owner, const struc
                     const struct apbot_now *now, int64_t *ret_holder, struct store_item *ret_item,
                     char *err, size_t errlen) APBOT_MUST_USE;
 
+/*
+ * store_apply_get by owner, then the claim of the next due item for owner (store_claim with
+ * lease_ms and claimed), for a worker that lets go of one item and goes on with the next:
+ * where the backend can, both in one transaction (SQLite: the two share the pages they write,
+ * and one commit instead of two; ~4 pages and a transaction per invoice). The change is what
+ * store_apply_get would make and its result is that call's; the claim comes after it (nothing
+ * is claimed when the change is refused or fails) and is best effort: *ret_claimed (false
+ * when nothing was due or the claim could not be made; a failed claim never undoes the
+ * change) says whether *ret_next holds a claimed row (free with store_item_done).
+ */
+int store_apply_claim(struct store *st, int64_t id, const char *owner,
+                      const struct store_change *ch, const struct apbot_now *now,
+                      int64_t *ret_holder, struct store_item *ret_item, int64_t lease_ms,
+                      const struct machine_step *claimed, struct store_item *ret_next,
+                      bool *ret_claimed, char *err, size_t errlen) APBOT_MUST_USE;
+
 /* One ERP exchange kept for the morning review. Excerpt must already be secret-free. */
 struct store_evidence {
     const char *step;   /* "login", "lookup", "entry", "check", "post", "reconcile", ... */

@@ -72,6 +72,12 @@ struct transition_in {
      * ERP after it. Not stored when the change is refused. */
     const struct store_evidence *evidence;
     size_t n_evidence;
+    /* > 0, with claim_into: when the owner lets go of the item (not kept), also claim the
+     * next due item for env->owner with this lease, in the change's transaction where the
+     * store can (store_apply_claim; logged as transition_claim logs); ret->claimed says
+     * whether *claim_into holds it (free it with store_item_done). Needs ret. */
+    int64_t claim_next_lease_ms;
+    struct store_item *claim_into;
 };
 
 /* What came of it. */
@@ -80,6 +86,7 @@ struct transition_out {
     enum machine_event event; /* the event applied (doc-conflict when it came to that) */
     bool kept;                /* the lease stays the owner's: continue with the item */
     int64_t conflict_with;    /* doc-conflict: the other item that holds the document */
+    bool claimed;             /* claim_next_lease_ms: *claim_into holds the next item */
 };
 
 /*
