@@ -431,6 +431,26 @@ static int bind_text_max(sqlite3_stmt *s, int i, const char *v, size_t max)
     return sqlite3_bind_text(s, i, v, (int)store_text_cut(v, max), SQLITE_TRANSIENT);
 }
 
+/*
+ * bind_text and bind_text_max without SQLite's private copy (SQLITE_STATIC): only for a
+ * statement that is stepped and then reset and unbound (stmt_done) before v can go away, on
+ * every path - the writes of a state change, its event and its evidence, where the copies
+ * were a malloc, a memcpy and a free each (~30 an invoice, a 1 KiB excerpt among them).
+ */
+static int bind_text_now(sqlite3_stmt *s, int i, const char *v)
+{
+    if (!v)
+        return sqlite3_bind_null(s, i);
+    return sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+}
+
+static int bind_text_max_now(sqlite3_stmt *s, int i, const char *v, size_t max)
+{
+    if (!v)
+        return sqlite3_bind_null(s, i);
+    return sqlite3_bind_text(s, i, v, (int)store_text_cut(v, max), SQLITE_STATIC);
+}
+
 static char *col_dup(sqlite3_stmt *s, int i)
 {
     const unsigned char *t = sqlite3_column_text(s, i);
@@ -1023,11 +1043,11 @@ static int add_event(struct store *st, int64_t item_id, int64_t at, const char *
         return APBOT_E_DB;
     sqlite3_bind_int64(s, 1, item_id);
     sqlite3_bind_int64(s, 2, at);
-    bind_text(s, 3, from);
-    bind_text(s, 4, to);
-    bind_text(s, 5, event);
-    bind_text_max(s, 6, detail, STORE_TEXT_MAX);
-    bind_text(s, 7, actor ? actor : "unknown");
+    bind_text_now(s, 3, from);
+    bind_text_now(s, 4, to);
+    bind_text_now(s, 5, event);
+    bind_text_max_now(s, 6, detail, STORE_TEXT_MAX);
+    bind_text_now(s, 7, actor ? actor : "unknown");
     int rc = sqlite3_step(s);
     stmt_done(s);
     if (rc != SQLITE_DONE)
@@ -1160,8 +1180,8 @@ static int first_due(struct store *st, enum machine_state state, const struct ap
     sqlite3_stmt *s = stmt_get(st, Q_DUE, err, errlen);
     if (!s)
         return APBOT_E_DB;
-    bind_text(s, 1, machine_state_name(state));
-    bind_text(s, 2, now->boot);
+    bind_text_now(s, 1, machine_state_name(state));
+    bind_text_now(s, 2, now->boot);
     sqlite3_bind_int64(s, 3, now->mono_ms);
     int rc = sqlite3_step(s);
     int r = APBOT_OK;
@@ -1231,11 +1251,11 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
     }
     int64_t lease_until = now->wall_ms + op->lease_ms, lease_mono = now->mono_ms + op->lease_ms;
     sqlite3_bind_int64(s, 1, id);
-    bind_text(s, 2, machine_state_name(next));
-    bind_text(s, 3, op->owner);
+    bind_text_now(s, 2, machine_state_name(next));
+    bind_text_now(s, 3, op->owner);
     sqlite3_bind_int64(s, 4, lease_until);
     sqlite3_bind_int64(s, 5, lease_mono);
-    bind_text(s, 6, now->boot);
+    bind_text_now(s, 6, now->boot);
     sqlite3_bind_int64(s, 7, it.next_at);
     sqlite3_bind_int64(s, 8, it.next_mono);
     if (it.has_settle)
@@ -1452,26 +1472,26 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
         goto out;
     }
     sqlite3_bind_int64(s, 1, op->id);
-    bind_text(s, 2, machine_state_name(step->next));
+    bind_text_now(s, 2, machine_state_name(step->next));
     sqlite3_bind_int(s, 3, step->counters.posts);
     sqlite3_bind_int(s, 4, step->counters.cycles);
     sqlite3_bind_int(s, 5, step->counters.attempts);
     sqlite3_bind_int64(s, 6, next_at);
     sqlite3_bind_int64(s, 7, next_mono);
     if (ch->erp_doc)
-        sqlite3_bind_text(s, 8, ch->erp_doc, (int)doc_len, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 8, ch->erp_doc, (int)doc_len, SQLITE_STATIC);
     else
         sqlite3_bind_null(s, 8);
     if (ch->reason)
-        sqlite3_bind_text(s, 9, ch->reason, (int)reason_len, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 9, ch->reason, (int)reason_len, SQLITE_STATIC);
     else
         sqlite3_bind_null(s, 9);
     sqlite3_bind_int(s, 10, post_mark);
-    bind_text(s, 11, keep ? op->owner : NULL);
+    bind_text_now(s, 11, keep ? op->owner : NULL);
     sqlite3_bind_int64(s, 12, lease_until);
     sqlite3_bind_int64(s, 13, now->wall_ms);
     sqlite3_bind_int64(s, 14, lease_mono);
-    bind_text(s, 15, now->boot);
+    bind_text_now(s, 15, now->boot);
     if (it.has_settle)
         sqlite3_bind_int64(s, 16, it.settle_mono);
     else
@@ -1615,15 +1635,15 @@ static int insert_evidence(struct store *st, int64_t item_id, int64_t at,
         return APBOT_E_DB;
     sqlite3_bind_int64(s, 1, item_id);
     sqlite3_bind_int64(s, 2, at);
-    bind_text_max(s, 3, ev->step, 64);
-    bind_text_max(s, 4, ev->method, 16);
-    bind_text_max(s, 5, ev->url, STORE_TEXT_MAX);
+    bind_text_max_now(s, 3, ev->step, 64);
+    bind_text_max_now(s, 4, ev->method, 16);
+    bind_text_max_now(s, 5, ev->url, STORE_TEXT_MAX);
     sqlite3_bind_int(s, 6, ev->http_status);
     sqlite3_bind_int64(s, 7, ev->elapsed_ms);
-    bind_text_max(s, 8, ev->transport, 512);
-    bind_text_max(s, 9, ev->rule, 256);
-    bind_text_max(s, 10, ev->outcome, 64);
-    bind_text_max(s, 11, ev->excerpt, STORE_EXCERPT_MAX);
+    bind_text_max_now(s, 8, ev->transport, 512);
+    bind_text_max_now(s, 9, ev->rule, 256);
+    bind_text_max_now(s, 10, ev->outcome, 64);
+    bind_text_max_now(s, 11, ev->excerpt, STORE_EXCERPT_MAX);
     int rc = sqlite3_step(s);
     stmt_done(s);
     if (rc != SQLITE_DONE)
