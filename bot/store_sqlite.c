@@ -199,6 +199,9 @@ static const char *const migrations[] = {
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
+/* The page size of a new queue (store_sqlite_open). */
+#define STORE_PAGE_SIZE "2048"
+
 /* The partial due index's WHERE term (migration 2 -> 3), which a query must contain as it is
  * written there for SQLite to use the index: the states store_claim looks for. */
 #define DUE_STATES "(state = 'new' OR state = 'reconciling' OR state = 'finishing')"
@@ -931,8 +934,16 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
     h->own.busy_ms = STORE_BUSY_TIMEOUT_MS;
     /* Every commit is synced before it returns: by each commit (FULL) until the group commit
      * above is in place, then by the WAL hook (NORMAL + a shared sync). journal_mode answers a
-     * row ("wal", or "memory" for :memory:); exec ignores it. */
+     * row ("wal", or "memory" for :memory:); exec ignores it. A new queue gets 2 KiB pages
+     * (STORE_PAGE_SIZE; SQLite ignores the pragma for a file that has pages already): a state
+     * change rewrites whole pages of the row, its indexes, its event and its evidence, and a
+     * commit writes each to the WAL (checksummed, then synced); with 4 KiB pages that was
+     * ~100 KiB per invoice, with 2 KiB ~60 KiB, for 3% fewer instructions and ~5% less CPU at
+     * 16 sessions (the kernel's copies and write-back). Rows still fit: an item, an event and
+     * an evidence row with its 1 KiB excerpt stay under a 2 KiB page's ~2,000 bytes of
+     * payload (a long invoice's payload spills into overflow pages, as it did before). */
     r = exec_sql(st,
+                 "PRAGMA page_size = " STORE_PAGE_SIZE ";"
                  "PRAGMA journal_mode = WAL;"
                  "PRAGMA synchronous = FULL;"
                  "PRAGMA foreign_keys = ON;",

@@ -355,6 +355,11 @@ static void test_store_migrates_fresh_and_reopens(void **state)
         assert_int_equal(sqlite3_step(s), SQLITE_ROW);
         assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
         sqlite3_finalize(s);
+        /* a new queue has 2 KiB pages (fewer bytes written per state change) */
+        assert_int_equal(sqlite3_prepare_v2(db.db, "PRAGMA page_size", -1, &s, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(s, 0), 2048);
+        sqlite3_finalize(s);
     } else {
         assert_int_not_equal(raw_exec(&db, "TRUNCATE events"), 0);
         assert_int_not_equal(raw_exec(&db, "TRUNCATE evidence"), 0);
