@@ -11,8 +11,12 @@
 
 /* NULL when the documents are the same (node types, names, text, comments, CDATA, attributes
  * with their values and ID types, the DTD's identifiers, the document's encoding, charset,
- * properties, parse flags, URL and number of ids); else the first difference, written to why
- * (n bytes) and returned. Iterative: deep trees stay off the stack. */
+ * properties, parse flags, URL, version and dictionary, its ID table entry by entry); each tree
+ * also holds together on its own (every node's document, parent, prev and last links, the
+ * name constants of text and comments, nothing in _private or psvi); else the first
+ * difference, written to why (n bytes) and returned. Line numbers are not compared: libxml2's
+ * parser records them, page_fast.c does not, and apbot never reads them. Iterative: deep
+ * trees stay off the stack. */
 const char *tree_diff(htmlDocPtr a, htmlDocPtr b, char *why, size_t n);
 
 #endif
