@@ -6,8 +6,8 @@
  * implied-element checks, SAX2 callbacks), some 375 instructions per byte. Most ERP pages
  * are plain: a few kinds of element, some left open as HTML 4 allows (<p>, <li>, <td>,
  * <option>), quoted attributes, a few entities. For those, this file builds the same tree
- * directly with libxml2's tree API, and for anything else it answers NULL and page.c runs
- * libxml2 as before. Pages are untrusted, so the rule is the
+ * directly, of libxml2's nodes made as its tree API makes them, and for anything else it
+ * answers NULL and page.c runs libxml2 as before. Pages are untrusted, so the rule is the
  * one of the URL fast paths (http.c): the fast path answers only for a shape whose tree it
  * provably builds as libxml2 2.9 does (HTMLparser.c and SAX2.c read for it), and test_page_fast
  * checks that claim node by node against libxml2 itself on the canned pages of tests/data,
@@ -36,7 +36,7 @@
  *   any other '&' is text as written (what libxml2 makes of it too), except where libxml2
  *   would read on (a name going on in non-ASCII, a malformed character reference);
  * - a duplicate attribute is dropped, a value-less boolean attribute takes its name as
- *   value (both as xmlSAX2 does); ids are registered by xmlNewProp as xmlSAX2 registers them.
+ *   value (both as xmlSAX2 does); ids are registered as xmlSAX2 registers them.
  * Every loop moves forward through the body (a tag's duplicate check is quadratic in its
  * attributes, at most PF_ATTRS_MAX); the open elements are bounded (PF_MAX_DEPTH), and so
  * are the probe documents one page can make libxml2 parse (PF_PAGE_PROBES: a hostile page
@@ -57,8 +57,10 @@
 #include <libxml/encoding.h>
 #include <libxml/globals.h>
 #include <libxml/parser.h>
+#include <libxml/parserInternals.h>
 #include <libxml/tree.h>
 #include <libxml/uri.h>
+#include <libxml/valid.h>
 
 #define PF_MAX_DEPTH 128    /* deeper: libxml2 (which stops at 256) */
 #define PF_NAME_MAX 16      /* longest element name taken (HTML 4's longest is 10) */
@@ -485,6 +487,81 @@ static const htmlElemDesc *pf_tag(const char *name, size_t n)
     return tag;
 }
 
+/* ---- nodes, made as libxml2's tree functions make them ---- */
+
+/*
+ * The nodes are made here field by field, as xmlNewDocNode, xmlNewDocTextLen and xmlNewProp
+ * make them in a document without a dictionary (tree.c of 2.9), and linked as xmlAddChild
+ * links them: those calls cost the fast path about as much as reading the page (xmlNewProp
+ * walks the attribute list to its end, asks xmlIsID by string compares, copies the value
+ * twice). Every node is a block of its own from xmlMalloc and every string one from
+ * xmlMallocAtomic, as there, so xmlFreeDoc frees this tree as it frees theirs. They call a
+ * registered node callback (xmlRegisterNodeDefault), which apbot never sets: with one set,
+ * page_fast_parse declines the page.
+ */
+static xmlChar *pf_strndup(const void *s, size_t n)
+{
+    xmlChar *d = pf_check(xmlMallocAtomic(n + 1));
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* A node of type, in the page's document and nowhere yet. */
+static xmlNodePtr pf_node(const struct pf *p, xmlElementType type)
+{
+    xmlNodePtr n = pf_check(xmlMalloc(sizeof(*n)));
+    memset(n, 0, sizeof(*n));
+    n->type = type;
+    n->doc = p->doc;
+    return n;
+}
+
+/* node as the last child of parent (xmlAddChild for a node that is not text). */
+static void pf_link(xmlNodePtr parent, xmlNodePtr node)
+{
+    node->parent = parent;
+    if (parent->last) {
+        parent->last->next = node;
+        node->prev = parent->last;
+    } else {
+        parent->children = node;
+    }
+    parent->last = node;
+}
+
+/* An attribute of el after last (NULL: its first) with value[0..vl) (NULL: none), as
+ * xmlNewProp(el, name, value) makes it; an id is registered as xmlNewProp registers it (what
+ * xmlIsID answers for an HTML document: id, or name on an <a>). Returns the attribute. */
+static xmlAttrPtr pf_attr(const struct pf *p, xmlNodePtr el, xmlAttrPtr last, const char *name,
+                          size_t nl, const xmlChar *value, size_t vl)
+{
+    xmlAttrPtr a = pf_check(xmlMalloc(sizeof(*a)));
+    memset(a, 0, sizeof(*a));
+    a->type = XML_ATTRIBUTE_NODE;
+    a->parent = el;
+    a->doc = p->doc;
+    a->name = pf_strndup(name, nl);
+    if (value) {
+        xmlNodePtr t = pf_node(p, XML_TEXT_NODE);
+        t->name = xmlStringText;
+        t->content = pf_strndup(value, vl);
+        t->parent = (xmlNodePtr)a;
+        a->children = a->last = t;
+    }
+    if (last) {
+        last->next = a;
+        a->prev = last;
+    } else {
+        el->properties = a;
+    }
+    if (value &&
+        ((nl == 2 && memcmp(name, "id", 2) == 0) ||
+         (nl == 4 && memcmp(name, "name", 4) == 0 && strcmp((const char *)el->name, "a") == 0)))
+        (void)xmlAddID(NULL, p->doc, value, a); /* NULL for an empty or a repeated value */
+    return a;
+}
+
 /* ---- the parts of a page ---- */
 
 static xmlNodePtr pf_top(const struct pf *p)
@@ -498,10 +575,11 @@ static bool pf_top_is(const struct pf *p, const char *name)
     return t && strcmp((const char *)t->name, name) == 0;
 }
 
+/* node (not text) as the last child of the open element, or of the document. */
 static void pf_add(struct pf *p, xmlNodePtr node)
 {
     xmlNodePtr parent = pf_top(p);
-    (void)xmlAddChild(parent ? parent : (xmlNodePtr)p->doc, node);
+    pf_link(parent ? parent : (xmlNodePtr)p->doc, node);
 }
 
 /* Character data up to the next '<'. Outside any element, in <html> and in <head> libxml2
@@ -524,8 +602,19 @@ static int pf_text(struct pf *p)
     }
     if (outer && n >= PF_BLANK_CHUNK)
         return PF_FAIL;
-    if (n > 0 && p->depth > 0)
-        pf_add(p, pf_check(xmlNewDocTextLen(p->doc, p->buf, (int)n)));
+    if (n == 0 || p->depth == 0)
+        return 0;
+    xmlNodePtr parent = pf_top(p), last = parent->last;
+    if (last && last->type == XML_TEXT_NODE && last->name == xmlStringText) {
+        /* after an ignored end tag: the text goes on (xmlAddChild joins the two) */
+        xmlNodeAddContentLen(last, p->buf, (int)n);
+        (void)pf_check(last->content); /* NULL only on out-of-memory */
+        return 0;
+    }
+    xmlNodePtr t = pf_node(p, XML_TEXT_NODE);
+    t->name = xmlStringText;
+    t->content = pf_strndup(p->buf, n);
+    pf_link(parent, t);
     return 0;
 }
 
@@ -693,8 +782,8 @@ static int pf_meta(struct pf *p, xmlNodePtr meta, const bool *valued)
     return 0;
 }
 
-/* An attribute value at p->s, decoded into p->buf (NUL-terminated). */
-static int pf_value(struct pf *p)
+/* An attribute value at p->s, decoded into p->buf (NUL-terminated), its length to *ret_len. */
+static int pf_value(struct pf *p, size_t *ret_len)
 {
     unsigned char quote = 0;
     size_t n = 0;
@@ -720,6 +809,7 @@ static int pf_value(struct pf *p)
         p->s++;
     }
     p->buf[n] = '\0';
+    *ret_len = n;
     return 0;
 }
 
@@ -728,6 +818,7 @@ static int pf_attributes(struct pf *p, xmlNodePtr el, bool meta)
 {
     bool valued[PF_ATTRS_MAX];
     int count = 0;
+    xmlAttrPtr last = NULL;
     for (;;) {
         pf_skip_blanks(p);
         if (p->s >= p->end)
@@ -750,24 +841,29 @@ static int pf_attributes(struct pf *p, xmlNodePtr el, bool meta)
             return PF_FAIL;
         pf_skip_blanks(p);
         bool has_value = false;
+        size_t vl = 0;
         if (p->s < p->end && *p->s == '=') {
             p->s++;
             pf_skip_blanks(p);
-            if (pf_value(p) < 0)
+            if (pf_value(p, &vl) < 0)
                 return PF_FAIL;
             has_value = true;
         }
         bool dup = false;
         for (xmlAttrPtr a = el->properties; a && !dup; a = a->next)
-            dup = xmlStrEqual(a->name, BAD_CAST name);
+            dup = strcmp((const char *)a->name, name) == 0;
         if (dup)
             continue; /* "Attribute redefined": the first one stays */
         if (count == PF_ATTRS_MAX)
             return PF_FAIL;
+        /* The value has no NUL (pf_valid and pf_ref let none through): xmlStrdup's copy is
+         * its vl bytes. */
         const xmlChar *value = has_value ? p->buf : NULL;
-        if (!value && htmlIsBooleanAttr(BAD_CAST name))
+        if (!value && htmlIsBooleanAttr(BAD_CAST name)) {
             value = BAD_CAST name;
-        (void)pf_check(xmlNewProp(el, BAD_CAST name, value));
+            vl = n;
+        }
+        last = pf_attr(p, el, last, name, n, value, vl);
         valued[count++] = has_value;
     }
     return meta ? pf_meta(p, el, valued) : 0;
@@ -850,7 +946,8 @@ static int pf_start_tag(struct pf *p)
     if (p->depth == PF_MAX_DEPTH)
         return PF_FAIL;
 
-    xmlNodePtr el = pf_check(xmlNewDocNode(p->doc, NULL, BAD_CAST name, NULL));
+    xmlNodePtr el = pf_node(p, XML_ELEMENT_NODE);
+    el->name = pf_strndup(name, n);
     pf_add(p, el);
     p->s = s;
     if (pf_attributes(p, el, strcmp(name, "meta") == 0) < 0)
@@ -951,8 +1048,8 @@ htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
 {
     pthread_once(&pf_version_once, pf_version_check);
     if (!pf_version_ok || !body || len == 0 || len > (size_t)1 << 30 ||
-        !pf_valid((const unsigned char *)body, len))
-        return NULL;
+        xmlRegisterNodeDefaultValue || !pf_valid((const unsigned char *)body, len))
+        return NULL; /* a node callback: libxml2 calls it for every node (see pf_node) */
 
     struct pf p = {.s = (const unsigned char *)body,
                    .end = (const unsigned char *)body + len,

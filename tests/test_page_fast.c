@@ -790,6 +790,9 @@ static void test_takes_the_subset(void **state)
         "<html><head><title>t</title><body>no head end</body></html>",
         "<html><body>a &zz b",                   /* the end closes what is open */
         "<html><body><a href=\"x\" href=\"y\">", /* the second href dropped */
+        /* text joined across an ignored end tag; ids: an <a>'s name, a repeated, an empty one */
+        "<html><body><p id=a>x</i>y &amp; z</p><a name=n id=m>z</a><b id=a name=c></b>"
+        "<i id=\"\"></i><a name=\"\" id=m></a></body></html>",
         "<!DOCTYPE html>\r\n<html>\r\n<head>\r\n<title>CR LF</title>\r\n</head>\r\n<body>\r"
         "\n<p title=\"a\r\nb\"\rid=x>a\r\nb\rc</p><!-- c\r\n --><script>x\r\n</script>\r\n"
         "</body>\r\n</html>\r\n",
