@@ -56,6 +56,7 @@
 #include <libxml/HTMLtree.h>
 #include <libxml/encoding.h>
 #include <libxml/globals.h>
+#include <libxml/hash.h>
 #include <libxml/parser.h>
 #include <libxml/parserInternals.h>
 #include <libxml/tree.h>
@@ -69,6 +70,7 @@
 #define PF_BLANK_CHUNK 1000 /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
 #define PF_PROBES 16384     /* probe answers kept (pairs of names; a power of two) */
 #define PF_PAGE_PROBES 64   /* probe parses one page may cause; then it goes to libxml2 */
+#define PF_ID_BUCKETS 32    /* of a page's ID table (libxml2's default: 256) */
 
 #define PF_FAIL (-1)
 
@@ -557,8 +559,15 @@ static xmlAttrPtr pf_attr(const struct pf *p, xmlNodePtr el, xmlAttrPtr last, co
     }
     if (value &&
         ((nl == 2 && memcmp(name, "id", 2) == 0) ||
-         (nl == 4 && memcmp(name, "name", 4) == 0 && strcmp((const char *)el->name, "a") == 0)))
+         (nl == 4 && memcmp(name, "name", 4) == 0 && strcmp((const char *)el->name, "a") == 0))) {
+        /* xmlAddID's first id makes a table of 256 buckets (12 KB cleared, a third of the
+         * ids' cost) for the twenty ids of a page: the table is made here with fewer, and
+         * grows as any of libxml2's tables grows. The same entries either way, and no one
+         * can rely on where they lie (each table hashes with a seed of its own). */
+        if (vl > 0 && !p->doc->ids)
+            p->doc->ids = pf_check(xmlHashCreate(PF_ID_BUCKETS));
         (void)xmlAddID(NULL, p->doc, value, a); /* NULL for an empty or a repeated value */
+    }
     return a;
 }
 

@@ -764,6 +764,26 @@ static void test_comparison_can_fail(void **state)
     }
 }
 
+/* A page of thousands of ids (some repeated, some on <a name>): the fast path's smaller ID
+ * table grows as libxml2's does, and holds what libxml2's holds. */
+static void test_many_ids_match_libxml2(void **state)
+{
+    (void)state;
+    struct gen g = {NULL, 0, 0};
+    put(&g, "<html><body>");
+    for (int i = 0; i < 5000; i++) {
+        char el[80];
+        snprintf(el, sizeof(el), i % 3 ? "<span id=\"i%d\">x</span>" : "<a name=n%d>y</a>",
+                 i % 4000);
+        put(&g, el);
+    }
+    put(&g, "</body></html>");
+    struct tally t = {0, 0};
+    if (!check_one(g.buf, g.len, &t, "many ids"))
+        fail_msg("declined by the fast path");
+    free(g.buf);
+}
+
 /* Taken: plain pages with each construct of the subset, and libxml2's tree for them. */
 static void test_takes_the_subset(void **state)
 {
@@ -811,6 +831,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comparison_can_fail),
         cmocka_unit_test(test_takes_the_subset),
+        cmocka_unit_test(test_many_ids_match_libxml2),
         cmocka_unit_test(test_declines_what_it_cannot_promise),
         cmocka_unit_test(test_probes_are_bounded_per_page),
         cmocka_unit_test(test_fixtures_match_and_plain_ones_are_fast),

@@ -182,8 +182,9 @@ const char *tree_diff(htmlDocPtr a, htmlDocPtr b, char *why, size_t n)
         return why;
     }
     int ia = a->ids ? xmlHashSize(a->ids) : 0, ib = b->ids ? xmlHashSize(b->ids) : 0;
-    if (ia != ib) {
-        snprintf(why, n, "%d ids vs %d", ia, ib);
+    if (ia != ib || !a->ids != !b->ids) {
+        snprintf(why, n, "%d ids (%s) vs %d (%s)", ia, a->ids ? "a table" : "no table", ib,
+                 b->ids ? "a table" : "no table");
         return why;
     }
     int ids = 0;
