@@ -1163,34 +1163,91 @@ int page_form_press(struct page_form *f, const char *name, const char *value)
 
 /* ---- excerpt ---- */
 
-/* Whether n is an element named (case-insensitively) one of list: the first letter is
- * compared before the name, so most names cost one comparison, not one call per entry (the
- * excerpt asks this for every element and its ancestors: it was most of the excerpt's cost). */
-static bool page_elem_in(xmlNodePtr n, const char *const *list, size_t count)
+/* What the excerpt makes of an element. */
+enum page_elem_kind {
+    PAGE_ELEM_BLOCK = 0, /* a word break before and after it */
+    PAGE_ELEM_INLINE,    /* none: its text runs on with its neighbours' */
+    PAGE_ELEM_SKIP,      /* its text is not shown (script, style, options, the head) */
+};
+
+/*
+ * The kind of n (BLOCK for anything not an element), by its name in any case. The excerpt
+ * asks this of every element and of its ancestors: a comparison per listed name, each a
+ * strcasecmp, was most of the excerpt's cost. Here the name is lowered once (ASCII, as
+ * strcasecmp folds it in the C locale, which apbot never changes) and compared with the
+ * few names of its first letter. test_page's excerpt test holds this to the lists as first
+ * written (a name added here goes there too).
+ */
+static enum page_elem_kind page_elem_kind(xmlNodePtr n)
 {
     if (!n || n->type != XML_ELEMENT_NODE || !n->name)
-        return false;
-    const char *name = (const char *)n->name;
-    char c = name[0] >= 'A' && name[0] <= 'Z' ? (char)(name[0] - 'A' + 'a') : name[0];
-    for (size_t i = 0; i < count; i++)
-        if (list[i][0] == c && strcasecmp(name, list[i]) == 0)
-            return true;
-    return false;
-}
-
-static bool page_skip_text_of(xmlNodePtr n)
-{
-    static const char *const skip[] = {"script", "style", "template", "select", "head", "title"};
-    return page_elem_in(n, skip, sizeof(skip) / sizeof(skip[0]));
-}
-
-static bool page_is_inline(xmlNodePtr n)
-{
-    static const char *const inl[] = {"a",  "abbr", "b",     "bdi",  "bdo",    "cite", "code",
-                                      "em", "font", "i",     "kbd",  "label",  "mark", "q",
-                                      "s",  "samp", "small", "span", "strong", "sub",  "sup",
-                                      "tt", "u",    "var",   "nobr"};
-    return page_elem_in(n, inl, sizeof(inl) / sizeof(inl[0]));
+        return PAGE_ELEM_BLOCK;
+    char low[8]; /* the longest name listed below is 8 bytes */
+    size_t len = 0;
+    for (const xmlChar *c = n->name; *c; c++) {
+        if (len == sizeof(low))
+            return PAGE_ELEM_BLOCK;
+        low[len++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+    }
+#define PAGE_IS(s) (len == sizeof(s) - 1 && memcmp(low, s, sizeof(s) - 1) == 0)
+    bool in = false, skip = false;
+    switch (len ? low[0] : '\0') {
+    case 'a':
+        in = PAGE_IS("a") || PAGE_IS("abbr");
+        break;
+    case 'b':
+        in = PAGE_IS("b") || PAGE_IS("bdi") || PAGE_IS("bdo");
+        break;
+    case 'c':
+        in = PAGE_IS("cite") || PAGE_IS("code");
+        break;
+    case 'e':
+        in = PAGE_IS("em");
+        break;
+    case 'f':
+        in = PAGE_IS("font");
+        break;
+    case 'h':
+        skip = PAGE_IS("head");
+        break;
+    case 'i':
+        in = PAGE_IS("i");
+        break;
+    case 'k':
+        in = PAGE_IS("kbd");
+        break;
+    case 'l':
+        in = PAGE_IS("label");
+        break;
+    case 'm':
+        in = PAGE_IS("mark");
+        break;
+    case 'n':
+        in = PAGE_IS("nobr");
+        break;
+    case 'q':
+        in = PAGE_IS("q");
+        break;
+    case 's':
+        skip = PAGE_IS("script") || PAGE_IS("style") || PAGE_IS("select");
+        in = PAGE_IS("s") || PAGE_IS("samp") || PAGE_IS("small") || PAGE_IS("span") ||
+             PAGE_IS("strong") || PAGE_IS("sub") || PAGE_IS("sup");
+        break;
+    case 't':
+        skip = PAGE_IS("template") || PAGE_IS("title");
+        in = PAGE_IS("tt");
+        break;
+    case 'u':
+        in = PAGE_IS("u");
+        break;
+    case 'v':
+        in = PAGE_IS("var");
+        break;
+    default:
+        break;
+    }
+#undef PAGE_IS
+    return skip ? PAGE_ELEM_SKIP : in ? PAGE_ELEM_INLINE : PAGE_ELEM_BLOCK;
 }
 
 struct page_text {
@@ -1234,10 +1291,36 @@ static size_t page_utf8_len(const unsigned char *s)
     return need;
 }
 
+/* Whether c is a byte page_text_add copies as it is: ASCII, not NUL and not white space. */
+static bool page_ascii_kept(unsigned char c)
+{
+    return c > ' ' ? c < 0x80 : c != '\0' && c != ' ' && (c < '\t' || c > '\r');
+}
+
 static void page_text_add(struct page_text *t, const char *s)
 {
     size_t sl;
     while (*s && !t->full) {
+        if (page_ascii_kept((unsigned char)*s)) {
+            /* A run of such bytes goes in at once, as far as it fits: most text is ASCII
+             * words, and a call or two per byte was most of the excerpt's cost. What does not
+             * fit is met by the next round, which finds the buffer full. */
+            size_t lead = t->pending_space ? 1 : 0;
+            if (t->len + lead + 1 > t->max) {
+                t->full = true;
+                break;
+            }
+            size_t cap = t->max - t->len - lead, run = 1;
+            while (run < cap && page_ascii_kept((unsigned char)s[run]))
+                run++;
+            if (lead)
+                t->buf[t->len++] = ' ';
+            t->pending_space = false;
+            memcpy(t->buf + t->len, s, run);
+            t->len += run;
+            s += run;
+            continue;
+        }
         if (page_is_space(s, &sl)) {
             if (t->len > 0)
                 t->pending_space = true;
@@ -1288,9 +1371,10 @@ char *page_excerpt(const struct page *p, size_t max)
     while (n && !t.full) {
         bool descend = false;
         if (n->type == XML_ELEMENT_NODE) {
-            if (!page_skip_text_of(n)) {
+            enum page_elem_kind kind = page_elem_kind(n);
+            if (kind != PAGE_ELEM_SKIP) {
                 descend = true;
-                if (!page_is_inline(n) && t.len > 0)
+                if (kind != PAGE_ELEM_INLINE && t.len > 0)
                     t.pending_space = true;
             }
         } else if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) && n->content) {
@@ -1301,7 +1385,7 @@ char *page_excerpt(const struct page *p, size_t max)
             xmlNodePtr m = n;
             while (m && m != root && !m->next) {
                 m = m->parent;
-                if (m && !page_is_inline(m) && t.len > 0)
+                if (m && t.len > 0 && page_elem_kind(m) != PAGE_ELEM_INLINE)
                     t.pending_space = true;
             }
         }

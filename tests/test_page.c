@@ -14,10 +14,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/tree.h>
 
 #include "apbot/error.h"
 #include "apbot/http.h"
@@ -1198,6 +1203,421 @@ static void test_page_rule_text_2mb(void **state)
     free(page);
 }
 
+/* ---- the slow definitions the fast code of page.c must equal, byte for byte ---- */
+
+/* Pages for the comparisons: every element name page.c classifies (and near misses, and upper
+ * case), every kind of white space, no-break spaces raw and as references, characters of two
+ * to four bytes, control bytes, bytes that are not UTF-8, comments, scripts, attributes
+ * (quoted, unquoted, none, with '>' inside), forms with every kind of control; plain pages
+ * (the fast path's), sloppy ones (libxml2's), textless ones and some binary. */
+static uint64_t gen_rng = 0x2545F4914F6CDD1Dull;
+
+static uint32_t gen_rnd(uint32_t n)
+{
+    gen_rng ^= gen_rng << 13;
+    gen_rng ^= gen_rng >> 7;
+    gen_rng ^= gen_rng << 17;
+    return n ? (uint32_t)(gen_rng % n) : 0;
+}
+
+#define GEN_PICK(list) list[gen_rnd(sizeof(list) / sizeof(list[0]))]
+
+struct gen_page {
+    char buf[16384];
+    size_t len;
+};
+
+static void gen_put(struct gen_page *g, const char *s)
+{
+    size_t n = strlen(s);
+    if (g->len + n < sizeof(g->buf)) {
+        memcpy(g->buf + g->len, s, n);
+        g->len += n;
+    }
+    g->buf[g->len] = '\0';
+}
+
+static const char *const gen_names[] = {
+    "a",        "abbr",   "b",        "bdi",      "bdo",      "cite",    "code",      "em",
+    "font",     "i",      "kbd",      "label",    "mark",     "q",       "s",         "samp",
+    "small",    "span",   "strong",   "sub",      "sup",      "tt",      "u",         "var",
+    "nobr",     "script", "style",    "template", "select",   "head",    "title",     "div",
+    "p",        "td",     "tr",       "table",    "h1",       "li",      "ul",        "form",
+    "option",   "input",  "br",       "SPAN",     "Strong",   "TITLE",   "sCrIpT",    "Select",
+    "A",        "EM",     "NoBr",     "bd",       "spa",      "strongx", "templates", "script1",
+    "fieldset", "legend", "textarea", "button",   "optgroup", "center",  "x-widget",  "o:p",
+};
+static const char *const gen_texts[] = {
+    "Invoice",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\r\n",
+    "\v",
+    "\f",
+    "word",
+    "AP-2026-000123",
+    "3.912,36",
+    "&nbsp;",
+    "&#160;",
+    "\xc2\xa0",
+    "a\xc2\xa0"
+    "b",
+    "caf\xc3\xa9",
+    "\xe2\x82\xac",
+    "\xf0\x9f\x98\x80",
+    "\x01",
+    "\x7f",
+    "\x1f",
+    "\xc2",
+    "\xff",
+    "\x80",
+    "\xed\xa0\x80",
+    "&amp;",
+    "&lt;b&gt;",
+    "&#xD800;",
+    "&#128512;",
+    "x\xe2\x80\x83"
+    "y",
+    "M\xc3\xbc"
+    "ller & S\xc3\xb6"
+    "hne",
+    "",
+};
+static const char *const gen_attrs[] = {
+    " id=\"x\"",        " class=row",   " name=\"n\"",
+    " value=\"v 1\"",   " type=hidden", " type=checkbox",
+    " type=radio",      " type=submit", " type=image",
+    " type=reset",      " type=button", " type=file",
+    " type=TEXT",       " checked",     " selected",
+    " disabled",        " multiple",    " label=\"L\"",
+    " title=\"a > b\"", " value=''",    " name=''",
+    " form=f1",         " form=f2",     " value=\"x\"",
+    " name=\"a\"",      " name=\"b\"",  " action=\"/erp/post\"",
+    " method=post",     " id=f1",
+};
+
+static void gen_content(struct gen_page *g, int depth)
+{
+    int n = 1 + (int)gen_rnd(5);
+    for (int i = 0; i < n; i++) {
+        uint32_t r = gen_rnd(12);
+        if (r < 5 || depth > 6) {
+            gen_put(g, GEN_PICK(gen_texts));
+        } else if (r < 10) {
+            const char *name = GEN_PICK(gen_names);
+            gen_put(g, "<");
+            gen_put(g, name);
+            for (int a = (int)gen_rnd(4); a > 0; a--)
+                gen_put(g, GEN_PICK(gen_attrs));
+            gen_put(g, ">");
+            gen_content(g, depth + 1);
+            if (gen_rnd(6)) {
+                gen_put(g, "</");
+                gen_put(g, name);
+                gen_put(g, ">");
+            }
+        } else if (r < 11) {
+            gen_put(g, GEN_PICK(((const char *const[]){"<!-- c -->", "<br>", "<hr/>",
+                                                       "<script>x<y</script>", "<style>p{}</style>",
+                                                       "<img alt=x>", "<!--x"})));
+        } else {
+            gen_put(g, GEN_PICK(((const char *const[]){
+                           "<select name=s><option>a<option selected>b</select>",
+                           "<select name=m multiple><optgroup disabled><option selected>c"
+                           "</optgroup><option value=d selected>D</select>",
+                           "<fieldset disabled><legend><input name=l></legend><input name=f>"
+                           "</fieldset>",
+                           "<textarea name=t>\nx</textarea>", "<button name=go>Go</button>",
+                           "<input type=radio name=r value=1 checked><input type=radio name=r "
+                           "value=2 checked>"})));
+        }
+    }
+}
+
+/* One page into g: plain (html, head, body), sloppy, textless or binary. */
+static void gen_page(struct gen_page *g)
+{
+    g->len = 0;
+    g->buf[0] = '\0';
+    switch (gen_rnd(10)) {
+    case 0: /* bytes, some of them NUL */
+        for (int i = (int)gen_rnd(300); i > 0; i--) {
+            char c[2] = {(char)gen_rnd(256), '\0'};
+            if (c[0])
+                gen_put(g, c);
+            else if (g->len + 1 < sizeof(g->buf))
+                g->buf[g->len++] = '\0';
+        }
+        return;
+    case 1: /* tags only */
+        gen_put(g, "<html><body><div><br><p></p><img alt=x></div><!-- c --></body></html>");
+        return;
+    case 2:
+    case 3:
+    case 4:
+        gen_content(g, 0);
+        return;
+    default:
+        gen_put(g, "<html><head>");
+        if (gen_rnd(2))
+            gen_put(g, GEN_PICK(((const char *const[]){
+                           "<title>ACME &amp; Co \xe2\x80\x93 Entry</title>", "<title></title>",
+                           "<title> \xc2\xa0 T\xc3\xadtulo\n</title>", "<TITLE>x</TITLE>"})));
+        gen_put(g, "</head><body>");
+        gen_content(g, 1);
+        gen_put(g, "</body></html>");
+    }
+}
+
+/* page_excerpt as it was written first (one byte and one list entry at a time), on libxml2's
+ * own tree of the body. */
+static bool old_is_space(const char *s, size_t *ret_len)
+{
+    unsigned char c = (unsigned char)s[0];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+        *ret_len = 1;
+        return true;
+    }
+    if (c == 0xC2 && (unsigned char)s[1] == 0xA0) {
+        *ret_len = 2;
+        return true;
+    }
+    return false;
+}
+
+static bool old_elem_in(xmlNodePtr n, const char *const *list, size_t count)
+{
+    if (!n || n->type != XML_ELEMENT_NODE || !n->name)
+        return false;
+    for (size_t i = 0; i < count; i++)
+        if (strcasecmp((const char *)n->name, list[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool old_skip_text_of(xmlNodePtr n)
+{
+    static const char *const skip[] = {"script", "style", "template", "select", "head", "title"};
+    return old_elem_in(n, skip, sizeof(skip) / sizeof(skip[0]));
+}
+
+static bool old_is_inline(xmlNodePtr n)
+{
+    static const char *const inl[] = {"a",  "abbr", "b",     "bdi",  "bdo",    "cite", "code",
+                                      "em", "font", "i",     "kbd",  "label",  "mark", "q",
+                                      "s",  "samp", "small", "span", "strong", "sub",  "sup",
+                                      "tt", "u",    "var",   "nobr"};
+    return old_elem_in(n, inl, sizeof(inl) / sizeof(inl[0]));
+}
+
+struct old_text {
+    char *buf;
+    size_t len, max;
+    bool pending_space, full;
+};
+
+static size_t old_utf8_len(const unsigned char *s)
+{
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (s[0] < 0x80)
+        return 1;
+    else if (s[0] >= 0xC2 && s[0] <= 0xDF)
+        need = 2;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+        need = 3;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+        need = 4;
+    else
+        return 0;
+    if (s[0] == 0xE0)
+        lo = 0xA0;
+    else if (s[0] == 0xED)
+        hi = 0x9F;
+    else if (s[0] == 0xF0)
+        lo = 0x90;
+    else if (s[0] == 0xF4)
+        hi = 0x8F;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < need; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return need;
+}
+
+static void old_text_add(struct old_text *t, const char *s)
+{
+    size_t sl;
+    while (*s && !t->full) {
+        if (old_is_space(s, &sl)) {
+            if (t->len > 0)
+                t->pending_space = true;
+            s += sl;
+            continue;
+        }
+        size_t cl = old_utf8_len((const unsigned char *)s);
+        if (cl == 0) {
+            s++;
+            continue;
+        }
+        size_t need = cl + (t->pending_space ? 1 : 0);
+        if (t->len + need > t->max) {
+            t->full = true;
+            break;
+        }
+        if (t->pending_space)
+            t->buf[t->len++] = ' ';
+        t->pending_space = false;
+        memcpy(t->buf + t->len, s, cl);
+        t->len += cl;
+        s += cl;
+    }
+}
+
+static xmlNodePtr old_walk_next(xmlNodePtr n, xmlNodePtr root, bool descend)
+{
+    if (descend && n->type == XML_ELEMENT_NODE && n->children)
+        return n->children;
+    while (n && n != root) {
+        if (n->next)
+            return n->next;
+        n = n->parent;
+    }
+    return NULL;
+}
+
+static char *old_excerpt(xmlDocPtr doc, const char *raw, size_t raw_len, size_t max)
+{
+    struct old_text t = {malloc(max + 1), 0, max, false, false};
+    assert_non_null(t.buf);
+    xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+    for (xmlNodePtr n = root; n && !t.full; n = old_walk_next(n, root, true)) {
+        if (n->type == XML_ELEMENT_NODE && strcasecmp((const char *)n->name, "title") == 0) {
+            xmlChar *c = xmlNodeGetContent(n);
+            old_text_add(&t, c ? (const char *)c : "");
+            xmlFree(c);
+            t.pending_space = t.len > 0;
+            break;
+        }
+    }
+    xmlNodePtr n = root;
+    while (n && !t.full) {
+        bool descend = false;
+        if (n->type == XML_ELEMENT_NODE) {
+            if (!old_skip_text_of(n)) {
+                descend = true;
+                if (!old_is_inline(n) && t.len > 0)
+                    t.pending_space = true;
+            }
+        } else if ((n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE) && n->content) {
+            old_text_add(&t, (const char *)n->content);
+        }
+        if (!descend || !n->children) {
+            xmlNodePtr m = n;
+            while (m && m != root && !m->next) {
+                m = m->parent;
+                if (m && !old_is_inline(m) && t.len > 0)
+                    t.pending_space = true;
+            }
+        }
+        n = old_walk_next(n, root, descend);
+    }
+    if (t.len == 0 && raw_len > 0) {
+        char *clean = malloc(raw_len * 3 + 1);
+        assert_non_null(clean);
+        size_t j = 0;
+        for (size_t i = 0; i < raw_len;) {
+            unsigned char c = (unsigned char)raw[i];
+            size_t cl = old_utf8_len((const unsigned char *)raw + i);
+            if (cl == 1 && (c < 0x20 || c == 0x7F)) {
+                clean[j++] = ' ';
+            } else if (cl == 0 || i + cl > raw_len) {
+                memcpy(clean + j, "\xEF\xBF\xBD", 3);
+                j += 3;
+                cl = 1;
+            } else {
+                memcpy(clean + j, raw + i, cl);
+                j += cl;
+            }
+            i += cl ? cl : 1;
+        }
+        clean[j] = '\0';
+        old_text_add(&t, clean);
+        free(clean);
+    }
+    t.buf[t.len] = '\0';
+    return t.buf;
+}
+
+/* The body's excerpt both ways, at several bounds: the same bytes. */
+static void check_excerpt(const char *body, size_t len, const char *label)
+{
+    static const size_t maxes[] = {0, 1, 2, 3, 4, 5, 7, 13, 40, 100, 1024, 1 << 16};
+    struct page *p = NULL;
+    assert_int_equal(page_parse(body, len, BASE "/x", &p, NULL, 0), APBOT_OK);
+    htmlDocPtr doc = len ? htmlReadMemory(body, (int)len, BASE "/x", NULL,
+                                          HTML_PARSE_RECOVER | HTML_PARSE_NOERROR |
+                                              HTML_PARSE_NOWARNING | HTML_PARSE_NONET)
+                         : NULL;
+    char raw[1025]; /* page.c keeps the first KiB of the body for a textless page */
+    size_t raw_len = len < 1024 ? len : 1024;
+    memcpy(raw, body, raw_len);
+    raw[raw_len] = '\0';
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+        char *want = old_excerpt(doc, raw, raw_len, maxes[m]);
+        char *got = page_excerpt(p, maxes[m]);
+        if (strcmp(want, got) != 0)
+            fail_msg("%s, max %zu: excerpt [%s], the old definition's [%s]", label, maxes[m], got,
+                     want);
+        free(want);
+        free(got);
+    }
+    xmlFreeDoc(doc);
+    page_free(p);
+}
+
+/* Calls fn on every canned page of tests/data/pages. */
+static void each_fixture(void (*fn)(const char *body, size_t len, const char *label))
+{
+    const char *src = getenv("APBOT_SRC");
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/tests/data/pages", src ? src : ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        fail_msg("cannot open %s (is APBOT_SRC set?)", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 6 || strcmp(e->d_name + l - 5, ".html") != 0)
+            continue;
+        size_t len;
+        char *body = read_fixture(e->d_name, &len);
+        fn(body, len, e->d_name);
+        free(body);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 20);
+}
+
+/* page_excerpt against its old definition: the canned pages and 3,000 generated ones. */
+static void test_page_excerpt_as_before(void **state)
+{
+    (void)state;
+    each_fixture(check_excerpt);
+    static struct gen_page g;
+    for (int i = 0; i < 3000; i++) {
+        gen_page(&g);
+        char label[32];
+        snprintf(label, sizeof(label), "generated page %d", i);
+        check_excerpt(g.buf, g.len, label);
+    }
+}
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -1236,6 +1656,7 @@ int main(void)
         cmocka_unit_test(test_page_broken_markup),
         cmocka_unit_test(test_page_form_controls),
         cmocka_unit_test(test_page_excerpt_bounds_utf8),
+        cmocka_unit_test(test_page_excerpt_as_before),
         cmocka_unit_test(test_page_threads),
         cmocka_unit_test(test_page_bad_arguments),
     };
