@@ -1482,10 +1482,10 @@ static char rt_lower(char c)
     return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
 }
 
-/* True when body[at..) starts with the lower-case word w, any case (NULs are bytes too). */
-static bool rt_word_at(const char *body, size_t len, size_t at, const char *w)
+/* True when body[at..) starts with the lower-case word w of n bytes, any case (NULs are bytes
+ * too). */
+static bool rt_word_at(const char *body, size_t len, size_t at, const char *w, size_t n)
 {
-    size_t n = strlen(w);
     if (at > len || len - at < n)
         return false;
     for (size_t i = 0; i < n; i++)
@@ -1499,7 +1499,7 @@ static bool rt_word_at(const char *body, size_t len, size_t at, const char *w)
 static bool rt_name_at(const char *body, size_t len, size_t at, const char *w)
 {
     size_t n = strlen(w);
-    if (!rt_word_at(body, len, at, w) || at + n >= len)
+    if (!rt_word_at(body, len, at, w, n) || at + n >= len)
         return false;
     char c = body[at + n];
     return rt_space(c) || c == '/' || c == '>';
@@ -1644,7 +1644,8 @@ static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end
     }
     if (!end_tag && nl < sizeof(name)) {
         for (size_t e = 0; e < sizeof(rt_elements) / sizeof(rt_elements[0]); e++)
-            if (nl == rt_elements[e].len && memcmp(name, rt_elements[e].name, nl) == 0)
+            if (nl == rt_elements[e].len && name[0] == rt_elements[e].name[0] &&
+                memcmp(name, rt_elements[e].name, nl) == 0)
                 *ret_elem = e;
     }
     for (;;) {
@@ -1660,7 +1661,8 @@ static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end
             p++;
         bool kept = false;
         for (size_t k = 0; k < sizeof(rt_kept_attrs) / sizeof(rt_kept_attrs[0]); k++)
-            if (p - a == rt_kept_attrs[k].len && rt_word_at(body, len, a, rt_kept_attrs[k].name))
+            if (p - a == rt_kept_attrs[k].len && rt_lower(body[a]) == rt_kept_attrs[k].name[0] &&
+                rt_word_at(body, len, a, rt_kept_attrs[k].name, rt_kept_attrs[k].len))
                 kept = true;
         size_t q = p;
         while (q < len && rt_space(body[q]))
@@ -1717,7 +1719,7 @@ char *page_rule_text(const char *body, size_t len)
             size_t e;
             if (i + 3 < len && body[i + 2] == '-' && body[i + 3] == '-') {
                 e = rt_comment_end(body, len, i);
-            } else if (rt_word_at(body, len, i + 2, "doctype")) {
+            } else if (rt_word_at(body, len, i + 2, RT_NAME("doctype"))) {
                 i = rt_past_gt(body, len, i); /* markup, not echo: kept */
                 continue;
             } else {
