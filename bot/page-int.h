@@ -1,5 +1,5 @@
 /*
- * page-int.h - what page.c shares with page_fast.c (and their tests), and nothing else
+ * page-int.h - what page.c shares with page_fast.c and with their tests, and nothing else
  * includes.
  *
  * page_fast.c builds, for the plain HTML most ERP pages are, the very tree libxml2's HTML
@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include <libxml/HTMLparser.h>
+#include <libxml/xpath.h>
 
 /* The options page.c parses with, on either path. */
 #define PAGE_HTML_OPTIONS                                                                          \
@@ -34,5 +35,14 @@ htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url);
 /* How many probe documents page_fast.c has had libxml2 parse in this process (each pair of
  * element names is asked once; one page may cause at most 64, then it goes to libxml2). */
 unsigned long page_fast_probe_parses(void);
+
+/*
+ * The node set libxml2's XPath evaluation of xpath gives with node as context (NULL: the
+ * document), when xpath is one of the location paths page.c evaluates itself (page.c,
+ * "XPath: the flows' location paths") and the tree one it walks; NULL for anything else, which
+ * libxml2 then evaluates. Free with xmlXPathFreeObject. For page.c, and for test_page, which
+ * holds it to libxml2's own evaluation.
+ */
+xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath);
 
 #endif

@@ -7,11 +7,12 @@
  * and never fails on bad markup - any body yields a page, at worst an empty one, on which
  * every query finds nothing. Walks over the tree are iterative, so deep nesting cannot
  * exhaust the stack. libxml2 2.9 is thread-safe once xmlInitParser has run (done once here);
- * each call builds its own XPath context, so several threads may use different pages at the
- * same time. One page is used by one thread at a time. A page's tree lives in an arena
- * (xmlarena.h) made while it is parsed and dropped with the page. Plain pages are built by
- * page_fast.c instead of libxml2's parser, into the same tree (page-int.h). URL resolution
- * is http_resolve_url's.
+ * each thread queries through an XPath context of its own, so several threads may use
+ * different pages at the same time. One page is used by one thread at a time. A page's tree
+ * lives in an arena (xmlarena.h) made while it is parsed and dropped with the page. Plain
+ * pages are built by page_fast.c instead of libxml2's parser, into the same tree
+ * (page-int.h); the plain location paths flows use are evaluated here instead of by
+ * libxml2's XPath, into the same node sets. URL resolution is http_resolve_url's.
  * Deciding what a page means (outcome rules) is match's job, not this module's.
  */
 #include "apbot/page.h"
@@ -435,10 +436,268 @@ static xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e
     return x;
 }
 
+/* ---- XPath: the flows' location paths, without libxml2 ---- */
+
+/*
+ * Nearly every XPath a flow holds is a location path of element names with at most an
+ * attribute test each, "//form[@id='apEntry']", "//table[@id='x']//tr[@class='row']",
+ * "td[@class='amount']", "//a[@id='next']/@href": libxml2 compiles each anew and evaluates
+ * "//form[...]" by gathering every node of the page and then the children of each (a
+ * predicate keeps it from its "//name" shortcut), ~45,000 instructions a query, a sixth of
+ * an invoice's page work. Such a path is read here and evaluated in one walk of the tree in
+ * document order, into the node set libxml2 would give: the same nodes, in the same
+ * (document) order, as libxml2 2.9's evaluation defines them (xpath.c: child and
+ * descendant axes, a name test matching an element without a namespace, "@a='v'" true when
+ * an attribute a (no prefix) has the string value v). Anything else - another axis, a
+ * function, whitespace, a prefix, a second predicate, a name outside ASCII - is not read,
+ * and libxml2 evaluates it as before; so is a tree holding a node the walk does not expect,
+ * or deeper than PAGE_PATH_DEPTH. test_page holds page_path_eval to libxml2's evaluation,
+ * node for node, on the canned and generated pages with the flows' paths and generated ones.
+ */
+#define PAGE_PATH_STEPS 8   /* element steps of a path read here (a mask bit each) */
+#define PAGE_PATH_DEPTH 512 /* deeper trees go to libxml2 */
+
+struct page_step {
+    bool desc;        /* after "//" (descendant), else "/" or the start (child) */
+    const char *name; /* in the expression, name_len bytes */
+    size_t name_len;
+    const char *attr; /* [@attr='value']: attr_len and value_len bytes; NULL: no test */
+    size_t attr_len;
+    const char *value;
+    size_t value_len;
+};
+
+struct page_path {
+    bool absolute; /* from the document ("/" or "//" first), else from the context node */
+    size_t n;
+    struct page_step step[PAGE_PATH_STEPS];
+    const char *attr; /* a last step "/@attr" (attr_len bytes), or NULL */
+    size_t attr_len;
+};
+
+/* Length of an XPath name at s (ASCII letters, digits, '_', '-', '.'; not a digit, '-' or '.'
+ * first), 0 when there is none. */
+static size_t page_path_name(const char *s)
+{
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+        return 0;
+    size_t n = 1;
+    while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+           (s[n] >= '0' && s[n] <= '9') || s[n] == '_' || s[n] == '-' || s[n] == '.')
+        n++;
+    return n;
+}
+
+/* Reads xpath into *pp: true when it is a path of the form above. */
+static bool page_path_read(const char *xpath, struct page_path *pp)
+{
+    const char *s = xpath;
+    bool desc = false;
+    pp->absolute = s[0] == '/';
+    pp->n = 0;
+    pp->attr = NULL;
+    if (s[0] == '/') {
+        desc = s[1] == '/';
+        s += desc ? 2 : 1;
+    }
+    for (;;) {
+        if (pp->n == PAGE_PATH_STEPS)
+            return false;
+        struct page_step *st = &pp->step[pp->n++];
+        st->desc = desc;
+        st->name = s;
+        st->name_len = page_path_name(s);
+        st->attr = NULL;
+        if (st->name_len == 0)
+            return false;
+        s += st->name_len;
+        if (s[0] == '[') {
+            if (s[1] != '@')
+                return false;
+            st->attr = s + 2;
+            st->attr_len = page_path_name(st->attr);
+            s = st->attr + st->attr_len;
+            if (st->attr_len == 0 || s[0] != '=' || (s[1] != '\'' && s[1] != '"'))
+                return false;
+            char quote = s[1];
+            st->value = s + 2;
+            for (s = st->value; *s && *s != quote; s++)
+                if ((unsigned char)*s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r')
+                    return false; /* not an XML character: libxml2 says why */
+            if (s[0] != quote || s[1] != ']')
+                return false;
+            st->value_len = (size_t)(s - st->value);
+            s += 2;
+        }
+        if (s[0] == '\0')
+            return true;
+        if (s[0] == '/' && s[1] == '@') {
+            pp->attr = s + 2;
+            pp->attr_len = page_path_name(pp->attr);
+            return pp->attr_len > 0 && pp->attr[pp->attr_len] == '\0';
+        }
+        if (s[0] != '/')
+            return false;
+        desc = s[1] == '/';
+        s += desc ? 2 : 1;
+    }
+}
+
+/* Whether the NUL-terminated name is the n bytes at want. */
+static bool page_name_is(const xmlChar *name, const char *want, size_t n)
+{
+    return name && name[0] == (xmlChar)want[0] && strncmp((const char *)name, want, n) == 0 &&
+           name[n] == '\0';
+}
+
+/* Whether a's string value (its text children, one after the other) is the n bytes at v: 1
+ * yes, 0 no, -1 when a has a child that is not text (libxml2 then evaluates). */
+static int page_attr_value_is(xmlAttrPtr a, const char *v, size_t n)
+{
+    size_t at = 0;
+    for (xmlNodePtr c = a->children; c; c = c->next) {
+        if (c->type != XML_TEXT_NODE)
+            return -1;
+        size_t cl = c->content ? strlen((const char *)c->content) : 0;
+        if (cl > n - at || (cl > 0 && memcmp(c->content, v + at, cl) != 0)) {
+            for (c = c->next; c; c = c->next) /* the answer is no, if the rest is text */
+                if (c->type != XML_TEXT_NODE)
+                    return -1;
+            return 0;
+        }
+        at += cl;
+    }
+    return at == n;
+}
+
+/* Whether element el passes step st: 1, 0, or -1 as above. */
+static int page_step_test(xmlNodePtr el, const struct page_step *st)
+{
+    if (el->ns || !page_name_is(el->name, st->name, st->name_len))
+        return 0;
+    if (!st->attr)
+        return 1;
+    int any = 0;
+    for (xmlAttrPtr a = el->properties; a; a = a->next) {
+        if (!page_name_is(a->name, st->attr, st->attr_len) || (a->ns && a->ns->prefix))
+            continue;
+        int is = page_attr_value_is(a, st->value, st->value_len);
+        if (is < 0)
+            return -1;
+        any |= is;
+    }
+    return any;
+}
+
+/*
+ * The node set pp selects from ctx (an element, or the document), in document order: into
+ * set (empty, made by the caller); false when the walk meets a tree it does not read.
+ * One walk of ctx's subtree: along the way, at[d] holds a bit k for each step k (0: ctx
+ * itself) the node at depth d is selected by, up[d] the bits of it and its ancestors. A node
+ * passes step k when it passes its test and its parent (child step) or some ancestor
+ * (descendant step) holds bit k - 1. Subtrees where no step can match are not entered.
+ */
+static bool page_path_walk(const struct page_path *pp, xmlNodePtr ctx, xmlNodeSetPtr set)
+{
+    unsigned at[PAGE_PATH_DEPTH], up[PAGE_PATH_DEPTH];
+    unsigned desc = 0, last = 1u << pp->n;
+    for (size_t k = 0; k < pp->n; k++)
+        desc |= pp->step[k].desc ? 1u << k : 0; /* bit k - 1 of a descendant step k */
+    at[0] = up[0] = 1;
+    int d = 0;
+    xmlNodePtr n = ctx;
+    for (;;) {
+        /* into n's children when a step may match there, else on to its next sibling */
+        xmlNodePtr next = NULL;
+        if (((at[d] & ~desc) | (up[d] & desc)) & (last - 1)) {
+            next = n->children;
+            if (next) {
+                if (d + 1 == PAGE_PATH_DEPTH)
+                    return false;
+                d++;
+            }
+        }
+        while (!next && d > 0) {
+            next = n->next;
+            if (!next) {
+                n = n->parent;
+                d--;
+            }
+        }
+        if (!next)
+            return true;
+        n = next;
+        at[d] = 0;
+        switch (n->type) {
+        case XML_ELEMENT_NODE:
+            for (size_t k = 1; k <= pp->n; k++) {
+                unsigned from = pp->step[k - 1].desc ? up[d - 1] : at[d - 1];
+                if (!(from & (1u << (k - 1))))
+                    continue;
+                int pass = page_step_test(n, &pp->step[k - 1]);
+                if (pass < 0)
+                    return false;
+                at[d] |= pass ? 1u << k : 0;
+            }
+            break;
+        case XML_TEXT_NODE:
+        case XML_CDATA_SECTION_NODE:
+        case XML_COMMENT_NODE:
+        case XML_PI_NODE:
+        case XML_DTD_NODE:
+            break; /* no element, and nothing below that is one */
+        default:
+            return false;
+        }
+        up[d] = up[d - 1] | at[d];
+        if (n->type != XML_ELEMENT_NODE)
+            up[d] = at[d] = 0; /* nothing below it */
+        if (at[d] & last) {
+            if (!pp->attr && xmlXPathNodeSetAddUnique(set, n) < 0)
+                abort(); /* out of memory (mem.h's policy) */
+            for (xmlAttrPtr a = pp->attr ? n->properties : NULL; a; a = a->next)
+                if (page_name_is(a->name, pp->attr, pp->attr_len) && (!a->ns || !a->ns->prefix) &&
+                    xmlXPathNodeSetAddUnique(set, (xmlNodePtr)a) < 0)
+                    abort(); /* as above */
+        }
+    }
+}
+
+/* pp evaluated with node as context (NULL: the document), as page_path_eval. */
+static xmlXPathObjectPtr page_path_run(const struct page_path *pp, xmlDocPtr doc, xmlNodePtr node)
+{
+    xmlNodePtr ctx = pp->absolute || !node ? (xmlNodePtr)doc : node;
+    if (ctx->type != XML_ELEMENT_NODE && ctx->type != XML_DOCUMENT_NODE &&
+        ctx->type != XML_HTML_DOCUMENT_NODE)
+        return NULL;
+    xmlNodeSetPtr set = xmlXPathNodeSetCreate(NULL);
+    if (!set)
+        abort(); /* out of memory (mem.h's policy) */
+    if (!page_path_walk(pp, ctx, set)) {
+        xmlXPathFreeNodeSet(set);
+        return NULL;
+    }
+    xmlXPathObjectPtr obj = xmlXPathWrapNodeSet(set);
+    if (!obj)
+        abort(); /* as above */
+    return obj;
+}
+
+xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath)
+{
+    struct page_path pp;
+    if (!doc || !xpath || !page_path_read(xpath, &pp))
+        return NULL;
+    return page_path_run(&pp, doc, node);
+}
+
 /* Evaluates xpath with node as context (NULL = the document). NULL on error, e filled. */
 static xmlXPathObjectPtr page_eval(xmlXPathContextPtr x, xmlNodePtr node, const char *xpath,
                                    struct page_xerr *e)
 {
+    xmlXPathObjectPtr obj = page_path_eval(x->doc, node, xpath);
+    if (obj)
+        return obj;
     xmlXPathCompExprPtr comp = xmlXPathCtxtCompile(x, BAD_CAST xpath);
     if (!comp) {
         if (!e->set)
@@ -447,7 +706,7 @@ static xmlXPathObjectPtr page_eval(xmlXPathContextPtr x, xmlNodePtr node, const 
         return NULL;
     }
     x->node = node ? node : (xmlNodePtr)x->doc;
-    xmlXPathObjectPtr obj = xmlXPathCompiledEval(comp, x);
+    obj = xmlXPathCompiledEval(comp, x);
     xmlXPathFreeCompExpr(comp);
     if (!obj && !e->set) {
         snprintf(e->msg, sizeof(e->msg), "XPath evaluation failed");
@@ -511,12 +770,20 @@ char *page_string(const struct page *p, const char *xpath)
     return out;
 }
 
+/* A column of page_rows: a path read here, or libxml2's compiled expression (made when the
+ * path meets a tree page_path_run does not walk). */
+struct page_col {
+    struct page_path path;
+    bool is_path;
+    xmlXPathCompExprPtr comp;
+};
+
 int page_rows(const struct page *p, const char *rows_xpath, const char *const *col_xpaths,
               size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err, size_t errlen)
 {
     struct page_quiet q;
     struct page_xerr e;
-    xmlXPathCompExprPtr *cols = NULL;
+    struct page_col *cols = NULL;
     char **cells = NULL;
     xmlXPathObjectPtr rows = NULL;
     size_t n_rows = 0;
@@ -530,8 +797,11 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
     cols = apbot_xcalloc(n_cols, sizeof(*cols));
     cells = apbot_xcalloc(n_cols, sizeof(*cells));
     for (size_t c = 0; c < n_cols; c++) {
-        cols[c] = col_xpaths[c] ? xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]) : NULL;
-        if (!cols[c]) {
+        cols[c].is_path = col_xpaths[c] && page_path_read(col_xpaths[c], &cols[c].path);
+        if (cols[c].is_path)
+            continue; /* a path libxml2 compiles without fail */
+        cols[c].comp = col_xpaths[c] ? xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]) : NULL;
+        if (!cols[c].comp) {
             page_set_err(err, errlen, "column XPath", e.set ? e.msg : "missing or invalid");
             rc = APBOT_E_INVAL;
             goto out;
@@ -551,10 +821,17 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
     for (int i = 0; i < nr; i++) {
         xmlNodePtr row = rows->nodesetval->nodeTab[i];
         for (size_t c = 0; c < n_cols; c++) {
-            x->node = row;
-            x->contextSize = -1;
-            x->proximityPosition = -1;
-            xmlXPathObjectPtr v = xmlXPathCompiledEval(cols[c], x);
+            xmlXPathObjectPtr v = NULL;
+            if (cols[c].is_path)
+                v = page_path_run(&cols[c].path, p->doc, row);
+            if (!v && !cols[c].comp)
+                cols[c].comp = xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]);
+            if (!v && cols[c].comp) {
+                x->node = row;
+                x->contextSize = -1;
+                x->proximityPosition = -1;
+                v = xmlXPathCompiledEval(cols[c].comp, x);
+            }
             cells[c] = page_obj_string(v);
             xmlXPathFreeObject(v);
         }
@@ -573,8 +850,8 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
         *ret_rows = n_rows;
 out:
     for (size_t c = 0; c < n_cols; c++)
-        if (cols[c])
-            xmlXPathFreeCompExpr(cols[c]);
+        if (cols[c].comp)
+            xmlXPathFreeCompExpr(cols[c].comp);
     free(cols);
     free(cells);
     xmlXPathFreeObject(rows);

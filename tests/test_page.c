@@ -23,11 +23,13 @@
 
 #include <libxml/HTMLparser.h>
 #include <libxml/tree.h>
+#include <libxml/xpath.h>
 
 #include "apbot/error.h"
 #include "apbot/http.h"
 #include "apbot/match.h"
 #include "apbot/page.h"
+#include "../bot/page-int.h"
 
 #define BASE "http://127.0.0.1:8080"
 
@@ -1618,6 +1620,341 @@ static void test_page_excerpt_as_before(void **state)
     }
 }
 
+/* ---- page.c's own XPath paths against libxml2's evaluation ---- */
+
+static void silent_xml(void *ctx, const char *msg, ...)
+{
+    (void)ctx;
+    (void)msg;
+}
+
+/* The paths of the bundled flows, and paths as flows write them, with the corners of what
+ * page_path_eval reads: both axes, relative and absolute, a last attribute step, both quote
+ * marks, empty and odd values, names with digits, '-', '.', '_', upper case. */
+static const char *const path_fixed[] = {
+    "//form[@id='loginForm']",
+    "//form[@id='apEntry']",
+    "//form[@id='apConfirm']",
+    "//form[@id='apSearch']",
+    "//form[@name='invoice']",
+    "//table[@id='resultTable']//tr[@class='row']",
+    "//table[@id='journalTable']//tr[@class='row']",
+    "//table[@id='results']/tbody/tr",
+    "//table[@id='listing']/tbody/tr",
+    "//p[@id='noResults']",
+    "//a[@id='nextPage']/@href",
+    "//input[@name='vendor']/@value",
+    "//span[@id='total']",
+    "td[@class='docNo']",
+    "td[@class='amount']",
+    "td",
+    "/html/body",
+    "/html/body//form",
+    "/html",
+    "html",
+    "//html",
+    "//td",
+    "//tr/td",
+    "//tr//td",
+    "//table//table",
+    "//div//div",
+    "//div/div",
+    "//span/@id",
+    "//input/@name",
+    "//input[@type='hidden']/@value",
+    "//input[@type=\"hidden\"]",
+    "//option[@selected='selected']",
+    "//a[@href='/erp/x?a=1&b=2']",
+    "//p[@title='a > b']",
+    "//p[@id='']",
+    "//TD",
+    "//Form",
+    "//data-x",
+    "//a.b",
+    "//_u",
+    "//h1",
+    "//x1y",
+    "//td[@class='row']/@class",
+    "//select[@name='s']/option",
+    "//fieldset//input[@name='f']",
+    "/html/head/title",
+    "//title",
+    "//form//input[@type='submit']/@value",
+    "//tr[@class='row']/td[@class='amount']",
+    "td[@class='amount']/@class",
+    "//a[@name='n']",
+    "//a[@id='m']",
+    "//div[@class='a b']",
+    "//div[@class='a&amp;b']",
+    "//input[@value='caf\xc3\xa9']",
+    "//input[@value='v 1']",
+    "//b[@id='a']//i",
+    "//x-widget",
+    "//body//x-widget[@id='x']",
+    "//text",
+    "//node",
+    "//comment",
+    "//and",
+    "//div/or",
+    "//div//mod",
+};
+
+/* Not read by page_path_eval (other syntax): libxml2 evaluates them. */
+static const char *const path_not[] = {
+    "//form[ @id='x']",
+    "//form [@id='x']",
+    "// form",
+    "//a[1]",
+    "//a[@b]",
+    "//a[@b='c'][@d='e']",
+    "//x/text()",
+    "id('x')",
+    "//a:b",
+    "count(//a)",
+    "//a | //b",
+    "//a[@b=\"c']",
+    "//a[@b='c",
+    "//a/",
+    "///a",
+    "//a/..",
+    "./a",
+    ".//a",
+    "//a[@b='\x01']",
+    "//a/@*",
+    "//@id",
+    "",
+    "//1a",
+    "//-a",
+    "//a[@b=c]",
+    "//a[@b='c']x",
+    "//\xc3\xa9",
+    "//a//@b",
+    "/",
+    "//a[@b= 'c']",
+    "//a[@1='c']",
+    "//body/*",
+    "//*[@id='x']",
+};
+
+static const char *const path_names[] = {
+    "td", "tr",     "table",    "tbody",  "form", "input", "a",     "div", "span",
+    "p",  "option", "select",   "html",   "body", "head",  "title", "b",   "i",
+    "li", "ul",     "textarea", "button", "TD",   "Span",  "label", "em"};
+static const char *const path_attrs[] = {"id",    "class", "name",     "type", "value", "href",
+                                         "title", "ID",    "selected", "form", "label"};
+static const char *const path_values[] = {"x", "row", "n",        "v 1",   "",       "hidden",
+                                          "a", "b",   "checkbox", "radio", "f1",     "/erp/post",
+                                          "m", "go",  "L",        "a > b", "submit", "selected"};
+
+/* A random path of the form page_path_eval reads, into buf. */
+static void gen_path(char *buf, size_t cap, bool relative)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+#define PATH_PUT(s) (n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s", (s)))
+    if (!relative)
+        PATH_PUT(gen_rnd(4) ? "//" : "/");
+    int steps = 1 + (int)gen_rnd(3);
+    for (int k = 0; k < steps; k++) {
+        if (k > 0)
+            PATH_PUT(gen_rnd(2) ? "//" : "/");
+        PATH_PUT(GEN_PICK(path_names));
+        if (gen_rnd(2)) {
+            bool dq = gen_rnd(4) == 0;
+            PATH_PUT("[@");
+            PATH_PUT(GEN_PICK(path_attrs));
+            PATH_PUT(dq ? "=\"" : "='");
+            PATH_PUT(GEN_PICK(path_values));
+            PATH_PUT(dq ? "\"]" : "']");
+        }
+    }
+    if (gen_rnd(6) == 0) {
+        PATH_PUT("/@");
+        PATH_PUT(GEN_PICK(path_attrs));
+    }
+#undef PATH_PUT
+}
+
+/* A path into buf that selects node among others: from the document or from ctx (an
+ * ancestor of node, or NULL), through some of node's ancestors, each reached by '/' from its
+ * parent or by '//' from a higher one, with some of their own attributes as tests. */
+static bool gen_path_to(char *buf, size_t cap, xmlNodePtr ctx, xmlNodePtr node)
+{
+    xmlNodePtr chain[8]; /* page_path_eval reads 8 steps */
+    bool desc[8];
+    int n = 0;
+    for (xmlNodePtr a = node; a && a != ctx && a->type == XML_ELEMENT_NODE;) {
+        if (n == 8 || strspn((const char *)a->name, "abcdefghijklmnopqrstuvwxyz0123456789") !=
+                          strlen((const char *)a->name))
+            return false; /* a path page_path_eval does not read */
+        chain[n] = a;
+        xmlNodePtr up = a->parent;
+        int skip = (int)gen_rnd(3); /* ancestors left out: this step is '//' then */
+        for (int i = 0; i < skip && up && up != ctx && up->type == XML_ELEMENT_NODE; i++)
+            up = up->parent;
+        desc[n] = up != a->parent;
+        n++;
+        if (!up || up == ctx || up->type != XML_ELEMENT_NODE) {
+            /* the rest of the way to the context or to the document in one '//' (or '/'
+             * when the parent is it) */
+            desc[n - 1] = desc[n - 1] || up != a->parent || (ctx && a->parent != ctx) ||
+                          (!ctx && a->parent && a->parent->type == XML_ELEMENT_NODE);
+            break;
+        }
+        a = up;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = n - 1; k >= 0; k--) {
+        const char *sep = desc[k] ? "//" : "/";
+        if (k == n - 1 && ctx)
+            sep = desc[k] ? ".//" : ""; /* relative: "x" or (not read here) ".//x" */
+        len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", sep,
+                                (const char *)chain[k]->name);
+        xmlAttrPtr at = chain[k]->properties;
+        for (int i = (int)gen_rnd(4); i > 0 && at; i--)
+            at = at->next;
+        if (at && gen_rnd(2) && at->children && at->children->content &&
+            !strchr((const char *)at->children->content, '\''))
+            len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "[@%s='%s']",
+                                    (const char *)at->name, (const char *)at->children->content);
+    }
+    return n > 0;
+}
+
+struct path_tally {
+    unsigned answered, declined, nonempty;
+};
+
+/* page_path_eval and libxml2 on one path and context: the same nodes in the same order, or
+ * page_path_eval declines. */
+static void check_path(xmlDocPtr doc, xmlXPathContextPtr x, xmlNodePtr node, const char *xpath,
+                       const char *label, struct path_tally *t)
+{
+    xmlXPathObjectPtr mine = page_path_eval(doc, node, xpath);
+    if (!mine) {
+        t->declined++;
+        return;
+    }
+    x->node = node ? node : (xmlNodePtr)doc;
+    xmlXPathObjectPtr ref = xmlXPathEvalExpression(BAD_CAST xpath, x);
+    if (!ref || ref->type != XPATH_NODESET)
+        fail_msg("%s: libxml2 gives no node set for %s", label, xpath);
+    int nm = mine->nodesetval ? mine->nodesetval->nodeNr : 0;
+    int nr = ref->nodesetval ? ref->nodesetval->nodeNr : 0;
+    if (nm != nr)
+        fail_msg("%s: %s selects %d nodes, libxml2 %d", label, xpath, nm, nr);
+    for (int i = 0; i < nm; i++)
+        if (mine->nodesetval->nodeTab[i] != ref->nodesetval->nodeTab[i])
+            fail_msg("%s: %s: node %d differs from libxml2's", label, xpath, i);
+    t->answered++;
+    t->nonempty += nm > 0;
+    xmlXPathFreeObject(mine);
+    xmlXPathFreeObject(ref);
+}
+
+static void check_paths_on(xmlDocPtr doc, const char *label, struct path_tally *t)
+{
+    xmlXPathContextPtr x = xmlXPathNewContext(doc);
+    assert_non_null(x);
+    for (size_t i = 0; i < sizeof(path_fixed) / sizeof(path_fixed[0]); i++)
+        check_path(doc, x, NULL, path_fixed[i], label, t);
+    for (size_t i = 0; i < sizeof(path_not) / sizeof(path_not[0]); i++) {
+        xmlXPathObjectPtr o = page_path_eval(doc, NULL, path_not[i]);
+        if (o)
+            fail_msg("page_path_eval reads %s", path_not[i]);
+    }
+    char xp[256];
+    for (int i = 0; i < 40; i++) {
+        gen_path(xp, sizeof(xp), false);
+        check_path(doc, x, NULL, xp, label, t);
+    }
+    /* relative paths from every third element (rows are elements deep in the tree) */
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    int seen = 0;
+    for (xmlNodePtr n = root; n && seen < 600;) {
+        if (n->type == XML_ELEMENT_NODE && seen++ % 3 == 0) {
+            for (int i = 0; i < 4; i++) {
+                gen_path(xp, sizeof(xp), gen_rnd(5) != 0);
+                check_path(doc, x, n, xp, label, t);
+            }
+            check_path(doc, x, n, "td[@class='amount']", label, t);
+            check_path(doc, x, n, "td", label, t);
+            /* paths to elements below n, from n and from the document */
+            for (xmlNodePtr c = n->children; c; c = c->next) {
+                if (c->type != XML_ELEMENT_NODE)
+                    continue;
+                xmlNodePtr deep = c;
+                while (deep->children && gen_rnd(2))
+                    deep = deep->children;
+                if (deep->type != XML_ELEMENT_NODE)
+                    deep = c;
+                if (gen_path_to(xp, sizeof(xp), n, deep) && strncmp(xp, ".//", 3) != 0)
+                    check_path(doc, x, n, xp, label, t);
+                if (gen_path_to(xp, sizeof(xp), NULL, deep))
+                    check_path(doc, x, NULL, xp, label, t);
+            }
+        }
+        if (n->type == XML_ELEMENT_NODE && n->children) {
+            n = n->children;
+            continue;
+        }
+        while (n && n != root && !n->next)
+            n = n->parent;
+        n = n && n != root ? n->next : NULL;
+    }
+    xmlXPathFreeContext(x);
+}
+
+static void check_paths_page(const char *body, size_t len, const char *label, struct path_tally *t)
+{
+    if (len == 0)
+        return;
+    htmlDocPtr doc = htmlReadMemory(body, (int)len, BASE "/x", NULL,
+                                    HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
+                                        HTML_PARSE_NONET);
+    if (doc) {
+        check_paths_on(doc, label, t);
+        xmlFreeDoc(doc);
+    }
+    htmlDocPtr fast = page_fast_parse(body, len, BASE "/x");
+    if (fast) {
+        check_paths_on(fast, label, t);
+        xmlFreeDoc(fast);
+    }
+}
+
+static struct path_tally path_fixture_tally;
+
+static void check_paths_fixture(const char *body, size_t len, const char *label)
+{
+    check_paths_page(body, len, label, &path_fixture_tally);
+}
+
+/* page_path_eval against libxml2: on the canned pages and 600 generated ones, the flows'
+ * paths, generated ones (from the document and from elements), and what it must not read. */
+static void test_page_paths_as_libxml2(void **state)
+{
+    (void)state;
+    xmlSetGenericErrorFunc(NULL, silent_xml);
+    each_fixture(check_paths_fixture);
+    struct path_tally t = path_fixture_tally;
+    static struct gen_page g;
+    for (int i = 0; i < 600; i++) {
+        gen_page(&g);
+        char label[32];
+        snprintf(label, sizeof(label), "generated page %d", i);
+        check_paths_page(g.buf, g.len, label, &t);
+    }
+    /* paths that select something, and hardly any tree declined */
+    fprintf(stderr, "paths: %u answered (%u selecting nodes), %u declined\n", t.answered,
+            t.nonempty, t.declined);
+    assert_true(t.answered > 100000);
+    assert_true(t.nonempty > 10000);
+    assert_int_equal(t.declined, 0);
+    xmlSetGenericErrorFunc(NULL, NULL);
+}
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -1657,6 +1994,7 @@ int main(void)
         cmocka_unit_test(test_page_form_controls),
         cmocka_unit_test(test_page_excerpt_bounds_utf8),
         cmocka_unit_test(test_page_excerpt_as_before),
+        cmocka_unit_test(test_page_paths_as_libxml2),
         cmocka_unit_test(test_page_threads),
         cmocka_unit_test(test_page_bad_arguments),
     };
