@@ -194,6 +194,20 @@ static char *page_prop(xmlNodePtr n, const char *name)
     return out;
 }
 
+/* Attribute as page_prop reads it, in place where it is one text node (valid while the page
+ * is), else a heap copy left in *ret_own for the caller to free; NULL when absent. A form's
+ * walk reads three or four attributes of every control. */
+static const char *page_prop_ref(xmlNodePtr n, const char *name, char **ret_own)
+{
+    bool ok;
+    const char *plain = page_prop_plain(n, name, &ok);
+    *ret_own = NULL;
+    if (ok)
+        return plain;
+    *ret_own = page_prop(n, name);
+    return *ret_own;
+}
+
 static bool page_has_prop(xmlNodePtr n, const char *name)
 {
     return xmlHasProp(n, BAD_CAST name) != NULL;
@@ -876,11 +890,33 @@ static void form_grow(char ***arr, size_t n)
     *arr = apbot_xrealloc(*arr, (n + 1) * sizeof(**arr));
 }
 
-static void form_add(struct page_form *f, const char *name, const char *value, bool hidden)
+/*
+ * Room for element n of the arrays of a form being built (page_find_form), which has room
+ * for *cap: doubled as needed (from 16) - a realloc of each array per field was a tenth of
+ * the walk. The arrays reach the caller with room to spare; page_form_done does not mind,
+ * and the functions that change a form later grow them one by one (form_grow) as ever.
+ */
+static bool form_room(size_t n, size_t *cap)
 {
-    form_grow(&f->names, f->n);
-    form_grow(&f->values, f->n);
-    f->hidden = apbot_xrealloc(f->hidden, (f->n + 1) * sizeof(*f->hidden));
+    if (n < *cap)
+        return false;
+    *cap = *cap ? *cap * 2 : 16;
+    return true;
+}
+
+/* Appends name=value (copies). cap: the room of a form being built, else NULL. */
+static void form_add(struct page_form *f, size_t *cap, const char *name, const char *value,
+                     bool hidden)
+{
+    if (!cap) {
+        form_grow(&f->names, f->n);
+        form_grow(&f->values, f->n);
+        f->hidden = apbot_xrealloc(f->hidden, (f->n + 1) * sizeof(*f->hidden));
+    } else if (form_room(f->n, cap)) {
+        f->names = apbot_xrealloc(f->names, *cap * sizeof(*f->names));
+        f->values = apbot_xrealloc(f->values, *cap * sizeof(*f->values));
+        f->hidden = apbot_xrealloc(f->hidden, *cap * sizeof(*f->hidden));
+    }
     f->names[f->n] = apbot_xstrdup(name);
     f->values[f->n] = apbot_xstrdup(value);
     f->hidden[f->n] = hidden;
@@ -897,20 +933,28 @@ static void form_remove(struct page_form *f, size_t i)
     f->n--;
 }
 
-static void form_add_control(struct page_form *f, const char *name)
+/* Adds control name unless the form has it. cap as form_add's. */
+static void form_add_control(struct page_form *f, size_t *cap, const char *name)
 {
     for (size_t i = 0; i < f->n_controls; i++)
         if (strcmp(f->controls[i], name) == 0)
             return;
-    form_grow(&f->controls, f->n_controls);
+    if (!cap)
+        form_grow(&f->controls, f->n_controls);
+    else if (form_room(f->n_controls, cap))
+        f->controls = apbot_xrealloc(f->controls, *cap * sizeof(*f->controls));
     f->controls[f->n_controls++] = apbot_xstrdup(name);
 }
 
-static void form_add_button(struct page_form *f, const char *name, const char *value, bool image)
+/* Adds a submit button (only while the form is built: cap as form_add's, not NULL). */
+static void form_add_button(struct page_form *f, size_t *cap, const char *name, const char *value,
+                            bool image)
 {
-    form_grow(&f->buttons, f->n_buttons);
-    form_grow(&f->button_values, f->n_buttons);
-    f->button_image = apbot_xrealloc(f->button_image, (f->n_buttons + 1) * sizeof(bool));
+    if (form_room(f->n_buttons, cap)) {
+        f->buttons = apbot_xrealloc(f->buttons, *cap * sizeof(*f->buttons));
+        f->button_values = apbot_xrealloc(f->button_values, *cap * sizeof(*f->button_values));
+        f->button_image = apbot_xrealloc(f->button_image, *cap * sizeof(*f->button_image));
+    }
     f->buttons[f->n_buttons] = apbot_xstrdup(name);
     f->button_values[f->n_buttons] = apbot_xstrdup(value);
     f->button_image[f->n_buttons] = image;
@@ -949,9 +993,12 @@ static char *option_label(xmlNodePtr opt)
 
 #define PAGE_MAX_RADIO_GROUPS 10000 /* checked radio groups tracked in one form */
 
-/* A form under construction: the array capacities apbot_grow needs. */
+/* A form under construction: the arrays' room. */
 struct form_build {
     struct page_form f;
+    size_t fields_cap;   /* names, values, hidden */
+    size_t controls_cap; /* controls */
+    size_t buttons_cap;  /* buttons, button_values, button_image */
     size_t selects_cap;
     const char **radios; /* the value strings (f.values[i]) submitted by checked radios */
     size_t n_radios, radios_cap;
@@ -970,7 +1017,7 @@ static void form_radio(struct form_build *fb, const char *name, const char *valu
                 goto add;
             }
 add:
-    form_add(f, name, value, false);
+    form_add(f, &fb->fields_cap, name, value, false);
     /* Past the bound (far beyond a real form) a group's later radio no longer unchecks it. */
     if (apbot_grow((void **)&fb->radios, &fb->radios_cap, fb->n_radios, sizeof(*fb->radios),
                    PAGE_MAX_RADIO_GROUPS) == APBOT_OK)
@@ -1009,7 +1056,7 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
             continue;
         if (multiple) {
             if (!disabled)
-                form_add(f, name, o->value, false);
+                form_add(f, &fb->fields_cap, name, o->value, false);
         } else {
             chosen = n; /* the last selected option wins, as in a browser */
             chosen_disabled = disabled;
@@ -1024,7 +1071,7 @@ static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
     if (!chosen || chosen_disabled)
         return APBOT_OK;
     char *v = option_value(chosen);
-    form_add(f, name, v, false);
+    form_add(f, &fb->fields_cap, name, v, false);
     free(v);
     return APBOT_OK;
 }
@@ -1046,50 +1093,88 @@ static bool page_in_disabled_fieldset(xmlNodePtr n)
     return false;
 }
 
-/* One control of the form (n is an input, select, textarea or button). */
-static int form_control(struct form_build *fb, xmlNodePtr n)
+/* The controls of a form (HTML's "listed" elements a form submits). */
+enum page_control {
+    PAGE_CONTROL_NONE = 0,
+    PAGE_CONTROL_INPUT,
+    PAGE_CONTROL_BUTTON,
+    PAGE_CONTROL_SELECT,
+    PAGE_CONTROL_TEXTAREA,
+};
+
+/* Which control n is, by its name in any case (as page_is_elem; one lowering for the four
+ * names the walk asks of every element of the page). */
+static enum page_control page_control_of(xmlNodePtr n)
+{
+    if (!n || n->type != XML_ELEMENT_NODE || !n->name)
+        return PAGE_CONTROL_NONE;
+    char low[9]; /* "textarea" and its NUL */
+    size_t len = 0;
+    for (const xmlChar *c = n->name; *c; c++) {
+        if (len == sizeof(low) - 1)
+            return PAGE_CONTROL_NONE;
+        low[len++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+    }
+    low[len] = '\0';
+    if (strcmp(low, "input") == 0)
+        return PAGE_CONTROL_INPUT;
+    if (strcmp(low, "select") == 0)
+        return PAGE_CONTROL_SELECT;
+    if (strcmp(low, "textarea") == 0)
+        return PAGE_CONTROL_TEXTAREA;
+    if (strcmp(low, "button") == 0)
+        return PAGE_CONTROL_BUTTON;
+    return PAGE_CONTROL_NONE;
+}
+
+/* One control of the form, n, of kind (not NONE). Its attributes are read in place. */
+static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control kind)
 {
     struct page_form *f = &fb->f;
     int rc = APBOT_OK;
-    char *name = page_prop(n, "name");
+    char *own_name, *own_type = NULL, *own_value = NULL;
+    const char *name = page_prop_ref(n, "name", &own_name);
     if (!name || !*name || page_has_prop(n, "disabled") || page_in_disabled_fieldset(n))
         goto out;
 
-    if (page_is_elem(n, "input")) {
-        char *type = page_prop(n, "type");
+    switch (kind) {
+    case PAGE_CONTROL_INPUT: {
+        const char *type = page_prop_ref(n, "type", &own_type);
         const char *t = type ? type : "text";
-        char *value = page_prop(n, "value");
+        const char *value = page_prop_ref(n, "value", &own_value);
         if (strcasecmp(t, "submit") == 0 || strcasecmp(t, "image") == 0) {
-            form_add_button(f, name, value ? value : "", strcasecmp(t, "image") == 0);
+            form_add_button(f, &fb->buttons_cap, name, value ? value : "",
+                            strcasecmp(t, "image") == 0);
         } else if (strcasecmp(t, "checkbox") == 0) {
-            form_add_control(f, name);
+            form_add_control(f, &fb->controls_cap, name);
             if (page_has_prop(n, "checked"))
-                form_add(f, name, value ? value : "on", false);
+                form_add(f, &fb->fields_cap, name, value ? value : "on", false);
         } else if (strcasecmp(t, "radio") == 0) {
-            form_add_control(f, name);
+            form_add_control(f, &fb->controls_cap, name);
             if (page_has_prop(n, "checked"))
                 form_radio(fb, name, value ? value : "on");
         } else if (strcasecmp(t, "reset") == 0 || strcasecmp(t, "button") == 0 ||
                    strcasecmp(t, "file") == 0) {
             /* not submitted by a script-less browser without a file */
         } else {
-            form_add_control(f, name);
-            form_add(f, name, value ? value : "", strcasecmp(t, "hidden") == 0);
+            form_add_control(f, &fb->controls_cap, name);
+            form_add(f, &fb->fields_cap, name, value ? value : "", strcasecmp(t, "hidden") == 0);
         }
-        free(type);
-        free(value);
-    } else if (page_is_elem(n, "button")) {
+        break;
+    }
+    case PAGE_CONTROL_BUTTON:
         /* HTML: a button without a type, or with one the browser does not know, submits */
         if (!page_prop_is(n, "type", "reset") && !page_prop_is(n, "type", "button")) {
-            char *value = page_prop(n, "value");
-            form_add_button(f, name, value ? value : "", false);
-            free(value);
+            const char *value = page_prop_ref(n, "value", &own_value);
+            form_add_button(f, &fb->buttons_cap, name, value ? value : "", false);
         }
-    } else if (page_is_elem(n, "select")) {
-        form_add_control(f, name);
+        break;
+    case PAGE_CONTROL_SELECT:
+        form_add_control(f, &fb->controls_cap, name);
         rc = form_select(fb, n, name);
-    } else if (page_is_elem(n, "textarea")) {
-        form_add_control(f, name);
+        break;
+    case PAGE_CONTROL_TEXTAREA: {
+        form_add_control(f, &fb->controls_cap, name);
         char *t = page_content(n);
         /* a newline right after <textarea> belongs to the markup, not the value */
         const char *v = t;
@@ -1097,20 +1182,27 @@ static int form_control(struct form_build *fb, xmlNodePtr n)
             v += 2;
         else if (v[0] == '\n')
             v++;
-        form_add(f, name, v, false);
+        form_add(f, &fb->fields_cap, name, v, false);
         free(t);
+        break;
+    }
+    case PAGE_CONTROL_NONE:
+        break;
     }
 out:
-    free(name);
+    free(own_name);
+    free(own_type);
+    free(own_value);
     return rc;
 }
 
 static bool form_owns(xmlNodePtr form, const char *form_id, xmlNodePtr n)
 {
-    char *owner = page_prop(n, "form");
+    char *own;
+    const char *owner = page_prop_ref(n, "form", &own);
     if (owner) {
         bool mine = form_id && strcmp(owner, form_id) == 0;
-        free(owner);
+        free(own);
         return mine;
     }
     for (xmlNodePtr a = n->parent; a; a = a->parent)
@@ -1176,10 +1268,10 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     for (xmlNodePtr n = root; n; n = page_walk_next(n, root, true)) {
         if (n->type != XML_ELEMENT_NODE)
             continue;
-        if (page_is_elem(n, "input") || page_is_elem(n, "select") || page_is_elem(n, "textarea") ||
-            page_is_elem(n, "button")) {
+        enum page_control kind = page_control_of(n);
+        if (kind != PAGE_CONTROL_NONE) {
             if (form_owns(form, form_id, n)) {
-                rc = form_control(&fb, n);
+                rc = form_control(&fb, n, kind);
                 if (rc != APBOT_OK) {
                     rc = apbot_fail(err, errlen, rc,
                                     "form %s has more selects or options "
@@ -1275,7 +1367,7 @@ static int form_set_value(struct page_form *f, const char *name, const char *val
         /* Not submitted yet, but the form has it (an unchecked box, an empty select)? */
         if (!page_form_has(f, name))
             return APBOT_E_NOTFOUND;
-        form_add(f, name, value, false);
+        form_add(f, NULL, name, value, false);
         return APBOT_OK;
     }
     page_wipe_free(f->values[first]);
@@ -1363,8 +1455,8 @@ int page_form_add(struct page_form *f, const char *name, const char *value)
         return APBOT_E_INVAL;
     if (page_form_has(f, name))
         return APBOT_E_CONFLICT;
-    form_add_control(f, name);
-    form_add(f, name, value, false);
+    form_add_control(f, NULL, name);
+    form_add(f, NULL, name, value, false);
     return APBOT_OK;
 }
 
@@ -1427,10 +1519,10 @@ int page_form_press(struct page_form *f, const char *name, const char *value)
     }
     if (f->button_image[b]) {
         form_button_fields(f, b, x, y, cap);
-        form_add(f, x, "0", false);
-        form_add(f, y, "0", false);
+        form_add(f, NULL, x, "0", false);
+        form_add(f, NULL, y, "0", false);
     } else {
-        form_add(f, f->buttons[b], f->button_values[b], false);
+        form_add(f, NULL, f->buttons[b], f->button_values[b], false);
     }
     f->pressed = b + 1;
     free(x);
