@@ -101,9 +101,20 @@ static bool pf_digit(unsigned char c)
     return c >= '0' && c <= '9';
 }
 
-static unsigned char pf_lower(unsigned char c)
+/* c lowered when it is an ASCII letter or digit (a tag name's characters), else 0. */
+static unsigned char pf_name_char(unsigned char c)
 {
-    return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 0x20) : c;
+    unsigned char l = c | 0x20; /* only A-Z land on a-z */
+    if ((unsigned char)(l - 'a') < 26)
+        return l;
+    return (unsigned char)(c - '0') < 10 ? c : 0;
+}
+
+/* c lowered when it may be in an attribute name (also '_', '.', '-'), else 0. */
+static unsigned char pf_attr_char(unsigned char c)
+{
+    unsigned char l = pf_name_char(c);
+    return l ? l : c == '_' || c == '.' || c == '-' ? c : 0;
 }
 
 static void *pf_check(void *p)
@@ -532,9 +543,10 @@ static void pf_link(xmlNodePtr parent, xmlNodePtr node)
     parent->last = node;
 }
 
-/* An attribute of el after last (NULL: its first) with value[0..vl) (NULL: none), as
- * xmlNewProp(el, name, value) makes it; an id is registered as xmlNewProp registers it (what
- * xmlIsID answers for an HTML document: id, or name on an <a>). Returns the attribute. */
+/* An attribute of el after last (NULL: its first) with value[0..vl) (NULL: none; not
+ * NUL-terminated), as xmlNewProp(el, name, value) makes it; an id is registered as xmlNewProp
+ * registers it (what xmlIsID answers for an HTML document: id, or name on an <a>). Returns
+ * the attribute. */
 static xmlAttrPtr pf_attr(const struct pf *p, xmlNodePtr el, xmlAttrPtr last, const char *name,
                           size_t nl, const xmlChar *value, size_t vl)
 {
@@ -566,7 +578,8 @@ static xmlAttrPtr pf_attr(const struct pf *p, xmlNodePtr el, xmlAttrPtr last, co
          * can rely on where they lie (each table hashes with a seed of its own). */
         if (vl > 0 && !p->doc->ids)
             p->doc->ids = pf_check(xmlHashCreate(PF_ID_BUCKETS));
-        (void)xmlAddID(NULL, p->doc, value, a); /* NULL for an empty or a repeated value */
+        /* NULL for an empty or a repeated value */
+        (void)xmlAddID(NULL, p->doc, a->children->content, a);
     }
     return a;
 }
@@ -581,7 +594,7 @@ static xmlNodePtr pf_top(const struct pf *p)
 static bool pf_top_is(const struct pf *p, const char *name)
 {
     xmlNodePtr t = pf_top(p);
-    return t && strcmp((const char *)t->name, name) == 0;
+    return t && t->name[0] == (xmlChar)name[0] && strcmp((const char *)t->name, name) == 0;
 }
 
 /* node (not text) as the last child of the open element, or of the document. */
@@ -596,8 +609,20 @@ static void pf_add(struct pf *p, xmlNodePtr node)
 static int pf_text(struct pf *p)
 {
     bool outer = p->depth == 0 || pf_top_is(p, "html") || pf_top_is(p, "head");
+    const unsigned char *text = p->buf;
     size_t n = 0;
-    while (p->s < p->end && *p->s != '<') {
+    if (!outer) {
+        /* Text without a reference is taken from the body as it is (no copy to decode) */
+        const unsigned char *lt = memchr(p->s, '<', (size_t)(p->end - p->s));
+        if (!lt)
+            lt = p->end;
+        if (!memchr(p->s, '&', (size_t)(lt - p->s))) {
+            text = p->s;
+            n = (size_t)(lt - p->s);
+            p->s = lt;
+        }
+    }
+    while (text == p->buf && p->s < p->end && *p->s != '<') {
         if (*p->s == '&') {
             int r = outer ? PF_FAIL : pf_take_ref(p, &n);
             if (r < 0)
@@ -616,13 +641,13 @@ static int pf_text(struct pf *p)
     xmlNodePtr parent = pf_top(p), last = parent->last;
     if (last && last->type == XML_TEXT_NODE && last->name == xmlStringText) {
         /* after an ignored end tag: the text goes on (xmlAddChild joins the two) */
-        xmlNodeAddContentLen(last, p->buf, (int)n);
+        xmlNodeAddContentLen(last, text, (int)n);
         (void)pf_check(last->content); /* NULL only on out-of-memory */
         return 0;
     }
     xmlNodePtr t = pf_node(p, XML_TEXT_NODE);
     t->name = xmlStringText;
-    t->content = pf_strndup(p->buf, n);
+    t->content = pf_strndup(text, n);
     pf_link(parent, t);
     return 0;
 }
@@ -791,13 +816,26 @@ static int pf_meta(struct pf *p, xmlNodePtr meta, const bool *valued)
     return 0;
 }
 
-/* An attribute value at p->s, decoded into p->buf (NUL-terminated), its length to *ret_len. */
-static int pf_value(struct pf *p, size_t *ret_len)
+/* An attribute value at p->s: *ret_v gets it (*ret_len bytes, not NUL-terminated), in the
+ * body itself when it is quoted and has no reference, else decoded into p->buf. */
+static int pf_value(struct pf *p, const unsigned char **ret_v, size_t *ret_len)
 {
     unsigned char quote = 0;
     size_t n = 0;
     if (p->s < p->end && (*p->s == '"' || *p->s == '\''))
         quote = *p->s++;
+    if (quote) {
+        /* a reference never runs over the quote: it ends the value there or nowhere */
+        const unsigned char *close = memchr(p->s, quote, (size_t)(p->end - p->s));
+        if (!close)
+            return PF_FAIL; /* unterminated */
+        if (!memchr(p->s, '&', (size_t)(close - p->s))) {
+            *ret_v = p->s;
+            *ret_len = (size_t)(close - p->s);
+            p->s = close + 1;
+            return 0;
+        }
+    }
     while (p->s < p->end) {
         unsigned char c = *p->s;
         if (quote ? c == quote : (c == '>' || pf_blank(c)))
@@ -817,7 +855,7 @@ static int pf_value(struct pf *p, size_t *ret_len)
             return PF_FAIL; /* unterminated */
         p->s++;
     }
-    p->buf[n] = '\0';
+    *ret_v = p->buf;
     *ret_len = n;
     return 0;
 }
@@ -838,11 +876,12 @@ static int pf_attributes(struct pf *p, xmlNodePtr el, bool meta)
             return PF_FAIL; /* libxml2 skips a bogus attribute */
         char name[PF_ATTR_NAME_MAX + 1];
         size_t n = 0;
-        while (p->s < p->end && (pf_alpha(*p->s) || pf_digit(*p->s) || *p->s == '_' ||
-                                 *p->s == '.' || *p->s == '-')) {
+        unsigned char c;
+        while (p->s < p->end && (c = pf_attr_char(*p->s)) != 0) {
             if (n == PF_ATTR_NAME_MAX)
                 return PF_FAIL;
-            name[n++] = (char)pf_lower(*p->s++);
+            name[n++] = (char)c;
+            p->s++;
         }
         name[n] = '\0';
         if (p->s >= p->end || !(pf_blank(*p->s) || *p->s == '=' || *p->s == '>' ||
@@ -850,24 +889,25 @@ static int pf_attributes(struct pf *p, xmlNodePtr el, bool meta)
             return PF_FAIL;
         pf_skip_blanks(p);
         bool has_value = false;
+        const unsigned char *v = NULL;
         size_t vl = 0;
         if (p->s < p->end && *p->s == '=') {
             p->s++;
             pf_skip_blanks(p);
-            if (pf_value(p, &vl) < 0)
+            if (pf_value(p, &v, &vl) < 0)
                 return PF_FAIL;
             has_value = true;
         }
         bool dup = false;
         for (xmlAttrPtr a = el->properties; a && !dup; a = a->next)
-            dup = strcmp((const char *)a->name, name) == 0;
+            dup = a->name[0] == (xmlChar)name[0] && strcmp((const char *)a->name, name) == 0;
         if (dup)
             continue; /* "Attribute redefined": the first one stays */
         if (count == PF_ATTRS_MAX)
             return PF_FAIL;
         /* The value has no NUL (pf_valid and pf_ref let none through): xmlStrdup's copy is
          * its vl bytes. */
-        const xmlChar *value = has_value ? p->buf : NULL;
+        const xmlChar *value = has_value ? v : NULL;
         if (!value && htmlIsBooleanAttr(BAD_CAST name)) {
             value = BAD_CAST name;
             vl = n;
@@ -908,10 +948,12 @@ static size_t pf_tag_name(const struct pf *p, const unsigned char *s, char *name
                           const unsigned char **end)
 {
     size_t n = 0;
-    while (s < p->end && (pf_alpha(*s) || pf_digit(*s))) {
+    unsigned char c;
+    while (s < p->end && (c = pf_name_char(*s)) != 0) {
         if (n == PF_NAME_MAX)
             return 0;
-        name[n++] = (char)pf_lower(*s++);
+        name[n++] = (char)c;
+        s++;
     }
     name[n] = '\0';
     *end = s;
@@ -989,7 +1031,8 @@ static int pf_end_tag(struct pf *p)
      * above it - unless one of those has the higher end priority: then, as when no element
      * of that name is open, the end tag is ignored. */
     int i = p->depth - 1;
-    while (i >= 0 && strcmp((const char *)p->open[i]->name, name) != 0)
+    while (i >= 0 && (p->open[i]->name[0] != (xmlChar)name[0] ||
+                      strcmp((const char *)p->open[i]->name, name) != 0))
         i--;
     if (i < 0)
         return 0;
