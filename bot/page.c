@@ -163,7 +163,9 @@ static const char *page_prop_plain(xmlNodePtr n, const char *name, bool *ok)
     if (!n || n->type != XML_ELEMENT_NODE)
         return NULL;
     for (xmlAttrPtr a = n->properties; a; a = a->next) {
-        if (a->ns || !xmlStrEqual(a->name, BAD_CAST name))
+        /* xmlStrEqual's answer, the first letter first */
+        if (a->ns || !a->name || a->name[0] != (xmlChar)name[0] ||
+            strcmp((const char *)a->name, name) != 0)
             continue;
         xmlNodePtr c = a->children;
         if (!c) {
@@ -937,7 +939,7 @@ static void form_remove(struct page_form *f, size_t i)
 static void form_add_control(struct page_form *f, size_t *cap, const char *name)
 {
     for (size_t i = 0; i < f->n_controls; i++)
-        if (strcmp(f->controls[i], name) == 0)
+        if (f->controls[i][0] == name[0] && strcmp(f->controls[i], name) == 0)
             return;
     if (!cap)
         form_grow(&f->controls, f->n_controls);
@@ -1127,6 +1129,44 @@ static enum page_control page_control_of(xmlNodePtr n)
     return PAGE_CONTROL_NONE;
 }
 
+/* What an <input> of a type does in a form (any case; unknown types are text). */
+enum page_input {
+    PAGE_INPUT_TEXT = 0, /* submitted with its value: text, hidden, password, ... */
+    PAGE_INPUT_HIDDEN,
+    PAGE_INPUT_BUTTON, /* submit, image: a button, submitted only when pressed */
+    PAGE_INPUT_IMAGE,
+    PAGE_INPUT_CHECKBOX, /* submitted when checked */
+    PAGE_INPUT_RADIO,
+    PAGE_INPUT_NONE, /* reset, button, file: not submitted by a script-less browser */
+};
+
+/* The kind of an input of type t (NULL: none), by one lowering of t (ASCII, as strcasecmp
+ * folds in the C locale) instead of a strcasecmp per type. */
+static enum page_input page_input_of(const char *t)
+{
+    char low[9]; /* "checkbox" and its NUL */
+    size_t len = 0;
+    for (; t && *t; t++) {
+        if (len == sizeof(low) - 1)
+            return PAGE_INPUT_TEXT;
+        low[len++] = (char)(*t >= 'A' && *t <= 'Z' ? *t + ('a' - 'A') : *t);
+    }
+    low[len] = '\0';
+    if (strcmp(low, "submit") == 0)
+        return PAGE_INPUT_BUTTON;
+    if (strcmp(low, "image") == 0)
+        return PAGE_INPUT_IMAGE;
+    if (strcmp(low, "checkbox") == 0)
+        return PAGE_INPUT_CHECKBOX;
+    if (strcmp(low, "radio") == 0)
+        return PAGE_INPUT_RADIO;
+    if (strcmp(low, "reset") == 0 || strcmp(low, "button") == 0 || strcmp(low, "file") == 0)
+        return PAGE_INPUT_NONE;
+    if (strcmp(low, "hidden") == 0)
+        return PAGE_INPUT_HIDDEN;
+    return PAGE_INPUT_TEXT;
+}
+
 /* One control of the form, n, of kind (not NONE). Its attributes are read in place. */
 static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control kind)
 {
@@ -1139,26 +1179,31 @@ static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control k
 
     switch (kind) {
     case PAGE_CONTROL_INPUT: {
-        const char *type = page_prop_ref(n, "type", &own_type);
-        const char *t = type ? type : "text";
+        enum page_input type = page_input_of(page_prop_ref(n, "type", &own_type));
         const char *value = page_prop_ref(n, "value", &own_value);
-        if (strcasecmp(t, "submit") == 0 || strcasecmp(t, "image") == 0) {
+        switch (type) {
+        case PAGE_INPUT_BUTTON:
+        case PAGE_INPUT_IMAGE:
             form_add_button(f, &fb->buttons_cap, name, value ? value : "",
-                            strcasecmp(t, "image") == 0);
-        } else if (strcasecmp(t, "checkbox") == 0) {
+                            type == PAGE_INPUT_IMAGE);
+            break;
+        case PAGE_INPUT_CHECKBOX:
             form_add_control(f, &fb->controls_cap, name);
             if (page_has_prop(n, "checked"))
                 form_add(f, &fb->fields_cap, name, value ? value : "on", false);
-        } else if (strcasecmp(t, "radio") == 0) {
+            break;
+        case PAGE_INPUT_RADIO:
             form_add_control(f, &fb->controls_cap, name);
             if (page_has_prop(n, "checked"))
                 form_radio(fb, name, value ? value : "on");
-        } else if (strcasecmp(t, "reset") == 0 || strcasecmp(t, "button") == 0 ||
-                   strcasecmp(t, "file") == 0) {
-            /* not submitted by a script-less browser without a file */
-        } else {
+            break;
+        case PAGE_INPUT_NONE:
+            break; /* not submitted by a script-less browser without a file */
+        case PAGE_INPUT_TEXT:
+        case PAGE_INPUT_HIDDEN:
             form_add_control(f, &fb->controls_cap, name);
-            form_add(f, &fb->fields_cap, name, value ? value : "", strcasecmp(t, "hidden") == 0);
+            form_add(f, &fb->fields_cap, name, value ? value : "", type == PAGE_INPUT_HIDDEN);
+            break;
         }
         break;
     }
@@ -1348,7 +1393,7 @@ bool page_form_has(const struct page_form *f, const char *name)
     if (!f || !name)
         return false;
     for (size_t i = 0; i < f->n_controls; i++)
-        if (strcmp(f->controls[i], name) == 0)
+        if (f->controls[i][0] == name[0] && strcmp(f->controls[i], name) == 0)
             return true;
     return false;
 }
