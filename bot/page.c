@@ -1850,17 +1850,28 @@ enum rt_content {
  * keep the comparisons to the names that can match. */
 #define RT_NAME(s) s, sizeof(s) - 1
 
+#define RT_ELEMENTS(X)                                                                             \
+    X("script", RT_SCRIPT)                                                                         \
+    X("style", RT_HIDDEN)                                                                          \
+    X("textarea", RT_HIDDEN)                                                                       \
+    X("noscript", RT_HIDDEN)                                                                       \
+    X("iframe", RT_HIDDEN)                                                                         \
+    X("noembed", RT_HIDDEN)                                                                        \
+    X("noframes", RT_HIDDEN)                                                                       \
+    X("title", RT_SHOWN)                                                                           \
+    X("xmp", RT_SHOWN)                                                                             \
+    X("plaintext", RT_PLAINTEXT)
+#define RT_ELEMENT(s, content) {RT_NAME(s), content},
+#define RT_ELEMENT_LEN(s, content) | (1u << (sizeof(s) - 1))
+
 static const struct {
     const char *name;
     size_t len;
     enum rt_content content;
-} rt_elements[] = {
-    {RT_NAME("script"), RT_SCRIPT},   {RT_NAME("style"), RT_HIDDEN},
-    {RT_NAME("textarea"), RT_HIDDEN}, {RT_NAME("noscript"), RT_HIDDEN},
-    {RT_NAME("iframe"), RT_HIDDEN},   {RT_NAME("noembed"), RT_HIDDEN},
-    {RT_NAME("noframes"), RT_HIDDEN}, {RT_NAME("title"), RT_SHOWN},
-    {RT_NAME("xmp"), RT_SHOWN},       {RT_NAME("plaintext"), RT_PLAINTEXT},
-};
+} rt_elements[] = {RT_ELEMENTS(RT_ELEMENT)};
+
+/* The lengths of the names above, a bit each: most tag names have none of them. */
+enum { RT_ELEMENT_LENGTHS = 0 RT_ELEMENTS(RT_ELEMENT_LEN) };
 
 /* Attributes whose values rules may anchor on: markup the ERP writes, not data it echoes. */
 static const struct {
@@ -2047,19 +2058,16 @@ static size_t rt_raw_end(const char *body, size_t len, size_t k, const char *nam
 static size_t rt_tag(const char *body, size_t len, size_t p, char *out, bool end_tag,
                      size_t *ret_elem)
 {
-    char name[16];
-    size_t nl = 0;
+    size_t start = p;
     *ret_elem = SIZE_MAX;
-    while (p < len && !rt_is(body[p], RT_SP | RT_SLASH | RT_GT)) {
-        if (nl < sizeof(name) - 1)
-            name[nl] = rt_lower(body[p]);
-        nl++;
+    while (p < len && !rt_is(body[p], RT_SP | RT_SLASH | RT_GT))
         p++;
-    }
-    if (!end_tag && nl < sizeof(name)) {
+    if (!end_tag && p - start < 32 && (RT_ELEMENT_LENGTHS >> (p - start) & 1)) {
+        /* only a name of a listed length is compared, lowered as it is read */
         for (size_t e = 0; e < sizeof(rt_elements) / sizeof(rt_elements[0]); e++)
-            if (nl == rt_elements[e].len && name[0] == rt_elements[e].name[0] &&
-                memcmp(name, rt_elements[e].name, nl) == 0)
+            if (p - start == rt_elements[e].len &&
+                rt_lower(body[start]) == rt_elements[e].name[0] &&
+                rt_word_at(body, len, start, rt_elements[e].name, rt_elements[e].len))
                 *ret_elem = e;
     }
     for (;;) {
