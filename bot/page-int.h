@@ -32,6 +32,16 @@
  */
 htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url);
 
+/*
+ * page_fast_parse's document without its ids: doc->ids stays NULL and no attribute is typed
+ * XML_ATTRIBUTE_ID until page_fast_ids(doc) registers them, as the parse would have. Only
+ * libxml2's XPath (its id() function) and the ID types read them in page.c's use; page.c
+ * registers them before libxml2 evaluates an expression on the page. A page's ids cost the
+ * fast path some 7% of its instructions, for a function flows hardly call.
+ */
+htmlDocPtr page_fast_parse_ids_later(const char *body, size_t len, const char *url);
+void page_fast_ids(htmlDocPtr doc);
+
 /* How many probe documents page_fast.c has had libxml2 parse in this process (each pair of
  * element names is asked once; one page may cause at most 64, then it goes to libxml2). */
 unsigned long page_fast_probe_parses(void);

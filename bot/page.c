@@ -29,6 +29,7 @@
 #include <libxml/HTMLtree.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <libxml/valid.h>
 #include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 #include <libxml/xpathInternals.h>
@@ -47,6 +48,11 @@ struct page {
     char *url;              /* NULL when parsed without one */
     char *raw;              /* the first PAGE_RAW_KEEP bytes of the body, as received */
     size_t raw_len;
+    /* The one part of a page made when first needed (page_ids): the fast path leaves the
+     * document's ids for later, and they are registered, outside the arena, before libxml2's
+     * XPath first evaluates on the page. */
+    bool ids_later; /* not registered yet */
+    bool ids_heap;  /* registered on the heap beside an arena: page_free frees them first */
 };
 
 static pthread_once_t page_once = PTHREAD_ONCE_INIT;
@@ -292,9 +298,12 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     /* The tree and the parser's own allocations go into an arena dropped with the page
      * (xmlarena.h): a fifth of a post's CPU was malloc and free around this parse. */
     struct xmlarena *arena = xmlarena_begin();
-    /* Plain pages take the fast path (page_fast.c: the same tree, a third of the cost). */
+    /* Plain pages take the fast path (page_fast.c: the same tree, a third of the cost), their
+     * ids left for page_ids. */
+    bool ids_later = false;
     if (len > 0)
-        doc = page_fast_parse(body, len, url);
+        doc = page_fast_parse_ids_later(body, len, url);
+    ids_later = doc != NULL;
     if (len > 0 && !doc)
         /* encoding NULL: a declared charset (meta) wins; undeclared input is read as UTF-8,
          * and if it is not valid UTF-8 libxml2 falls back to ISO-8859-1 rather than stop. */
@@ -310,6 +319,7 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
         if (!html)
             abort(); /* as above: a constant name, only out-of-memory */
         xmlDocSetRootElement(doc, html);
+        ids_later = false; /* the empty page has none */
     }
     /* libxml2 keeps a copy of the parse's last error per thread: made in the arena, it must
      * not outlive it (reset here, while the arena is still the thread's). */
@@ -320,6 +330,7 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     struct page *p = apbot_xcalloc(1, sizeof(*p));
     p->doc = doc;
     p->arena = arena;
+    p->ids_later = ids_later;
     p->url = url ? apbot_xstrdup(url) : NULL;
     p->raw_len = len < PAGE_RAW_KEEP ? len : PAGE_RAW_KEEP;
     p->raw = apbot_xmalloc(p->raw_len + 1);
@@ -334,6 +345,10 @@ void page_free(struct page *p)
 {
     if (!p)
         return;
+    if (p->ids_heap) {
+        xmlFreeIDTable(p->doc->ids); /* heap blocks that point into the arena */
+        p->doc->ids = NULL;
+    }
     if (p->arena)
         xmlarena_free(p->arena); /* the document with it */
     else if (p->doc)
@@ -707,13 +722,31 @@ xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpa
     return page_path_run(&pp, doc, node);
 }
 
+/*
+ * Registers the ids the fast path left for later, before libxml2's XPath evaluates on the
+ * page: its id() function reads them, and nothing else page.c does reads them or an
+ * attribute's ID type (the paths page.c evaluates itself do not). The registration needs no
+ * arena: the thread has none outside page_parse, so the table is on the heap and page_free
+ * frees it before the arena it points into.
+ */
+static void page_ids(const struct page *cp)
+{
+    struct page *p = (struct page *)cp; /* its lazily made part: one thread uses a page */
+    if (!p->ids_later)
+        return;
+    p->ids_later = false;
+    page_fast_ids(p->doc);
+    p->ids_heap = p->arena && p->doc->ids;
+}
+
 /* Evaluates xpath with node as context (NULL = the document). NULL on error, e filled. */
-static xmlXPathObjectPtr page_eval(xmlXPathContextPtr x, xmlNodePtr node, const char *xpath,
-                                   struct page_xerr *e)
+static xmlXPathObjectPtr page_eval(const struct page *p, xmlXPathContextPtr x, xmlNodePtr node,
+                                   const char *xpath, struct page_xerr *e)
 {
     xmlXPathObjectPtr obj = page_path_eval(x->doc, node, xpath);
     if (obj)
         return obj;
+    page_ids(p);
     xmlXPathCompExprPtr comp = xmlXPathCtxtCompile(x, BAD_CAST xpath);
     if (!comp) {
         if (!e->set)
@@ -758,7 +791,7 @@ bool page_has(const struct page *p, const char *xpath)
         return false;
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e);
     if (obj) {
         if (obj->type == XPATH_NODESET)
             has = obj->nodesetval && obj->nodesetval->nodeNr > 0;
@@ -779,7 +812,7 @@ char *page_string(const struct page *p, const char *xpath)
         return NULL;
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e);
     char *out = page_obj_string(obj);
     xmlXPathFreeObject(obj);
     page_quiet_end(&q);
@@ -816,6 +849,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
         cols[c].is_path = col_xpaths[c] && page_path_read(col_xpaths[c], &cols[c].path);
         if (cols[c].is_path)
             continue; /* a path libxml2 compiles without fail */
+        page_ids(p);
         cols[c].comp = col_xpaths[c] ? xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]) : NULL;
         if (!cols[c].comp) {
             page_set_err(err, errlen, "column XPath", e.set ? e.msg : "missing or invalid");
@@ -823,7 +857,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
             goto out;
         }
     }
-    rows = page_eval(x, NULL, rows_xpath, &e);
+    rows = page_eval(p, x, NULL, rows_xpath, &e);
     if (!rows) {
         page_set_err(err, errlen, "rows XPath", e.msg);
         rc = APBOT_E_INVAL;
@@ -840,8 +874,10 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
             xmlXPathObjectPtr v = NULL;
             if (cols[c].is_path)
                 v = page_path_run(&cols[c].path, p->doc, row);
-            if (!v && !cols[c].comp)
+            if (!v && !cols[c].comp) {
+                page_ids(p);
                 cols[c].comp = xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]);
+            }
             if (!v && cols[c].comp) {
                 x->node = row;
                 x->contextSize = -1;
@@ -1272,7 +1308,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
 
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    xmlXPathObjectPtr obj = page_eval(x, NULL, xpath, &e);
+    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e);
     if (!obj) {
         page_set_err(err, errlen, "form XPath", e.msg);
         rc = APBOT_E_INVAL;

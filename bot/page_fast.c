@@ -36,7 +36,8 @@
  *   any other '&' is text as written (what libxml2 makes of it too), except where libxml2
  *   would read on (a name going on in non-ASCII, a malformed character reference);
  * - a duplicate attribute is dropped, a value-less boolean attribute takes its name as
- *   value (both as xmlSAX2 does); ids are registered as xmlSAX2 registers them.
+ *   value (both as xmlSAX2 does); ids are registered as xmlSAX2 registers them (during the
+ *   parse, or after it: page_fast_ids).
  * Every loop moves forward through the body (a tag's duplicate check is quadratic in its
  * attributes, at most PF_ATTRS_MAX); the open elements are bounded (PF_MAX_DEPTH), and so
  * are the probe documents one page can make libxml2 parse (PF_PAGE_PROBES: a hostile page
@@ -83,6 +84,7 @@ struct pf {
     int depth;
     bool seen_html, seen_head, seen_body, seen_encoding;
     int probes_left;    /* probe parses this page may still cause (PF_PAGE_PROBES) */
+    bool ids;           /* register ids as attributes are made (else page_fast_ids does) */
     unsigned char *buf; /* scratch for decoded text and values: never longer than the body */
 };
 
@@ -543,10 +545,26 @@ static void pf_link(xmlNodePtr parent, xmlNodePtr node)
     parent->last = node;
 }
 
+/* Registers a as an id of doc when xmlIsID says it is one in an HTML document (id, or name on
+ * an <a>, with a value), as xmlNewProp registers it. */
+static void pf_id(xmlDocPtr doc, xmlNodePtr el, xmlAttrPtr a)
+{
+    const xmlChar *v = a->children ? a->children->content : NULL; /* a value: its one text */
+    if (!v || !(xmlStrEqual(a->name, BAD_CAST "id") ||
+                (xmlStrEqual(a->name, BAD_CAST "name") && xmlStrEqual(el->name, BAD_CAST "a"))))
+        return;
+    /* xmlAddID's first id makes a table of 256 buckets (12 KB cleared, a third of the ids'
+     * cost) for the twenty ids of a page: the table is made here with fewer, and grows as any
+     * of libxml2's tables grows. The same entries either way, and no one can rely on where
+     * they lie (each table hashes with a seed of its own). */
+    if (v[0] && !doc->ids)
+        doc->ids = pf_check(xmlHashCreate(PF_ID_BUCKETS));
+    (void)xmlAddID(NULL, doc, v, a); /* NULL for an empty or a repeated value */
+}
+
 /* An attribute of el after last (NULL: its first) with value[0..vl) (NULL: none; not
- * NUL-terminated), as xmlNewProp(el, name, value) makes it; an id is registered as xmlNewProp
- * registers it (what xmlIsID answers for an HTML document: id, or name on an <a>). Returns
- * the attribute. */
+ * NUL-terminated), as xmlNewProp(el, name, value) makes it (its id registered when p->ids).
+ * Returns the attribute. */
 static xmlAttrPtr pf_attr(const struct pf *p, xmlNodePtr el, xmlAttrPtr last, const char *name,
                           size_t nl, const xmlChar *value, size_t vl)
 {
@@ -569,18 +587,8 @@ static xmlAttrPtr pf_attr(const struct pf *p, xmlNodePtr el, xmlAttrPtr last, co
     } else {
         el->properties = a;
     }
-    if (value &&
-        ((nl == 2 && memcmp(name, "id", 2) == 0) ||
-         (nl == 4 && memcmp(name, "name", 4) == 0 && strcmp((const char *)el->name, "a") == 0))) {
-        /* xmlAddID's first id makes a table of 256 buckets (12 KB cleared, a third of the
-         * ids' cost) for the twenty ids of a page: the table is made here with fewer, and
-         * grows as any of libxml2's tables grows. The same entries either way, and no one
-         * can rely on where they lie (each table hashes with a seed of its own). */
-        if (vl > 0 && !p->doc->ids)
-            p->doc->ids = pf_check(xmlHashCreate(PF_ID_BUCKETS));
-        /* NULL for an empty or a repeated value */
-        (void)xmlAddID(NULL, p->doc, a->children->content, a);
-    }
+    if (p->ids)
+        pf_id(p->doc, el, a);
     return a;
 }
 
@@ -1096,7 +1104,8 @@ static void pf_version_check(void)
     pf_version_ok = v >= 20900 && v < 21000;
 }
 
-htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
+/* page_fast_parse, its ids registered (ids) or left to page_fast_ids. */
+static htmlDocPtr pf_parse(const char *body, size_t len, const char *url, bool ids)
 {
     pthread_once(&pf_version_once, pf_version_check);
     if (!pf_version_ok || !body || len == 0 || len > (size_t)1 << 30 ||
@@ -1105,7 +1114,8 @@ htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
 
     struct pf p = {.s = (const unsigned char *)body,
                    .end = (const unsigned char *)body + len,
-                   .probes_left = PF_PAGE_PROBES};
+                   .probes_left = PF_PAGE_PROBES,
+                   .ids = ids};
     p.doc = pf_check(htmlNewDocNoDtD(NULL, NULL));
     p.doc->properties = XML_DOC_HTML;
     /* What htmlCtxtUseOptions keeps of page.c's options (recovery and NONET are not kept). */
@@ -1127,4 +1137,37 @@ htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
                                           BAD_CAST "-//W3C//DTD HTML 4.0 Transitional//EN",
                                           BAD_CAST "http://www.w3.org/TR/REC-html40/loose.dtd"));
     return p.doc;
+}
+
+htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
+{
+    return pf_parse(body, len, url, true);
+}
+
+htmlDocPtr page_fast_parse_ids_later(const char *body, size_t len, const char *url)
+{
+    return pf_parse(body, len, url, false);
+}
+
+void page_fast_ids(htmlDocPtr doc)
+{
+    /* The elements in document order, the order their start tags came in, and with them
+     * their attributes: the order the parse would have registered them in. */
+    xmlNodePtr n = doc->children;
+    while (n) {
+        if (n->type == XML_ELEMENT_NODE) {
+            for (xmlAttrPtr a = n->properties; a; a = a->next)
+                pf_id(doc, n, a);
+            if (n->children) {
+                n = n->children;
+                continue;
+            }
+        }
+        while (!n->next) {
+            n = n->parent;
+            if (!n || n == (xmlNodePtr)doc)
+                return;
+        }
+        n = n->next;
+    }
 }

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include <libxml/HTMLparser.h>
+#include <libxml/HTMLtree.h>
 #include <libxml/tree.h>
 #include <libxml/xpath.h>
 
@@ -2460,6 +2461,118 @@ static void test_page_rule_text_as_before(void **state)
     }
 }
 
+/* XPath's id() on pages the fast path builds, whose ids are registered only when libxml2's
+ * XPath first evaluates there: the ids libxml2's own parse registers (id, and name on <a>). */
+static void test_page_xpath_id(void **state)
+{
+    (void)state;
+    struct page *p = parse_str("<html><body><p id=a>one</p><a name=n>two</a><b id=m name=z>three"
+                               "</b><a id=n2 name=q>four</a><i id=a>dup</i></body></html>",
+                               BASE "/x");
+    assert_true(page_has(p, "//p[@id='a']")); /* a path page.c reads: no ids needed */
+    assert_true(page_has(p, "id('a')"));
+    assert_false(page_has(p, "id('nope')"));
+    char *s = page_string(p, "id('a')");
+    assert_string_equal(s, "one"); /* the first of a repeated id */
+    free(s);
+    s = page_string(p, "id('n')");
+    assert_string_equal(s, "two");
+    free(s);
+    assert_null(page_string(p, "id('z')")); /* name is an id on <a> only */
+    s = page_string(p, "id('q')");
+    assert_string_equal(s, "four");
+    free(s);
+    page_free(p);
+
+    /* the first libxml2 evaluation on a page may be a column of page_rows */
+    p = parse_str("<html><body><table><tr><td>1</td></tr></table><p id=m>three</p></body></html>",
+                  BASE "/x");
+    const char *cols[] = {"td", "string(id('m'))"};
+    struct rows_seen seen;
+    memset(&seen, 0, sizeof(seen));
+    size_t n = 0;
+    assert_int_equal(page_rows(p, "//tr", cols, 2, collect_row, &seen, &n, NULL, 0), APBOT_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(seen.cells[0][0], "1");
+    assert_string_equal(seen.cells[0][1], "three");
+    page_free(p);
+}
+
+/* count(id(...)) for the ids the generated pages hold, and string(id(...)): page.c's answer
+ * (ids registered late on the fast path's pages) and libxml2's own on its own tree. */
+static void check_ids_page(const char *body, size_t len, const char *label)
+{
+    static const char *const xps[] = {"count(id('x'))",  "count(id('n'))",     "count(id('a'))",
+                                      "count(id('f1'))", "count(id('b'))",     "string(id('x'))",
+                                      "string(id('a'))", "count(id('x a n'))", "id('f1')"};
+    struct page *p = NULL;
+    assert_int_equal(page_parse(body, len, BASE "/x", &p, NULL, 0), APBOT_OK);
+    htmlDocPtr doc = len ? htmlReadMemory(body, (int)len, BASE "/x", NULL,
+                                          HTML_PARSE_RECOVER | HTML_PARSE_NOERROR |
+                                              HTML_PARSE_NOWARNING | HTML_PARSE_NONET)
+                         : NULL;
+    if (!doc || !xmlDocGetRootElement(doc)) { /* page_parse's empty page */
+        xmlFreeDoc(doc);
+        doc = htmlNewDocNoDtD(NULL, NULL);
+        xmlDocSetRootElement(doc, xmlNewDocNode(doc, NULL, BAD_CAST "html", NULL));
+    }
+    xmlXPathContextPtr x = xmlXPathNewContext(doc);
+    for (size_t i = 0; i < sizeof(xps) / sizeof(xps[0]); i++) {
+        char *got = page_string(p, xps[i]);
+        char *want = NULL;
+        {
+            xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST xps[i], x);
+            bool empty =
+                !o || (o->type == XPATH_NODESET && (!o->nodesetval || o->nodesetval->nodeNr == 0));
+            xmlChar *v = empty ? NULL : xmlXPathCastToString(o);
+            /* page_string trims white space (no-break spaces too), NULL for nothing */
+            const char *t = v ? (const char *)v : "";
+            size_t tl = strlen(t);
+            for (;;) {
+                if (tl && strchr(" \t\n\r\f\v", *t)) {
+                    t++;
+                    tl--;
+                } else if (tl >= 2 && memcmp(t, "\xc2\xa0", 2) == 0) {
+                    t += 2;
+                    tl -= 2;
+                } else if (tl && strchr(" \t\n\r\f\v", t[tl - 1])) {
+                    tl--;
+                } else if (tl >= 2 && memcmp(t + tl - 2, "\xc2\xa0", 2) == 0) {
+                    tl -= 2;
+                } else {
+                    break;
+                }
+            }
+            if (tl)
+                want = strndup(t, tl);
+            xmlFree(v);
+            xmlXPathFreeObject(o);
+        }
+        if ((got == NULL) != (want == NULL) || (got && strcmp(got, want) != 0))
+            fail_msg("%s: %s gives [%s], libxml2 [%s]", label, xps[i], got ? got : "(null)",
+                     want ? want : "(null)");
+        free(got);
+        free(want);
+    }
+    xmlXPathFreeContext(x);
+    xmlFreeDoc(doc);
+    page_free(p);
+}
+
+/* The ids of the canned and 1,000 generated pages, as libxml2 registers them. */
+static void test_page_xpath_id_as_libxml2(void **state)
+{
+    (void)state;
+    xmlSetGenericErrorFunc(NULL, silent_xml);
+    each_fixture(check_ids_page);
+    static struct gen_page g;
+    for (int i = 0; i < 1000; i++) {
+        gen_page(&g);
+        check_ids_page(g.buf, g.len, "generated page");
+    }
+    xmlSetGenericErrorFunc(NULL, NULL);
+}
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -2501,6 +2614,8 @@ int main(void)
         cmocka_unit_test(test_page_excerpt_bounds_utf8),
         cmocka_unit_test(test_page_excerpt_as_before),
         cmocka_unit_test(test_page_paths_as_libxml2),
+        cmocka_unit_test(test_page_xpath_id),
+        cmocka_unit_test(test_page_xpath_id_as_libxml2),
         cmocka_unit_test(test_page_threads),
         cmocka_unit_test(test_page_bad_arguments),
     };

@@ -1,13 +1,14 @@
 /*
  * test_page_fast.c - page_fast.c against libxml2 itself: wherever the fast path builds a
  * tree, it is libxml2's tree for the same bytes, node by node (types, names, text, attributes
- * and their ids, the DTD, the document's encoding); wherever it cannot promise that, it
- * declines. Inputs: the canned pages of tests/data/pages (the plain ones must take the fast
- * path: otherwise the fast path is not doing its job), pages generated from a grammar that
- * mixes the subset with what lies outside it (misnested and auto-closed tags, implied
- * elements, bare '&' and '<', control bytes, odd charsets, unterminated constructs; a third
- * of the plain pages with CR LF line ends, as CGI-era ERPs write them), and byte-level
- * mutations of the canned pages. A mismatch prints the input and the first difference.
+ * and their ids, the DTD, the document's encoding), also when its ids are registered after
+ * the parse (page_fast_ids); wherever it cannot promise that, it declines. Inputs: the canned pages
+ * of tests/data/pages (the plain ones must take the fast path: otherwise the fast path is not doing
+ * its job), pages generated from a grammar that mixes the subset with what lies outside it
+ * (misnested and auto-closed tags, implied elements, bare '&' and '<', control bytes, odd charsets,
+ * unterminated constructs; a third of the plain pages with CR LF line ends, as CGI-era ERPs write
+ * them), and byte-level mutations of the canned pages. A mismatch prints the input and the first
+ * difference.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include <libxml/HTMLparser.h>
+#include <libxml/hash.h>
 #include <libxml/tree.h>
 #include <libxml/valid.h>
 
@@ -37,6 +39,25 @@ static void silent(void *ctx, const char *msg, ...)
 {
     (void)ctx;
     (void)msg;
+}
+
+/* Whether any attribute of the document is typed as an id. */
+static bool id_typed(htmlDocPtr doc)
+{
+    xmlNodePtr root = xmlDocGetRootElement(doc);
+    for (xmlNodePtr n = root; n;) {
+        for (xmlAttrPtr a = n->type == XML_ELEMENT_NODE ? n->properties : NULL; a; a = a->next)
+            if (a->atype == XML_ATTRIBUTE_ID)
+                return true;
+        if (n->type == XML_ELEMENT_NODE && n->children) {
+            n = n->children;
+            continue;
+        }
+        while (n && n != root && !n->next)
+            n = n->parent;
+        n = n && n != root ? n->next : NULL;
+    }
+    return false;
 }
 
 /* Fails the test on a mismatch; returns whether the fast path took the page. */
@@ -58,6 +79,21 @@ static bool check_one(const char *body, size_t len, struct tally *t, const char 
                 (int)(len > 4000 ? 4000 : len), body);
         fail_msg("fast tree differs from libxml2's: %s", d);
     }
+    /* The same document with its ids left for later: none until page_fast_ids, then the same
+     * ones as when the parse registers them. */
+    htmlDocPtr later = page_fast_parse_ids_later(body, len, "http://127.0.0.1:8080/erp/x");
+    assert_non_null(later);
+    assert_null(later->ids);
+    assert_false(id_typed(later));
+    page_fast_ids(later);
+    assert_int_equal(id_typed(later), later->ids && xmlHashSize(later->ids) > 0);
+    d = tree_diff(later, ref, why, sizeof(why));
+    if (d) {
+        fprintf(stderr, "---- %s (%zu bytes), ids registered later: %s\n%.*s\n----\n", label, len,
+                d, (int)(len > 4000 ? 4000 : len), body);
+        fail_msg("fast tree with ids registered later differs from libxml2's: %s", d);
+    }
+    xmlFreeDoc(later);
     xmlFreeDoc(fast);
     xmlFreeDoc(ref);
     return true;
