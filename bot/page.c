@@ -1140,29 +1140,28 @@ enum page_control {
     PAGE_CONTROL_TEXTAREA,
 };
 
+/* Whether the len lowered bytes of low are the name s (a literal). */
+#define PAGE_LOW_IS(s) (len == sizeof(s) - 1 && memcmp(low, s, sizeof(s) - 1) == 0)
+
 /* Which control n is, by its name in any case (as page_is_elem; one lowering for the four
  * names the walk asks of every element of the page). */
 static enum page_control page_control_of(xmlNodePtr n)
 {
     if (!n || n->type != XML_ELEMENT_NODE || !n->name)
         return PAGE_CONTROL_NONE;
-    char low[9]; /* "textarea" and its NUL */
+    char low[8]; /* "textarea" */
     size_t len = 0;
     for (const xmlChar *c = n->name; *c; c++) {
-        if (len == sizeof(low) - 1)
+        if (len == sizeof(low))
             return PAGE_CONTROL_NONE;
         low[len++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
     }
-    low[len] = '\0';
-    if (strcmp(low, "input") == 0)
-        return PAGE_CONTROL_INPUT;
-    if (strcmp(low, "select") == 0)
-        return PAGE_CONTROL_SELECT;
-    if (strcmp(low, "textarea") == 0)
-        return PAGE_CONTROL_TEXTAREA;
-    if (strcmp(low, "button") == 0)
-        return PAGE_CONTROL_BUTTON;
-    return PAGE_CONTROL_NONE;
+    enum page_control kind = PAGE_LOW_IS("input")      ? PAGE_CONTROL_INPUT
+                             : PAGE_LOW_IS("select")   ? PAGE_CONTROL_SELECT
+                             : PAGE_LOW_IS("textarea") ? PAGE_CONTROL_TEXTAREA
+                             : PAGE_LOW_IS("button")   ? PAGE_CONTROL_BUTTON
+                                                       : PAGE_CONTROL_NONE;
+    return kind;
 }
 
 /* What an <input> of a type does in a form (any case; unknown types are text). */
@@ -1180,25 +1179,24 @@ enum page_input {
  * folds in the C locale) instead of a strcasecmp per type. */
 static enum page_input page_input_of(const char *t)
 {
-    char low[9]; /* "checkbox" and its NUL */
+    char low[8]; /* "checkbox" */
     size_t len = 0;
     for (; t && *t; t++) {
-        if (len == sizeof(low) - 1)
+        if (len == sizeof(low))
             return PAGE_INPUT_TEXT;
         low[len++] = (char)(*t >= 'A' && *t <= 'Z' ? *t + ('a' - 'A') : *t);
     }
-    low[len] = '\0';
-    if (strcmp(low, "submit") == 0)
+    if (PAGE_LOW_IS("submit"))
         return PAGE_INPUT_BUTTON;
-    if (strcmp(low, "image") == 0)
+    if (PAGE_LOW_IS("image"))
         return PAGE_INPUT_IMAGE;
-    if (strcmp(low, "checkbox") == 0)
+    if (PAGE_LOW_IS("checkbox"))
         return PAGE_INPUT_CHECKBOX;
-    if (strcmp(low, "radio") == 0)
+    if (PAGE_LOW_IS("radio"))
         return PAGE_INPUT_RADIO;
-    if (strcmp(low, "reset") == 0 || strcmp(low, "button") == 0 || strcmp(low, "file") == 0)
+    if (PAGE_LOW_IS("reset") || PAGE_LOW_IS("button") || PAGE_LOW_IS("file"))
         return PAGE_INPUT_NONE;
-    if (strcmp(low, "hidden") == 0)
+    if (PAGE_LOW_IS("hidden"))
         return PAGE_INPUT_HIDDEN;
     return PAGE_INPUT_TEXT;
 }
