@@ -1769,6 +1769,13 @@ static void page_text_add(struct page_text *t, const char *s)
             s += run;
             continue;
         }
+        if (*s == ' ' || (*s >= '\t' && *s <= '\r')) { /* a run of ASCII white space */
+            if (t->len > 0)
+                t->pending_space = true;
+            while (*s == ' ' || (*s >= '\t' && *s <= '\r'))
+                s++;
+            continue;
+        }
         if (page_is_space(s, &sl)) {
             if (t->len > 0)
                 t->pending_space = true;
@@ -1833,7 +1840,7 @@ char *page_excerpt(const struct page *p, size_t max)
             xmlNodePtr m = n;
             while (m && m != root && !m->next) {
                 m = m->parent;
-                if (m && t.len > 0 && page_elem_kind(m) != PAGE_ELEM_INLINE)
+                if (m && t.len > 0 && !t.pending_space && page_elem_kind(m) != PAGE_ELEM_INLINE)
                     t.pending_space = true;
             }
         }
