@@ -300,10 +300,9 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     struct xmlarena *arena = xmlarena_begin();
     /* Plain pages take the fast path (page_fast.c: the same tree, a third of the cost), their
      * ids left for page_ids. */
-    bool ids_later = false;
     if (len > 0)
         doc = page_fast_parse_ids_later(body, len, url);
-    ids_later = doc != NULL;
+    bool ids_later = doc != NULL;
     if (len > 0 && !doc)
         /* encoding NULL: a declared charset (meta) wins; undeclared input is read as UTF-8,
          * and if it is not valid UTF-8 libxml2 falls back to ISO-8859-1 rather than stop. */
@@ -474,7 +473,7 @@ static xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e
  * attribute test each, "//form[@id='apEntry']", "//table[@id='x']//tr[@class='row']",
  * "td[@class='amount']", "//a[@id='next']/@href": libxml2 compiles each anew and evaluates
  * "//form[...]" by gathering every node of the page and then the children of each (a
- * predicate keeps it from its "//name" shortcut), ~45,000 instructions a query, a sixth of
+ * predicate keeps it from its "//name" shortcut), ~45,000 instructions a query, a seventh of
  * an invoice's page work. Such a path is read here and evaluated in one walk of the tree in
  * document order, into the node set libxml2 would give: the same nodes, in the same
  * (document) order, as libxml2 2.9's evaluation defines them (xpath.c: child and
@@ -1156,19 +1155,18 @@ static enum page_control page_control_of(xmlNodePtr n)
             return PAGE_CONTROL_NONE;
         low[len++] = (char)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
     }
-    enum page_control kind = PAGE_LOW_IS("input")      ? PAGE_CONTROL_INPUT
-                             : PAGE_LOW_IS("select")   ? PAGE_CONTROL_SELECT
-                             : PAGE_LOW_IS("textarea") ? PAGE_CONTROL_TEXTAREA
-                             : PAGE_LOW_IS("button")   ? PAGE_CONTROL_BUTTON
-                                                       : PAGE_CONTROL_NONE;
-    return kind;
+    return PAGE_LOW_IS("input")      ? PAGE_CONTROL_INPUT
+           : PAGE_LOW_IS("select")   ? PAGE_CONTROL_SELECT
+           : PAGE_LOW_IS("textarea") ? PAGE_CONTROL_TEXTAREA
+           : PAGE_LOW_IS("button")   ? PAGE_CONTROL_BUTTON
+                                     : PAGE_CONTROL_NONE;
 }
 
 /* What an <input> of a type does in a form (any case; unknown types are text). */
 enum page_input {
     PAGE_INPUT_TEXT = 0, /* submitted with its value: text, hidden, password, ... */
     PAGE_INPUT_HIDDEN,
-    PAGE_INPUT_BUTTON, /* submit, image: a button, submitted only when pressed */
+    PAGE_INPUT_SUBMIT, /* submit, image: a button, submitted only when pressed */
     PAGE_INPUT_IMAGE,
     PAGE_INPUT_CHECKBOX, /* submitted when checked */
     PAGE_INPUT_RADIO,
@@ -1187,7 +1185,7 @@ static enum page_input page_input_of(const char *t)
         low[len++] = (char)(*t >= 'A' && *t <= 'Z' ? *t + ('a' - 'A') : *t);
     }
     if (PAGE_LOW_IS("submit"))
-        return PAGE_INPUT_BUTTON;
+        return PAGE_INPUT_SUBMIT;
     if (PAGE_LOW_IS("image"))
         return PAGE_INPUT_IMAGE;
     if (PAGE_LOW_IS("checkbox"))
@@ -1216,7 +1214,7 @@ static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control k
         enum page_input type = page_input_of(page_prop_ref(n, "type", &own_type));
         const char *value = page_prop_ref(n, "value", &own_value);
         switch (type) {
-        case PAGE_INPUT_BUTTON:
+        case PAGE_INPUT_SUBMIT:
         case PAGE_INPUT_IMAGE:
             form_add_button(f, &fb->buttons_cap, name, value ? value : "",
                             type == PAGE_INPUT_IMAGE);
