@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,6 +415,604 @@ static void test_invoice_csv_and_ubl_same_key(void **state)
     vendor_map_free(vm);
 }
 
+/* --- the payload's two readers --------------------------------------------------------- */
+
+/* invoice_from_json reads a canonical payload with its fast reader and anything else with
+ * jansson; both must give the same code, message and invoice for every text. These tests
+ * compare the two (invoice_from_json_as) on realistic payloads and on mutations of a few, and
+ * check that canonical payloads do take the fast reader. */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15u; /* fixed: the same cases on every run */
+
+static uint64_t rng_next(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static unsigned rng_below(unsigned n)
+{
+    return (unsigned)(rng_next() % n);
+}
+
+static bool same_str(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The first field in which a and b differ, or NULL. */
+static const char *invoice_difference(const struct invoice *a, const struct invoice *b)
+{
+    if (!same_str(a->vendor_id, b->vendor_id))
+        return "vendor_id";
+    if (!same_str(a->vendor_name, b->vendor_name))
+        return "vendor_name";
+    if (!same_str(a->invoice_number, b->invoice_number))
+        return "invoice_number";
+    if (a->doc_type != b->doc_type)
+        return "doc_type";
+    if (strcmp(a->issue_date, b->issue_date) != 0 || strcmp(a->due_date, b->due_date) != 0)
+        return "a date";
+    if (strcmp(a->currency, b->currency) != 0 || a->exponent != b->exponent)
+        return "currency or exponent";
+    if (a->net_total != b->net_total || a->tax_total != b->tax_total || a->payable != b->payable)
+        return "a total";
+    if (a->n_lines != b->n_lines || (a->lines == NULL) != (b->lines == NULL))
+        return "the number of lines";
+    for (size_t i = 0; i < a->n_lines; i++) {
+        const struct invoice_line *x = &a->lines[i], *y = &b->lines[i];
+        if (!same_str(x->description, y->description) || !same_str(x->gl_account, y->gl_account) ||
+            !same_str(x->quantity, y->quantity) || !same_str(x->unit_price, y->unit_price) ||
+            !same_str(x->tax_category, y->tax_category) || x->net != y->net || x->tax != y->tax)
+            return "a line";
+    }
+    return NULL;
+}
+
+struct agree_stats {
+    unsigned fast;         /* taken by the fast reader */
+    unsigned fast_refused; /* of those, refused (a check of the view failed) */
+    unsigned declined;     /* left to jansson */
+};
+
+/* Reads json with both readers and fails the test unless they agree: the same code, the same
+ * message (or err untouched by both), the same invoice, and an empty one on failure. Returns
+ * whether the fast reader took the text. */
+static bool check_agree(const char *json, struct agree_stats *st)
+{
+    struct invoice a, b;
+    memset(&a, 0x5a, sizeof(a)); /* the call must invoice_init it */
+    memset(&b, 0xa5, sizeof(b));
+    char ea[APBOT_ERR_LEN] = "untouched", eb[APBOT_ERR_LEN] = "untouched";
+    bool fast = false, jansson_fast = true;
+    int ra = invoice_from_json_as(json, INVOICE_JSON_AUTO, &a, &fast, ea, sizeof(ea));
+    int rb = invoice_from_json_as(json, INVOICE_JSON_JANSSON, &b, &jansson_fast, eb, sizeof(eb));
+    assert_false(jansson_fast);
+    const char *diff = invoice_difference(&a, &b);
+    if (ra != rb || strcmp(ea, eb) != 0 || diff)
+        fail_msg("the readers differ (the fast one %s it) on %s: rc %d / %d, err '%s' / '%s', %s",
+                 fast ? "took" : "declined", json ? json : "NULL", ra, rb, ea, eb,
+                 diff ? diff : "same invoice");
+    if (ra != APBOT_OK && (a.vendor_id || a.invoice_number || a.lines || a.n_lines))
+        fail_msg("a refused payload left fields set: %s", json);
+    invoice_done(&a);
+    invoice_done(&b);
+    if (st) {
+        st->fast += fast;
+        st->fast_refused += fast && ra != APBOT_OK;
+        st->declined += !fast;
+    }
+    return fast;
+}
+
+static const char *const gen_texts[] = {
+    "Paper, A4",
+    "Toner",
+    "Größe 5 – Überweisung",
+    "日本語の請求書",
+    "Emoji 😀 and 𝄞",
+    "Ærø Café",
+    "A/B 7",
+    "x",
+    " padded ",
+    "Привет, мир",
+    "100 % ok",
+    "{not json}",
+    "[1,2]",
+    "a:b,c",
+    "null",
+    "-0",
+    "1e5",
+    "tab\there",
+    "\xef\xbf\xbd",
+    "ends in é",
+};
+/* Texts jansson writes with an escape: the fast reader declines them. */
+static const char *const gen_escaped[] = {"say \"hi\"", "back\\slash", "multi\nline", "cr\r\nlf"};
+
+static const char *gen_text(bool escapes, bool newline)
+{
+    unsigned n = (unsigned)(sizeof(gen_texts) / sizeof(gen_texts[0]));
+    if (escapes && rng_below(6) == 0) {
+        const char *t = gen_escaped[rng_below(sizeof(gen_escaped) / sizeof(gen_escaped[0]))];
+        if (newline || !strpbrk(t, "\r\n"))
+            return t;
+    }
+    return gen_texts[rng_below(n)];
+}
+
+static int64_t gen_amount(bool negative)
+{
+    int64_t v;
+    switch (rng_below(8)) {
+    case 0:
+        v = MONEY_MAX_MINOR;
+        break;
+    case 1:
+        v = MONEY_MAX_MINOR - 1;
+        break;
+    case 2:
+        v = 0;
+        break;
+    case 3:
+        v = (int64_t)(rng_next() % (uint64_t)MONEY_MAX_MINOR);
+        break;
+    default:
+        v = (int64_t)rng_below(10000000);
+        break;
+    }
+    return negative || rng_below(10) == 0 ? -v : v;
+}
+
+/* A valid invoice as readers make them: lines or none, optional fields null or set, a line's
+ * tax category there or not, non-ASCII names, amounts up to the limits, negative ones in
+ * credit notes (and now and then elsewhere). With escapes, some texts need one in JSON. */
+static void gen_invoice(struct invoice *inv, bool escapes)
+{
+    static const char *const ccys[] = {"EUR", "JPY", "KWD", "USD", "CHF", "HUF", "ISK", "JOD"};
+    static const char *const vendors[] = {"100001", "0088:7315458756324", "V-ü-7", " 42 "};
+    char buf[64];
+    invoice_init(inv);
+    invoice_set_str(&inv->vendor_id, vendors[rng_below(4)]);
+    snprintf(buf, sizeof(buf), rng_below(2) ? "INV-2026-%04u" : "RE 2026/ä%u", rng_below(10000));
+    invoice_set_str(&inv->invoice_number, rng_below(8) ? buf : gen_text(escapes, false));
+    if (rng_below(3))
+        invoice_set_str(&inv->vendor_name, gen_text(escapes, false));
+    inv->doc_type = rng_below(3) ? INVOICE_DOC_INVOICE : INVOICE_DOC_CREDIT_NOTE;
+    bool credit = inv->doc_type == INVOICE_DOC_CREDIT_NOTE;
+    snprintf(inv->issue_date, sizeof(inv->issue_date), "%04u-%02u-%02u", 1990 + rng_below(60),
+             1 + rng_below(12), 1 + rng_below(28));
+    if (rng_below(3))
+        snprintf(inv->due_date, sizeof(inv->due_date), "2027-02-%02u", 1 + rng_below(28));
+    memcpy(inv->currency, ccys[rng_below(sizeof(ccys) / sizeof(ccys[0]))], 4);
+    inv->exponent = money_exponent(inv->currency);
+    assert_true(inv->exponent >= 0);
+    inv->net_total = gen_amount(credit);
+    inv->tax_total = gen_amount(credit);
+    inv->payable = gen_amount(credit);
+    unsigned n = rng_below(10) == 0 ? 20 + rng_below(30) : rng_below(5);
+    static const char *const cats[] = {"S:19", "E:0", "AE", "S:7.5"};
+    for (unsigned i = 0; i < n; i++) {
+        struct invoice_line l = {
+            .description = rng_below(4) ? (char *)gen_text(escapes, true) : NULL,
+            .gl_account = rng_below(2) ? (rng_below(2) ? "6000" : "4711-ü") : NULL,
+            .quantity = rng_below(2) ? (rng_below(2) ? "2" : "-1.5") : NULL,
+            .unit_price = rng_below(2) ? (rng_below(2) ? "12.3456" : "0.001") : NULL,
+            .tax_category = rng_below(2) ? (char *)cats[rng_below(4)] : NULL,
+            .net = gen_amount(credit),
+            .tax = gen_amount(credit),
+        };
+        invoice_add_line(inv, &l);
+    }
+}
+
+/* Realistic payloads: the readers agree, and every one written without an escape takes the
+ * fast reader (so its benefit cannot silently go away), every other one is declined. */
+static void test_invoice_json_readers_agree_on_payloads(void **state)
+{
+    (void)state;
+    struct agree_stats st = {0};
+    for (int i = 0; i < 3000; i++) {
+        struct invoice inv;
+        gen_invoice(&inv, i % 2 == 1);
+        char *json = invoice_to_json(&inv);
+        assert_non_null(json);
+        invoice_done(&inv);
+        bool fast = check_agree(json, &st);
+        if (fast != (strchr(json, '\\') == NULL))
+            fail_msg("the fast reader %s a canonical payload: %s", fast ? "took" : "declined",
+                     json);
+        /* and what it read is what was written */
+        struct invoice back;
+        char err[APBOT_ERR_LEN];
+        assert_int_equal(invoice_from_json(json, &back, err, sizeof(err)), APBOT_OK);
+        char *again = invoice_to_json(&back);
+        assert_string_equal(again, json);
+        free(again);
+        invoice_done(&back);
+        free(json);
+    }
+    fprintf(stderr, "payloads: %u fast, %u declined\n", st.fast, st.declined);
+    assert_int_equal(st.fast_refused, 0);
+    assert_true(st.fast > 1500 && st.declined > 300);
+}
+
+/* json with `del` bytes at `at` replaced by `ins`, read by both readers. */
+static bool check_spliced(const char *json, size_t at, size_t del, const char *ins,
+                          struct agree_stats *st)
+{
+    size_t n = strlen(json), k = strlen(ins);
+    assert_true(at + del <= n);
+    char *t = malloc(n - del + k + 1);
+    assert_non_null(t);
+    memcpy(t, json, at);
+    memcpy(t + at, ins, k);
+    memcpy(t + at + k, json + at + del, n - at - del + 1);
+    bool fast = check_agree(t, st);
+    free(t);
+    return fast;
+}
+
+/* The members of the object whose '{' is at json[at]: where each starts, and where it ends
+ * (the ',' or '}' after it). Returns how many (at most max). */
+static size_t object_members(const char *json, size_t at, size_t *start, size_t *end, size_t max)
+{
+    size_t n = 0, depth = 0;
+    bool in_string = false;
+    start[0] = at + 1;
+    for (size_t i = at + 1; json[i]; i++) {
+        char c = json[i];
+        if (in_string) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            depth--;
+        } else if ((c == ',' || c == '}') && depth == 0) {
+            assert_true(n < max);
+            end[n++] = i;
+            if (c == '}')
+                break;
+            start[n] = i + 1;
+        }
+    }
+    return n;
+}
+
+static const char *const mutant_values[] = {
+    "null",
+    "true",
+    "false",
+    "\"\"",
+    "\"x\"",
+    "\"2026-02-28\"",
+    "\"2026-02-30\"",
+    "\"2026-2-28\"",
+    "\"EUR\"",
+    "\"JPY\"",
+    "\"EU\"",
+    "\"EURO\"",
+    "\"invoice\"",
+    "\"credit-note\"",
+    "\"Invoice\"",
+    "\"credit-notes\"",
+    "\"   \"",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "18",
+    "19",
+    "999999999999999999",
+    "-999999999999999999",
+    "1000000000000000000",
+    "-1000000000000000000",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "123456789012345678901234567890",
+    "-0",
+    "00",
+    "01",
+    "-01",
+    "+1",
+    "1.0",
+    "1.5",
+    "-2.5",
+    "1e2",
+    "1E+2",
+    "-",
+    "0x10",
+    ".5",
+    "[]",
+    "{}",
+    "[1]",
+    "[{}]",
+    "[null]",
+    "[[]]",
+    "{\"a\":1}",
+    "[{\"net\":1,\"tax\":0}]",
+    "[{\"tax\":0,\"net\":1}]",
+    "[{\"net\":1,\"tax\":0},{\"net\":2,\"tax\":1,\"tax_category\":\"S\"}]",
+    "[{\"net\":1,\"net\":1}]",
+    "[{\"net\":1,\"tax\":0,\"x\":1}]",
+    "[{\"lines\":[]}]",
+    "\"\\u00e9\"",
+    "\"\\\"\"",
+    "\"\\/\"",
+    "\"a\\\\b\"",
+    "\"\\u0000\"",
+    "\"\\n\"",
+    "\"\\ud83d\\ude00\"",
+    "\"\\u0045UR\"",
+    "\"é\"",
+    "\"\xc3\"",
+    "\"\xed\xa0\x80\"",
+    "\"\xf4\x90\x80\x80\"",
+    "\"\xc0\xaf\"",
+    "\"\xe0\x80\xaf\"",
+    "\"\xf0\x80\x80\xaf\"",
+    "\"\x7f\"",
+    "\"\x01\"",
+    "\"\t\"",
+    "\"\xef\xbf\xbf\"",
+    "\"\xf0\x9f\x98\x80\"",
+    "\"\xf4\x8f\xbf\xbf\"",
+    "\"\xed\x9f\xbf\"",
+    "\"\xee\x80\x80\"",
+    "\"\xc2\x80\"",
+    "\"\xdf\xbf\"",
+    "\"\xff\"",
+    "\"\x80\"",
+};
+
+/* Every member of the object at json[at]: swapped with the next, repeated (same and other
+ * value), left out, preceded by an unknown key, its key escaped, its value replaced by each of
+ * mutant_values. */
+static void mutate_members(const char *json, size_t at, struct agree_stats *st)
+{
+    size_t start[32], end[32];
+    size_t n = object_members(json, at, start, end, 32);
+    assert_true(n > 0);
+    size_t len = strlen(json);
+    char *t = malloc(2 * len + 64);
+    assert_non_null(t);
+    for (size_t i = 0; i < n; i++) {
+        const char *m = json + start[i];
+        size_t ml = end[i] - start[i];
+        if (i + 1 < n) { /* swapped with the next */
+            size_t nl = end[i + 1] - start[i + 1];
+            snprintf(t, 2 * len + 64, "%.*s%.*s,%.*s%s", (int)start[i], json, (int)nl,
+                     json + start[i + 1], (int)ml, m, json + end[i + 1]);
+            check_agree(t, st);
+        }
+        /* repeated, the same and with another value */
+        snprintf(t, 2 * len + 64, "%.*s,", (int)ml, m);
+        check_spliced(json, start[i], 0, t, st);
+        snprintf(t, 2 * len + 64, "%.*s0,", (int)(strchr(m, ':') + 1 - m), m);
+        check_spliced(json, start[i], 0, t, st);
+        check_spliced(json, end[i], 0, ",\"zz\":1", st);
+        /* left out, with the comma before or after it */
+        if (i + 1 < n)
+            check_spliced(json, start[i], ml + 1, "", st);
+        else if (i > 0)
+            check_spliced(json, start[i] - 1, ml + 1, "", st);
+        check_spliced(json, start[i], 0, "\"a\":1,", st);
+        check_spliced(json, start[i], 0, "\"lines\":[],", st);
+        check_spliced(json, start[i], 0, "\"tax_category\":\"S\",", st);
+        /* its key's first letter escaped */
+        snprintf(t, 2 * len + 64, "\\u%04x", (unsigned char)m[1]);
+        check_spliced(json, start[i] + 1, 1, t, st);
+        /* its value replaced */
+        size_t v = (size_t)(strchr(m, ':') + 1 - json);
+        for (size_t k = 0; k < sizeof(mutant_values) / sizeof(mutant_values[0]); k++)
+            check_spliced(json, v, end[i] - v, mutant_values[k], st);
+    }
+    free(t);
+}
+
+/* Every byte deleted, replaced by and preceded by each interesting byte; every truncation. */
+static void mutate_bytes(const char *json, struct agree_stats *st)
+{
+    static const char interesting[] = "\"\\:,{}[]0123456789-.eE nul+";
+    size_t n = strlen(json);
+    char one[2] = "";
+    for (size_t i = 0; i <= n; i++) {
+        check_spliced(json, i, n - i, "", st);
+        if (i == n)
+            break;
+        check_spliced(json, i, 1, "", st);
+        for (unsigned b = 1; b < 256; b++) {
+            if (b >= 0x20 && b < 0x80 && !strchr(interesting, (int)b))
+                continue;
+            if (b >= 0x80 && b != 0x80 && b != 0xBF && b != 0xC3 && b != 0xED && b != 0xF4 &&
+                b != 0xFF)
+                continue;
+            one[0] = (char)b;
+            check_spliced(json, i, 1, one, st);
+            check_spliced(json, i, 0, one, st);
+        }
+    }
+}
+
+/* A few payloads, mutated byte by byte and member by member: the readers agree on every
+ * mutant, and the fast reader takes (and refuses) enough of them to be tested. */
+static void test_invoice_json_readers_agree_on_mutants(void **state)
+{
+    (void)state;
+    struct invoice inv[3];
+    fill(&inv[0], "100001", "INV-2026-0001", INVOICE_DOC_INVOICE);
+    invoice_set_str(&inv[0].vendor_name, "Größe & Söhne 日本 😀");
+    invoice_set_str(&inv[0].lines[1].tax_category, "S:19");
+    invoice_init(&inv[1]);
+    invoice_set_str(&inv[1].vendor_id, "0088:7315458756324");
+    invoice_set_str(&inv[1].invoice_number, "CN 7/ü");
+    inv[1].doc_type = INVOICE_DOC_CREDIT_NOTE;
+    memcpy(inv[1].issue_date, "2026-11-03", 11);
+    memcpy(inv[1].currency, "KWD", 4);
+    inv[1].exponent = 3;
+    inv[1].net_total = -MONEY_MAX_MINOR;
+    inv[1].tax_total = -1;
+    inv[1].payable = MONEY_MAX_MINOR;
+    struct invoice_line l = {.description = "Gutschrift für Rücksendung",
+                             .gl_account = "4711",
+                             .quantity = "-1",
+                             .unit_price = "999999999999999.999",
+                             .tax_category = "E:0",
+                             .net = -MONEY_MAX_MINOR,
+                             .tax = 0};
+    invoice_add_line(&inv[1], &l);
+    invoice_init(&inv[2]);
+    invoice_set_str(&inv[2].vendor_id, "7");
+    invoice_set_str(&inv[2].invoice_number, "1");
+    memcpy(inv[2].issue_date, "2028-02-29", 11);
+    memcpy(inv[2].currency, "JPY", 4);
+    inv[2].payable = 100;
+    struct agree_stats bytes = {0}, members = {0};
+    for (int i = 0; i < 3; i++) {
+        char *json = invoice_to_json(&inv[i]);
+        assert_non_null(json);
+        assert_true(check_agree(json, NULL)); /* the unmutated payload takes the fast reader */
+        mutate_bytes(json, &bytes);
+        mutate_members(json, 0, &members);
+        const char *line = strstr(json, "\"lines\":[{");
+        if (line)
+            mutate_members(json, (size_t)(line + 9 - json), &members);
+        /* around the whole text */
+        static const char *const around[] = {" ",  "\n", "x",  "}",    ",",
+                                             "{}", "[]", "\"", "\xff", "\xef\xbb\xbf"};
+        size_t n = strlen(json);
+        for (size_t k = 0; k < sizeof(around) / sizeof(around[0]); k++) {
+            check_spliced(json, n, 0, around[k], &members);
+            check_spliced(json, 0, 0, around[k], &members);
+        }
+        free(json);
+        invoice_done(&inv[i]);
+    }
+    fprintf(stderr, "byte mutants: %u fast (%u refused), %u declined\n", bytes.fast,
+            bytes.fast_refused, bytes.declined);
+    fprintf(stderr, "member mutants: %u fast (%u refused), %u declined\n", members.fast,
+            members.fast_refused, members.declined);
+    assert_true(bytes.fast_refused > 1000 && bytes.declined > 10000);
+    assert_true(members.fast_refused > 1000 && members.declined > 1000);
+}
+
+/* What the fast reader takes and what it leaves to jansson, case by case (the readers agree
+ * on each), and the limit on lines at its edge. */
+static void test_invoice_json_fast_reader_scope(void **state)
+{
+    (void)state;
+    static const char *const taken[] = {
+        GOLDEN_JSON_1,
+        "{}",
+        "{\"v\":1}",
+        "{\"v\":2}",
+        "{\"lines\":[],\"v\":1}",
+        "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"exponent\":2,\"invoice_number\":\"1\","
+        "\"issue_date\":\"2026-11-03\",\"lines\":[{}],\"net_total\":0,\"payable\":0,"
+        "\"tax_total\":0,\"v\":1,\"vendor_id\":\"1\"}",
+        "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"exponent\":2,\"invoice_number\":\"1\","
+        "\"issue_date\":\"2026-11-03\",\"lines\":[{\"net\":1,\"tax\":0}],\"net_total\":0,"
+        "\"payable\":0,\"tax_total\":0,\"v\":1,\"vendor_id\":\"1\"}",
+        "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"exponent\":2,\"invoice_number\":\"1\","
+        "\"issue_date\":\"2026-11-03\",\"lines\":null,\"net_total\":0,\"payable\":0,"
+        "\"tax_total\":0,\"v\":1,\"vendor_id\":\"1\"}",
+        "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"exponent\":2,\"invoice_number\":\"1\","
+        "\"issue_date\":\"2026-11-03\",\"lines\":[],\"net_total\":-999999999999999999,"
+        "\"payable\":999999999999999999,\"tax_total\":0,\"v\":1,\"vendor_id\":\"\xc3\xa9\x7f\"}",
+    };
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+        if (!check_agree(taken[i], NULL))
+            fail_msg("declined by the fast reader: %s", taken[i]);
+    static const char *const declined[] = {
+        " {}",
+        "{} ",
+        "{ }",
+        "{\"v\": 1}",
+        "{\"v\":1 }",
+        "{\"v\":1,\"currency\":\"EUR\"}", /* out of order */
+        "{\"v\":1,\"v\":1}",              /* repeated */
+        "{\"v\":1,\"w\":1}",              /* unknown */
+        "{\"\\u0076\":1}",                /* an escaped key */
+        "{\"vendor_id\":\"a\\/b\"}",      /* an escaped value */
+        "{\"vendor_id\":\"\\u00e9\"}",
+        "{\"vendor_id\":\"\xc3\"}",             /* not UTF-8 */
+        "{\"vendor_id\":\"\xed\xa0\x80\"}",     /* a surrogate */
+        "{\"vendor_id\":\"\xe0\x80\x80\"}",     /* overlong */
+        "{\"vendor_id\":\"\xf4\x90\x80\x80\"}", /* past U+10FFFF */
+        "{\"vendor_id\":\"a\tb\"}",             /* a raw control character */
+        "{\"v\":-0}",
+        "{\"v\":01}",
+        "{\"v\":1.0}",
+        "{\"v\":1e0}",
+        "{\"v\":true}",
+        "{\"v\":1000000000000000000}", /* 19 digits */
+        "{\"v\":-1000000000000000000}",
+        "{\"v\":{}}",
+        "{\"v\":[]}",
+        "{\"lines\":[1]}",
+        "{\"lines\":[[]]}",
+        "{\"lines\":[{\"net\":[]}]}",
+        "{\"lines\":[{\"tax\":1,\"net\":1}]}",
+        "{\"lines\":[{\"net\":1,\"net\":1}]}",
+        "{\"lines\":[{\"v\":1}]}",
+        "{\"lines\":[{}],}",
+        "{\"lines\":[{},]}",
+        "{\"v\":1}x",
+        "{\"v\":1}}",
+        "[]",
+        "\"x\"",
+        "",
+        "{",
+        "{\"v\":1",
+        "{\"vendor_id\":\"abc",
+        "{\"v\":nul}",
+        "{\"v\":nulls}",
+    };
+    for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++)
+        if (check_agree(declined[i], NULL))
+            fail_msg("taken by the fast reader: %s", declined[i]);
+    check_agree(NULL, NULL);
+
+    /* INVOICE_MAX_LINES lines are taken, one more is jansson's to refuse */
+    static const char head[] =
+        "{\"currency\":\"EUR\",\"doc_type\":\"invoice\",\"exponent\":2,\"invoice_number\":\"1\","
+        "\"issue_date\":\"2026-11-03\",\"lines\":[";
+    static const char line[] = "{\"net\":1,\"tax\":0},";
+    static const char tail[] = "],\"net_total\":0,\"payable\":0,\"tax_total\":0,\"v\":1,"
+                               "\"vendor_id\":\"1\"}";
+    size_t n = INVOICE_MAX_LINES + 1;
+    char *big = malloc(sizeof(head) + n * (sizeof(line) - 1) + sizeof(tail));
+    assert_non_null(big);
+    for (size_t lines = INVOICE_MAX_LINES; lines <= n; lines++) {
+        char *p = big;
+        memcpy(p, head, sizeof(head) - 1);
+        p += sizeof(head) - 1;
+        for (size_t i = 0; i < lines; i++, p += sizeof(line) - 1)
+            memcpy(p, line, sizeof(line) - 1);
+        memcpy(p - 1, tail, sizeof(tail)); /* over the last line's comma */
+        if (check_agree(big, NULL) != (lines == INVOICE_MAX_LINES))
+            fail_msg("%zu lines: %s by the fast reader", lines,
+                     lines == INVOICE_MAX_LINES ? "declined" : "taken");
+        struct invoice inv;
+        char err[APBOT_ERR_LEN] = "";
+        int rc = invoice_from_json(big, &inv, err, sizeof(err));
+        assert_int_equal(rc, lines == INVOICE_MAX_LINES ? APBOT_OK : APBOT_E_LIMIT);
+        assert_int_equal(inv.n_lines, lines == INVOICE_MAX_LINES ? INVOICE_MAX_LINES : 0);
+        invoice_done(&inv);
+    }
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +1025,9 @@ int main(void)
         cmocka_unit_test(test_invoice_validate),
         cmocka_unit_test(test_invoice_dates_and_doc_types),
         cmocka_unit_test(test_invoice_csv_and_ubl_same_key),
+        cmocka_unit_test(test_invoice_json_readers_agree_on_payloads),
+        cmocka_unit_test(test_invoice_json_readers_agree_on_mutants),
+        cmocka_unit_test(test_invoice_json_fast_reader_scope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,9 +94,21 @@ int invoice_fingerprint(const struct invoice *inv, char ret_fp[INVOICE_FP_LEN + 
 char *invoice_to_json(const struct invoice *inv);
 
 /* Parses a payload written by invoice_to_json into *ret (invoice_init'ed by the call; on
- * failure *ret is left empty, so invoice_done(ret) is always safe). */
+ * failure *ret is left empty, so invoice_done(ret) is always safe). Payloads exactly as
+ * invoice_to_json writes them are read by a fast reader, anything else by jansson, with the
+ * same result (bot/invoice.c). */
 int invoice_from_json(const char *json, struct invoice *ret, char *err,
                       size_t errlen) APBOT_MUST_USE;
+
+/* For tests (test_invoice, fuzz_payload): which reader invoice_from_json_as uses. */
+enum invoice_json_reader {
+    INVOICE_JSON_AUTO = 0, /* invoice_from_json's: the fast reader, jansson when it declines */
+    INVOICE_JSON_JANSSON,  /* jansson alone, the reference the fast reader must agree with */
+};
+/* For tests: invoice_from_json through `reader`, with its results and ownership; *ret_fast
+ * (NULL allowed) tells whether the fast reader took the payload. */
+int invoice_from_json_as(const char *json, enum invoice_json_reader reader, struct invoice *ret,
+                         bool *ret_fast, char *err, size_t errlen) APBOT_MUST_USE;
 
 /* Identity key from its parts (what invoice_identity_key uses). APBOT_E_INVAL when vendor or
  * number normalise to "" or the type is invalid; ret_key untouched then. */
