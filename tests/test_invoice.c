@@ -305,6 +305,40 @@ static void test_invoice_validate(void **state)
                                          "1");
     assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
     assert_non_null(strstr(err, "control character"));
+    invoice_set_str(&inv.invoice_number, " \t  "); /* blanks only (others are controls) */
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
+    assert_string_equal(err, "invoice number is empty");
+    invoice_set_str(&inv.invoice_number, " \t1 ");
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_OK);
+
+    /* a line's field is named with the line's number, in full */
+    invoice_set_str(&inv.lines[1].unit_price,
+                    "12345678901234567890123456789012345678901234567890123456789012345");
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
+    assert_string_equal(err, "line 2 unit price is too long (65 bytes, at most 64)");
+    invoice_set_str(&inv.lines[0].description, "a\x7f");
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
+    assert_string_equal(err, "line 1 description contains control character 0x7f");
+    invoice_set_str(&inv.lines[0].description, "multi\r\nline\ttab");
+    invoice_set_str(&inv.lines[1].unit_price, NULL);
+    invoice_set_str(&inv.lines[1].gl_account, "\xc3");
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
+    assert_string_equal(err, "line 2 G/L account is not valid UTF-8");
+    invoice_set_str(&inv.lines[1].gl_account, NULL);
+    invoice_set_str(&inv.lines[1].tax_category, "S\n19");
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
+    assert_string_equal(err, "line 2 tax category contains control character 0x0a");
+    invoice_set_str(&inv.lines[1].tax_category, NULL);
+    invoice_set_str(&inv.lines[1].quantity, "\xed\xa0\x80");
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_E_INVAL);
+    assert_string_equal(err, "line 2 quantity is not valid UTF-8");
+    invoice_set_str(&inv.lines[1].quantity, NULL);
+    char small[12];
+    inv.lines[1].tax = MONEY_MAX_MINOR + 1;
+    assert_int_equal(invoice_validate(&inv, small, sizeof(small)), APBOT_E_RANGE);
+    assert_string_equal(small, "line 2 amou"); /* cut to the buffer */
+    inv.lines[1].tax = 0;
+    assert_int_equal(invoice_validate(&inv, err, sizeof(err)), APBOT_OK);
     invoice_done(&inv);
 }
 
