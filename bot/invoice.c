@@ -788,32 +788,61 @@ out:
  * readable up to its NUL and no function looks past a byte that ends what it reads (the NUL
  * among them), moves *pp past what it took and answers true; false declines the payload.
  */
-#define FJ_KEY_MAX 16    /* bytes: longer than any key of the payload or of a line */
 #define FJ_DIGITS_MAX 18 /* 999,999,999,999,999,999 (MONEY_MAX_MINOR) fits in int64_t */
+#define FJ_LOCAL_LINES 8 /* lines kept on the stack: most invoices need no heap for their view */
 
-/* The lines the fast reader has seen (heap, the caller frees v; at most INVOICE_MAX_LINES). */
+/* The lines the fast reader has seen: in local, or on the heap (v != local) past
+ * FJ_LOCAL_LINES; at most INVOICE_MAX_LINES. fj_lines_done frees them. */
 struct fj_lines {
     struct pv_line *v;
     size_t n, cap;
+    struct pv_line local[FJ_LOCAL_LINES];
 };
 
-/* The key at *pp (its opening quote) and the ':' after it: its index among keys[from..n-1].
- * -1 for any other key: unknown, out of order or repeated (the caller's from is past the last
- * key it took), or written with an escape. */
+static void fj_lines_init(struct fj_lines *l)
+{
+    l->v = l->local;
+    l->n = 0;
+    l->cap = FJ_LOCAL_LINES;
+}
+
+static void fj_lines_done(struct fj_lines *l)
+{
+    if (l->v != l->local)
+        free(l->v);
+}
+
+/* Room for one more line, or NULL past INVOICE_MAX_LINES. */
+static struct pv_line *fj_lines_add(struct fj_lines *l)
+{
+    if (l->n == l->cap) {
+        if (l->cap == INVOICE_MAX_LINES)
+            return NULL;
+        size_t cap = l->cap * 2 < INVOICE_MAX_LINES ? l->cap * 2 : INVOICE_MAX_LINES;
+        struct pv_line *v = apbot_xmalloc(cap * sizeof(*v));
+        memcpy(v, l->v, l->n * sizeof(*v));
+        fj_lines_done(l);
+        l->v = v;
+        l->cap = cap;
+    }
+    return &l->v[l->n++];
+}
+
+/* The key at *pp (its opening quote) and the ':' after it, compared in place: its index among
+ * keys[from..n-1]. -1 for any other key: unknown, out of order or repeated (the caller's from
+ * is past the last key it took), or written with an escape (no name holds a backslash). */
 static int fj_key(const unsigned char **pp, const char *const *keys, int from, int n)
 {
-    const unsigned char *p = *pp;
-    if (*p != '"')
+    if (**pp != '"')
         return -1;
-    const unsigned char *s = ++p;
-    while (p - s < FJ_KEY_MAX && ((*p >= 'a' && *p <= 'z') || *p == '_'))
-        p++;
-    if (*p != '"' || p[1] != ':')
-        return -1;
-    size_t len = (size_t)(p - s);
+    const unsigned char *p = *pp + 1;
     for (int k = from; k < n; k++) {
-        if (strncmp(keys[k], (const char *)s, len) == 0 && keys[k][len] == '\0') {
-            *pp = p + 2;
+        const char *name = keys[k];
+        size_t i = 0;
+        while (name[i] != '\0' && p[i] == (unsigned char)name[i]) /* so p[i] is no NUL */
+            i++;
+        if (name[i] == '\0' && p[i] == '"' && p[i + 1] == ':') {
+            *pp = p + i + 2;
             return k;
         }
     }
@@ -964,10 +993,9 @@ static bool fj_lines(const unsigned char **pp, struct fj_lines *lines)
         return true;
     }
     for (;;) { /* each round takes an object (two bytes at least) or ends */
-        if (apbot_grow((void **)&lines->v, &lines->cap, lines->n, sizeof(*lines->v),
-                       INVOICE_MAX_LINES) != APBOT_OK)
+        struct pv_line *l = fj_lines_add(lines);
+        if (!l)
             return false;
-        struct pv_line *l = &lines->v[lines->n++];
         l->object = true;
         if (!fj_object(&p, pv_line_keys, PL__COUNT, l->v, -1, NULL))
             return false;
@@ -981,8 +1009,8 @@ static bool fj_lines(const unsigned char **pp, struct fj_lines *lines)
 }
 
 /* Fills *v from json when it is in the canonical form's subset (the top of the file) and says
- * so; false declines it (*v then means nothing). lines->v is the caller's to free either way
- * and holds the lines *v points to. */
+ * so; false declines it (*v then means nothing). *lines (fj_lines_init'ed) holds the lines *v
+ * points to; the caller fj_lines_done's it either way. */
 static bool payload_fast_read(const char *json, struct payload_view *v, struct fj_lines *lines)
 {
     const unsigned char *p = (const unsigned char *)json;
@@ -1002,10 +1030,11 @@ int invoice_from_json_as(const char *json, enum invoice_json_reader reader, stru
         *ret_fast = false;
     if (json && reader == INVOICE_JSON_AUTO) {
         struct payload_view v;
-        struct fj_lines lines = {0};
+        struct fj_lines lines;
+        fj_lines_init(&lines);
         bool taken = payload_fast_read(json, &v, &lines);
         int rc = taken ? invoice_from_view(&v, ret, err, errlen) : APBOT_OK;
-        free(lines.v);
+        fj_lines_done(&lines);
         if (taken) {
             if (ret_fast)
                 *ret_fast = true;
