@@ -42,7 +42,7 @@
  * reads. Both readers fill the same view of the values (struct payload_view), and one function,
  * invoice_from_view, turns that into the invoice with the checks, order and messages of the
  * original reader, so the result is the same whichever took the text. test_invoice compares
- * the two on realistic payloads and on mutants of some.
+ * the two on realistic payloads and on mutants of some, fuzz_payload on any text.
  */
 #include "apbot/invoice.h"
 
