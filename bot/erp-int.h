@@ -44,7 +44,7 @@ struct erp_session {
 /* One answer as the patterns see it. Set up with erp_view_init, free with erp_view_done. */
 struct erp_view {
     const struct http_response *r;
-    char *blank; /* page_rule_text of the body, made on first use */
+    char *blank; /* page_rule_text of the body, made when a pattern first needs it */
     struct match_budget budget;
     bool aborted;          /* a pattern stopped before deciding */
     char aborted_what[96]; /* which ("rule NAME", "session marker at line N", ...) */

@@ -193,7 +193,14 @@ enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, 
 {
     const char *body = v->r && v->r->body ? v->r->body : "";
     size_t len = v->r && v->r->body ? v->r->body_len : 0;
-    if (!raw && len > 0) {
+    if (!raw && len > 0 && !v->blank && match_excludes(re, body, len, ' ')) {
+        /* page_rule_text only turns bytes into spaces (page.h), so its text cannot hold a
+         * needle of re either: match_run answers on it as on the empty text (MATCH_NONE, or
+         * MATCH_ABORTED on a spent budget): a page none of whose patterns can match is never
+         * blanked. */
+        body = "";
+        len = 0;
+    } else if (!raw && len > 0) {
         if (!v->blank)
             v->blank = page_rule_text(body, len);
         body = v->blank;

@@ -343,6 +343,31 @@ static bool match_has_needle(const struct match_re *re, const char *subject, siz
     return false;
 }
 
+bool match_excludes(const struct match_re *re, const char *subject, size_t len, char fill)
+{
+    if (!re || re->n_needles == 0 || (!subject && len))
+        return false;
+    for (size_t i = 0; i < re->n_needles; i++) {
+        /* the needle's longest run of bytes other than fill */
+        const char *n = re->needles[i], *run = n;
+        size_t run_len = 0;
+        for (size_t at = 0, from = 0;; at++) {
+            if (n[at] == fill || n[at] == '\0') {
+                if (at - from > run_len) {
+                    run = n + from;
+                    run_len = at - from;
+                }
+                if (n[at] == '\0')
+                    break;
+                from = at + 1;
+            }
+        }
+        if (run_len == 0 || (len > 0 && memmem(subject, len, run, run_len)))
+            return false;
+    }
+    return true;
+}
+
 int match_compile(const char *pattern, struct match_re **ret, char *err, size_t errlen)
 {
     int errcode = 0;

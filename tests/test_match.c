@@ -7,7 +7,8 @@
  * repeated group beyond the JIT's stack still matches), and the status spec grammar ("200",
  * "5xx", "429,503", "4xx,500"), and the needle pre-check (what set each pattern gets, a fixed
  * seed of random patterns and pages on which match_run must agree with PCRE2 run alone, no
- * work on a page without a needle, a spent budget still ABORTED). APBOT_MATCH_BENCH=1 prints
+ * work on a page without a needle, a spent budget still ABORTED), and match_excludes (which
+ * subjects rule a pattern out when bytes may be blanked). APBOT_MATCH_BENCH=1 prints
  * ns per match on a ~10 KB and a 2 MB page.
  */
 #include <setjmp.h>
@@ -800,6 +801,48 @@ static void test_match_needle_absent_spends_nothing(void **state)
     free(page);
 }
 
+/* match_excludes: a needle's longest run between fill bytes must be missing from the subject
+ * for every needle; a pattern without a set is never excluded. */
+static void test_match_excludes_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern, *subject;
+        char fill;
+        bool excluded;
+    } cases[] = {
+        {"I020: Doc", "nothing here", ' ', true},
+        {"I020: Doc", "I020:<!---->Doc", ' ', false}, /* blanking may make "I020: Doc" */
+        {"I020: Doc", "Doc", ' ', true},              /* its longest run, "I020:", is not there */
+        {"I020: Doc", "I020:", ' ', false},           /* it is: unsure, though "Doc" is not */
+        {"I020: Document", "I020:", ' ', true},
+        {"I020: Document", "Document", ' ', false},
+        {"a|b", "xa", ' ', false},
+        {"a|b", "xyz", ' ', true},
+        {"ab|c d", "ab", ' ', false},
+        {"ab|c d", "d", ' ', true}, /* "c d": runs "c" and "d" of one byte: the first */
+        {"ab|c d", "xc", ' ', false},
+        {"  ", "anything", ' ', false}, /* a needle of fill alone: no run to look for */
+        {"x  ", "y", ' ', true},
+        {"x  ", "x", ' ', false},
+        {"a.c", "nothing", ' ', true},      /* needle "a" */
+        {".*a", "nothing", ' ', false},     /* no set */
+        {"(?i)abc", "nothing", ' ', false}, /* no set */
+        {"abc", "", ' ', true},
+        {"abc", "ab\0c", '\0', true},
+        {"a-b", "a", '-', false},
+        {"a-bc", "a", '-', true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct match_re *re = compile_ok(cases[i].pattern);
+        bool got = match_excludes(re, cases[i].subject, strlen(cases[i].subject), cases[i].fill);
+        if (got != cases[i].excluded)
+            fail_msg("case %zu: /%s/ on '%s': %d", i, cases[i].pattern, cases[i].subject, got);
+        match_free(re);
+    }
+    assert_false(match_excludes(NULL, "x", 1, ' '));
+}
+
 static double now_s(void)
 {
     struct timespec t;
@@ -913,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_match_needle_table),
         cmocka_unit_test(test_match_needles_sound),
         cmocka_unit_test(test_match_needle_absent_spends_nothing),
+        cmocka_unit_test(test_match_excludes_table),
         cmocka_unit_test(test_match_status_specs),
         cmocka_unit_test(test_match_bench),
     };

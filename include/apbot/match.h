@@ -98,6 +98,16 @@ void match_result_free(struct match_result *m);
  * runs. */
 size_t match_needles(const struct match_re *re, const char *const **ret);
 
+/*
+ * True when re can match no text made from subject[0..len) by turning some of its bytes into
+ * `fill` (subject itself is one): re has a needle set, and each needle has a run of bytes
+ * between its `fill` bytes (its longest) that subject does not hold. A needle in such a text
+ * would have every byte that is not `fill` from subject, at the same places, so it holds no
+ * needle, and match_run answers on it MATCH_NONE without work - or MATCH_ABORTED on a spent or
+ * cancelled budget, as on any subject. False when unsure. One memmem per needle, no budget.
+ */
+bool match_excludes(const struct match_re *re, const char *subject, size_t len, char fill);
+
 /* True when the pattern has a named group `name`, e.g. "doc". */
 bool match_has_group(const struct match_re *re, const char *name);
 

@@ -1,0 +1,344 @@
+/*
+ * test_erp_view.c - how the ERP driver reads one answer (erp-int.h's struct erp_view) against
+ * its plain definition: every pattern that is not raw runs on page_rule_text of the body,
+ * every raw one on the body, all of them in turn on one budget. erp_view_body leaves the
+ * blanking out when match_excludes says the blanked text cannot hold a needle; the outcomes,
+ * the groups, the budget (left, used, how it stopped) and the abort must be the same either
+ * way, on the canned pages, mutations of them, generated pages full of near misses (messages
+ * in comments, attributes and scripts; needles whose spaces only blanking makes), and budgets
+ * from nothing to plenty.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apbot/error.h"
+#include "apbot/http.h"
+#include "apbot/match.h"
+#include "apbot/page.h"
+#include "../bot/erp-int.h"
+
+/* The acme and classic flows' outcome rules and markers, and patterns made to meet blanking:
+ * needles with spaces that blanking may make, text that only attributes or comments hold. */
+static const char *const patterns[] = {
+    "<span class=\"msgText\">I003: |<form id=\"loginForm\"",
+    "<span class=\"msgText\">(?<reason>E1(?:0[1-8]|1[02-4]): [^<]*)",
+    "<span class=\"msgText\">E109: ",
+    "<form id=\"loginForm\"",
+    "<span class=\"msgText\">I020: Document (?<doc>AP-\\d{4}-\\d{6}) was posted\\.</span>",
+    "<span class=\"msgText\">E111: A document with reference \\S+ already exists \\(document "
+    "(?<doc>AP-\\d{4}-\\d{6})\\)",
+    "<span class=\"msgText\">(?<reason>E001: [^<]*)",
+    "<h1>Welcome,",
+    "<h2 class=\"error\">(?<reason>[^<]+)",
+    "<p class=\"info\">Invoice (?<doc>AP-\\d{4}-\\d{6}) saved as draft",
+    "<p class=\"info\">Draft Posted",
+    "E002: ",
+    "E002:  +x",
+    "Posted  now",
+    "a b c",
+    "  ",
+    " ",
+    "value=\"(?<x>[^\"]*)\"",
+    "I020: (?<doc>\\S+)|E111: ",
+    "msg  Text",
+    "Welcome",
+    "(?<x>AP-\\d+)",
+    "--> ",
+    "<input type=\"hidden\" name=\"_csrf\"",
+};
+#define N_PATTERNS (sizeof(patterns) / sizeof(patterns[0]))
+
+static struct match_re *compiled[N_PATTERNS];
+
+static int setup(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_PATTERNS; i++) {
+        char err[APBOT_ERR_LEN] = "";
+        if (match_compile(patterns[i], &compiled[i], err, sizeof(err)) != APBOT_OK)
+            fail_msg("%s: %s", patterns[i], err);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_PATTERNS; i++)
+        match_free(compiled[i]);
+    return 0;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return n ? (uint32_t)(rng % n) : 0;
+}
+
+struct counts {
+    size_t runs, found, aborted, blank_skipped;
+};
+
+static void same_groups(const struct match_result *a, const struct match_result *b,
+                        const char *label, size_t k)
+{
+    static const char *const names[] = {"doc", "reason", "x"};
+    for (size_t i = 0; i < 3; i++) {
+        char *ga = match_group(a, names[i]), *gb = match_group(b, names[i]);
+        if ((ga == NULL) != (gb == NULL) || (ga && strcmp(ga, gb) != 0))
+            fail_msg("%s: pattern %zu: group %s differs", label, k, names[i]);
+        free(ga);
+        free(gb);
+    }
+}
+
+static void same_budget(const struct match_budget *a, const struct match_budget *b,
+                        const char *label, size_t k)
+{
+    if (a->left != b->left || a->used != b->used || a->exhausted != b->exhausted ||
+        a->cancelled != b->cancelled || a->limited != b->limited)
+        fail_msg("%s: after pattern %zu the budget differs (used %llu against %llu)", label, k,
+                 (unsigned long long)a->used, (unsigned long long)b->used);
+}
+
+/*
+ * The patterns order[0..n) with the raw flags raw[0..n) on body, through one view and by the
+ * plain definition, with a budget of `steps`: the same at every pattern.
+ */
+static void check_sequence(const char *body, size_t len, const size_t *order, const bool *raw,
+                           size_t n, uint64_t steps, const char *label, struct counts *c)
+{
+    struct http_response r;
+    struct erp_view v;
+    struct match_budget want;
+    char *blank = page_rule_text(body, len);
+    bool aborted = false;
+
+    memset(&r, 0, sizeof(r));
+    r.body = (char *)(uintptr_t)body;
+    r.body_len = len;
+    erp_view_init(&v, NULL, &r);
+    match_budget_init(&v.budget, steps, NULL);
+    match_budget_init(&want, steps, NULL);
+    for (size_t i = 0; i < n; i++) {
+        const struct match_re *re = compiled[order[i]];
+        struct match_result *got_m = NULL, *want_m = NULL;
+        bool had_blank = v.blank != NULL;
+        enum match_outcome got = erp_view_body(&v, re, raw[i], "x", &got_m);
+        enum match_outcome exp = match_run(re, raw[i] ? body : blank, len, &want, &want_m);
+        aborted = aborted || exp == MATCH_ABORTED;
+        if (got != exp)
+            fail_msg("%s: pattern %zu (%s%s): %s, the plain definition %s", label, order[i],
+                     patterns[order[i]], raw[i] ? ", raw" : "", match_outcome_name(got),
+                     match_outcome_name(exp));
+        same_groups(got_m, want_m, label, order[i]);
+        same_budget(&v.budget, &want, label, order[i]);
+        assert_int_equal(v.aborted, aborted);
+        c->runs++;
+        c->found += got == MATCH_FOUND;
+        c->aborted += got == MATCH_ABORTED;
+        c->blank_skipped += !raw[i] && len > 0 && !had_blank && !v.blank;
+        match_result_free(got_m);
+        match_result_free(want_m);
+    }
+    erp_view_done(&v);
+    free(blank);
+}
+
+/* Every pattern alone and all of them in a random order, at several budgets. */
+static void check_page(const char *body, size_t len, const char *label, struct counts *c)
+{
+    static const uint64_t budgets[] = {0, 1, 40, 400, 4000, 1000000};
+    size_t order[N_PATTERNS];
+    bool raw[N_PATTERNS];
+
+    for (size_t k = 0; k < N_PATTERNS; k++) {
+        for (int as_raw = 0; as_raw < 2; as_raw++) {
+            bool r = as_raw != 0;
+            check_sequence(body, len, &k, &r, 1, match_budget_for(len), label, c);
+        }
+    }
+    for (size_t b = 0; b < sizeof(budgets) / sizeof(budgets[0]); b++) {
+        for (size_t k = 0; k < N_PATTERNS; k++) {
+            order[k] = k;
+            raw[k] = rnd(5) == 0;
+        }
+        for (size_t k = N_PATTERNS - 1; k > 0; k--) {
+            size_t j = rnd((uint32_t)k + 1), t = order[k];
+            order[k] = order[j];
+            order[j] = t;
+        }
+        check_sequence(body, len, order, raw, N_PATTERNS, budgets[b], label, c);
+    }
+}
+
+/* The page as it is, and mutated: markup put in or a byte taken out, here and there. */
+static void check_page_mutated(const char *body, size_t len, const char *label, struct counts *c)
+{
+    static const char *const bits[] = {
+        "<!--",
+        "-->",
+        "<!-- x -->",
+        "\"",
+        "'",
+        " title=\"",
+        "<script>",
+        "</script>",
+        "<",
+        ">",
+        "E002:",
+        " ",
+        "<span class=\"msgText\">",
+        "<b>",
+        "=",
+        "<!---->",
+        "\n",
+    };
+    char *buf = malloc(len + 200);
+    assert_non_null(buf);
+    check_page(body, len, label, c);
+    for (int round = 0; round < 20; round++) {
+        size_t n = len;
+        memcpy(buf, body, len);
+        for (int e = 0; e < 3 && n > 2; e++) {
+            size_t at = rnd((uint32_t)n);
+            if (rnd(3) == 0) {
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+            } else {
+                const char *s = bits[rnd(sizeof(bits) / sizeof(bits[0]))];
+                size_t sl = strlen(s);
+                memmove(buf + at + sl, buf + at, n - at);
+                memcpy(buf + at, s, sl);
+                n += sl;
+            }
+        }
+        buf[n] = '\0';
+        check_page(buf, n, label, c);
+    }
+    free(buf);
+}
+
+static char *read_page(const char *dir, const char *name, size_t *ret_len)
+{
+    char path[8192];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    char *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    *ret_len = n;
+    return buf;
+}
+
+/* A page of near misses: messages as they are, in comments, in attribute values, in scripts
+ * and textareas, split by markup that blanking turns into spaces. */
+static size_t gen_page(char *buf, size_t cap)
+{
+    static const char *const frags[] = {
+        "<span class=\"msgText\">I020: Document AP-2026-000123 was posted.</span>",
+        "<span class=\"msgText\">E104: Vendor unknown</span>",
+        "<span class=\"msgText\">E109: form used twice</span>",
+        "<span class=\"msgText\">E002: <!-- -->x</span>",
+        "<span class=\"msgText\">E002:<!---->  x</span>",
+        "E002:<b title=\"t\">x",
+        "<!-- <span class=\"msgText\">I020: Document AP-2026-000124 was posted.</span> -->",
+        "<input type=\"hidden\" name=\"_csrf\" value=\"E002: \">",
+        "<p title=\"<form id=&quot;loginForm&quot;\">",
+        "<div title='<span class=\"msgText\">I003: '>x</div>",
+        "<form id=\"loginForm\" method=\"post\">",
+        "<form id=\"apEntry\">",
+        "<script>var m = '<span class=\"msgText\">E111: x';</script>",
+        "<textarea name=t>E002: </textarea>",
+        "<h1>Welcome, clerk</h1>",
+        "<h2 class=\"error\">E7 bad</h2>",
+        "<p class=\"info\">Draft Posted</p>",
+        "<p class=\"info\">Invoice AP-2026-000125 saved as draft</p>",
+        "Posted<!--x-->now",
+        "Posted<i a=b>now",
+        "a<!---->b<?x?>c",
+        "a b c",
+        "msg<!-- -->Text",
+        "msg<br class=\"x\">Text",
+        "-->",
+        " ",
+        "\n",
+        "AP-12",
+        "value=\"v\"",
+        "<span class=\"msgText\">E111: A document with reference K1 already exists (document "
+        "AP-2026-000126)</span>",
+        "\xff\xfe",
+    };
+    size_t len = 0;
+    for (int n = 1 + (int)rnd(14); n > 0; n--) {
+        const char *s = frags[rnd(sizeof(frags) / sizeof(frags[0]))];
+        size_t sl = strlen(s);
+        if (len + sl + 1 >= cap)
+            break;
+        memcpy(buf + len, s, sl);
+        len += sl;
+    }
+    buf[len] = '\0';
+    return len;
+}
+
+/* erp_view_body against the plain definition on the canned pages (and mutations of them) and
+ * 2,000 generated pages; the shortcut must have been taken often, and matches and aborts must
+ * have been among the runs. */
+static void test_erp_view_body_as_plain(void **state)
+{
+    (void)state;
+    struct counts c = {0, 0, 0, 0};
+    const char *src = getenv("APBOT_SRC");
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/tests/data/pages", src ? src : ".");
+    DIR *d = opendir(dir);
+    if (!d)
+        fail_msg("cannot open %s (is APBOT_SRC set?)", dir);
+    struct dirent *e;
+    int pages = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name), len;
+        if (l < 6 || strcmp(e->d_name + l - 5, ".html") != 0)
+            continue;
+        char *body = read_page(dir, e->d_name, &len);
+        check_page_mutated(body, len, e->d_name, &c);
+        free(body);
+        pages++;
+    }
+    closedir(d);
+    assert_true(pages >= 20);
+    static char buf[8192];
+    for (int i = 0; i < 2000; i++) {
+        size_t len = gen_page(buf, sizeof(buf));
+        check_page(buf, len, "generated page", &c);
+    }
+    check_page("", 0, "the empty page", &c);
+    if (c.blank_skipped < c.runs / 20 || c.found < c.runs / 50 || c.aborted < c.runs / 50)
+        fail_msg("weak coverage: %zu runs, %zu found, %zu aborted, %zu without blanking", c.runs,
+                 c.found, c.aborted, c.blank_skipped);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_erp_view_body_as_plain),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
