@@ -160,6 +160,16 @@ static void retry_wait(int n, long retry_after_s)
         ;
 }
 
+/* snprintf(dst, cap, "%s", s) without printf's machinery: s cut to cap - 1 bytes. */
+static void copy_text(char *dst, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
 /* ---- secrets ----------------------------------------------------------------------------- */
 
 char *erp_mask(const struct erp_session *s, const char *text)
@@ -188,8 +198,9 @@ void erp_view_done(struct erp_view *v)
     v->blank = NULL;
 }
 
-enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, bool raw,
-                                 const char *what, struct match_result **ret_m)
+/* erp_view_body without recording an abort: the caller names the pattern only then. */
+static enum match_outcome view_body(struct erp_view *v, const struct match_re *re, bool raw,
+                                    struct match_result **ret_m)
 {
     const char *body = v->r && v->r->body ? v->r->body : "";
     size_t len = v->r && v->r->body ? v->r->body_len : 0;
@@ -205,11 +216,29 @@ enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, 
             v->blank = page_rule_text(body, len);
         body = v->blank;
     }
-    enum match_outcome o = match_run(re, body, len, &v->budget, ret_m);
-    if (o == MATCH_ABORTED && !v->aborted) {
-        v->aborted = true;
-        snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what ? what : "a pattern");
-    }
+    return match_run(re, body, len, &v->budget, ret_m);
+}
+
+/* Records the first pattern that stopped: "<what><name>" ("rule NAME"), or with name NULL
+ * "<what><line>)" ("session marker (flow line N)"). The label is made here, not before each
+ * pattern runs: most pages never need it. */
+static void view_aborted(struct erp_view *v, const char *what, const char *name, int line)
+{
+    if (v->aborted)
+        return;
+    v->aborted = true;
+    if (name)
+        snprintf(v->aborted_what, sizeof(v->aborted_what), "%s%s", what, name);
+    else
+        snprintf(v->aborted_what, sizeof(v->aborted_what), "%s%d)", what, line);
+}
+
+enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, bool raw,
+                                 const char *what, struct match_result **ret_m)
+{
+    enum match_outcome o = view_body(v, re, raw, ret_m);
+    if (o == MATCH_ABORTED)
+        view_aborted(v, "", what ? what : "a pattern", 0);
     return o;
 }
 
@@ -220,16 +249,14 @@ const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rul
     *ret_m = NULL;
     for (size_t i = 0; i < n && !v->aborted; i++) {
         const struct flow_rule *rule = &rules[i];
-        char what[96];
-        snprintf(what, sizeof(what), "rule %s", rule->name ? rule->name : "?");
+        const char *name = rule->name ? rule->name : "?";
         if (rule->status && !match_status(rule->status, r->status))
             continue;
         if (rule->url) {
             const char *u = r->effective_url ? r->effective_url : "";
             enum match_outcome o = match_run(rule->url, u, strlen(u), &v->budget, NULL);
             if (o == MATCH_ABORTED) {
-                v->aborted = true;
-                snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what);
+                view_aborted(v, "rule ", name, 0);
                 return NULL;
             }
             if (o != MATCH_FOUND)
@@ -237,9 +264,11 @@ const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rul
         }
         struct match_result *m = NULL;
         if (rule->body) {
-            enum match_outcome o = erp_view_body(v, rule->body, rule->raw, what, &m);
-            if (o == MATCH_ABORTED)
+            enum match_outcome o = view_body(v, rule->body, rule->raw, &m);
+            if (o == MATCH_ABORTED) {
+                view_aborted(v, "rule ", name, 0);
                 return NULL;
+            }
             if (o != MATCH_FOUND)
                 continue;
         }
@@ -254,8 +283,6 @@ bool erp_view_session_gone(struct erp_view *v, const struct flow *f)
     const struct http_response *r = v->r;
     for (size_t i = 0; i < f->n_session_expired && !v->aborted; i++) {
         const struct flow_marker *m = &f->session_expired[i];
-        char what[96];
-        snprintf(what, sizeof(what), "session marker (flow line %d)", m->line);
         /* The status of the first hop (the 303 to the login) or of the final answer. */
         if (m->status && !match_status(m->status, r->status) &&
             !(r->first_status && match_status(m->status, r->first_status)))
@@ -266,15 +293,19 @@ bool erp_view_session_gone(struct erp_view *v, const struct flow *f)
                 continue;
             enum match_outcome o = match_run(m->redirect, loc, strlen(loc), &v->budget, NULL);
             if (o == MATCH_ABORTED) {
-                v->aborted = true;
-                snprintf(v->aborted_what, sizeof(v->aborted_what), "%s", what);
+                view_aborted(v, "session marker (flow line ", NULL, m->line);
                 return false;
             }
             if (o != MATCH_FOUND)
                 continue;
         }
-        if (m->body && erp_view_body(v, m->body, m->raw, what, NULL) != MATCH_FOUND)
-            continue;
+        if (m->body) {
+            enum match_outcome o = view_body(v, m->body, m->raw, NULL);
+            if (o == MATCH_ABORTED)
+                view_aborted(v, "session marker (flow line ", NULL, m->line);
+            if (o != MATCH_FOUND)
+                continue;
+        }
         return true;
     }
     return false;
@@ -307,7 +338,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
                    const struct page *p, const char *not_sent_detail)
 {
     memset(x, 0, sizeof(*x));
-    snprintf(x->step, sizeof(x->step), "%s", step ? step : "?");
+    copy_text(x->step, sizeof(x->step), step ? step : "?");
     x->method = method ? method : "GET";
     x->url = erp_mask(s, url);
     if (!r) {
@@ -323,7 +354,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
         snprintf(x->transport, sizeof(x->transport), "%s: the answer exceeded max-body-bytes",
                  http_transport_name(r->transport));
     else
-        snprintf(x->transport, sizeof(x->transport), "%s", http_transport_name(r->transport));
+        copy_text(x->transport, sizeof(x->transport), http_transport_name(r->transport));
     erp_mask_into(s, x->transport, sizeof(x->transport));
     x->status = r->status;
     x->elapsed_ms = r->elapsed_ms;
@@ -348,7 +379,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
 void erp_xch_outcome(const struct erp_session *s, struct erp_xch *x, const char *outcome,
                      const char *rule, const char *why)
 {
-    snprintf(x->outcome, sizeof(x->outcome), "%s", outcome ? outcome : "");
+    copy_text(x->outcome, sizeof(x->outcome), outcome ? outcome : "");
     free(x->rule);
     x->rule = rule ? apbot_xstrdup(rule) : NULL;
     free(x->why);

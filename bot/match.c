@@ -681,8 +681,8 @@ static bool match_status_walk(const char *spec, long status, bool *ret_hit)
             }
         }
         if (status >= 100 && status <= 599) {
-            char digits[4];
-            snprintf(digits, sizeof(digits), "%03ld", status);
+            const char digits[3] = {(char)('0' + status / 100), (char)('0' + status / 10 % 10),
+                                    (char)('0' + status % 10)};
             for (size_t i = 0; i < 3; i++)
                 if (item[i] != 'x' && item[i] != 'X' && item[i] != digits[i])
                     item_hit = false;

@@ -6,7 +6,7 @@
  * the groups, the budget (left, used, how it stopped) and the abort must be the same either
  * way, on the canned pages, mutations of them, generated pages full of near misses (messages
  * in comments, attributes and scripts; needles whose spaces only blanking makes), and budgets
- * from nothing to plenty.
+ * from nothing to plenty. Then what a stopped pattern is called in the evidence.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "apbot/error.h"
+#include "apbot/flow.h"
 #include "apbot/http.h"
 #include "apbot/match.h"
 #include "apbot/page.h"
@@ -335,10 +336,127 @@ static void test_erp_view_body_as_plain(void **state)
                  c.found, c.aborted, c.blank_skipped);
 }
 
+/* One view of body with a budget of `steps`. */
+static void view_of(struct erp_view *v, struct http_response *r, const char *body, uint64_t steps)
+{
+    memset(r, 0, sizeof(*r));
+    r->body = (char *)(uintptr_t)body;
+    r->body_len = strlen(body);
+    r->status = 200;
+    r->effective_url = "http://erp.example/x";
+    r->first_location = "http://erp.example/login";
+    r->first_status = 303;
+    erp_view_init(v, NULL, r);
+    match_budget_init(&v->budget, steps, NULL);
+}
+
+/* What a stopped pattern is called: "rule NAME" (by its url or its body, cut to the field),
+ * "session marker (flow line N)" (by its redirect or its body), erp_view_body's own label or
+ * "a pattern"; the first one to stop is the one named, and nothing is named when nothing
+ * stopped. */
+static void test_erp_view_names_what_stopped(void **state)
+{
+    (void)state;
+    static const char page[] = "<span class=\"msgText\">E104: no</span><p>x</p>";
+    struct http_response r;
+    struct erp_view v;
+    struct match_result *m = NULL;
+    struct match_re *any = compiled[N_PATTERNS - 1];
+    char longname[200];
+    memset(longname, 'n', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = '\0';
+    struct match_re *body_re = compiled[1]; /* the validation rule: its needle is on the page */
+    struct match_re *url_re = NULL;
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(match_compile("x$", &url_re, err, sizeof(err)), APBOT_OK);
+
+    struct flow_rule rules[2];
+    memset(rules, 0, sizeof(rules));
+    rules[0].name = "no-such";
+    rules[0].status = "500";
+    rules[0].body = any;
+    rules[1].name = "validation";
+    rules[1].body = body_re;
+
+    /* plenty: the rule matches, nothing stopped */
+    view_of(&v, &r, page, 1000000);
+    assert_ptr_equal(erp_view_rules(&v, rules, 2, &m), &rules[1]);
+    assert_false(v.aborted);
+    assert_string_equal(v.aborted_what, "");
+    match_result_free(m);
+    erp_view_done(&v);
+
+    /* by the body */
+    view_of(&v, &r, page, 2);
+    assert_null(erp_view_rules(&v, rules, 2, &m));
+    assert_null(m);
+    assert_true(v.aborted);
+    assert_string_equal(v.aborted_what, "rule validation");
+    erp_view_done(&v);
+
+    /* by the url, a long name cut to the field, a rule without a name */
+    rules[1].url = url_re;
+    rules[1].name = longname;
+    view_of(&v, &r, page, 0);
+    assert_null(erp_view_rules(&v, rules, 2, &m));
+    assert_true(v.aborted);
+    assert_int_equal(strlen(v.aborted_what), sizeof(v.aborted_what) - 1);
+    assert_memory_equal(v.aborted_what, "rule nnnn", 9);
+    erp_view_done(&v);
+    rules[1].name = NULL;
+    view_of(&v, &r, page, 0);
+    assert_null(erp_view_rules(&v, rules, 2, &m));
+    assert_string_equal(v.aborted_what, "rule ?");
+    /* the first stop is the one named */
+    assert_int_equal(erp_view_body(&v, any, false, "later", NULL), MATCH_ABORTED);
+    assert_string_equal(v.aborted_what, "rule ?");
+    erp_view_done(&v);
+
+    /* session markers by redirect and by body */
+    struct flow f;
+    struct flow_marker markers[2];
+    memset(&f, 0, sizeof(f));
+    memset(markers, 0, sizeof(markers));
+    markers[0].status = "404";
+    markers[0].body = any;
+    markers[0].line = 7;
+    markers[1].redirect = url_re;
+    markers[1].line = 12;
+    f.session_expired = markers;
+    f.n_session_expired = 2;
+    view_of(&v, &r, page, 0);
+    assert_false(erp_view_session_gone(&v, &f));
+    assert_string_equal(v.aborted_what, "session marker (flow line 12)");
+    erp_view_done(&v);
+    markers[1].redirect = NULL;
+    markers[1].body = body_re;
+    markers[1].line = 123456;
+    view_of(&v, &r, page, 3);
+    assert_false(erp_view_session_gone(&v, &f));
+    assert_string_equal(v.aborted_what, "session marker (flow line 123456)");
+    erp_view_done(&v);
+    view_of(&v, &r, page, 1000000);
+    assert_true(erp_view_session_gone(&v, &f));
+    assert_false(v.aborted);
+    erp_view_done(&v);
+
+    /* erp_view_body's label */
+    view_of(&v, &r, page, 0);
+    assert_int_equal(erp_view_body(&v, body_re, false, NULL, NULL), MATCH_ABORTED);
+    assert_string_equal(v.aborted_what, "a pattern");
+    erp_view_done(&v);
+    view_of(&v, &r, page, 0);
+    assert_int_equal(erp_view_body(&v, body_re, true, "capture doc", NULL), MATCH_ABORTED);
+    assert_string_equal(v.aborted_what, "capture doc");
+    erp_view_done(&v);
+    match_free(url_re);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_erp_view_body_as_plain),
+        cmocka_unit_test(test_erp_view_names_what_stopped),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -896,9 +896,42 @@ static void test_match_bench(void **state)
     free(page);
 }
 
+/* Whether one valid item ("503", "5x3" aside: "50x", "5XX") matches status, as match.c read
+ * it before: the status printed with %03ld and compared digit by digit. */
+static bool old_status_item_hit(const char *item, long status)
+{
+    char digits[4];
+    if (status < 100 || status > 599)
+        return false;
+    snprintf(digits, sizeof(digits), "%03ld", status);
+    for (size_t i = 0; i < 3; i++)
+        if (item[i] != 'x' && item[i] != 'X' && item[i] != digits[i])
+            return false;
+    return true;
+}
+
 static void test_match_status_specs(void **state)
 {
     (void)state;
+    /* every item against every status around the valid ones, alone and second in a list */
+    static const char chars[] = "0123456789xX";
+    for (char a = '1'; a <= '5'; a++) {
+        for (size_t b = 0; b < sizeof(chars) - 1; b++) {
+            for (size_t c = 0; c < sizeof(chars) - 1; c++) {
+                char item[4] = {a, chars[b], chars[c], '\0'}, list[12];
+                bool wild = chars[b] == 'x' || chars[b] == 'X';
+                if (wild && chars[c] != 'x' && chars[c] != 'X')
+                    continue; /* "5x3": invalid */
+                snprintf(list, sizeof(list), "100,%s", item);
+                for (long st = -2; st <= 1002; st++) {
+                    bool want = old_status_item_hit(item, st);
+                    if (match_status(item, st) != want ||
+                        match_status(list, st) != (want || st == 100))
+                        fail_msg("status %ld against '%s': %d", st, item, !want);
+                }
+            }
+        }
+    }
     assert_true(match_status("200", 200));
     assert_false(match_status("200", 201));
     assert_true(match_status("5xx", 500));
