@@ -54,6 +54,7 @@ struct fill {
     bool fill_error;
     char what[400];
     size_t skipped; /* lines left out (missing="skip") */
+    bool sources;   /* record where each value came from (srcs): only a trace shows them */
     struct src *srcs;
     size_t n_srcs, cap_srcs;
 };
@@ -70,6 +71,8 @@ static void fill_done(struct fill *fl)
 
 static void fill_source(struct fill *fl, const char *name, const char *source)
 {
+    if (!fl->sources)
+        return;
     for (size_t i = 0; i < fl->n_srcs; i++)
         if (strcmp(fl->srcs[i].name, name) == 0) {
             free(fl->srcs[i].source);
@@ -178,6 +181,22 @@ static const char *option_words(enum flow_option o)
     return "of value";
 }
 
+/* Expands tmpl into *ret (borrowed: tmpl itself when it is literal, else *ret_heap, which the
+ * caller frees). As flow_expand. */
+static int expand(const struct post_run *pr, const char *tmpl, const struct flow_vars *vars,
+                  const char **ret, char **ret_heap, char *err, size_t errlen)
+{
+    const char *lit = flow_literal(tmpl);
+    if (lit) {
+        *ret = lit;
+        return APBOT_OK;
+    }
+    int rc = flow_expand(pr->f, tmpl, vars, ret_heap, err, errlen);
+    if (rc == APBOT_OK)
+        *ret = *ret_heap;
+    return rc;
+}
+
 /*
  * Sets one field. in_lines: a <lines> field, where `missing` says what a control the page
  * lacks means. Returns false when the field could not be set (the problem is in fl).
@@ -187,21 +206,29 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
                        struct fill *fl)
 {
     char err[APBOT_ERR_LEN] = "";
-    char *name = NULL, *value = NULL;
+    const char *name = NULL, *value = NULL;
+    char *name_heap = NULL, *value_heap = NULL;
+    const struct page_option *chosen = NULL;
     char what[300];
     bool ok = false;
     int rc;
 
-    rc = flow_expand(pr->f, fd->name, vars, &name, err, sizeof(err));
+    rc = expand(pr, fd->name, vars, &name, &name_heap, err, sizeof(err));
     if (rc == APBOT_OK)
-        rc = flow_expand(pr->f, fd->value, vars, &value, err, sizeof(err));
+        rc = expand(pr, fd->value, vars, &value, &value_heap, err, sizeof(err));
     if (rc != APBOT_OK) {
         char *m = erp_mask(pr->s, err);
         fill_problem(fl, rc == APBOT_E_DATA, "field %s: %s", name ? name : fd->name, m);
         free(m);
         goto out;
     }
-    if (!page_form_has(form, name)) {
+    /* One look for the control: both answer APBOT_E_NOTFOUND, the form untouched, when it
+     * has no control of that name (page.h). */
+    if (fd->option != FLOW_OPTION_DEFAULT)
+        rc = page_form_select(form, name, value, option_mode(fd->option), &chosen);
+    else
+        rc = page_form_set(form, name, value);
+    if (rc == APBOT_E_NOTFOUND) {
         if (in_lines && missing == FLOW_MISSING_ADD && fd->option != FLOW_OPTION_DEFAULT) {
             /* An added control has no options to choose from: the value would be a guess. */
             fill_problem(fl, false,
@@ -223,13 +250,13 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
         goto out;
     }
     if (fd->option != FLOW_OPTION_DEFAULT) {
-        const struct page_option *chosen = NULL;
-        rc = page_form_select(form, name, value, option_mode(fd->option), &chosen);
         switch (rc) {
         case APBOT_OK:
-            snprintf(what, sizeof(what), "option chosen by %s '%.200s'",
-                     fd->option == FLOW_OPTION_VALUE ? "value" : "label", chosen->label);
-            fill_source(fl, name, what);
+            if (fl->sources) {
+                snprintf(what, sizeof(what), "option chosen by %s '%.200s'",
+                         fd->option == FLOW_OPTION_VALUE ? "value" : "label", chosen->label);
+                fill_source(fl, name, what);
+            }
             ok = true;
             goto out;
         case APBOT_E_DATA:
@@ -244,7 +271,6 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
             goto out;
         }
     }
-    rc = page_form_set(form, name, value);
     if (rc == APBOT_E_DATA) {
         snprintf(what, sizeof(what), "'%.200s' is not one of its options", value);
         fill_problem(fl, true, "field %s: %s", name, what);
@@ -257,8 +283,8 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
     fill_source(fl, name, "template");
     ok = true;
 out:
-    free(name);
-    free(value);
+    free(name_heap);
+    free(value_heap);
     return ok;
 }
 
@@ -484,13 +510,20 @@ static struct decide_post step_fetch(struct post_run *pr, size_t i)
     return d;
 }
 
+/* True when the post's exchanges go to a trace, the only reader of the submitted controls and
+ * their sources (evidence keeps none). */
+static bool tracing(const struct post_run *pr)
+{
+    return (pr->hooks && pr->hooks->trace) || pr->s->trace;
+}
+
 /* Lists every submitted control of form in the exchange, with its source. */
 static void trace_controls(struct post_run *pr, struct erp_xch *x, const struct page_form *form,
                            const struct fill *fl)
 {
-    /* Only a trace shows the controls (evidence keeps none): without one, copying and masking
-     * every name and value was ~60,000 instructions per form for nothing. */
-    if (!(pr->hooks && pr->hooks->trace) && !pr->s->trace)
+    /* Without a trace, copying and masking every name and value was ~60,000 instructions per
+     * form for nothing (and recording the sources while filling ~17,000). */
+    if (!tracing(pr))
         return;
     for (size_t k = 0; k < form->n; k++) {
         const char *src = fill_source_of(fl, form->names[k]);
@@ -529,6 +562,7 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     memset(&facts, 0, sizeof(facts));
     memset(&form, 0, sizeof(form));
     memset(&fl, 0, sizeof(fl));
+    fl.sources = tracing(pr);
     memset(&r, 0, sizeof(r));
     memset(&x, 0, sizeof(x));
     facts.phase = phase_of(pr, i);

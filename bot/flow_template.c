@@ -155,7 +155,9 @@ static const char *flow_ph_parse(const char *s, struct flow_ph *ph, const char *
 {
     const char *p = s;
 
-    memset(ph, 0, sizeof(*ph));
+    /* Only the formatters counted in n_fmt are set (and ever read): clearing all
+     * FLOW_MAX_FMTS of them for every placeholder cost more than the parse. */
+    ph->n_fmt = 0;
     ph->var = p;
     while (*p && *p != '|' && *p != '}' && *p != '$' && *p != '{')
         p++;
@@ -171,6 +173,9 @@ static const char *flow_ph_parse(const char *s, struct flow_ph *ph, const char *
         }
         p++;
         ph->fmt[ph->n_fmt].name = p;
+        ph->fmt[ph->n_fmt].arg = NULL;
+        ph->fmt[ph->n_fmt].arg_len = 0;
+        ph->fmt[ph->n_fmt].has_arg = false;
         while (*p && *p != '|' && *p != '}' && *p != ':')
             p++;
         ph->fmt[ph->n_fmt].name_len = (size_t)(p - ph->fmt[ph->n_fmt].name);
@@ -200,8 +205,12 @@ static int flow_var_lookup(const char *name, size_t len, const char **ret_key, s
 {
     *ret_key = NULL;
     *ret_key_len = 0;
+    if (len == 0)
+        return -1; /* no name is empty, and name[0] is not the name's */
     for (int i = 0; i < FLOW_V__COUNT; i++) {
         const char *vn = flow_vars_table[i].name;
+        if (vn[0] != name[0])
+            continue; /* most of the table, without measuring it */
         size_t vl = strlen(vn);
         if (vn[vl - 1] == '.') {
             if (len > vl && memcmp(vn, name, vl) == 0) {
@@ -605,16 +614,37 @@ static int flow_val_amount(const struct invoice *inv, int64_t minor, enum flow_v
     return APBOT_OK;
 }
 
+/* snprintf(num, 32, "%zu", n) without printf's machinery. Returns num. */
+static char *flow_utoa(char num[32], size_t n)
+{
+    char digits[32];
+    size_t k = 0;
+    do {
+        digits[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n);
+    for (size_t i = 0; i < k; i++)
+        num[i] = digits[k - 1 - i];
+    num[k] = '\0';
+    return num;
+}
+
+/*
+ * The value of variable v into *ret (ret->text heap, or an amount). With ret_ref non-NULL, a
+ * value that is text as it stands (not the key, not an amount) is not copied: *ret_ref points
+ * at it (into vars, num or a static string) and ret->text stays NULL; else *ret_ref is NULL.
+ */
 static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *key, size_t klen,
-                        const struct flow_vars *vars, struct flow_val *ret, char *err,
-                        size_t errlen)
+                        const struct flow_vars *vars, struct flow_val *ret, const char **ret_ref,
+                        char num[32], char *err, size_t errlen)
 {
     static const struct flow_vars none;
     const struct invoice *inv;
     const struct invoice_line *ln;
     const char *s = NULL;
-    char num[32];
 
+    if (ret_ref)
+        *ret_ref = NULL;
     if (!vars)
         vars = &none;
     inv = vars->inv;
@@ -668,14 +698,12 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
         break;
     case FLOW_V_INV_LINE_COUNT:
         if (inv) {
-            snprintf(num, sizeof(num), "%zu", inv->n_lines);
-            s = num;
+            s = flow_utoa(num, inv->n_lines);
         }
         break;
     case FLOW_V_LINE_N:
         if (ln && vars->line_n > 0) {
-            snprintf(num, sizeof(num), "%zu", vars->line_n);
-            s = num;
+            s = flow_utoa(num, vars->line_n);
         }
         break;
     case FLOW_V_LINE_NET:
@@ -717,7 +745,7 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
         s = vars->to;
         break;
     case FLOW_V_PAGE:
-        snprintf(num, sizeof(num), "%d", vars->page);
+        snprintf(num, 32, "%d", vars->page);
         s = num;
         break;
     case FLOW_V__COUNT:
@@ -726,6 +754,10 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
     /* A missing value is empty text (an amount or date without a value is no amount). */
     if (!s && ret->kind == FLOW_K_AMOUNT)
         ret->kind = FLOW_K_TEXT;
+    if (ret_ref) {
+        *ret_ref = s ? s : "";
+        return APBOT_OK;
+    }
     ret->text = apbot_xstrdup(s ? s : "");
     return APBOT_OK;
 }
@@ -941,8 +973,9 @@ int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *
     while ((hit = strstr(p, "${")) != NULL) {
         struct flow_ph ph;
         struct flow_val val;
-        const char *why = NULL, *key;
+        const char *why = NULL, *key, *ref;
         const char *next = flow_ph_parse(hit + 2, &ph, &why);
+        char num[32];
         size_t klen;
         int v;
 
@@ -958,9 +991,17 @@ int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *
                             ph.var);
             goto out;
         }
-        rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val, err, errlen);
+        /* A value without formatters is appended as it stands, not copied first. */
+        rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val,
+                          ph.n_fmt == 0 ? &ref : NULL, num, err, errlen);
         if (rc != APBOT_OK)
             goto out;
+        if (ph.n_fmt == 0 && ref) {
+            if (apbot_buf_adds(&b, ref) != APBOT_OK)
+                goto too_long;
+            p = next;
+            continue;
+        }
         for (size_t i = 0; i < ph.n_fmt && rc == APBOT_OK; i++)
             rc = flow_apply(&val, &ph, i, err, errlen);
         if (rc == APBOT_OK)
@@ -984,6 +1025,13 @@ too_long:
 out:
     apbot_buf_wipe_done(&b); /* it may hold a secret */
     return rc;
+}
+
+const char *flow_literal(const char *tmpl)
+{
+    if (!tmpl || strstr(tmpl, "${") || strlen(tmpl) > FLOW_EXPAND_MAX)
+        return NULL;
+    return tmpl;
 }
 
 char *flow_key_cut(const struct flow *f, const char *key)

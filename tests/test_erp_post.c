@@ -451,6 +451,102 @@ static void test_erp_post_lines_missing_is_error(void **state)
     fx_stop(&x);
 }
 
+/* What a form that cannot be filled as the flow says is reported as, word for word: the
+ * result's detail and reason, nothing submitted. */
+static void test_erp_post_fill_problems_word_for_word(void **state)
+{
+    (void)state;
+    const struct {
+        const char *pairs[7];
+        const char *const *gl;
+        const char *currency;
+        enum decide_post_verdict verdict;
+        const char *detail, *reason;
+    } cases[] = {
+        {{NULL},
+         (const char *const[]){"9999"},
+         "EUR",
+         DECIDE_REJECTED,
+         "enter: the invoice carries a value the ERP's form does not offer (field account_1 has no "
+         "option whose label starts with '9999--')",
+         "field account_1 has no option whose label starts with '9999--'"},
+        {{"option=\"label-prefix\">${line.gl_account}--<",
+          "option=\"label-prefix\">${line.gl_account}<", NULL},
+         (const char *const[]){"57"},
+         "EUR",
+         DECIDE_REJECTED,
+         "enter: the invoice carries a value the ERP's form does not offer (field account_1 has "
+         "several options, not one option whose label starts with '57')",
+         "field account_1 has several options, not one option whose label starts with '57'"},
+        {{"<field name=\"currency\" option=\"value\">", "<field name=\"currency\">", NULL},
+         GL_5700,
+         "GBP",
+         DECIDE_REJECTED,
+         "enter: the invoice carries a value the ERP's form does not offer (field currency: 'GBP' "
+         "is not one of its options)",
+         "field currency: 'GBP' is not one of its options"},
+        {{"<field name=\"currency\" option=\"value\">",
+          "<field name=\"currency\" option=\"label\">", NULL},
+         GL_5700,
+         "GBP",
+         DECIDE_REJECTED,
+         "enter: the invoice carries a value the ERP's form does not offer (field currency has no "
+         "option whose label is 'GBP')",
+         "field currency has no option whose label is 'GBP'"},
+        {{"<field name=\"ponumber\">", "<field name=\"ponumber\" option=\"value\">", NULL},
+         GL_5700,
+         "EUR",
+         DECIDE_SYSTEMIC,
+         "enter: the ERP's form is not as the flow describes (field ponumber is not a select (the "
+         "form changed))",
+         ""},
+        {{" repeat=\"until-lines\"", "", "<lines missing=\"skip\">", "<lines missing=\"add\">",
+          NULL},
+         GL_3,
+         "EUR",
+         DECIDE_SYSTEMIC,
+         "enter: the ERP's form is not as the flow describes (field account_2: option= on a "
+         "control the page lacks: no option to choose)",
+         ""},
+        {{" repeat=\"until-lines\"", "", "<lines missing=\"skip\">", "<lines missing=\"error\">",
+          NULL},
+         GL_3,
+         "EUR",
+         DECIDE_SYSTEMIC,
+         "enter: the ERP's form is not as the flow describes (the form has no control 'account_2' "
+         "(the form changed))",
+         ""},
+        {{"<field name=\"vendor\">", "<field name=\"vendor_x\">", NULL},
+         GL_5700,
+         "EUR",
+         DECIDE_SYSTEMIC,
+         "enter: the ERP's form is not as the flow describes (the form has no control 'vendor_x' "
+         "(the form changed))",
+         ""},
+        {{"<field name=\"vendor\">${vendor.id}",
+          "<field name=\"vendor\">${invoice.currency|map:EUR=1}", NULL},
+         GL_5700,
+         "USD",
+         DECIDE_REJECTED,
+         "enter: the invoice carries a value the ERP's form does not offer (field vendor: no "
+         "mapping for 'USD' in map:EUR=1)",
+         "field vendor: no mapping for 'USD' in map:EUR=1"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct fx x;
+        size_t n_lines = cases[i].gl == GL_3 ? 3 : 1;
+        fx_start(&x, cases[i].pairs[0] ? cases[i].pairs : NULL, cases[i].gl, n_lines);
+        snprintf(x.inv.currency, sizeof(x.inv.currency), "%s", cases[i].currency);
+        route_happy(&x);
+        struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+        V(r, cases[i].verdict);
+        if (strcmp(r.detail, cases[i].detail) != 0 || strcmp(r.reason, cases[i].reason) != 0)
+            fail_msg("case %zu: detail '%s', reason '%s'", i, r.detail, r.reason);
+        assert_int_equal(posts_with(&x, "action="), 0);
+        fx_stop(&x);
+    }
+}
+
 static void test_erp_post_repeat_until_lines(void **state)
 {
     (void)state;
@@ -872,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_erp_post_map_miss_is_data_error),
         cmocka_unit_test(test_erp_post_lines_added),
         cmocka_unit_test(test_erp_post_lines_missing_is_error),
+        cmocka_unit_test(test_erp_post_fill_problems_word_for_word),
         cmocka_unit_test(test_erp_post_repeat_until_lines),
         cmocka_unit_test(test_erp_post_approve_failure_keeps_doc),
         cmocka_unit_test(test_erp_post_from_followups),

@@ -1429,6 +1429,65 @@ static void test_flow_expand_round2(void **state)
     flow_free(f);
 }
 
+/* Numbers as "%zu" prints them, literal templates given back as they are (up to the 64 KiB an
+ * expansion may have), names that are almost variables, and a placeholder's formatters never
+ * taking the arguments of the one before. */
+static void test_flow_expand_numbers_literals_names(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("tests/data/flows/ok-full.xml");
+    struct invoice inv;
+    struct invoice_line line = {.gl_account = "5700"};
+    struct flow_vars v = {.inv = &inv, .line = &line};
+    static const size_t numbers[] = {1, 9, 10, 11, 99, 100, 12345, 4294967296u, SIZE_MAX};
+
+    make_invoice(&inv, "EUR", 2, 14191);
+    for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "a%zu|%zu", numbers[i], numbers[i]);
+        v.line_n = numbers[i];
+        inv.n_lines = numbers[i];
+        expect(f, "a${line.n}|${invoice.line_count}", &v, want);
+    }
+    inv.n_lines = 0;
+    expect(f, "${invoice.line_count}", &v, "0");
+
+    static const char *const literals[] = {"", "docType", "a$b{c}", "$", "{", "}${"};
+    for (size_t i = 0; i < sizeof(literals) / sizeof(literals[0]); i++) {
+        const char *lit = flow_literal(literals[i]);
+        if (strstr(literals[i], "${")) {
+            assert_null(lit);
+            continue;
+        }
+        assert_ptr_equal(lit, literals[i]);
+        expect(f, literals[i], &v, literals[i]);
+    }
+    assert_null(flow_literal(NULL));
+    assert_null(flow_literal("x${key}"));
+    char *big = malloc(64 * 1024 + 2);
+    assert_non_null(big);
+    memset(big, 'x', 64 * 1024 + 1);
+    big[64 * 1024] = '\0'; /* as long as an expansion may be */
+    assert_ptr_equal(flow_literal(big), big);
+    expect(f, big, &v, big);
+    big[64 * 1024] = 'x';
+    big[64 * 1024 + 1] = '\0'; /* one byte more: not literal, and no expansion either */
+    assert_null(flow_literal(big));
+    expect_fail(f, big, &v, "longer than");
+    free(big);
+
+    static const char *const not_vars[] = {
+        "${}",         "${i}",    "${invoice}",       "${invoice.}",
+        "${capture.}", "${row.}", "${invoice.numbe}", "${invoice.numberx}",
+        "${keys}",     "${Key}",  "${|upper}"};
+    for (size_t i = 0; i < sizeof(not_vars) / sizeof(not_vars[0]); i++)
+        expect_fail(f, not_vars[i], &v, "unknown variable");
+    expect(f, "${invoice.number|trunc:3}${invoice.number|upper}|${invoice.number}", &v,
+           "INVINV 2026/0042|INV 2026/0042");
+    expect_fail(f, "${invoice.number|trunc:3}${invoice.number|trunc}", &v, "unknown formatter");
+    flow_free(f);
+}
+
 /* map: without a mapping for the invoice's value is a business exception naming the value. */
 static void test_flow_map_miss_is_data(void **state)
 {
@@ -1494,6 +1553,7 @@ int main(void)
         cmocka_unit_test(test_flow_xpath_limits),
         cmocka_unit_test(test_flow_problems_one_line_each),
         cmocka_unit_test(test_flow_expand_round2),
+        cmocka_unit_test(test_flow_expand_numbers_literals_names),
         cmocka_unit_test(test_flow_map_miss_is_data),
         cmocka_unit_test(test_flow_names),
     };

@@ -319,6 +319,10 @@ struct flow_vars {
 int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
                 char *err, size_t errlen) APBOT_MUST_USE;
 
+/* tmpl itself when it has no placeholder ("${") and is not too long to expand: flow_expand
+ * would give a copy of it, whatever the vars. NULL otherwise (expand it). */
+const char *flow_literal(const char *tmpl);
+
 /* The key as the flow writes it (first key_length characters). Heap; NULL for NULL. */
 char *flow_key_cut(const struct flow *f, const char *key);
 
