@@ -125,6 +125,13 @@ char *erp_mask(const struct erp_session *s, const char *text);
 /* Masks the secrets inside buf (capacity len) in place. */
 void erp_mask_into(const struct erp_session *s, char *buf, size_t len);
 
+/* snprintf(dst, cap, "%s", s) without printf's machinery (cap > 0): s cut to cap - 1 bytes. */
+void erp_text_copy(char *dst, size_t cap, const char *s);
+/* Appends at most max bytes of s (SIZE_MAX: all of it) to the text dst[0..*at) of capacity cap
+ * (*at < cap), as snprintf's "%.*s" would continue it: cut at cap - 1, NUL-terminated, *at
+ * moved past what was written. */
+void erp_text_put(char *dst, size_t cap, size_t *at, const char *s, size_t max);
+
 /* ---- fetching a screen ------------------------------------------------------------------- */
 
 /* What erp_fetch learnt besides the page. */

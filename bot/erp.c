@@ -160,14 +160,20 @@ static void retry_wait(int n, long retry_after_s)
         ;
 }
 
-/* snprintf(dst, cap, "%s", s) without printf's machinery: s cut to cap - 1 bytes. */
-static void copy_text(char *dst, size_t cap, const char *s)
+void erp_text_put(char *dst, size_t cap, size_t *at, const char *s, size_t max)
 {
-    size_t n = strlen(s);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, s, n);
-    dst[n] = '\0';
+    size_t n = 0, room = cap - 1 - *at;
+    while (n < max && n < room && s[n])
+        n++;
+    memcpy(dst + *at, s, n);
+    *at += n;
+    dst[*at] = '\0';
+}
+
+void erp_text_copy(char *dst, size_t cap, const char *s)
+{
+    size_t at = 0;
+    erp_text_put(dst, cap, &at, s, SIZE_MAX);
 }
 
 /* ---- secrets ----------------------------------------------------------------------------- */
@@ -338,7 +344,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
                    const struct page *p, const char *not_sent_detail)
 {
     memset(x, 0, sizeof(*x));
-    copy_text(x->step, sizeof(x->step), step ? step : "?");
+    erp_text_copy(x->step, sizeof(x->step), step ? step : "?");
     x->method = method ? method : "GET";
     x->url = erp_mask(s, url);
     if (!r) {
@@ -354,7 +360,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
         snprintf(x->transport, sizeof(x->transport), "%s: the answer exceeded max-body-bytes",
                  http_transport_name(r->transport));
     else
-        copy_text(x->transport, sizeof(x->transport), http_transport_name(r->transport));
+        erp_text_copy(x->transport, sizeof(x->transport), http_transport_name(r->transport));
     erp_mask_into(s, x->transport, sizeof(x->transport));
     x->status = r->status;
     x->elapsed_ms = r->elapsed_ms;
@@ -379,7 +385,7 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
 void erp_xch_outcome(const struct erp_session *s, struct erp_xch *x, const char *outcome,
                      const char *rule, const char *why)
 {
-    copy_text(x->outcome, sizeof(x->outcome), outcome ? outcome : "");
+    erp_text_copy(x->outcome, sizeof(x->outcome), outcome ? outcome : "");
     free(x->rule);
     x->rule = rule ? apbot_xstrdup(rule) : NULL;
     free(x->why);

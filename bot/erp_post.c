@@ -120,7 +120,7 @@ static void vars_of(const struct post_run *pr, struct flow_vars *v)
 static void capture_set(struct post_run *pr, const char *name, const char *value)
 {
     if (strcmp(name, "doc") == 0) {
-        snprintf(pr->doc, sizeof(pr->doc), "%s", value);
+        erp_text_copy(pr->doc, sizeof(pr->doc), value);
         pr->have_doc = true;
     }
     for (size_t i = 0; i < pr->n_caps; i++)
@@ -389,10 +389,16 @@ static void trace_hooks(const struct post_run *pr, erp_trace_fn *ret_fn, void **
 static void set_detail(struct post_run *pr, const char *step, const char *why, const char *what)
 {
     struct erp_post_result *ret = pr->ret;
-    if (what && *what)
-        snprintf(ret->detail, sizeof(ret->detail), "%s: %s (%.300s)", step, why, what);
-    else
-        snprintf(ret->detail, sizeof(ret->detail), "%s: %s", step, why);
+    size_t at = 0;
+    /* snprintf's "%s: %s (%.300s)", piece by piece */
+    erp_text_put(ret->detail, sizeof(ret->detail), &at, step, SIZE_MAX);
+    erp_text_put(ret->detail, sizeof(ret->detail), &at, ": ", SIZE_MAX);
+    erp_text_put(ret->detail, sizeof(ret->detail), &at, why, SIZE_MAX);
+    if (what && *what) {
+        erp_text_put(ret->detail, sizeof(ret->detail), &at, " (", SIZE_MAX);
+        erp_text_put(ret->detail, sizeof(ret->detail), &at, what, 300);
+        erp_text_put(ret->detail, sizeof(ret->detail), &at, ")", SIZE_MAX);
+    }
     erp_mask_into(pr->s, ret->detail, sizeof(ret->detail));
 }
 
@@ -403,10 +409,14 @@ static void report(struct post_run *pr, struct erp_xch *x, struct decide_post d,
     erp_trace_fn fn;
     void *ctx;
     char why[600];
-    if (what && *what)
-        snprintf(why, sizeof(why), "%s (%.400s)", d.why, what);
-    else
-        snprintf(why, sizeof(why), "%s", d.why);
+    size_t at = 0;
+    /* snprintf's "%s (%.400s)", piece by piece */
+    erp_text_put(why, sizeof(why), &at, d.why, SIZE_MAX);
+    if (what && *what) {
+        erp_text_put(why, sizeof(why), &at, " (", SIZE_MAX);
+        erp_text_put(why, sizeof(why), &at, what, 400);
+        erp_text_put(why, sizeof(why), &at, ")", SIZE_MAX);
+    }
     erp_xch_outcome(pr->s, x, decide_post_verdict_name(d.verdict), rule, why);
     trace_hooks(pr, &fn, &ctx);
     erp_xch_report(pr->s, x, fn, ctx);
@@ -689,7 +699,7 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
                      rule->outcome == FLOW_OUT_ALREADY_EXISTS)) {
             char *g = m ? match_group(m, "doc") : NULL;
             if (g && *g) {
-                snprintf(pr->doc, sizeof(pr->doc), "%s", g);
+                erp_text_copy(pr->doc, sizeof(pr->doc), g);
                 pr->have_doc = true;
                 doc_by_rule = true;
             }
@@ -763,7 +773,7 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     report(pr, &x, d, rule ? rule->name : (v.aborted ? v.aborted_what : NULL),
            again ? "a line row is still missing: the step is submitted again" : what);
     if (rule)
-        snprintf(pr->ret->rule, sizeof(pr->ret->rule), "%s", rule->name ? rule->name : "");
+        erp_text_copy(pr->ret->rule, sizeof(pr->ret->rule), rule->name ? rule->name : "");
     if (d.relogin)
         pr->ret->relogin = true;
     if (d.verdict == DECIDE_REJECTED && rule) {
@@ -912,7 +922,7 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
     }
     ret->verdict = d.verdict;
     if (pr.have_doc)
-        snprintf(ret->doc, sizeof(ret->doc), "%s", pr.doc);
+        erp_text_copy(ret->doc, sizeof(ret->doc), pr.doc);
     erp_mask_into(s, ret->doc, sizeof(ret->doc));
     erp_mask_into(s, ret->reason, sizeof(ret->reason));
     if (ret->relogin)

@@ -6,7 +6,8 @@
  * the groups, the budget (left, used, how it stopped) and the abort must be the same either
  * way, on the canned pages, mutations of them, generated pages full of near misses (messages
  * in comments, attributes and scripts; needles whose spaces only blanking makes), and budgets
- * from nothing to plenty. Then what a stopped pattern is called in the evidence.
+ * from nothing to plenty. Then what a stopped pattern is called in the evidence, and the
+ * text helpers that write an exchange's detail as snprintf would.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -452,11 +453,50 @@ static void test_erp_view_names_what_stopped(void **state)
     match_free(url_re);
 }
 
+/* erp_text_put and erp_text_copy write what snprintf writes for "%s: %s (%.300s)" and "%s",
+ * in buffers from one byte up, with pieces longer and shorter than the bound and the room. */
+static void test_erp_text_put_as_snprintf(void **state)
+{
+    (void)state;
+    static char pieces[3][700];
+    for (int round = 0; round < 20000; round++) {
+        for (int k = 0; k < 3; k++) {
+            size_t n = rnd(4) == 0 ? rnd(700) : rnd(40);
+            for (size_t i = 0; i < n; i++)
+                pieces[k][i] = (char)(' ' + rnd(95));
+            if (n > 1 && rnd(3) == 0)
+                memcpy(pieces[k] + rnd((uint32_t)n - 1), "\xc3\xa9", 2); /* bytes, not chars */
+            pieces[k][n] = '\0';
+        }
+        size_t cap = 1 + rnd(rnd(2) ? 40 : 700);
+        char want[800], got[800];
+        memset(want, 'Z', sizeof(want));
+        memset(got, 'Z', sizeof(got));
+        if (snprintf(want, cap, "%s: %s (%.300s)", pieces[0], pieces[1], pieces[2]) < 0)
+            fail();
+        size_t at = 0;
+        erp_text_put(got, cap, &at, pieces[0], SIZE_MAX);
+        erp_text_put(got, cap, &at, ": ", SIZE_MAX);
+        erp_text_put(got, cap, &at, pieces[1], SIZE_MAX);
+        erp_text_put(got, cap, &at, " (", SIZE_MAX);
+        erp_text_put(got, cap, &at, pieces[2], 300);
+        erp_text_put(got, cap, &at, ")", SIZE_MAX);
+        if (memcmp(want, got, sizeof(want)) != 0 || at != strlen(got))
+            fail_msg("round %d, capacity %zu: '%s', snprintf '%s'", round, cap, got, want);
+        if (snprintf(want, cap, "%s", pieces[1]) < 0)
+            fail();
+        erp_text_copy(got, cap, pieces[1]);
+        if (memcmp(want, got, sizeof(want)) != 0)
+            fail_msg("round %d, capacity %zu: copied '%s', snprintf '%s'", round, cap, got, want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_erp_view_body_as_plain),
         cmocka_unit_test(test_erp_view_names_what_stopped),
+        cmocka_unit_test(test_erp_text_put_as_snprintf),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
