@@ -47,7 +47,7 @@ struct erp_view {
     char *blank; /* page_rule_text of the body, made when a pattern first needs it */
     struct match_budget budget;
     bool aborted;          /* a pattern stopped before deciding */
-    char aborted_what[96]; /* which ("rule NAME", "session marker at line N", ...) */
+    char aborted_what[96]; /* which ("rule NAME", "session marker (flow line N)", ...) */
 };
 
 void erp_view_init(struct erp_view *v, const struct erp_session *s, const struct http_response *r);

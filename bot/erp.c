@@ -213,7 +213,7 @@ static enum match_outcome view_body(struct erp_view *v, const struct match_re *r
     if (!raw && len > 0 && !v->blank && match_excludes(re, body, len, ' ')) {
         /* page_rule_text only turns bytes into spaces (page.h), so its text cannot hold a
          * needle of re either: match_run answers on it as on the empty text (MATCH_NONE, or
-         * MATCH_ABORTED on a spent budget): a page none of whose patterns can match is never
+         * MATCH_ABORTED on a spent budget). A page that holds no pattern's needles is never
          * blanked. */
         body = "";
         len = 0;
