@@ -245,13 +245,22 @@ static bool page_is_elem(xmlNodePtr n, const char *name)
     return strcasecmp(s, name) == 0;
 }
 
-/* Text content as a heap string (free()), never NULL. */
-static char *page_content(xmlNodePtr n)
+/*
+ * An element's text content as xmlNodeGetContent gives it ("" for none), never NULL: in
+ * place where the element has one text node or no child at all (valid while the page is),
+ * else libxml2's copy, left in *ret_own for the caller to xmlFree. Options, a textarea and
+ * the title are nearly always one text node; libxml2's copy was three heap blocks.
+ */
+static const char *page_content_ref(xmlNodePtr n, xmlChar **ret_own)
 {
-    xmlChar *v = xmlNodeGetContent(n);
-    char *out = apbot_xstrdup(v ? (const char *)v : "");
-    xmlFree(v);
-    return out;
+    xmlNodePtr c = n->children;
+    *ret_own = NULL;
+    if (!c)
+        return "";
+    if (!c->next && !c->children && (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE))
+        return c->content ? (const char *)c->content : "";
+    *ret_own = xmlNodeGetContent(n);
+    return *ret_own ? (const char *)*ret_own : "";
 }
 
 /* Next node of a pre-order walk of root's subtree; descend = go into n's children. */
@@ -1008,9 +1017,10 @@ static char *option_value(xmlNodePtr opt)
 {
     char *v = page_prop(opt, "value");
     if (!v) {
-        char *t = page_content(opt);
-        v = page_collapse_dup(t);
-        free(t);
+        xmlChar *own;
+        v = page_collapse_dup(page_content_ref(opt, &own));
+        if (own)
+            xmlFree(own);
     }
     return v;
 }
@@ -1019,12 +1029,16 @@ static char *option_value(xmlNodePtr opt)
 static char *option_label(xmlNodePtr opt)
 {
     char *l = page_prop(opt, "label");
-    if (!l || !*l) {
+    if (l && *l) {
+        char *c = page_collapse_dup(l);
         free(l);
-        l = page_content(opt);
+        return c;
     }
-    char *c = page_collapse_dup(l);
     free(l);
+    xmlChar *own;
+    char *c = page_collapse_dup(page_content_ref(opt, &own));
+    if (own)
+        xmlFree(own);
     return c;
 }
 
@@ -1252,15 +1266,16 @@ static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control k
         break;
     case PAGE_CONTROL_TEXTAREA: {
         form_add_control(f, &fb->controls_cap, name);
-        char *t = page_content(n);
+        xmlChar *own;
+        const char *v = page_content_ref(n, &own);
         /* a newline right after <textarea> belongs to the markup, not the value */
-        const char *v = t;
         if (v[0] == '\r' && v[1] == '\n')
             v += 2;
         else if (v[0] == '\n')
             v++;
         form_add(f, &fb->fields_cap, name, v, false);
-        free(t);
+        if (own)
+            xmlFree(own);
         break;
     }
     case PAGE_CONTROL_NONE:
@@ -1813,9 +1828,10 @@ char *page_excerpt(const struct page *p, size_t max)
     xmlNodePtr root = xmlDocGetRootElement(p->doc);
     for (xmlNodePtr n = root; n && !t.full; n = page_walk_next(n, root, true)) {
         if (page_is_elem(n, "title")) {
-            char *c = page_content(n);
-            page_text_add(&t, c);
-            free(c);
+            xmlChar *own;
+            page_text_add(&t, page_content_ref(n, &own));
+            if (own)
+                xmlFree(own);
             t.pending_space = t.len > 0;
             break;
         }

@@ -2573,6 +2573,35 @@ static void test_page_xpath_id_as_libxml2(void **state)
     xmlSetGenericErrorFunc(NULL, NULL);
 }
 
+/* An option's or a textarea's text is its content whatever the markup inside (several text
+ * nodes, elements, comments, entities), as libxml2's xmlNodeGetContent gives it. */
+static void test_page_form_text_content(void **state)
+{
+    (void)state;
+    static const char html[] =
+        "<form action=/x><select name=s><option>a<b>b</b>c</option>"
+        "<option> x &amp; <i> y </i><!-- no -->z </option><option></option>"
+        "<option label=''>l<b></b></option><option>&nbsp;one&nbsp;</option></select>"
+        "<textarea name=t>\n<b>bold</b> &lt;tag&gt;</textarea><textarea name=u></textarea>"
+        "<textarea name=v>\r\nplain</textarea></form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.selects[0].n_options, 5);
+    static const char *const want[] = {"abc", "x & y z", "", "l", "one"};
+    for (size_t k = 0; k < 5; k++) {
+        assert_string_equal(f.selects[0].options[k].value, want[k]);
+        assert_string_equal(f.selects[0].options[k].label, want[k]);
+    }
+    assert_string_equal(field(&f, "s"), "abc");
+    assert_string_equal(field(&f, "t"), "bold <tag>");
+    assert_string_equal(field(&f, "u"), "");
+    assert_string_equal(field(&f, "v"), "plain");
+    page_form_done(&f);
+    page_free(p);
+}
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -2596,6 +2625,7 @@ int main(void)
         cmocka_unit_test(test_page_radio_group_one_value),
         cmocka_unit_test(test_page_disabled_fieldset),
         cmocka_unit_test(test_page_form_has_and_add),
+        cmocka_unit_test(test_page_form_text_content),
         cmocka_unit_test(test_page_rule_text_table),
         cmocka_unit_test(test_page_rule_text_forged_banners),
         cmocka_unit_test(test_page_rule_text_2mb),
