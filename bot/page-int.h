@@ -18,6 +18,8 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/xpath.h>
 
+struct page_form;
+
 /* The options page.c parses with, on either path. */
 #define PAGE_HTML_OPTIONS                                                                          \
     (HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET)
@@ -54,5 +56,17 @@ unsigned long page_fast_probe_parses(void);
  * holds it to libxml2's own evaluation.
  */
 xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath);
+
+/* Bytes a form holds in its chunks (page.c, "a form's memory"), for test_page and bounds;
+ * 0 for a zeroed form. */
+size_t page_form_bytes(const struct page_form *f);
+
+/*
+ * For test_page: when set, page.c calls it with the bytes of form memory it has just wiped -
+ * a value that died (replaced by a set or removed with its field; the NUL not counted), and
+ * every chunk of a form, whole, before it goes back to the heap (page_form_done, and when the
+ * values move). Never set outside tests, and only while no other thread uses forms.
+ */
+extern void (*page_test_wiped)(const void *p, size_t n);
 
 #endif

@@ -19,7 +19,9 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,22 @@
 #include "apbot/mem.h"
 #include "apbot/xmlarena.h"
 #include "page-int.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PAGE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PAGE_ASAN 1
+#endif
+#endif
+#ifdef PAGE_ASAN
+#include <sanitizer/asan_interface.h>
+#define PAGE_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define PAGE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define PAGE_POISON(p, n) ((void)(p), (void)(n))
+#define PAGE_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 #define PAGE_RAW_KEEP 1024 /* bytes of the raw body kept for the excerpt of a textless page */
 
@@ -137,12 +155,12 @@ static char *page_trim_dup(const char *s)
     return out;
 }
 
-/* Heap copy of s with white space runs collapsed to one space and trimmed (HTML's "strip and
- * collapse ASCII whitespace", used for option text). */
-static char *page_collapse_dup(const char *s)
+/* s with white space runs collapsed to one space and trimmed (HTML's "strip and collapse
+ * ASCII whitespace", used for option text): its length, and the text in out (with a NUL)
+ * unless out is NULL. */
+static size_t page_collapse(const char *s, char *out)
 {
-    size_t n = strlen(s), j = 0, sl;
-    char *out = apbot_xmalloc(n + 1);
+    size_t j = 0, sl;
     bool space = false;
     while (*s) {
         if (page_is_space(s, &sl)) {
@@ -150,12 +168,27 @@ static char *page_collapse_dup(const char *s)
             s += sl;
             continue;
         }
-        if (space && j > 0)
-            out[j++] = ' ';
+        if (space && j > 0) {
+            if (out)
+                out[j] = ' ';
+            j++;
+        }
         space = false;
-        out[j++] = *s++;
+        if (out)
+            out[j] = *s;
+        j++;
+        s++;
     }
-    out[j] = '\0';
+    if (out)
+        out[j] = '\0';
+    return j;
+}
+
+/* Heap copy of s collapsed (page_collapse). */
+static char *page_collapse_dup(const char *s)
+{
+    char *out = apbot_xmalloc(page_collapse(s, NULL) + 1);
+    (void)page_collapse(s, out);
     return out;
 }
 
@@ -919,92 +952,340 @@ out:
     return rc;
 }
 
+/* ---- a form's memory ----
+ *
+ * A form's strings and arrays are carved from chunks of its own by the bump of a pointer and
+ * go back to the heap together, in page_form_done: a heap block per string and per array was
+ * ~200 mallocs and as many frees per invoice, in bursts of same-size blocks freed together
+ * that overflow glibc's per-thread cache and take malloc's slow paths. Two blocks:
+ * - fixed: action, method, the controls, buttons, selects and options, and every array.
+ *   Nothing in it dies before page_form_done but an outgrown array (arrays double). A
+ *   field's name is its control's or button's string, not a copy; an image button's name is
+ *   followed by the names pressing it submits (form_add_button);
+ * - vals: the values, the only strings that die before the form (replaced by a set, removed
+ *   with their field). A value that dies is wiped at once, as before. When dead bytes
+ *   outweigh the live ones and FM_VALS_SLACK, the live values move to a new chunk and the old
+ *   chunks go (form_vals_settle): sets and presses without end keep a form bounded.
+ * Every chunk is wiped whole before it goes back to the heap. Under AddressSanitizer, what is
+ * not carved, has died or was outgrown is poisoned, and each carve is followed by a poisoned
+ * gap: a stale pointer or an overrun is reported as with the heap blocks before.
+ */
+
+#define FM_FIXED_FIRST 4000 /* a form of twenty-five fields and two selects takes ~3.3 KB */
+#define FM_VALS_FIRST 1000  /* its values, and what a flow sets: ~300 bytes */
+#define FM_CHUNK_MAX 262144 /* later chunks grow twofold up to this (one carve may be larger) */
+#define FM_VALS_SLACK 4096  /* dead value bytes a form keeps before it moves the live ones */
+#ifdef PAGE_ASAN
+#define FM_STR_ALIGN 8 /* ASan poisons 8-byte granules: each carve starts one */
+#define FM_GAP 8       /* poisoned bytes after each carve */
+#else
+#define FM_STR_ALIGN 1
+#define FM_GAP 0
+#endif
+
+struct fm_chunk {
+    struct fm_chunk *next; /* the chunk carved before this one */
+    size_t cap;            /* bytes in data */
+    size_t used;           /* bytes carved, gaps included */
+    size_t pad;
+    alignas(16) unsigned char data[];
+};
+
+struct fm_block {
+    struct fm_chunk *head; /* the chunk carves come from; older ones behind it */
+    size_t first;          /* the size of its first chunk */
+    size_t dead;           /* bytes of values that died in it (vals) */
+};
+
+/* What page.c keeps of a form besides struct page_form: in the fixed block's first chunk. */
+struct page_form_mem {
+    struct fm_block fixed;
+    struct fm_block vals;
+    size_t fields_cap;   /* room of names, values, hidden */
+    size_t controls_cap; /* of controls */
+    size_t buttons_cap;  /* of buttons, button_values, button_image */
+    size_t selects_cap;  /* of selects */
+};
+
+void (*page_test_wiped)(const void *p, size_t n);
+
+/* A new head chunk for b, with room for need bytes. Aborts on out-of-memory (mem.h). */
+static struct fm_chunk *fm_chunk_add(struct fm_block *b, size_t need)
+{
+    size_t cap = b->first;
+    if (b->head)
+        cap = b->head->cap >= FM_CHUNK_MAX / 2 ? FM_CHUNK_MAX : b->head->cap * 2;
+    if (cap < need)
+        cap = need;
+    struct fm_chunk *c = apbot_xmalloc(sizeof(*c) + cap);
+    c->next = b->head;
+    c->cap = cap;
+    c->used = 0;
+    PAGE_POISON(c->data, cap);
+    b->head = c;
+    return c;
+}
+
+/* n bytes carved from b at a multiple of align (a power of two, at most 16). Never NULL. */
+static void *fm_carve(struct fm_block *b, size_t n, size_t align)
+{
+    if (n > SIZE_MAX / 4)
+        abort(); /* nothing a page or a flow holds comes near: a size gone wrong */
+    if (align < FM_STR_ALIGN)
+        align = FM_STR_ALIGN;
+    struct fm_chunk *c = b->head;
+    size_t at = c ? (c->used + align - 1) & ~(align - 1) : 0;
+    if (!c || at > c->cap || c->cap - at < n + FM_GAP) {
+        c = fm_chunk_add(b, n + FM_GAP);
+        at = 0;
+    }
+    c->used = at + n + FM_GAP;
+    PAGE_UNPOISON(c->data + at, n);
+    return c->data + at;
+}
+
+/* A copy of the n bytes at s, and a NUL, carved from b. */
+static char *fm_dupn(struct fm_block *b, const char *s, size_t n)
+{
+    char *d = fm_carve(b, n + 1, 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static char *fm_dup(struct fm_block *b, const char *s)
+{
+    return fm_dupn(b, s, strlen(s));
+}
+
+/* s collapsed (page_collapse), carved from b. */
+static char *fm_collapse(struct fm_block *b, const char *s)
+{
+    char *out = fm_carve(b, page_collapse(s, NULL) + 1, 1);
+    (void)page_collapse(s, out);
+    return out;
+}
+
+/* The room an array of room cap takes to hold element n: twice as much as needed, from 16. */
+static size_t fm_room(size_t cap, size_t n)
+{
+    size_t c = cap ? cap : 16;
+    while (c <= n)
+        c *= 2;
+    return c;
+}
+
+/* A copy of the first n elements of old (room old_cap) with room for cap, carved from b;
+ * old dies. */
+static void *fm_array(struct fm_block *b, void *old, size_t n, size_t old_cap, size_t cap,
+                      size_t size)
+{
+    if (cap > SIZE_MAX / 4 / size)
+        abort(); /* as in fm_carve */
+    void *a = fm_carve(b, cap * size, 16);
+    if (n)
+        memcpy(a, old, n * size);
+    if (old)
+        PAGE_POISON(old, old_cap * size);
+    return a;
+}
+
+/* apbot_grow for an array carved from b: arr, or its copy, with room for element n; NULL
+ * when n reaches max. */
+static void *fm_grow(struct fm_block *b, void *arr, size_t *cap, size_t n, size_t size, size_t max)
+{
+    if (n >= max)
+        return NULL;
+    if (n < *cap)
+        return arr;
+    size_t c = fm_room(*cap, n);
+    if (c > max)
+        c = max;
+    arr = fm_array(b, arr, n, *cap, c, size);
+    *cap = c;
+    return arr;
+}
+
+/* Wipes every chunk of b and gives it back to the heap. b may be in one of them: pass a
+ * copy. */
+static void fm_block_free(const struct fm_block *b)
+{
+    for (struct fm_chunk *c = b->head, *next; c; c = next) {
+        next = c->next;
+        PAGE_UNPOISON(c->data, c->used);
+        explicit_bzero(c->data, c->used);
+        if (page_test_wiped)
+            page_test_wiped(c->data, c->used);
+        free(c);
+    }
+}
+
+/* The memory of a form being built, or of a zeroed one that gets a control. */
+static struct page_form_mem *fm_new(void)
+{
+    struct fm_block fixed = {.first = FM_FIXED_FIRST};
+    struct page_form_mem *m = fm_carve(&fixed, sizeof(*m), 16);
+    memset(m, 0, sizeof(*m));
+    m->fixed = fixed;
+    m->vals.first = FM_VALS_FIRST;
+    return m;
+}
+
+size_t page_form_bytes(const struct page_form *f)
+{
+    size_t n = 0;
+    if (f && f->mem) {
+        for (const struct fm_chunk *c = f->mem->fixed.head; c; c = c->next)
+            n += sizeof(*c) + c->cap;
+        for (const struct fm_chunk *c = f->mem->vals.head; c; c = c->next)
+            n += sizeof(*c) + c->cap;
+    }
+    return n;
+}
+
 /* ---- forms ---- */
 
-/* Field values may be secrets set by the caller (a password): wiped before they are freed. */
-static void page_wipe_free(char *v)
+/* Room for field f->n. */
+static void form_room_fields(struct page_form *f)
 {
-    if (!v)
+    struct page_form_mem *m = f->mem;
+    if (f->n < m->fields_cap)
         return;
-    explicit_bzero(v, strlen(v));
-    free(v);
+    size_t c = fm_room(m->fields_cap, f->n);
+    f->names = fm_array(&m->fixed, f->names, f->n, m->fields_cap, c, sizeof(*f->names));
+    f->values = fm_array(&m->fixed, f->values, f->n, m->fields_cap, c, sizeof(*f->values));
+    f->hidden = fm_array(&m->fixed, f->hidden, f->n, m->fields_cap, c, sizeof(*f->hidden));
+    m->fields_cap = c;
 }
 
-static void form_grow(char ***arr, size_t n)
+/* Appends name=value: name is the form's own string for it (a control's or a button's),
+ * value is copied. */
+static void form_add(struct page_form *f, char *name, const char *value, bool hidden)
 {
-    /* arrays grow one by one; forms have tens of fields */
-    *arr = apbot_xrealloc(*arr, (n + 1) * sizeof(**arr));
-}
-
-/*
- * Room for element n of the arrays of a form being built (page_find_form), which has room
- * for *cap: doubled as needed (from 16) - a realloc of each array per field was a tenth of
- * the walk. The arrays reach the caller with room to spare; page_form_done does not mind,
- * and the functions that change a form later grow them one by one (form_grow) as ever.
- */
-static bool form_room(size_t n, size_t *cap)
-{
-    if (n < *cap)
-        return false;
-    *cap = *cap ? *cap * 2 : 16;
-    return true;
-}
-
-/* Appends name=value (copies). cap: the room of a form being built, else NULL. */
-static void form_add(struct page_form *f, size_t *cap, const char *name, const char *value,
-                     bool hidden)
-{
-    if (!cap) {
-        form_grow(&f->names, f->n);
-        form_grow(&f->values, f->n);
-        f->hidden = apbot_xrealloc(f->hidden, (f->n + 1) * sizeof(*f->hidden));
-    } else if (form_room(f->n, cap)) {
-        f->names = apbot_xrealloc(f->names, *cap * sizeof(*f->names));
-        f->values = apbot_xrealloc(f->values, *cap * sizeof(*f->values));
-        f->hidden = apbot_xrealloc(f->hidden, *cap * sizeof(*f->hidden));
-    }
-    f->names[f->n] = apbot_xstrdup(name);
-    f->values[f->n] = apbot_xstrdup(value);
+    form_room_fields(f);
+    f->names[f->n] = name;
+    f->values[f->n] = fm_dup(&f->mem->vals, value);
     f->hidden[f->n] = hidden;
     f->n++;
 }
 
+/* A value that dies (replaced, or removed with its field): wiped at once, as a set value may
+ * be a password, and counted for form_vals_settle. */
+static void form_value_die(struct page_form *f, char *v)
+{
+    size_t n = strlen(v);
+    explicit_bzero(v, n);
+    if (page_test_wiped)
+        page_test_wiped(v, n);
+    PAGE_POISON(v, n + 1);
+    f->mem->vals.dead += n + 1;
+}
+
+/*
+ * After a change of the values (page_form_set, _select, _press, and the end of a build, where
+ * checked radios uncheck others): when the values that died outweigh the live ones and
+ * FM_VALS_SLACK, the live ones move to a new chunk and the old chunks go back to the heap,
+ * wiped. Memory stays within about twice the live values (and the slack) however many sets
+ * and presses; each move is paid for by as many dead bytes. Only values move, and never in
+ * the middle of a build (form_radio holds values).
+ */
+static void form_vals_settle(struct page_form *f)
+{
+    struct page_form_mem *m = f->mem;
+    if (m->vals.dead <= FM_VALS_SLACK)
+        return;
+    size_t used = 0, live = 0;
+    for (const struct fm_chunk *c = m->vals.head; c; c = c->next)
+        used += c->used;
+    if (m->vals.dead <= used - m->vals.dead)
+        return;
+    for (size_t i = 0; i < f->n; i++)
+        live += strlen(f->values[i]) + FM_STR_ALIGN + FM_GAP; /* the NUL, the carve's rounding */
+    struct fm_block old = m->vals;
+    m->vals.head = NULL;
+    m->vals.dead = 0;
+    (void)fm_chunk_add(&m->vals, live);
+    for (size_t i = 0; i < f->n; i++)
+        f->values[i] = fm_dup(&m->vals, f->values[i]);
+    fm_block_free(&old);
+}
+
 static void form_remove(struct page_form *f, size_t i)
 {
-    free(f->names[i]);
-    page_wipe_free(f->values[i]);
+    form_value_die(f, f->values[i]);
     memmove(f->names + i, f->names + i + 1, (f->n - i - 1) * sizeof(*f->names));
     memmove(f->values + i, f->values + i + 1, (f->n - i - 1) * sizeof(*f->values));
     memmove(f->hidden + i, f->hidden + i + 1, (f->n - i - 1) * sizeof(*f->hidden));
     f->n--;
 }
 
-/* Adds control name unless the form has it. cap as form_add's. */
-static void form_add_control(struct page_form *f, size_t *cap, const char *name)
+/* The form's string of control name, NULL when it has no such control. */
+static char *form_control_named(const struct page_form *f, const char *name)
 {
     for (size_t i = 0; i < f->n_controls; i++)
         if (f->controls[i][0] == name[0] && strcmp(f->controls[i], name) == 0)
-            return;
-    if (!cap)
-        form_grow(&f->controls, f->n_controls);
-    else if (form_room(f->n_controls, cap))
-        f->controls = apbot_xrealloc(f->controls, *cap * sizeof(*f->controls));
-    f->controls[f->n_controls++] = apbot_xstrdup(name);
+            return f->controls[i];
+    return NULL;
 }
 
-/* Adds a submit button (only while the form is built: cap as form_add's, not NULL). */
-static void form_add_button(struct page_form *f, size_t *cap, const char *name, const char *value,
-                            bool image)
+/* Adds control name unless the form has it; the form's string of it. */
+static char *form_add_control(struct page_form *f, const char *name)
 {
-    if (form_room(f->n_buttons, cap)) {
-        f->buttons = apbot_xrealloc(f->buttons, *cap * sizeof(*f->buttons));
-        f->button_values = apbot_xrealloc(f->button_values, *cap * sizeof(*f->button_values));
-        f->button_image = apbot_xrealloc(f->button_image, *cap * sizeof(*f->button_image));
+    char *known = form_control_named(f, name);
+    if (known)
+        return known;
+    if (!f->mem)
+        f->mem = fm_new(); /* a zeroed form */
+    struct page_form_mem *m = f->mem;
+    if (f->n_controls == m->controls_cap) {
+        size_t c = fm_room(m->controls_cap, f->n_controls);
+        f->controls = fm_array(&m->fixed, f->controls, f->n_controls, m->controls_cap, c,
+                               sizeof(*f->controls));
+        m->controls_cap = c;
     }
-    f->buttons[f->n_buttons] = apbot_xstrdup(name);
-    f->button_values[f->n_buttons] = apbot_xstrdup(value);
+    return f->controls[f->n_controls++] = fm_dup(&m->fixed, name);
+}
+
+/* Adds a submit button (while the form is built). An image button's string is its name, then
+ * name.x and name.y, what pressing it submits (form_image_names). */
+static void form_add_button(struct page_form *f, const char *name, const char *value, bool image)
+{
+    struct page_form_mem *m = f->mem;
+    if (f->n_buttons == m->buttons_cap) {
+        size_t c = fm_room(m->buttons_cap, f->n_buttons);
+        f->buttons =
+            fm_array(&m->fixed, f->buttons, f->n_buttons, m->buttons_cap, c, sizeof(*f->buttons));
+        f->button_values = fm_array(&m->fixed, f->button_values, f->n_buttons, m->buttons_cap, c,
+                                    sizeof(*f->button_values));
+        f->button_image = fm_array(&m->fixed, f->button_image, f->n_buttons, m->buttons_cap, c,
+                                   sizeof(*f->button_image));
+        m->buttons_cap = c;
+    }
+    size_t len = strlen(name);
+    char *s;
+    if (image) {
+        s = fm_carve(&m->fixed, 3 * len + 7, 1);
+        memcpy(s, name, len);
+        s[len] = '\0';
+        memcpy(s + len + 1, name, len);
+        memcpy(s + 2 * len + 1, ".x", 3);
+        memcpy(s + 2 * len + 4, name, len);
+        memcpy(s + 3 * len + 4, ".y", 3);
+    } else {
+        s = fm_dupn(&m->fixed, name, len);
+    }
+    f->buttons[f->n_buttons] = s;
+    f->button_values[f->n_buttons] = fm_dup(&m->fixed, value);
     f->button_image[f->n_buttons] = image;
     f->n_buttons++;
+}
+
+/* The fields image button b submits when pressed: name.x=0 and name.y=0 (form_add_button). */
+static void form_image_names(const struct page_form *f, size_t b, char **ret_x, char **ret_y)
+{
+    size_t len = strlen(f->buttons[b]);
+    *ret_x = f->buttons[b] + len + 1;
+    *ret_y = *ret_x + len + 3;
 }
 
 /* What a form may hold: far beyond any real screen, and a 4 MB page cannot reach them. */
@@ -1012,52 +1293,54 @@ static void form_add_button(struct page_form *f, size_t *cap, const char *name, 
 #define PAGE_MAX_OPTIONS 200000 /* per select */
 
 /* The value an option submits: its value attribute, else its text with white space
- * collapsed, as a browser does. Heap. */
-static char *option_value(xmlNodePtr opt)
+ * collapsed, as a browser does. Carved from b. */
+static char *option_value(struct fm_block *b, xmlNodePtr opt)
 {
-    char *v = page_prop(opt, "value");
-    if (!v) {
-        xmlChar *own;
-        v = page_collapse_dup(page_content_ref(opt, &own));
-        if (own)
-            xmlFree(own);
+    char *own;
+    const char *v = page_prop_ref(opt, "value", &own);
+    char *out;
+    if (v) {
+        out = fm_dup(b, v);
+    } else {
+        xmlChar *own_text;
+        out = fm_collapse(b, page_content_ref(opt, &own_text));
+        if (own_text)
+            xmlFree(own_text);
     }
-    return v;
+    if (own)
+        free(own);
+    return out;
 }
 
-/* The label a browser shows: the label attribute unless empty, else the text; collapsed. */
-static char *option_label(xmlNodePtr opt)
+/* The label a browser shows: the label attribute unless empty, else the text; collapsed.
+ * Carved from b. */
+static char *option_label(struct fm_block *b, xmlNodePtr opt)
 {
-    char *l = page_prop(opt, "label");
-    if (l && *l) {
-        char *c = page_collapse_dup(l);
-        free(l);
-        return c;
-    }
-    free(l);
-    xmlChar *own;
-    char *c = page_collapse_dup(page_content_ref(opt, &own));
+    char *own;
+    xmlChar *own_text = NULL;
+    const char *l = page_prop_ref(opt, "label", &own);
+    if (!l || !*l)
+        l = page_content_ref(opt, &own_text);
+    char *out = fm_collapse(b, l);
     if (own)
-        xmlFree(own);
-    return c;
+        free(own);
+    if (own_text)
+        xmlFree(own_text);
+    return out;
 }
 
 #define PAGE_MAX_RADIO_GROUPS 10000 /* checked radio groups tracked in one form */
 
-/* A form under construction: the arrays' room. */
+/* A form under construction. */
 struct form_build {
     struct page_form f;
-    size_t fields_cap;   /* names, values, hidden */
-    size_t controls_cap; /* controls */
-    size_t buttons_cap;  /* buttons, button_values, button_image */
-    size_t selects_cap;
     const char **radios; /* the value strings (f.values[i]) submitted by checked radios */
     size_t n_radios, radios_cap;
 };
 
 /* A checked radio: as a browser's parser does, it unchecks the one checked before it in its
  * group (same name), so that a group submits one value, the last checked. */
-static void form_radio(struct form_build *fb, const char *name, const char *value)
+static void form_radio(struct form_build *fb, char *name, const char *value)
 {
     struct page_form *f = &fb->f;
     for (size_t r = 0; r < fb->n_radios; r++)
@@ -1068,62 +1351,67 @@ static void form_radio(struct form_build *fb, const char *name, const char *valu
                 goto add;
             }
 add:
-    form_add(f, &fb->fields_cap, name, value, false);
+    form_add(f, name, value, false);
     /* Past the bound (far beyond a real form) a group's later radio no longer unchecks it. */
     if (apbot_grow((void **)&fb->radios, &fb->radios_cap, fb->n_radios, sizeof(*fb->radios),
                    PAGE_MAX_RADIO_GROUPS) == APBOT_OK)
         fb->radios[fb->n_radios++] = f->values[f->n - 1];
 }
 
-static int form_select(struct form_build *fb, xmlNodePtr sel, const char *name)
+/* Select sel, control name (the form's string of it): its options, and the fields it
+ * submits. */
+static int form_select(struct form_build *fb, xmlNodePtr sel, char *name)
 {
     struct page_form *f = &fb->f;
+    struct page_form_mem *m = f->mem;
     bool multiple = page_has_prop(sel, "multiple");
-    xmlNodePtr chosen = NULL, first = NULL;
+    size_t chosen = SIZE_MAX, first = SIZE_MAX; /* options' indexes */
     bool chosen_disabled = false; /* itself or its optgroup: a browser does not submit it */
-    struct page_select ps = {.multiple = multiple};
+    struct page_select ps = {.name = name, .multiple = multiple};
     size_t cap = 0;
-    int rc = apbot_grow((void **)&f->selects, &fb->selects_cap, f->n_selects, sizeof(*f->selects),
-                        PAGE_MAX_SELECTS);
-    if (rc != APBOT_OK)
-        return rc;
+    int rc = APBOT_OK;
+    struct page_select *selects = fm_grow(&m->fixed, f->selects, &m->selects_cap, f->n_selects,
+                                          sizeof(*f->selects), PAGE_MAX_SELECTS);
+    if (!selects)
+        return APBOT_E_LIMIT;
+    f->selects = selects;
 
     for (xmlNodePtr n = sel->children; n; n = page_walk_next(n, sel, true)) {
         if (!page_is_elem(n, "option"))
             continue;
         bool disabled = page_has_prop(n, "disabled") || (page_is_elem(n->parent, "optgroup") &&
                                                          page_has_prop(n->parent, "disabled"));
-        rc = apbot_grow((void **)&ps.options, &cap, ps.n_options, sizeof(*ps.options),
-                        PAGE_MAX_OPTIONS);
-        if (rc != APBOT_OK)
+        struct page_option *options = fm_grow(&m->fixed, ps.options, &cap, ps.n_options,
+                                              sizeof(*ps.options), PAGE_MAX_OPTIONS);
+        if (!options) {
+            rc = APBOT_E_LIMIT;
             break;
+        }
+        ps.options = options;
         struct page_option *o = &ps.options[ps.n_options++];
-        o->value = option_value(n);
-        o->label = option_label(n);
+        o->value = option_value(&m->fixed, n);
+        o->label = option_label(&m->fixed, n);
         o->disabled = disabled;
-        if (!first && !disabled)
-            first = n;
+        if (first == SIZE_MAX && !disabled)
+            first = ps.n_options - 1;
         if (!page_has_prop(n, "selected"))
             continue;
         if (multiple) {
             if (!disabled)
-                form_add(f, &fb->fields_cap, name, o->value, false);
+                form_add(f, name, o->value, false);
         } else {
-            chosen = n; /* the last selected option wins, as in a browser */
+            chosen = ps.n_options - 1; /* the last selected option wins, as in a browser */
             chosen_disabled = disabled;
         }
     }
-    ps.name = apbot_xstrdup(name);
-    f->selects[f->n_selects++] = ps; /* kept even when cut, so page_form_done frees it */
+    f->selects[f->n_selects++] = ps; /* kept even when cut */
     if (rc != APBOT_OK || multiple)
         return rc;
-    if (!chosen)
+    if (chosen == SIZE_MAX)
         chosen = first;
-    if (!chosen || chosen_disabled)
+    if (chosen == SIZE_MAX || chosen_disabled)
         return APBOT_OK;
-    char *v = option_value(chosen);
-    form_add(f, &fb->fields_cap, name, v, false);
-    free(v);
+    form_add(f, name, ps.options[chosen].value, false);
     return APBOT_OK;
 }
 
@@ -1218,7 +1506,7 @@ static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control k
 {
     struct page_form *f = &fb->f;
     int rc = APBOT_OK;
-    char *own_name, *own_type = NULL, *own_value = NULL;
+    char *own_name, *own_type = NULL, *own_value = NULL, *cn;
     const char *name = page_prop_ref(n, "name", &own_name);
     if (!name || !*name || page_has_prop(n, "disabled") || page_in_disabled_fieldset(n))
         goto out;
@@ -1230,25 +1518,24 @@ static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control k
         switch (type) {
         case PAGE_INPUT_SUBMIT:
         case PAGE_INPUT_IMAGE:
-            form_add_button(f, &fb->buttons_cap, name, value ? value : "",
-                            type == PAGE_INPUT_IMAGE);
+            form_add_button(f, name, value ? value : "", type == PAGE_INPUT_IMAGE);
             break;
         case PAGE_INPUT_CHECKBOX:
-            form_add_control(f, &fb->controls_cap, name);
+            cn = form_add_control(f, name);
             if (page_has_prop(n, "checked"))
-                form_add(f, &fb->fields_cap, name, value ? value : "on", false);
+                form_add(f, cn, value ? value : "on", false);
             break;
         case PAGE_INPUT_RADIO:
-            form_add_control(f, &fb->controls_cap, name);
+            cn = form_add_control(f, name);
             if (page_has_prop(n, "checked"))
-                form_radio(fb, name, value ? value : "on");
+                form_radio(fb, cn, value ? value : "on");
             break;
         case PAGE_INPUT_NONE:
             break; /* not submitted by a script-less browser without a file */
         case PAGE_INPUT_TEXT:
         case PAGE_INPUT_HIDDEN:
-            form_add_control(f, &fb->controls_cap, name);
-            form_add(f, &fb->fields_cap, name, value ? value : "", type == PAGE_INPUT_HIDDEN);
+            cn = form_add_control(f, name);
+            form_add(f, cn, value ? value : "", type == PAGE_INPUT_HIDDEN);
             break;
         }
         break;
@@ -1257,34 +1544,38 @@ static int form_control(struct form_build *fb, xmlNodePtr n, enum page_control k
         /* HTML: a button without a type, or with one the browser does not know, submits */
         if (!page_prop_is(n, "type", "reset") && !page_prop_is(n, "type", "button")) {
             const char *value = page_prop_ref(n, "value", &own_value);
-            form_add_button(f, &fb->buttons_cap, name, value ? value : "", false);
+            form_add_button(f, name, value ? value : "", false);
         }
         break;
     case PAGE_CONTROL_SELECT:
-        form_add_control(f, &fb->controls_cap, name);
-        rc = form_select(fb, n, name);
+        cn = form_add_control(f, name);
+        rc = form_select(fb, n, cn);
         break;
     case PAGE_CONTROL_TEXTAREA: {
-        form_add_control(f, &fb->controls_cap, name);
-        xmlChar *own;
-        const char *v = page_content_ref(n, &own);
+        cn = form_add_control(f, name);
+        xmlChar *own_text;
+        const char *v = page_content_ref(n, &own_text);
         /* a newline right after <textarea> belongs to the markup, not the value */
         if (v[0] == '\r' && v[1] == '\n')
             v += 2;
         else if (v[0] == '\n')
             v++;
-        form_add(f, &fb->fields_cap, name, v, false);
-        if (own)
-            xmlFree(own);
+        form_add(f, cn, v, false);
+        if (own_text)
+            xmlFree(own_text);
         break;
     }
     case PAGE_CONTROL_NONE:
         break;
     }
 out:
-    free(own_name);
-    free(own_type);
-    free(own_value);
+    /* mostly NULL (the attributes are read in place): three calls per control saved */
+    if (own_name)
+        free(own_name);
+    if (own_type)
+        free(own_type);
+    if (own_value)
+        free(own_value);
     return rc;
 }
 
@@ -1294,7 +1585,8 @@ static bool form_owns(xmlNodePtr form, const char *form_id, xmlNodePtr n)
     const char *owner = page_prop_ref(n, "form", &own);
     if (owner) {
         bool mine = form_id && strcmp(owner, form_id) == 0;
-        free(own);
+        if (own)
+            free(own);
         return mine;
     }
     for (xmlNodePtr a = n->parent; a; a = a->parent)
@@ -1310,7 +1602,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     struct page_xerr e;
     struct form_build fb;
     xmlNodePtr form = NULL;
-    char *form_id = NULL, *action = NULL, *method = NULL;
+    char *own_id = NULL;
     int rc = APBOT_OK;
 
     if (!p || !xpath || !ret)
@@ -1334,28 +1626,30 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
         goto out;
     }
 
-    action = page_prop(form, "action");
+    fb.f.mem = fm_new();
+    char *own_action;
+    const char *action = page_prop_ref(form, "action", &own_action);
     if (!action || !*action) {
-        free(action);
-        action = p->url ? apbot_xstrdup(p->url) : NULL;
-    } else if (p->url) {
-        char *abs = http_resolve_url(p->url, action);
-        free(action);
-        action = abs;
+        if (p->url)
+            fb.f.action = fm_dup(&fb.f.mem->fixed, p->url);
     } else {
-        char *abs = http_resolve_url(NULL, action); /* absolute already, or unusable */
-        free(action);
-        action = abs;
+        /* without the page's URL: absolute already, or unusable */
+        char *abs = http_resolve_url(p->url, action);
+        if (abs)
+            fb.f.action = fm_dup(&fb.f.mem->fixed, abs);
+        free(abs);
     }
-    if (!action) {
+    if (own_action)
+        free(own_action);
+    if (!fb.f.action) {
         rc = apbot_fail(err, errlen, APBOT_E_PARSE, "form %s: action cannot be resolved", xpath);
         goto out;
     }
-    method = apbot_xstrdup(page_prop_is(form, "method", "post") ? "POST" : "GET");
+    fb.f.method = fm_dup(&fb.f.mem->fixed, page_prop_is(form, "method", "post") ? "POST" : "GET");
 
     /* Controls in document order; a control's owner is its form attribute if it has one,
      * else its nearest form ancestor (nested forms do not survive parsing). */
-    form_id = page_prop(form, "id");
+    const char *form_id = page_prop_ref(form, "id", &own_id);
     xmlNodePtr root = xmlDocGetRootElement(p->doc);
     for (xmlNodePtr n = root; n; n = page_walk_next(n, root, true)) {
         if (n->type != XML_ELEMENT_NODE)
@@ -1375,18 +1669,15 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
         }
     }
 
-    fb.f.action = action;
-    fb.f.method = method;
-    action = NULL;
-    method = NULL;
+    form_vals_settle(&fb.f); /* what radios unchecked (the radios' list goes now) */
     *ret = fb.f;
     memset(&fb.f, 0, sizeof(fb.f));
 out:
     page_form_done(&fb.f);
-    free(fb.radios);
-    free(form_id);
-    free(action);
-    free(method);
+    if (fb.radios)
+        free(fb.radios);
+    if (own_id)
+        free(own_id);
     xmlXPathFreeObject(obj);
     page_quiet_end(&q);
     return rc;
@@ -1396,34 +1687,12 @@ void page_form_done(struct page_form *f)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < f->n; i++) {
-        free(f->names[i]);
-        page_wipe_free(f->values[i]);
+    if (f->mem) {
+        /* every value is wiped with its chunk (fm_block_free); f->mem is in a fixed chunk */
+        struct fm_block vals = f->mem->vals, fixed = f->mem->fixed;
+        fm_block_free(&vals);
+        fm_block_free(&fixed);
     }
-    for (size_t i = 0; i < f->n_buttons; i++) {
-        free(f->buttons[i]);
-        free(f->button_values[i]);
-    }
-    for (size_t i = 0; i < f->n_controls; i++)
-        free(f->controls[i]);
-    for (size_t i = 0; i < f->n_selects; i++) {
-        for (size_t k = 0; k < f->selects[i].n_options; k++) {
-            free(f->selects[i].options[k].value);
-            free(f->selects[i].options[k].label);
-        }
-        free(f->selects[i].options);
-        free(f->selects[i].name);
-    }
-    free(f->names);
-    free(f->values);
-    free(f->hidden);
-    free(f->buttons);
-    free(f->button_values);
-    free(f->button_image);
-    free(f->controls);
-    free(f->selects);
-    free(f->action);
-    free(f->method);
     memset(f, 0, sizeof(*f));
 }
 
@@ -1437,12 +1706,7 @@ static const struct page_select *form_find_select(const struct page_form *f, con
 
 bool page_form_has(const struct page_form *f, const char *name)
 {
-    if (!f || !name)
-        return false;
-    for (size_t i = 0; i < f->n_controls; i++)
-        if (f->controls[i][0] == name[0] && strcmp(f->controls[i], name) == 0)
-            return true;
-    return false;
+    return f && name && form_control_named(f, name);
 }
 
 /* Sets an existing control's value (no select check): the first submitted field of that name
@@ -1457,17 +1721,20 @@ static int form_set_value(struct page_form *f, const char *name, const char *val
         }
     if (first == f->n) {
         /* Not submitted yet, but the form has it (an unchecked box, an empty select)? */
-        if (!page_form_has(f, name))
+        char *control = form_control_named(f, name);
+        if (!control)
             return APBOT_E_NOTFOUND;
-        form_add(f, NULL, name, value, false);
+        form_add(f, control, value, false);
         return APBOT_OK;
     }
-    page_wipe_free(f->values[first]);
-    f->values[first] = apbot_xstrdup(value);
+    char *old = f->values[first];
+    f->values[first] = fm_dup(&f->mem->vals, value); /* before old dies: value may be it */
+    form_value_die(f, old);
     /* One value per name after a set: drop later duplicates (a multi-select's others). */
     for (size_t i = f->n; i-- > first + 1;)
         if (strcmp(f->names[i], name) == 0)
             form_remove(f, i);
+    form_vals_settle(f);
     return APBOT_OK;
 }
 
@@ -1547,8 +1814,7 @@ int page_form_add(struct page_form *f, const char *name, const char *value)
         return APBOT_E_INVAL;
     if (page_form_has(f, name))
         return APBOT_E_CONFLICT;
-    form_add_control(f, NULL, name);
-    form_add(f, NULL, name, value, false);
+    form_add(f, form_add_control(f, name), value, false);
     return APBOT_OK;
 }
 
@@ -1560,13 +1826,6 @@ static void form_remove_last(struct page_form *f, const char *name, const char *
             form_remove(f, i);
             return;
         }
-}
-
-/* The fields button b submits: name=value, or name.x=0 and name.y=0 for an image. */
-static void form_button_fields(const struct page_form *f, size_t b, char *x, char *y, size_t cap)
-{
-    snprintf(x, cap, "%s.x", f->buttons[b]);
-    snprintf(y, cap, "%s.y", f->buttons[b]);
 }
 
 /* True when buttons a and b submit the same fields. */
@@ -1592,33 +1851,28 @@ int page_form_press(struct page_form *f, const char *name, const char *value)
     if (b == f->n_buttons)
         return APBOT_E_NOTFOUND;
 
-    size_t cap = strlen(name) + 3;
-    char *x = apbot_xmalloc(cap), *y = apbot_xmalloc(cap);
+    /* The fields a button submits: name=value, or name.x=0 and name.y=0 for an image. */
+    char *x, *y;
     /* Only one button is ever pressed: undo an earlier press. */
     if (f->pressed > 0 && f->pressed <= f->n_buttons) {
         size_t old = f->pressed - 1;
         if (f->button_image[old]) {
-            size_t ocap = strlen(f->buttons[old]) + 3;
-            char *ox = apbot_xmalloc(ocap), *oy = apbot_xmalloc(ocap);
-            form_button_fields(f, old, ox, oy, ocap);
-            form_remove_last(f, ox, "0");
-            form_remove_last(f, oy, "0");
-            free(ox);
-            free(oy);
+            form_image_names(f, old, &x, &y);
+            form_remove_last(f, x, "0");
+            form_remove_last(f, y, "0");
         } else {
             form_remove_last(f, f->buttons[old], f->button_values[old]);
         }
     }
     if (f->button_image[b]) {
-        form_button_fields(f, b, x, y, cap);
-        form_add(f, NULL, x, "0", false);
-        form_add(f, NULL, y, "0", false);
+        form_image_names(f, b, &x, &y);
+        form_add(f, x, "0", false);
+        form_add(f, y, "0", false);
     } else {
-        form_add(f, NULL, f->buttons[b], f->button_values[b], false);
+        form_add(f, f->buttons[b], f->button_values[b], false);
     }
     f->pressed = b + 1;
-    free(x);
-    free(y);
+    form_vals_settle(f);
     return APBOT_OK;
 }
 

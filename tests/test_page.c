@@ -32,6 +32,17 @@
 #include "apbot/page.h"
 #include "../bot/page-int.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define PAGE_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PAGE_TEST_ASAN 1
+#endif
+#endif
+#ifdef PAGE_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #define BASE "http://127.0.0.1:8080"
 
 static char *read_fixture(const char *name, size_t *ret_len)
@@ -2573,6 +2584,293 @@ static void test_page_xpath_id_as_libxml2(void **state)
     xmlSetGenericErrorFunc(NULL, NULL);
 }
 
+/* ---- a form's memory (page.c: chunks of its own, values wiped) ---- */
+
+/* What page_test_wiped reported: every stretch, and how many of them held a non-zero byte. */
+static struct {
+    size_t calls, bytes, dirty;
+    size_t last_n; /* the last stretch's length */
+} wiped;
+
+static void on_wiped(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    wiped.calls++;
+    wiped.bytes += n;
+    wiped.last_n = n;
+    for (size_t i = 0; i < n; i++)
+        if (b[i]) {
+            wiped.dirty++;
+            break;
+        }
+}
+
+/* Every value a set replaces is wiped when it is replaced (a set value may be the password),
+ * the values moved by a compaction go with their chunks wiped, and page_form_done wipes every
+ * chunk before it goes back to the heap. */
+static void test_page_form_wipes_values(void **state)
+{
+    (void)state;
+    struct page *p = load("login.html", BASE "/erp/login");
+    struct page_form f;
+    char v[3000];
+
+    memset(&wiped, 0, sizeof(wiped));
+    page_test_wiped = on_wiped;
+    assert_int_equal(page_find_form(p, "//form[@id='loginForm']", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(wiped.calls, 0);
+    /* each replaced value is reported once, at its length, zeroed */
+    size_t old_len = strlen(field(&f, "j_password"));
+    for (int i = 0; i < 2000; i++) {
+        size_t n = (size_t)(i * 37) % sizeof(v);
+        memset(v, 'a' + i % 26, n);
+        v[n] = '\0';
+        memcpy(v, "S3cret", n < 6 ? n : 6);
+        size_t calls = wiped.calls;
+        assert_int_equal(page_form_set(&f, "j_password", v), APBOT_OK);
+        assert_true(wiped.calls > calls);
+        if (wiped.calls == calls + 1) /* no compaction: the old value alone */
+            assert_int_equal(wiped.last_n, old_len);
+        assert_string_equal(field(&f, "j_password"), v);
+        old_len = n;
+    }
+    assert_int_equal(page_form_press(&f, "login", NULL), APBOT_OK);
+    assert_string_equal(field(&f, "_csrf"), "c5f0a1e2b3d4c5f6a7b8"); /* moved, not changed */
+    size_t before_done = wiped.calls;
+    page_form_done(&f);
+    assert_true(wiped.calls >= before_done + 2); /* the chunks of both blocks */
+    assert_int_equal(wiped.dirty, 0);
+    page_test_wiped = NULL;
+    page_free(p);
+}
+
+/* Sets, selects and presses without end: the form's memory stays bounded (the values it
+ * replaces do not pile up) and holds the right values all along. */
+static void test_page_form_many_changes_bounded(void **state)
+{
+    (void)state;
+    struct page *p = parse_str(classic_form, BASE "/ap.pl?action=add");
+    struct page_form f;
+    static const char *const names[] = {"vendor", "memo", "amount_1", "form_id"};
+    char want[4][2100], v[2100];
+    static const char *const presses[][2] = {
+        {"action", "save"}, {"go", NULL}, {"nav", NULL}, {"other", "Other"}, {"action", "update"}};
+    size_t peak = 0;
+
+    assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+    for (size_t k = 0; k < 4; k++)
+        snprintf(want[k], sizeof(want[k]), "%s", field(&f, names[k]));
+    for (int i = 0; i < 60000; i++) {
+        size_t k = (size_t)i % 4, n = (size_t)(i * 131) % 2000;
+        for (size_t j = 0; j < n; j++)
+            v[j] = (char)('a' + (i + (int)j) % 26);
+        v[n] = '\0';
+        assert_int_equal(page_form_set(&f, names[k], v), APBOT_OK);
+        memcpy(want[k], v, n + 1);
+        if (i % 3 == 0)
+            assert_int_equal(page_form_press(&f, presses[i % 5][0], presses[i % 5][1]), APBOT_OK);
+        if (i % 7 == 0)
+            assert_int_equal(page_form_select(&f, "account_1", i % 2 ? "5800--Travel" : "Dup label",
+                                              PAGE_OPTION_LABEL, NULL),
+                             i % 2 ? APBOT_OK : APBOT_E_CONFLICT);
+        size_t bytes = page_form_bytes(&f);
+        if (bytes > peak)
+            peak = bytes;
+        /* live values are at most 4 x 2 KB: far below what 60,000 sets would pile up */
+        if (bytes > 128 * 1024)
+            fail_msg("set %d: the form holds %zu bytes", i, bytes);
+        if (i % 997 == 0)
+            for (size_t j = 0; j < 4; j++)
+                assert_string_equal(field(&f, names[j]), want[j]);
+    }
+    for (size_t j = 0; j < 4; j++)
+        assert_string_equal(field(&f, names[j]), want[j]);
+    assert_string_equal(field(&f, "currency"), "EUR");
+    assert_true(peak > 8 * 1024); /* it did hold dead values for a while */
+    page_form_done(&f);
+    assert_int_equal(page_form_bytes(&f), 0);
+    page_free(p);
+}
+
+/* A form far larger than a chunk (thousands of fields, options, image buttons, values over
+ * the largest chunk): everything read as on a small form, in memory of the page's order. */
+static void test_page_form_large(void **state)
+{
+    (void)state;
+    enum { FIELDS = 6000, OPTIONS = 30000, IMAGES = 300, BIG = 600 * 1024 };
+    size_t cap = 8 * 1024 * 1024, len = 0;
+    char *html = malloc(cap);
+    assert_non_null(html);
+#define ADD(...) (len += (size_t)snprintf(html + len, cap - len, __VA_ARGS__))
+    ADD("<html><body><form id=big method=post action=/big>");
+    for (int i = 0; i < FIELDS; i++)
+        ADD("<input name=f%d value=v%d%s>", i, i, i % 3 ? "" : " type=hidden");
+    ADD("<select name=s>");
+    for (int i = 0; i < OPTIONS; i++)
+        ADD("<option%s>  label  %d </option>", i == OPTIONS - 1 ? " selected" : "", i);
+    ADD("</select><textarea name=t>");
+    for (int i = 0; i < BIG / 8; i++)
+        ADD("tttttttt");
+    ADD("</textarea>");
+    for (int i = 0; i < IMAGES; i++)
+        ADD("<input type=image name=img%d src=x>", i);
+    ADD("</form></body></html>");
+#undef ADD
+    assert_true(len < cap - 1);
+    struct page *p = NULL;
+    assert_int_equal(page_parse(html, len, BASE "/", &p, NULL, 0), APBOT_OK);
+    struct page_form f;
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.n, FIELDS + 2);
+    assert_int_equal(f.n_controls, FIELDS + 2);
+    char want[64];
+    for (size_t i = 0; i < FIELDS; i++) {
+        snprintf(want, sizeof(want), "f%zu", i);
+        assert_string_equal(f.names[i], want);
+        assert_ptr_equal(f.names[i], f.controls[i]); /* one string */
+        snprintf(want, sizeof(want), "v%zu", i);
+        assert_string_equal(f.values[i], want);
+        assert_int_equal(f.hidden[i], i % 3 == 0);
+    }
+    assert_int_equal(f.n_selects, 1);
+    assert_int_equal(f.selects[0].n_options, OPTIONS);
+    for (size_t i = 0; i < OPTIONS; i++) {
+        snprintf(want, sizeof(want), "label %zu", i);
+        assert_string_equal(f.selects[0].options[i].value, want);
+        assert_string_equal(f.selects[0].options[i].label, want);
+    }
+    snprintf(want, sizeof(want), "label %d", OPTIONS - 1);
+    assert_string_equal(field(&f, "s"), want);
+    assert_int_equal(strlen(field(&f, "t")), BIG);
+    assert_int_equal(f.n_buttons, IMAGES);
+    /* the memory follows the page (the bound a hostile page meets), not a multiple of it */
+    size_t bytes = page_form_bytes(&f);
+    if (bytes > 3 * len)
+        fail_msg("a %zu-byte page's form holds %zu bytes", len, bytes);
+    for (int round = 0; round < 3; round++)
+        for (size_t b = 0; b < IMAGES; b += 7) {
+            snprintf(want, sizeof(want), "img%zu", b);
+            assert_int_equal(page_form_press(&f, want, NULL), APBOT_OK);
+        }
+    assert_string_equal(f.names[f.n - 2], "img294.x");
+    assert_string_equal(f.names[f.n - 1], "img294.y");
+    assert_string_equal(f.values[f.n - 1], "0");
+    assert_int_equal(f.n, FIELDS + 4);
+    /* a value larger than the largest chunk, replaced and set again */
+    char *huge = malloc(BIG + 1);
+    memset(huge, 'h', BIG);
+    huge[BIG] = '\0';
+    assert_int_equal(page_form_set(&f, "t", huge), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "f1", huge), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "t", "short"), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "f1", huge + 1), APBOT_OK);
+    assert_string_equal(field(&f, "f1"), huge + 1);
+    assert_string_equal(field(&f, "t"), "short");
+    assert_string_equal(field(&f, "f5999"), "v5999");
+    free(huge);
+    page_form_done(&f);
+    page_free(p);
+    free(html);
+}
+
+/* A page of n copies of unit (a format taking the copy's number) inside a form. */
+static struct page *parse_repeated(const char *head, const char *unit, int n, const char *tail,
+                                   size_t *ret_len)
+{
+    size_t one = (size_t)snprintf(NULL, 0, unit, n); /* the longest copy */
+    size_t cap = strlen(head) + strlen(tail) + (size_t)n * one + 1, len = 0;
+    char *html = malloc(cap);
+    assert_non_null(html);
+    len += (size_t)snprintf(html, cap, "%s", head);
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(html + len, cap - len, unit, i);
+    len += (size_t)snprintf(html + len, cap - len, "%s", tail);
+    assert_true(len < cap);
+    struct page *p = NULL;
+    assert_int_equal(page_parse(html, len, BASE "/", &p, NULL, 0), APBOT_OK);
+    free(html);
+    if (ret_len)
+        *ret_len = len;
+    return p;
+}
+
+/* The bounds a hostile page meets are today's: 10,000 selects, 200,000 options a select; and
+ * what checked radios uncheck while a form is built does not stay in its memory. */
+static void test_page_form_limits(void **state)
+{
+    (void)state;
+    struct page_form f;
+    char err[APBOT_ERR_LEN];
+    struct page *p =
+        parse_repeated("<form action=/x>", "<select name=s%d></select>", 10000, "</form>", NULL);
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.n_selects, 10000);
+    assert_int_equal(f.n_controls, 10000);
+    page_form_done(&f);
+    page_free(p);
+    p = parse_repeated("<form action=/x>", "<select name=s%d></select>", 10001, "</form>", NULL);
+    memset(&f, 0x5a, sizeof(f));
+    err[0] = '\0';
+    assert_int_equal(page_find_form(p, "//form", &f, err, sizeof(err)), APBOT_E_LIMIT);
+    assert_non_null(strstr(err, "has more selects or options than apbot reads"));
+    assert_int_equal(f.n, (size_t)0x5a5a5a5a5a5a5a5aULL);
+    page_free(p);
+
+    p = parse_repeated("<form action=/x><select name=s>", "<option>%d", 200000, "</select></form>",
+                       NULL);
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.selects[0].n_options, 200000);
+    assert_string_equal(f.selects[0].options[199999].label, "199999");
+    assert_string_equal(field(&f, "s"), "0");
+    page_form_done(&f);
+    page_free(p);
+    p = parse_repeated("<form action=/x><select name=s>", "<option>%d", 200001, "</select></form>",
+                       NULL);
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_E_LIMIT);
+    page_free(p);
+
+    size_t len;
+    p = parse_repeated("<form action=/x>", "<input type=radio name=r checked value=%0200d>", 20000,
+                       "</form>", &len);
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.n, 1);
+    assert_int_equal(strlen(field(&f, "r")), 200);
+    assert_true(strncmp(field(&f, "r") + 195, "19999", 5) == 0);
+    if (page_form_bytes(&f) > 64 * 1024) /* 4 MB of values were unchecked on the way */
+        fail_msg("a form of one radio holds %zu bytes", page_form_bytes(&f));
+    page_form_done(&f);
+    page_free(p);
+}
+
+/* A value set from the form's own strings (its current value, another field's value, an
+ * option's) is copied before the old one goes; a zeroed form takes a control. */
+static void test_page_form_set_from_itself(void **state)
+{
+    (void)state;
+    struct page *p = parse_str(classic_form, BASE "/ap.pl?action=add");
+    struct page_form f;
+    char got[1024];
+
+    assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "memo", field(&f, "memo")), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "vendor", field(&f, "form_id")), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "amount_1", f.selects[0].options[2].label), APBOT_OK);
+    fields_str(&f, got, sizeof(got));
+    assert_string_equal(got, "form_id=f1&vendor=f1&memo=m&currency=EUR&account_1=&amount_1="
+                             "Swiss franc");
+    page_form_done(&f);
+
+    struct page_form z;
+    memset(&z, 0, sizeof(z));
+    assert_int_equal(page_form_set(&z, "a", "1"), APBOT_E_NOTFOUND);
+    assert_int_equal(page_form_add(&z, "a", "1"), APBOT_OK);
+    assert_int_equal(page_form_set(&z, "a", "2"), APBOT_OK);
+    fields_str(&z, got, sizeof(got));
+    assert_string_equal(got, "a=2");
+    page_form_done(&z);
+    page_free(p);
+}
+
 /* An option's or a textarea's text is its content whatever the markup inside (several text
  * nodes, elements, comments, entities), as libxml2's xmlNodeGetContent gives it. */
 static void test_page_form_text_content(void **state)
@@ -2602,6 +2900,35 @@ static void test_page_form_text_content(void **state)
     page_free(p);
 }
 
+#ifdef PAGE_TEST_ASAN
+/* Under AddressSanitizer the form's memory is poisoned where a stale pointer would read: a
+ * replaced value, the byte after a value, and everything after page_form_done. */
+static void test_page_form_poisoned(void **state)
+{
+    (void)state;
+    struct page *p = parse_str(classic_form, BASE "/ap.pl?action=add");
+    struct page_form f;
+
+    assert_int_equal(page_find_form(p, "//form[@name='invoice']", &f, NULL, 0), APBOT_OK);
+    const char *memo = field(&f, "memo");
+    assert_false(__asan_address_is_poisoned(memo));
+    assert_true(__asan_address_is_poisoned(memo + strlen(memo) + 1));
+    assert_true(__asan_address_is_poisoned(f.names[0] + strlen(f.names[0]) + 1));
+    assert_int_equal(page_form_set(&f, "memo", "new"), APBOT_OK);
+    assert_true(__asan_address_is_poisoned(memo));
+    /* a value of 8 bytes, NUL included, and the value set after it: a gap between them */
+    assert_int_equal(page_form_set(&f, "vendor", "1234567"), APBOT_OK);
+    assert_int_equal(page_form_set(&f, "amount_1", "1"), APBOT_OK);
+    assert_true(__asan_address_is_poisoned(field(&f, "vendor") + 8));
+    const char *name = f.names[0], *value = f.values[0], *option = f.selects[0].options[0].label;
+    page_form_done(&f);
+    assert_true(__asan_address_is_poisoned(name));
+    assert_true(__asan_address_is_poisoned(value));
+    assert_true(__asan_address_is_poisoned(option));
+    page_free(p);
+}
+#endif
+
 static void test_page_bad_arguments(void **state)
 {
     (void)state;
@@ -2625,7 +2952,15 @@ int main(void)
         cmocka_unit_test(test_page_radio_group_one_value),
         cmocka_unit_test(test_page_disabled_fieldset),
         cmocka_unit_test(test_page_form_has_and_add),
+        cmocka_unit_test(test_page_form_wipes_values),
+        cmocka_unit_test(test_page_form_many_changes_bounded),
+        cmocka_unit_test(test_page_form_large),
+        cmocka_unit_test(test_page_form_limits),
+        cmocka_unit_test(test_page_form_set_from_itself),
         cmocka_unit_test(test_page_form_text_content),
+#ifdef PAGE_TEST_ASAN
+        cmocka_unit_test(test_page_form_poisoned),
+#endif
         cmocka_unit_test(test_page_rule_text_table),
         cmocka_unit_test(test_page_rule_text_forged_banners),
         cmocka_unit_test(test_page_rule_text_2mb),

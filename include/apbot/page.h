@@ -30,12 +30,24 @@ struct page_select {
     size_t n_options;
 };
 
-/* A form as a browser would submit it: successful controls in document order. */
+struct page_form_mem;
+
+/*
+ * A form as a browser would submit it: successful controls in document order.
+ *
+ * Ownership: every string and array here is the form's own, in memory page.c keeps for it
+ * (f->mem) and releases, all of it at once, in page_form_done. Callers only read: never free,
+ * change or keep a pointer past page_form_done (copy what must outlive the form). The arrays
+ * and the values may move when the form changes (page_form_set, _select, _press, _add): read
+ * them again after such a call. The other strings (names, action, method, buttons, controls,
+ * selects and their options) stay where they are until page_form_done. A zeroed form is an
+ * empty one.
+ */
 struct page_form {
     char *action;  /* resolved absolute URL */
     char *method;  /* "GET" or "POST" (upper case) */
-    char **names;  /* field names, heap */
-    char **values; /* field values, heap; select = selected (else first) option */
+    char **names;  /* field names (a control's or button's name) */
+    char **values; /* field values; select = selected (else first) option */
     bool *hidden;  /* type=hidden */
     size_t n;
     /* Submit buttons (not submitted unless pressed): <input type=submit|image> and <button>
@@ -52,8 +64,10 @@ struct page_form {
     size_t n_controls;
     struct page_select *selects; /* every select control, in document order */
     size_t n_selects;
+    struct page_form_mem *mem; /* where all of the above lives (page.c's; hands off) */
 };
-/* Frees everything and zeroes *f; values are wiped first (a set value may be a password). */
+/* Frees everything and zeroes *f; values are wiped first (a set value may be a password, and
+ * a value replaced or removed earlier was wiped then). NULL, or a zeroed form, is fine. */
 void page_form_done(struct page_form *f);
 
 /* How page_form_select finds an option. */
