@@ -60,9 +60,12 @@
 
 #define PAGE_RAW_KEEP 1024 /* bytes of the raw body kept for the excerpt of a textless page */
 
+/* A page and its url and raw bytes are one block, carved from the page's arena (dropped with
+ * it) or, without one, from the heap. */
 struct page {
     htmlDocPtr doc;
-    struct xmlarena *arena; /* holds doc (dropped with it), or NULL: doc is freed on its own */
+    struct xmlarena *arena; /* holds doc and the page (dropped with them), or NULL: doc is
+                             * freed on its own */
     char *url;              /* NULL when parsed without one */
     char *raw;              /* the first PAGE_RAW_KEEP bytes of the body, as received */
     size_t raw_len;
@@ -368,16 +371,24 @@ int page_parse(const char *body, size_t len, const char *url, struct page **ret,
     xmlarena_end(arena);
     page_quiet_end(&q);
 
-    struct page *p = apbot_xcalloc(1, sizeof(*p));
+    size_t url_size = url ? strlen(url) + 1 : 0;
+    size_t raw_len = len < PAGE_RAW_KEEP ? len : PAGE_RAW_KEEP;
+    size_t size = sizeof(struct page) + url_size + raw_len + 1;
+    struct page *p = arena ? xmlarena_alloc(arena, size) : apbot_xmalloc(size);
+    memset(p, 0, sizeof(*p));
     p->doc = doc;
     p->arena = arena;
     p->ids_later = ids_later;
-    p->url = url ? apbot_xstrdup(url) : NULL;
-    p->raw_len = len < PAGE_RAW_KEEP ? len : PAGE_RAW_KEEP;
-    p->raw = apbot_xmalloc(p->raw_len + 1);
-    if (p->raw_len)
-        memcpy(p->raw, body, p->raw_len);
-    p->raw[p->raw_len] = '\0';
+    char *tail = (char *)(p + 1);
+    if (url) {
+        memcpy(tail, url, url_size);
+        p->url = tail;
+    }
+    p->raw = tail + url_size;
+    p->raw_len = raw_len;
+    if (raw_len)
+        memcpy(p->raw, body, raw_len);
+    p->raw[raw_len] = '\0';
     *ret = p;
     return APBOT_OK;
 }
@@ -390,12 +401,12 @@ void page_free(struct page *p)
         xmlFreeIDTable(p->doc->ids); /* heap blocks that point into the arena */
         p->doc->ids = NULL;
     }
-    if (p->arena)
-        xmlarena_free(p->arena); /* the document with it */
-    else if (p->doc)
+    if (p->arena) {
+        xmlarena_free(p->arena); /* the document and p with it */
+        return;
+    }
+    if (p->doc)
         xmlFreeDoc(p->doc);
-    free(p->url);
-    free(p->raw);
     free(p);
 }
 

@@ -3,11 +3,12 @@
  *
  * Every block starts with a 16-byte header (its size and where it lives), so that free and
  * realloc know what they hold whatever the thread's mode is at that moment; 16 bytes keep
- * malloc's alignment for what follows. Arena blocks are carved from chunks, newest chunk
- * first; a free or a realloc of the block carved last on the active arena gives back or
- * takes space in place (the parser's buffers grow that way), any other arena free is left to
- * xmlarena_free. A header that is neither tag is a block this allocator never gave out: that
- * is a bug (memory from another allocator handed to libxml2), and it aborts.
+ * malloc's alignment for what follows. An arena's own struct is the start of its first
+ * chunk. Arena blocks are carved from chunks, newest chunk first; a free or a realloc of the
+ * block carved last on the active arena gives back or takes space in place (the parser's
+ * buffers grow that way), any other arena free is left to xmlarena_free. A header that is
+ * neither tag is a block this allocator never gave out: that is a bug (memory from another
+ * allocator handed to libxml2), and it aborts.
  *
  * Out-of-memory: libxml2 is told (NULL) and fails the parse, as with malloc; xmlarena_begin
  * itself aborts (mem.h).
@@ -24,8 +25,6 @@
 
 #include <libxml/parser.h>
 #include <libxml/xmlmemory.h>
-
-#include "apbot/mem.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define XA_ASAN 1
@@ -311,11 +310,23 @@ int xmlarena_installed(void)
     return xa_on;
 }
 
+/* The bytes of a chunk the arena's own struct takes (the first chunk's first bytes). */
+#define XA_SELF ((sizeof(struct xmlarena) + 15) & ~(size_t)15)
+
 struct xmlarena *xmlarena_begin(void)
 {
     if (!xa_on || xa_cur)
         return NULL;
-    struct xmlarena *a = apbot_xcalloc(1, sizeof(*a));
+    /* The arena lives at the start of its first chunk, mostly one the thread kept: no heap
+     * block of its own. */
+    struct xmlarena self = {0};
+    struct xa_chunk *c = xa_chunk_add(&self, XA_SELF);
+    if (!c)
+        abort(); /* mem.h's policy */
+    XA_UNPOISON(c->data, XA_SELF);
+    c->used = XA_SELF;
+    struct xmlarena *a = (struct xmlarena *)(void *)c->data;
+    *a = self;
     xa_cur = a;
     return a;
 }
@@ -332,13 +343,23 @@ void xmlarena_free(struct xmlarena *a)
         return;
     if (xa_cur == a)
         xa_cur = NULL;
-    while (a->head) {
-        struct xa_chunk *c = a->head;
-        a->head = c->next;
+    /* a is in the last chunk of the list (its first): not read once that one goes */
+    for (struct xa_chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
         XA_POISON(c->data, c->cap);
         xa_spare_put(c);
     }
-    free(a);
+}
+
+void *xmlarena_alloc(struct xmlarena *a, size_t n)
+{
+    size_t need = xa_need(n);
+    if (!need)
+        abort(); /* a size gone wrong */
+    struct xa_chunk *c = a->head;
+    if (c->cap - c->used < need && !(c = xa_chunk_add(a, need)))
+        abort(); /* mem.h's policy */
+    return xa_carve(a, c, n, need);
 }
 
 size_t xmlarena_bytes(const struct xmlarena *a)

@@ -5,8 +5,9 @@
  * last block shrinks and grows in place; another thread allocates on the heap while this one
  * has an arena; a parse in an arena leaves no per-thread error behind; a 3 MB page grows the
  * arena past its first chunks and goes back in one step; page_parse and its queries on many
- * pages in a row. Under AddressSanitizer (make test's second pass) a use of released arena
- * memory would stop the test.
+ * pages in a row; blocks carved from an arena that is not active (xmlarena_alloc), and an
+ * arena that holds nothing but itself. Under AddressSanitizer (make test's second pass) a use of
+ * released arena memory would stop the test.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,6 +80,33 @@ static void test_blocks_and_frees(void **state)
     xmlFree(after);
     assert_int_equal(heap[4999], 'h');
     xmlFree(heap);
+}
+
+static void test_alloc_outside_the_arena(void **state)
+{
+    (void)state;
+    struct xmlarena *a = xmlarena_begin();
+    assert_non_null(a);
+    char *tree = xmlMalloc(100); /* what the parse made */
+    memset(tree, 't', 100);
+    xmlarena_end(a);
+    size_t bytes = xmlarena_bytes(a);
+    char *small = xmlarena_alloc(a, 100), *big = xmlarena_alloc(a, 300 * 1024);
+    assert_int_equal((uintptr_t)small % 16, 0);
+    assert_int_equal((uintptr_t)big % 16, 0);
+    memset(small, 's', 100);
+    memset(big, 'b', 300 * 1024);
+    assert_true(xmlarena_bytes(a) >= bytes + 300 * 1024); /* a chunk of its own */
+    struct xmlarena *next = xmlarena_begin(); /* the thread is off any arena: a next page */
+    assert_non_null(next);
+    xmlarena_free(next);
+    assert_int_equal(small[99], 's');
+    assert_int_equal(big[300 * 1024 - 1], 'b');
+    assert_int_equal(tree[0], 't');
+    xmlarena_free(a);
+    /* an arena that holds nothing but itself goes back as well */
+    for (int i = 0; i < 100; i++)
+        xmlarena_free(xmlarena_begin());
 }
 
 struct other {
@@ -178,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_installed),
         cmocka_unit_test(test_blocks_and_frees),
         cmocka_unit_test(test_other_thread_on_heap),
+        cmocka_unit_test(test_alloc_outside_the_arena),
         cmocka_unit_test(test_parse_in_arena_leaves_no_error),
         cmocka_unit_test(test_big_page),
         cmocka_unit_test(test_many_pages),

@@ -21,8 +21,9 @@
  *   its arena, never with xmlFreeDoc;
  * - an arena is used by one thread at a time.
  * Memory: an arena grows in chunks as the parser asks (the page's size is bounded by the
- * flow's max-body-bytes); each thread keeps up to 256 KiB of released chunks for its next
- * pages. Under AddressSanitizer, released arena memory is poisoned.
+ * flow's max-body-bytes), and holds itself in its first; each thread keeps up to 256 KiB of
+ * released chunks for its next pages, so that a page mostly costs no heap block at all. Under
+ * AddressSanitizer, released arena memory is poisoned.
  */
 #ifndef APBOT_XMLARENA_H
 #define APBOT_XMLARENA_H
@@ -45,6 +46,13 @@ void xmlarena_end(struct xmlarena *a);
 
 /* Releases everything allocated in the arena, and the arena. NULL does nothing. */
 void xmlarena_free(struct xmlarena *a);
+
+/*
+ * n bytes (16-byte aligned) carved from a, active or not, released with it by xmlarena_free
+ * (and only then: never pass them to free or xmlFree). For what lives exactly as long as the
+ * page besides its tree (page.c's struct page). Never NULL: aborts on out-of-memory (mem.h).
+ */
+void *xmlarena_alloc(struct xmlarena *a, size_t n);
 
 /* Bytes the arena holds in chunks (for tests and bounds). */
 size_t xmlarena_bytes(const struct xmlarena *a);
