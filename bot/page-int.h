@@ -52,8 +52,9 @@ unsigned long page_fast_probe_parses(void);
  * The node set libxml2's XPath evaluation of xpath gives with node as context (NULL: the
  * document), when xpath is one of the location paths page.c evaluates itself (page.c,
  * "XPath: the flows' location paths") and the tree one it walks; NULL for anything else, which
- * libxml2 then evaluates. Free with xmlXPathFreeObject. For page.c, and for test_page, which
- * holds it to libxml2's own evaluation.
+ * libxml2 then evaluates. Free with xmlXPathFreeObject. page.c's queries run the same walk
+ * into a node set of their own (on the stack while small); this copy of it into libxml2's
+ * object is for test_page and fuzz_page_fast, which hold it to libxml2's own evaluation.
  */
 xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath);
 

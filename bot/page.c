@@ -680,7 +680,70 @@ static int page_step_test(xmlNodePtr el, const struct page_step *st)
  * passes step k when it passes its test and its parent (child step) or some ancestor
  * (descendant step) holds bit k - 1. Subtrees where no step can match are not entered.
  */
-static bool page_path_walk(const struct page_path *pp, xmlNodePtr ctx, xmlNodeSetPtr set)
+/*
+ * The node set of a path page.c evaluates itself: an XPath object for libxml2's readers
+ * (xmlXPathCastToString sorts nodeTab in place, _ToBoolean reads nodeNr), held by the caller,
+ * with room for PAGE_NODES_ROOM nodes in place and a heap array past them. Its nodes were
+ * three heap blocks from libxml2 (xmlXPathNodeSetCreate, _WrapNodeSet, the first
+ * _AddUnique) made and freed for every query after the parse, outside any arena. Never given
+ * to xmlXPathFreeObject: page_obj_free.
+ */
+#define PAGE_NODES_ROOM 16
+#define PAGE_NODES_MAX 10000000 /* libxml2's XPATH_MAX_NODESET_LENGTH: past it, out of memory */
+
+struct page_nodes {
+    xmlXPathObject obj;
+    xmlNodeSet set;
+    xmlNodePtr room[PAGE_NODES_ROOM];
+};
+
+static xmlXPathObjectPtr page_nodes_init(struct page_nodes *ns)
+{
+    memset(&ns->obj, 0, sizeof(ns->obj));
+    ns->obj.type = XPATH_NODESET;
+    ns->obj.nodesetval = &ns->set;
+    ns->set.nodeNr = 0;
+    ns->set.nodeMax = PAGE_NODES_ROOM;
+    ns->set.nodeTab = ns->room;
+    return &ns->obj;
+}
+
+/* Appends n, as xmlXPathNodeSetAddUnique does with an element or an attribute. */
+static void page_nodes_add(struct page_nodes *ns, xmlNodePtr n)
+{
+    xmlNodeSetPtr set = &ns->set;
+    if (set->nodeNr == set->nodeMax) {
+        if (set->nodeMax >= PAGE_NODES_MAX)
+            abort(); /* libxml2 fails there as out of memory (mem.h's policy) */
+        size_t max = (size_t)set->nodeMax * 2;
+        xmlNodePtr *tab = apbot_xmalloc(max * sizeof(*tab));
+        memcpy(tab, set->nodeTab, (size_t)set->nodeNr * sizeof(*tab));
+        if (set->nodeTab != ns->room)
+            free(set->nodeTab);
+        set->nodeTab = tab;
+        set->nodeMax = (int)max;
+    }
+    set->nodeTab[set->nodeNr++] = n;
+}
+
+/* Frees what ns holds (not ns). */
+static void page_nodes_done(struct page_nodes *ns)
+{
+    if (ns->set.nodeTab != ns->room)
+        free(ns->set.nodeTab);
+    ns->set.nodeTab = ns->room;
+}
+
+/* Frees obj: page_eval's or page_path_run's result, ns the node set it was given. */
+static void page_obj_free(xmlXPathObjectPtr obj, struct page_nodes *ns)
+{
+    if (obj == &ns->obj)
+        page_nodes_done(ns);
+    else if (obj)
+        xmlXPathFreeObject(obj);
+}
+
+static bool page_path_walk(const struct page_path *pp, xmlNodePtr ctx, struct page_nodes *ns)
 {
     unsigned at[PAGE_PATH_DEPTH], up[PAGE_PATH_DEPTH];
     unsigned desc = 0, last = 1u << pp->n;
@@ -736,42 +799,50 @@ static bool page_path_walk(const struct page_path *pp, xmlNodePtr ctx, xmlNodeSe
         if (n->type != XML_ELEMENT_NODE)
             up[d] = at[d] = 0; /* nothing below it */
         if (at[d] & last) {
-            if (!pp->attr && xmlXPathNodeSetAddUnique(set, n) < 0)
-                abort(); /* out of memory (mem.h's policy) */
+            if (!pp->attr)
+                page_nodes_add(ns, n);
             for (xmlAttrPtr a = pp->attr ? n->properties : NULL; a; a = a->next)
-                if (page_name_is(a->name, pp->attr, pp->attr_len) && (!a->ns || !a->ns->prefix) &&
-                    xmlXPathNodeSetAddUnique(set, (xmlNodePtr)a) < 0)
-                    abort(); /* as above */
+                if (page_name_is(a->name, pp->attr, pp->attr_len) && (!a->ns || !a->ns->prefix))
+                    page_nodes_add(ns, (xmlNodePtr)a);
         }
     }
 }
 
-/* pp evaluated with node as context (NULL: the document), as page_path_eval. */
-static xmlXPathObjectPtr page_path_run(const struct page_path *pp, xmlDocPtr doc, xmlNodePtr node)
+/* pp evaluated with node as context (NULL: the document), as page_path_eval, into ns: its
+ * object (free with page_obj_free), or NULL (ns holds nothing then). */
+static xmlXPathObjectPtr page_path_run(const struct page_path *pp, xmlDocPtr doc, xmlNodePtr node,
+                                       struct page_nodes *ns)
 {
     xmlNodePtr ctx = pp->absolute || !node ? (xmlNodePtr)doc : node;
     if (ctx->type != XML_ELEMENT_NODE && ctx->type != XML_DOCUMENT_NODE &&
         ctx->type != XML_HTML_DOCUMENT_NODE)
         return NULL;
-    xmlNodeSetPtr set = xmlXPathNodeSetCreate(NULL);
-    if (!set)
-        abort(); /* out of memory (mem.h's policy) */
-    if (!page_path_walk(pp, ctx, set)) {
-        xmlXPathFreeNodeSet(set);
+    xmlXPathObjectPtr obj = page_nodes_init(ns);
+    if (!page_path_walk(pp, ctx, ns)) {
+        page_nodes_done(ns);
         return NULL;
     }
-    xmlXPathObjectPtr obj = xmlXPathWrapNodeSet(set);
-    if (!obj)
-        abort(); /* as above */
     return obj;
 }
 
 xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath)
 {
     struct page_path pp;
-    if (!doc || !xpath || !page_path_read(xpath, &pp))
+    struct page_nodes ns;
+    if (!doc || !xpath || !page_path_read(xpath, &pp) || !page_path_run(&pp, doc, node, &ns))
         return NULL;
-    return page_path_run(&pp, doc, node);
+    /* libxml2's own object, as its evaluation makes it (for test_page and the fuzz target) */
+    xmlNodeSetPtr set = xmlXPathNodeSetCreate(NULL);
+    if (!set)
+        abort(); /* out of memory (mem.h's policy) */
+    for (int i = 0; i < ns.set.nodeNr; i++)
+        if (xmlXPathNodeSetAddUnique(set, ns.set.nodeTab[i]) < 0)
+            abort(); /* as above */
+    page_nodes_done(&ns);
+    xmlXPathObjectPtr obj = xmlXPathWrapNodeSet(set);
+    if (!obj)
+        abort(); /* as above */
+    return obj;
 }
 
 /*
@@ -791,11 +862,14 @@ static void page_ids(const struct page *cp)
     p->ids_heap = p->arena && p->doc->ids;
 }
 
-/* Evaluates xpath with node as context (NULL = the document). NULL on error, e filled. */
+/* Evaluates xpath with node as context (NULL = the document): ns's object or libxml2's (free
+ * either with page_obj_free). NULL on error, e filled. */
 static xmlXPathObjectPtr page_eval(const struct page *p, xmlXPathContextPtr x, xmlNodePtr node,
-                                   const char *xpath, struct page_xerr *e)
+                                   const char *xpath, struct page_xerr *e, struct page_nodes *ns)
 {
-    xmlXPathObjectPtr obj = page_path_eval(x->doc, node, xpath);
+    struct page_path pp;
+    xmlXPathObjectPtr obj =
+        page_path_read(xpath, &pp) ? page_path_run(&pp, x->doc, node, ns) : NULL;
     if (obj)
         return obj;
     page_ids(p);
@@ -837,20 +911,21 @@ bool page_has(const struct page *p, const char *xpath)
 {
     struct page_quiet q;
     struct page_xerr e;
+    struct page_nodes ns;
     bool has = false;
 
     if (!p || !xpath)
         return false;
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e);
+    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e, &ns);
     if (obj) {
         if (obj->type == XPATH_NODESET)
             has = obj->nodesetval && obj->nodesetval->nodeNr > 0;
         else
             has = xmlXPathCastToBoolean(obj) != 0;
     }
-    xmlXPathFreeObject(obj);
+    page_obj_free(obj, &ns);
     page_quiet_end(&q);
     return has;
 }
@@ -859,14 +934,15 @@ char *page_string(const struct page *p, const char *xpath)
 {
     struct page_quiet q;
     struct page_xerr e;
+    struct page_nodes ns;
 
     if (!p || !xpath)
         return NULL;
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e);
+    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e, &ns);
     char *out = page_obj_string(obj);
-    xmlXPathFreeObject(obj);
+    page_obj_free(obj, &ns);
     page_quiet_end(&q);
     return out;
 }
@@ -886,6 +962,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
     struct page_xerr e;
     struct page_col *cols = NULL;
     char **cells = NULL;
+    struct page_nodes rows_ns, cell_ns;
     xmlXPathObjectPtr rows = NULL;
     size_t n_rows = 0;
     int rc = APBOT_OK;
@@ -909,7 +986,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
             goto out;
         }
     }
-    rows = page_eval(p, x, NULL, rows_xpath, &e);
+    rows = page_eval(p, x, NULL, rows_xpath, &e, &rows_ns);
     if (!rows) {
         page_set_err(err, errlen, "rows XPath", e.msg);
         rc = APBOT_E_INVAL;
@@ -925,7 +1002,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
         for (size_t c = 0; c < n_cols; c++) {
             xmlXPathObjectPtr v = NULL;
             if (cols[c].is_path)
-                v = page_path_run(&cols[c].path, p->doc, row);
+                v = page_path_run(&cols[c].path, p->doc, row, &cell_ns);
             if (!v && !cols[c].comp) {
                 page_ids(p);
                 cols[c].comp = xmlXPathCtxtCompile(x, BAD_CAST col_xpaths[c]);
@@ -937,7 +1014,7 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
                 v = xmlXPathCompiledEval(cols[c].comp, x);
             }
             cells[c] = page_obj_string(v);
-            xmlXPathFreeObject(v);
+            page_obj_free(v, &cell_ns);
         }
         n_rows++;
         int frc = fn ? fn(ctx, (const char *const *)cells, n_cols) : 0;
@@ -958,7 +1035,7 @@ out:
             xmlXPathFreeCompExpr(cols[c].comp);
     free(cols);
     free(cells);
-    xmlXPathFreeObject(rows);
+    page_obj_free(rows, &rows_ns);
     page_quiet_end(&q);
     return rc;
 }
@@ -1612,6 +1689,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
     struct page_quiet q;
     struct page_xerr e;
     struct form_build fb;
+    struct page_nodes ns;
     xmlNodePtr form = NULL;
     char *own_id = NULL;
     int rc = APBOT_OK;
@@ -1622,7 +1700,7 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
 
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e);
+    xmlXPathObjectPtr obj = page_eval(p, x, NULL, xpath, &e, &ns);
     if (!obj) {
         page_set_err(err, errlen, "form XPath", e.msg);
         rc = APBOT_E_INVAL;
@@ -1689,7 +1767,7 @@ out:
         free(fb.radios);
     if (own_id)
         free(own_id);
-    xmlXPathFreeObject(obj);
+    page_obj_free(obj, &ns);
     page_quiet_end(&q);
     return rc;
 }
