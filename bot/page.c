@@ -955,13 +955,16 @@ struct page_col {
     xmlXPathCompExprPtr comp;
 };
 
+/* Columns page_rows keeps on the stack (a flow's tables have 8 or 9); more go to the heap. */
+#define PAGE_ROWS_ROOM 12
+
 int page_rows(const struct page *p, const char *rows_xpath, const char *const *col_xpaths,
               size_t n_cols, page_row_fn fn, void *ctx, size_t *ret_rows, char *err, size_t errlen)
 {
     struct page_quiet q;
     struct page_xerr e;
-    struct page_col *cols = NULL;
-    char **cells = NULL;
+    struct page_col cols_room[PAGE_ROWS_ROOM], *cols = cols_room;
+    char *cells_room[PAGE_ROWS_ROOM], **cells = cells_room;
     struct page_nodes rows_ns, cell_ns;
     xmlXPathObjectPtr rows = NULL;
     size_t n_rows = 0;
@@ -972,8 +975,13 @@ int page_rows(const struct page *p, const char *rows_xpath, const char *const *c
 
     page_quiet_begin(&q);
     xmlXPathContextPtr x = page_xctx_of(p, &e);
-    cols = apbot_xcalloc(n_cols, sizeof(*cols));
-    cells = apbot_xcalloc(n_cols, sizeof(*cells));
+    if (n_cols > PAGE_ROWS_ROOM) {
+        cols = apbot_xcalloc(n_cols, sizeof(*cols));
+        cells = apbot_xcalloc(n_cols, sizeof(*cells));
+    } else {
+        memset(cols, 0, n_cols * sizeof(*cols));
+        memset(cells, 0, n_cols * sizeof(*cells));
+    }
     for (size_t c = 0; c < n_cols; c++) {
         cols[c].is_path = col_xpaths[c] && page_path_read(col_xpaths[c], &cols[c].path);
         if (cols[c].is_path)
@@ -1033,8 +1041,10 @@ out:
     for (size_t c = 0; c < n_cols; c++)
         if (cols[c].comp)
             xmlXPathFreeCompExpr(cols[c].comp);
-    free(cols);
-    free(cells);
+    if (cols != cols_room) {
+        free(cols);
+        free(cells);
+    }
     page_obj_free(rows, &rows_ns);
     page_quiet_end(&q);
     return rc;

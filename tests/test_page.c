@@ -333,6 +333,27 @@ static int collect_row(void *ctx, const char *const *cells, size_t n_cells)
     return 0;
 }
 
+/* collect_row for any number of columns: the cells of column c must be those of column c % 8
+ * of search_cols shifted by 3 (the wide call in test_page_search_rows). */
+static int collect_wide(void *ctx, const char *const *cells, size_t n_cells)
+{
+    struct rows_seen *s = ctx;
+    assert_true(s->n < 8);
+    for (size_t c = 0; c < n_cells; c++) {
+        size_t k = (c + 3) % 8;
+        if (c < 8) {
+            s->null_cell[s->n][k] = cells[c] == NULL;
+            snprintf(s->cells[s->n][k], sizeof(s->cells[0][0]), "%s", cells[c] ? cells[c] : "");
+        } else if (s->null_cell[s->n][k]) {
+            assert_null(cells[c]);
+        } else {
+            assert_string_equal(cells[c], s->cells[s->n][k]);
+        }
+    }
+    s->n++;
+    return 0;
+}
+
 static const char *const search_cols[] = {"td[@class='docNo']",       "td[@class='vendorNo']",
                                           "td[@class='vendorInvNo']", "td[@class='invDate']",
                                           "td[@class='amount']",      "td[@class='currency']",
@@ -384,6 +405,21 @@ static void test_page_search_rows(void **state)
     assert_true(strlen(err) > 0);
     assert_int_equal(page_rows(p, "count(//tr)", search_cols, 8, NULL, NULL, &n_rows, NULL, 0),
                      APBOT_E_INVAL);
+
+    /* more columns than page_rows keeps on its stack (12), a bad one last; the same cells */
+    const char *many[40];
+    for (size_t k = 0; k < 40; k++)
+        many[k] = search_cols[(k + 3) % 8];
+    for (size_t n_cols = 11; n_cols <= 40; n_cols++) {
+        memset(&s, 0, sizeof(s));
+        assert_int_equal(page_rows(p, ROWS, many, n_cols, collect_wide, &s, &n_rows, NULL, 0),
+                         APBOT_OK);
+        assert_int_equal(s.n, 3);
+        many[n_cols - 1] = "td[";
+        assert_int_equal(page_rows(p, ROWS, many, n_cols, collect_wide, &s, &n_rows, NULL, 0),
+                         APBOT_E_INVAL);
+        many[n_cols - 1] = search_cols[(n_cols - 1 + 3) % 8];
+    }
     page_free(p);
 }
 
