@@ -195,20 +195,35 @@ static char *page_collapse_dup(const char *s)
     return out;
 }
 
+/* Whether doc declares attributes in a DTD, whose defaults xmlGetProp and xmlHasProp read for
+ * an element without the attribute. libxml2's HTML parser never declares any (nor does
+ * page_fast.c): this keeps the answers below libxml2's on any tree. */
+static bool page_dtd_attrs(xmlDocPtr doc)
+{
+    return doc && ((doc->intSubset && doc->intSubset->attributes) ||
+                   (doc->extSubset && doc->extSubset->attributes));
+}
+
 /* The attribute's value where it is one text node (or none), as xmlGetProp reads it: in
- * place, with *ok set; *ok false when xmlGetProp must be asked (absent, or several nodes).
- * A form's walk reads several attributes of every control: copying each twice (xmlGetProp,
- * then the heap) was ~2% of an invoice's instructions. */
+ * place, with *ok set; NULL with *ok set when there is no attribute of that name; *ok false
+ * when xmlGetProp must be asked (several nodes, a namespace, a DTD's defaults). A form's walk
+ * reads several attributes of every control, most of them absent: copying each twice
+ * (xmlGetProp, then the heap) was ~2% of an invoice's instructions, asking xmlGetProp about
+ * the absent ones half a percent. */
 static const char *page_prop_plain(xmlNodePtr n, const char *name, bool *ok)
 {
+    bool named = false; /* an attribute of that name in a namespace */
     *ok = false;
     if (!n || n->type != XML_ELEMENT_NODE)
         return NULL;
     for (xmlAttrPtr a = n->properties; a; a = a->next) {
         /* xmlStrEqual's answer, the first letter first */
-        if (a->ns || !a->name || a->name[0] != (xmlChar)name[0] ||
-            strcmp((const char *)a->name, name) != 0)
+        if (!a->name || a->name[0] != (xmlChar)name[0] || strcmp((const char *)a->name, name) != 0)
             continue;
+        if (a->ns) {
+            named = true;
+            continue;
+        }
         xmlNodePtr c = a->children;
         if (!c) {
             *ok = true;
@@ -220,6 +235,7 @@ static const char *page_prop_plain(xmlNodePtr n, const char *name, bool *ok)
         }
         return NULL;
     }
+    *ok = !named && !page_dtd_attrs(n->doc); /* none: xmlGetProp's NULL */
     return NULL;
 }
 
@@ -252,9 +268,17 @@ static const char *page_prop_ref(xmlNodePtr n, const char *name, char **ret_own)
     return *ret_own;
 }
 
+/* xmlHasProp(n, name) != NULL: an attribute of that name in any namespace, or a DTD's default
+ * (libxml2 is asked when the document declares any). A form's walk asks this four or five times
+ * of every control. */
 static bool page_has_prop(xmlNodePtr n, const char *name)
 {
-    return xmlHasProp(n, BAD_CAST name) != NULL;
+    if (!n || n->type != XML_ELEMENT_NODE)
+        return false;
+    for (xmlAttrPtr a = n->properties; a; a = a->next)
+        if (a->name && a->name[0] == (xmlChar)name[0] && strcmp((const char *)a->name, name) == 0)
+            return true;
+    return page_dtd_attrs(n->doc) && xmlHasProp(n, BAD_CAST name) != NULL;
 }
 
 static bool page_prop_is(xmlNodePtr n, const char *name, const char *value)

@@ -2907,6 +2907,46 @@ static void test_page_form_set_from_itself(void **state)
     page_free(p);
 }
 
+/* A control's attributes are told apart by their whole names, in any order, however many share
+ * a first letter with the ones a form reads (checked, disabled, selected, multiple, value, type,
+ * name, form, label); an empty or valueless one counts as there. */
+static void test_page_form_attribute_names(void **state)
+{
+    (void)state;
+    static const char html[] =
+        "<form id=f action=/x><fieldset data-disabled=1 dir=ltr>"
+        "<input class=c name=c1 type=checkbox value=1 checksum=2>"
+        "<input name=c2 type=checkbox checked=''>"
+        "<input data-x=1 name=d1 dir=rtl value=v1 valign=top>"
+        "<input name=d2 disabled=''><input nam=n1 name=n2 value=v2 valu=x typ=hidden>"
+        "<input name=d3 disabledx value=v3 formaction=/y form-x=1>"
+        "<select name=s1 size=3 style=x><option style=y value=a>A"
+        "<option value=b selected=selected>B</select>"
+        "<select name=s2 multiple maxlength=3><option selected value=m1>M1"
+        "<option sel value=m2>M2<option selected value=m3 label=L3 lang=en>M3</select>"
+        "<select name=s3 max=1><option value=t1 selected><option selected value=t2 lab=z>T</select>"
+        "<input name=h type=hidden types=text value=hv>"
+        "</fieldset></form>";
+    struct page *p = parse_str(html, BASE "/");
+    struct page_form f;
+    char got[1024];
+
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    fields_str(&f, got, sizeof(got));
+    assert_string_equal(got, "c2=on&d1=v1&n2=v2&d3=v3&s1=b&s2=m1&s2=m3&s3=t2&h=hv");
+    assert_true(f.hidden[f.n - 1]);
+    assert_false(f.hidden[2]);
+    assert_false(f.selects[0].multiple);
+    assert_true(f.selects[1].multiple);
+    assert_false(f.selects[2].multiple);
+    assert_string_equal(f.selects[1].options[2].label, "L3");
+    assert_string_equal(f.selects[2].options[1].label, "T");
+    assert_true(page_form_has(&f, "c1"));
+    assert_false(page_form_has(&f, "d2"));
+    page_form_done(&f);
+    page_free(p);
+}
+
 /* An option's or a textarea's text is its content whatever the markup inside (several text
  * nodes, elements, comments, entities), as libxml2's xmlNodeGetContent gives it. */
 static void test_page_form_text_content(void **state)
@@ -2994,6 +3034,7 @@ int main(void)
         cmocka_unit_test(test_page_form_limits),
         cmocka_unit_test(test_page_form_set_from_itself),
         cmocka_unit_test(test_page_form_text_content),
+        cmocka_unit_test(test_page_form_attribute_names),
 #ifdef PAGE_TEST_ASAN
         cmocka_unit_test(test_page_form_poisoned),
 #endif
