@@ -46,7 +46,7 @@ struct page_form_mem;
 struct page_form {
     char *action;  /* resolved absolute URL */
     char *method;  /* "GET" or "POST" (upper case) */
-    char **names;  /* field names (a control's or button's name) */
+    char **names;  /* field names (a control's or button's; name.x, name.y of an image) */
     char **values; /* field values; select = selected (else first) option */
     bool *hidden;  /* type=hidden */
     size_t n;
