@@ -42,7 +42,11 @@
 #define XA_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define XA_CHUNK_FIRST (64 * 1024) /* a 4-5 KB entry form parses into about 50 KB */
+/* A 4-5 KB entry form parses into 50-70 KB (the first chunk holds the arena too): one chunk
+ * for it. With 64 KB the entry form took a 128 KB second chunk, and with two pages alive at
+ * once (a step's form and its answer) the thread's kept chunks (XA_SPARE_MAX) could not hold
+ * them all, so a 128 KB chunk went back to malloc and came again once per invoice. */
+#define XA_CHUNK_FIRST (128 * 1024)
 #define XA_CHUNK_MAX                                                                               \
     (1024 * 1024) /* later chunks grow twofold up to this (a block may be larger) */
 
@@ -78,9 +82,9 @@ static int xa_on;                             /* the allocator is installed */
 
 /* ---- released chunks, kept per thread for the next page ----------------------------------
  *
- * A 4.5 KB entry form takes the first chunk and the next one; freeing them for every page
- * made malloc hand the memory back to the system (madvise) and fault it in again. Each
- * thread keeps what its last pages released, up to XA_SPARE_MAX bytes, newest first. */
+ * Freeing a page's chunks for every page made malloc hand the memory back to the system
+ * (madvise) and fault it in again. Each thread keeps what its last pages released, up to
+ * XA_SPARE_MAX bytes (two first chunks: the two pages a step has alive), newest first. */
 
 #define XA_SPARE_MAX (256 * 1024)
 
