@@ -3,7 +3,8 @@
  *
  * For each scenario it prints one table, one row per concurrency setting (fixed 1, 2, 4, 8,
  * 16 and `auto` by default). Each row is a fresh run: the simulator starts in-process (admin
- * on, seed 7) on the scenario, a fresh queue gets more invoices than the row can post, and
+ * on, seed 7) on the scenario, a fresh queue gets more invoices than the row can post (by
+ * that apbot's own `enqueue`, so that an older binary finds a queue of its own schema), and
  * the real `apbot run --concurrency C --max-seconds T` works on it through a copy of
  * flows/acme.xml whose policy allows 16 sessions. The queue never runs dry, so every row
  * measures the steady state of T seconds, not a tail of reconciliations; the stop hands
@@ -63,7 +64,6 @@
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
-#include "apbot/store.h"
 #include "sim.h"
 
 #define MAX_ROWS 8
@@ -267,51 +267,61 @@ static int max_slots(const struct scenario *sc)
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
-static int enqueue(const char *db, int n, const char *prefix)
+/* The source tree (--src): the vendor map `apbot enqueue` reads. */
+static const char *g_src = ".";
+
+/*
+ * Fills a fresh queue with n invoices through `apbot enqueue` of the binary under test (a
+ * CSV of the invoices, vendor map from fixtures/): the queue then has that binary's own
+ * schema, so an older apbot (BENCH_BEFORE) runs on a queue it can open. 12 currencies of
+ * three exponents, one line each.
+ */
+static int enqueue(const char *apbot, const char *dir, const char *db, int n, const char *prefix)
 {
     static const char *const currencies[] = {"EUR", "EUR", "EUR", "USD", "EUR", "GBP",
                                              "EUR", "JPY", "EUR", "KWD", "EUR", "CHF"};
-    char err[APBOT_ERR_LEN];
-    struct store *st = NULL;
-    if (store_open(db, &st, err, sizeof(err)) != APBOT_OK ||
-        store_begin(st, err, sizeof(err)) != APBOT_OK) {
-        fprintf(stderr, "bench-run: %s\n", err);
-        store_close(st);
+    char csv[300], vendors[600];
+    snprintf(csv, sizeof(csv), "%s/invoices.csv", dir);
+    snprintf(vendors, sizeof(vendors), "%s/fixtures/invoices/vendors.csv", g_src);
+    FILE *f = fopen(csv, "w");
+    if (!f) {
+        fprintf(stderr, "bench-run: %s: %s\n", csv, strerror(errno));
         return -1;
     }
+    fprintf(f, "vendor_id,invoice_number,invoice_date,currency,line_description,"
+               "line_gl_account,line_net,line_tax\n");
     for (int i = 0; i < n; i++) {
-        struct invoice inv;
-        struct invoice_line line;
-        char vendor[16], number[64];
-        invoice_init(&inv);
-        snprintf(vendor, sizeof(vendor), "%d", 100001 + i % 40);
-        snprintf(number, sizeof(number), "%s-%06d", prefix, i + 1);
-        invoice_set_str(&inv.vendor_id, vendor);
-        invoice_set_str(&inv.invoice_number, number);
-        inv.doc_type = INVOICE_DOC_INVOICE;
-        snprintf(inv.issue_date, sizeof(inv.issue_date), "2026-11-%02d", 1 + i % 28);
-        snprintf(inv.currency, sizeof(inv.currency), "%s", currencies[i % 12]);
-        inv.exponent = money_exponent(inv.currency);
-        inv.payable = inv.net_total = 1000 + (int64_t)i * 137;
-        memset(&line, 0, sizeof(line));
-        line.description = (char *)"bench";
-        line.gl_account = (char *)"6000";
-        line.net = inv.payable;
-        invoice_add_line(&inv, &line);
-        enum store_enqueue_result res;
-        int64_t id;
-        int rc = store_enqueue(st, &inv, "bench", NULL, &res, &id, err, sizeof(err));
-        invoice_done(&inv);
-        if (rc != APBOT_OK) {
-            fprintf(stderr, "bench-run: %s\n", err);
-            store_rollback(st);
-            store_close(st);
-            return -1;
-        }
+        const char *ccy = currencies[i % 12];
+        int exp = money_exponent(ccy);
+        int64_t net = 1000 + (int64_t)i * 137, scale = 1;
+        for (int e = 0; e < exp; e++)
+            scale *= 10;
+        fprintf(f, "%d,%s-%06d,2026-11-%02d,%s,bench,6000,", 100001 + i % 40, prefix, i + 1,
+                1 + i % 28, ccy);
+        if (exp > 0)
+            fprintf(f, "%" PRId64 ".%0*" PRId64 ",0\n", net / scale, exp, net % scale);
+        else
+            fprintf(f, "%" PRId64 ",0\n", net);
     }
-    int rc = store_commit(st, err, sizeof(err));
-    store_close(st);
-    return rc == APBOT_OK ? 0 : -1;
+    if (fclose(f) != 0) {
+        fprintf(stderr, "bench-run: %s: write error\n", csv);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull < 0 || dup2(devnull, 1) < 0)
+            _exit(127);
+        execl(apbot, apbot, "--db", db, "enqueue", "--vendors", vendors, csv, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "bench-run: %s enqueue failed\n", apbot);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- ground truth ------------------------------------------------------------------------ */
@@ -634,7 +644,7 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
         return -1;
     snprintf(db, sizeof(db), "%s/queue.db", dir);
     snprintf(logp, sizeof(logp), "%s/run.log", dir);
-    if (enqueue(db, r->n, sc->name) != 0) {
+    if (enqueue(apbot, dir, db, r->n, sc->name) != 0) {
         rm_dir(dir);
         return -1;
     }
@@ -823,6 +833,7 @@ int main(int argc, char **argv)
             apbot = argv[++i];
         } else if (strcmp(argv[i], "--src") == 0 && i + 1 < argc) {
             src = argv[++i];
+            g_src = src;
         } else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
             rows_arg = argv[++i];
         } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
