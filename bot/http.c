@@ -316,17 +316,26 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userp)
     return n;
 }
 
+/* A header value without the white space around it (and the line end after it). */
+static void http_trim(const char **v, size_t *len)
+{
+    const char *p = *v;
+    size_t n = *len;
+    while (n > 0 && (p[n - 1] == '\r' || p[n - 1] == '\n' || p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    while (n > 0 && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    *v = p;
+    *len = n;
+}
+
 /* Retry-After: delta-seconds or an HTTP-date; seconds from now, clamped to [0, a day]. */
 static long http_parse_retry_after(const char *v, size_t len)
 {
     char buf[128];
-    while (len > 0 &&
-           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;
-    while (len > 0 && (*v == ' ' || *v == '\t')) {
-        v++;
-        len--;
-    }
+    http_trim(&v, &len);
     if (len == 0 || len >= sizeof(buf))
         return -1;
     memcpy(buf, v, len);
@@ -359,13 +368,7 @@ static long http_parse_retry_after(const char *v, size_t len)
 /* Copies a header value without surrounding white space. Heap. */
 static char *http_header_value(const char *v, size_t len)
 {
-    while (len > 0 &&
-           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;
-    while (len > 0 && (*v == ' ' || *v == '\t')) {
-        v++;
-        len--;
-    }
+    http_trim(&v, &len);
     return apbot_xstrndup(v, len);
 }
 
@@ -421,13 +424,7 @@ static int64_t http_fixdate(const char *s, size_t len)
 
 int64_t http_date_ms(const char *v, size_t len)
 {
-    while (len > 0 &&
-           (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
-        len--;
-    while (len > 0 && (*v == ' ' || *v == '\t')) {
-        v++;
-        len--;
-    }
+    http_trim(&v, &len);
     len = strnlen(v, len); /* the text up to a NUL, as a C string */
     if (len >= 128)
         return 0;

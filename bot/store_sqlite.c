@@ -416,42 +416,39 @@ static int stmt_exec(struct store *st, enum stmt_id id, char *err, size_t errlen
     return APBOT_OK;
 }
 
+/* Binds v (NULL: SQL NULL), at most max bytes of it, never cut inside a UTF-8 sequence:
+ * excerpts of untrusted pages and free-text details stay bounded in the database. copy:
+ * SQLite's private copy (SQLITE_TRANSIENT); without it (SQLITE_STATIC) only for a statement
+ * stepped and then reset and unbound (stmt_done) before v can go away, on every path - the
+ * writes of a state change, its event and its evidence, where the copies were a malloc, a
+ * memcpy and a free each (~30 an invoice, a 1 KiB excerpt among them). */
+static int bind_text_as(sqlite3_stmt *s, int i, const char *v, size_t max, bool copy)
+{
+    if (!v)
+        return sqlite3_bind_null(s, i);
+    return sqlite3_bind_text(s, i, v, max == SIZE_MAX ? -1 : (int)store_text_cut(v, max),
+                             copy ? SQLITE_TRANSIENT : SQLITE_STATIC);
+}
+
 static int bind_text(sqlite3_stmt *s, int i, const char *v)
 {
-    if (!v)
-        return sqlite3_bind_null(s, i);
-    return sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    return bind_text_as(s, i, v, SIZE_MAX, true);
 }
 
-/*
- * Binds text cut to at most max bytes, never inside a UTF-8 sequence: excerpts of untrusted
- * pages and free-text details stay bounded in the database.
- */
 static int bind_text_max(sqlite3_stmt *s, int i, const char *v, size_t max)
 {
-    if (!v)
-        return sqlite3_bind_null(s, i);
-    return sqlite3_bind_text(s, i, v, (int)store_text_cut(v, max), SQLITE_TRANSIENT);
+    return bind_text_as(s, i, v, max, true);
 }
 
-/*
- * bind_text and bind_text_max without SQLite's private copy (SQLITE_STATIC): only for a
- * statement that is stepped and then reset and unbound (stmt_done) before v can go away, on
- * every path - the writes of a state change, its event and its evidence, where the copies
- * were a malloc, a memcpy and a free each (~30 an invoice, a 1 KiB excerpt among them).
- */
+/* bind_text and bind_text_max without SQLite's copy (bind_text_as). */
 static int bind_text_now(sqlite3_stmt *s, int i, const char *v)
 {
-    if (!v)
-        return sqlite3_bind_null(s, i);
-    return sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+    return bind_text_as(s, i, v, SIZE_MAX, false);
 }
 
 static int bind_text_max_now(sqlite3_stmt *s, int i, const char *v, size_t max)
 {
-    if (!v)
-        return sqlite3_bind_null(s, i);
-    return sqlite3_bind_text(s, i, v, (int)store_text_cut(v, max), SQLITE_STATIC);
+    return bind_text_as(s, i, v, max, false);
 }
 
 static char *col_dup(sqlite3_stmt *s, int i)
