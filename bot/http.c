@@ -301,18 +301,20 @@ static size_t http_on_body(char *data, size_t size, size_t nmemb, void *userp)
         s->truncated = true;
         return 0; /* less than n: libcurl stops with CURLE_WRITE_ERROR */
     }
-    if (s->body_len + n + 1 > s->body_cap) {
+    /* the NUL, then zeros for pattern matching (mem.h) */
+    size_t need = s->body_len + n + 1 + APBOT_TEXT_PAD;
+    if (need > s->body_cap) {
         size_t cap = s->body_cap ? s->body_cap : 16384;
-        while (cap < s->body_len + n + 1)
+        while (cap < need)
             cap *= 2;
-        if (cap > s->max_body + 1)
-            cap = s->max_body + 1;
+        if (cap > s->max_body + 1 + APBOT_TEXT_PAD)
+            cap = s->max_body + 1 + APBOT_TEXT_PAD;
         s->body = apbot_xrealloc(s->body, cap);
         s->body_cap = cap;
     }
     memcpy(s->body + s->body_len, data, n);
     s->body_len += n;
-    s->body[s->body_len] = '\0';
+    memset(s->body + s->body_len, 0, 1 + APBOT_TEXT_PAD);
     return n;
 }
 
@@ -997,10 +999,8 @@ static int http_exchange(struct http_session *s, const struct http_request *req,
         r->status = status;
         r->retry_after_s = s->retry_after_s;
         r->date_ms = s->date_ms;
-        if (!s->body) {
-            s->body = apbot_xmalloc(1);
-            s->body[0] = '\0';
-        }
+        if (!s->body)
+            s->body = apbot_xcalloc(1, 1 + APBOT_TEXT_PAD);
         r->body = s->body;
         r->body_len = s->body_len;
         s->body = NULL;

@@ -2555,10 +2555,10 @@ char *page_rule_text(const char *body, size_t len)
 {
     if (!body && len > 0)
         return NULL;
-    char *out = apbot_xmalloc(len + 1);
+    char *out = apbot_xmalloc(len + 1 + APBOT_TEXT_PAD);
     if (len > 0)
         memcpy(out, body, len);
-    out[len] = '\0';
+    memset(out + len, 0, 1 + APBOT_TEXT_PAD); /* the NUL, then zeros for matching (mem.h) */
 
     size_t i = 0;
     while (i < len) {

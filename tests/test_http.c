@@ -35,6 +35,7 @@
 
 #include "apbot/error.h"
 #include "apbot/http.h"
+#include "apbot/mem.h"
 
 /* ---- the canned server ---------------------------------------------------------------- */
 
@@ -456,6 +457,8 @@ static void test_http_answered_200(void **state)
     assert_int_equal(r.status, 200);
     assert_int_equal(r.body_len, 12);
     assert_string_equal(r.body, "<p>hello</p>");
+    static const char zeros[1 + APBOT_TEXT_PAD];
+    assert_memory_equal(r.body + r.body_len, zeros, sizeof(zeros));
     assert_false(r.truncated);
     assert_string_equal(r.effective_url, url(f, "/ok"));
     assert_int_equal(r.redirects, 0);
@@ -834,6 +837,9 @@ static void test_http_body_over_max_is_truncated_unknown(void **state)
     assert_int_equal(r.transport, HTTP_ANSWERED);
     assert_int_equal(r.body_len, 4096);
     assert_int_equal(strlen(r.body), 4096);
+    /* zeros after the NUL, inside the allocation, for PCRE2's JIT (mem.h; ASan checks) */
+    static const char zeros[1 + APBOT_TEXT_PAD];
+    assert_memory_equal(r.body + r.body_len, zeros, sizeof(zeros));
     assert_false(r.truncated);
     http_response_done(&r);
 

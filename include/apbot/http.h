@@ -78,7 +78,7 @@ struct http_request {
 struct http_response {
     enum http_transport transport;
     long status; /* 0 unless answered */
-    char *body;  /* NUL-terminated, heap; NULL unless answered */
+    char *body;  /* NUL-terminated and zero-padded (mem.h), heap; NULL unless answered */
     size_t body_len;
     bool truncated;        /* the response exceeded max_body: the transfer was stopped and
                             * the exchange is HTTP_UNKNOWN (a cut page may hide the banner or

@@ -18,4 +18,11 @@ char *apbot_xstrdup(const char *s);
 /* A heap copy of the n bytes at s plus a terminating NUL. */
 char *apbot_xstrndup(const char *s, size_t n);
 
+/* Zero bytes kept after the NUL of a text that pattern matching reads (an HTTP body, a page's
+ * rule text). PCRE2's JIT compares 16 bytes at a time with aligned loads and may load the
+ * whole block that holds a subject's end: no answer depends on bytes past the NUL, but a
+ * memory checker rightly flags a load that reaches past an allocation or into bytes never
+ * written. */
+#define APBOT_TEXT_PAD 16
+
 #endif

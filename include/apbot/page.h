@@ -127,8 +127,8 @@ int page_form_add(struct page_form *f, const char *name, const char *value) APBO
  * iframe, noembed and noframes, and the values of every attribute except id, class, name,
  * type and role are blanked to spaces. Tokenised as a browser does (HTML5 states: quoted and
  * unquoted values, '>' inside quotes, script comment escapes; an unterminated construct runs
- * to the end), in one pass, linear in len. Heap, NUL-terminated (body may hold NULs); NULL
- * only when body is NULL and len > 0.
+ * to the end), in one pass, linear in len. Heap, NUL-terminated and zero-padded (mem.h; body
+ * may hold NULs); NULL only when body is NULL and len > 0.
  */
 char *page_rule_text(const char *body, size_t len);
 
