@@ -246,6 +246,14 @@ enum stmt_id {
     Q__COUNT
 };
 
+/* What every state change sets (Q_APPLY_UPDATE, Q_APPLY_KEEP). */
+#define APPLY_SET                                                                                  \
+    "state = ?2, posts = ?3, cycles = ?4, attempts = ?5, next_at = ?6, next_mono = ?7,"            \
+    " erp_doc = COALESCE(?8, erp_doc),"                                                            \
+    " reason = CASE WHEN ?9 IS NULL THEN reason WHEN ?9 = '' THEN NULL ELSE ?9 END,"               \
+    " last_post_at = CASE WHEN ?10 THEN ?13 ELSE last_post_at END,"                                \
+    " settle_mono = ?16, settle_at = ?17, updated_at = ?13"
+
 static const char *const stmt_sql[] = {
     [Q_BEGIN] = "BEGIN IMMEDIATE",
     [Q_COMMIT] = "COMMIT",
@@ -276,23 +284,14 @@ static const char *const stmt_sql[] = {
     [Q_RENEW] = "UPDATE items SET lease_until = ?3, lease_mono = ?4"
                 " WHERE id = ?1 AND lease_owner = ?2 AND clock_boot = ?5",
     [Q_DOC_HOLDER] = "SELECT id FROM items WHERE erp_doc = ?1 AND id <> ?2 ORDER BY id LIMIT 1",
-    [Q_APPLY_UPDATE] =
-        "UPDATE items SET state = ?2, posts = ?3, cycles = ?4, attempts = ?5, next_at = ?6,"
-        " next_mono = ?7, erp_doc = COALESCE(?8, erp_doc),"
-        " reason = CASE WHEN ?9 IS NULL THEN reason WHEN ?9 = '' THEN NULL ELSE ?9 END,"
-        " last_post_at = CASE WHEN ?10 THEN ?13 ELSE last_post_at END,"
-        " lease_owner = ?11, lease_until = ?12, lease_mono = ?14, clock_boot = ?15,"
-        " settle_mono = ?16, settle_at = ?17, updated_at = ?13 WHERE id = ?1",
+    [Q_APPLY_UPDATE] = "UPDATE items SET " APPLY_SET
+                       ", lease_owner = ?11, lease_until = ?12, lease_mono = ?14, clock_boot = ?15"
+                       " WHERE id = ?1",
     /* Q_APPLY_UPDATE for a change that keeps the lease as the row has it, under the boot it
      * is under: the lease columns and clock_boot are left out of SET, so neither the leased
      * index nor (for a state outside DUE_STATES) the due index is rewritten. Same parameters;
      * ?11, ?12, ?14 and ?15 are not used. */
-    [Q_APPLY_KEEP] =
-        "UPDATE items SET state = ?2, posts = ?3, cycles = ?4, attempts = ?5, next_at = ?6,"
-        " next_mono = ?7, erp_doc = COALESCE(?8, erp_doc),"
-        " reason = CASE WHEN ?9 IS NULL THEN reason WHEN ?9 = '' THEN NULL ELSE ?9 END,"
-        " last_post_at = CASE WHEN ?10 THEN ?13 ELSE last_post_at END,"
-        " settle_mono = ?16, settle_at = ?17, updated_at = ?13 WHERE id = ?1",
+    [Q_APPLY_KEEP] = "UPDATE items SET " APPLY_SET " WHERE id = ?1",
     [Q_INSERT_EVIDENCE] =
         "INSERT INTO evidence (item_id, at, step, method, url, http_status, elapsed_ms,"
         " transport, rule, outcome, excerpt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -936,9 +935,11 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
      * change rewrites whole pages of the row, its indexes, its event and its evidence, and a
      * commit writes each to the WAL (checksummed, then synced); with 4 KiB pages that was
      * ~100 KiB per invoice, with 2 KiB ~60 KiB, for 3% fewer instructions and ~5% less CPU at
-     * 16 sessions (the kernel's copies and write-back). Rows still fit: an item, an event and
-     * an evidence row with its 1 KiB excerpt stay under a 2 KiB page's ~2,000 bytes of
-     * payload (a long invoice's payload spills into overflow pages, as it did before). */
+     * 16 sessions (the kernel's copies and write-back). Rows still fit, as a rule: an item,
+     * an event and an evidence row with the runner's 1 KiB excerpt stay under a 2 KiB page's
+     * ~2,000 bytes of payload; a long invoice's payload, and evidence with a longer excerpt or
+     * URL (the store takes up to 4 KiB and 2 KiB), spill into overflow pages, as such rows did
+     * with 4 KiB pages at their sizes. */
     r = exec_sql(st,
                  "PRAGMA page_size = " STORE_PAGE_SIZE ";"
                  "PRAGMA journal_mode = WAL;"
@@ -1576,22 +1577,24 @@ static int sq_apply(struct store *st, int64_t id, const char *owner, const struc
 struct apply_claim_op {
     struct apply_op apply;
     struct claim_op claim;
-    bool applied; /* this attempt's change went through (its transaction may still fail) */
+    bool claim_failed; /* this attempt's change went through, its claim did not */
 };
 
 /* The change, then the next claim in the same transaction; nothing due commits the change
- * alone. A failed claim fails the transaction: sq_apply_claim then makes the change alone. */
+ * alone. A failed claim fails the transaction (a failed statement may have rolled back more
+ * than itself): sq_apply_claim then makes the change alone. */
 static int apply_claim_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
     struct apply_claim_op *op = ctx;
-    op->applied = false;
+    op->claim_failed = false;
     int r = apply_body(st, &op->apply, err, errlen);
     if (r)
         return r;
-    op->applied = true;
-    char cerr[APBOT_ERR_LEN];
-    r = claim_body(st, &op->claim, cerr, sizeof(cerr));
-    return r == APBOT_E_NOTFOUND ? APBOT_OK : r;
+    r = claim_body(st, &op->claim, err, errlen);
+    if (r == APBOT_E_NOTFOUND)
+        return APBOT_OK;
+    op->claim_failed = r != APBOT_OK;
+    return r;
 }
 
 static int sq_apply_claim(struct store *st, int64_t id, const char *owner,
@@ -1613,16 +1616,19 @@ static int sq_apply_claim(struct store *st, int64_t id, const char *owner,
         }
         return APBOT_OK;
     }
-    /* Rolled back, the change with it: what a failed attempt read is dropped. */
+    /* What a failed attempt read is dropped. */
     if (op.apply.have_ret)
         store_item_done(ret_item);
     if (op.claim.have_item)
         store_item_done(&op.claim.it);
     if (r == APBOT_E_CONFLICT)
         *ret_holder = op.apply.holder;
-    if (!op.applied)
-        return r; /* the change itself failed or was refused: its own answer */
-    /* The claim (or the commit) failed after the change: the change alone, as store_apply. */
+    /* The change was refused or failed, or the commit or its sync did (the change may then be
+     * in the queue): the answer store_apply would give. Only a failed claim, which failed the
+     * transaction before its commit, leaves the change to be made alone (the next claim meets
+     * the claim's trouble again and reports it). */
+    if (!op.claim_failed)
+        return r;
     return sq_apply(st, id, owner, ch, now, ret_holder, ret_item, err, errlen);
 }
 

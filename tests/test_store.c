@@ -1041,12 +1041,13 @@ static void test_store_apply_claim(void **state)
     store_item_done(&got);
     store_item_done(&next);
 
-    /* made, nothing due: the change alone */
+    /* D-1 is a's: refused, holder named */
     assert_int_equal(store_apply_claim(f->st, b, "w", &ch, AT(T0 + 4), &holder, &got, 30000,
                                        &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
-                     APBOT_E_CONFLICT); /* D-1 is a's: refused, holder named */
+                     APBOT_E_CONFLICT);
     assert_int_equal(holder, a);
     assert_false(claimed);
+    /* made, nothing due: the change alone */
     ch.erp_doc = "D-2";
     assert_int_equal(store_apply_claim(f->st, b, "w", &ch, AT(T0 + 5), &holder, &got, 30000,
                                        &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
@@ -1055,6 +1056,54 @@ static void test_store_apply_claim(void **state)
     assert_int_equal(got.state, found.next);
     store_item_done(&got);
     assert_int_equal(state_of(f, b), found.next);
+}
+
+/* store_apply_claim whose claim fails (a trigger refuses b's claim; SQLite, where the two
+ * share a transaction): that transaction fails whole, then the change is made alone - a's
+ * change in the queue once, with its one event, b untouched, nothing claimed. */
+static void test_store_apply_claim_failed_claim(void **state)
+{
+    struct fx *f = *state;
+    if (f->bk != BK_SQLITE)
+        skip(); /* PostgreSQL applies, then claims: nothing to undo */
+    int64_t a = enq(f, 1, 0, T0, NULL), b = enq(f, 2, 0, T0, NULL);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 1), a);
+    struct raw r = raw_open(f->bk, f->path);
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "CREATE TRIGGER no_claim BEFORE UPDATE ON items WHEN NEW.id = %lld"
+             " AND NEW.lease_owner IS NOT NULL BEGIN SELECT RAISE(ABORT, 'test: no claim'); END",
+             (long long)b);
+    assert_int_equal(raw_exec(&r, sql), 0);
+
+    struct machine_counters c = {.settled = true};
+    struct machine_step found;
+    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_FOUND, &c, &f->pol, &found),
+                     APBOT_OK);
+    struct store_change ch = {.from = MACHINE_CHECKING,
+                              .event = MACHINE_EV_FOUND,
+                              .step = &found,
+                              .erp_doc = "D-1",
+                              .detail = "test",
+                              .actor = "runner:w"};
+    struct store_item got, next;
+    bool claimed = true;
+    int64_t holder = 0;
+    int events = n_events(f, a);
+    assert_int_equal(store_apply_claim(f->st, a, "w", &ch, AT(T0 + 2), &holder, &got, 30000,
+                                       &f->claimed, &next, &claimed, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_false(claimed);
+    assert_int_equal(got.state, found.next);
+    store_item_done(&got);
+    assert_int_equal(state_of(f, a), found.next);
+    assert_int_equal(n_events(f, a), events + 1);
+    assert_int_equal(state_of(f, b), MACHINE_NEW);
+    assert_int_equal(n_events(f, b), 1);
+
+    assert_int_equal(raw_exec(&r, "DROP TRIGGER no_claim"), 0);
+    raw_close(&r);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + 3), b);
 }
 
 static void test_store_operator_resolution(void **state)
@@ -2584,14 +2633,15 @@ int main(void)
         X(test_store_enqueue_invoice), X(test_store_claim_order_and_due),                          \
         X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
         X(test_store_apply_checks_state_and_lease), X(test_store_apply_get_returns_the_row),       \
-        X(test_store_apply_claim), X(test_store_operator_resolution),                              \
-        X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
-        X(test_store_durability), X(test_store_recover_after_crash),                               \
-        X(test_store_counts_and_each), X(test_store_settle_runs_on_mono_not_wall),                 \
-        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
-        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
-        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
-        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
+        X(test_store_apply_claim), X(test_store_apply_claim_failed_claim),                         \
+        X(test_store_operator_resolution), X(test_store_unknown_state_is_left_alone),              \
+        X(test_store_evidence_round_trip), X(test_store_durability),                               \
+        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
+        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
+        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
+        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
+        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
+        X(test_store_busy_retry_outlasts_a_lock),                                                  \
         X(test_store_busy_two_processes_under_write_pressure)
     const struct CMUnitTest sqlite_tests[] = {
         BOTH(T),
