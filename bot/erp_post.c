@@ -50,6 +50,7 @@ struct post_run {
 
 /* What filling a form found (a data error or a form that is not as the flow says). */
 struct fill {
+    const struct erp_session *s; /* its secrets are masked out of what */
     bool data_error;
     bool fill_error;
     char what[400];
@@ -103,7 +104,11 @@ static void fill_problem(struct fill *fl, bool data, const char *fmt, const char
         fl->data_error = true;
     else
         fl->fill_error = true;
-    snprintf(fl->what, sizeof(fl->what), fmt, a ? a : "", b ? b : "");
+    /* masked before the cut: a secret cut at the end would no longer be found whole */
+    char *ma = erp_mask(fl->s, a ? a : ""), *mb = erp_mask(fl->s, b ? b : "");
+    snprintf(fl->what, sizeof(fl->what), fmt, ma, mb);
+    free(ma);
+    free(mb);
 }
 
 static void vars_of(const struct post_run *pr, struct flow_vars *v)
@@ -217,9 +222,7 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
     if (rc == APBOT_OK)
         rc = expand(pr, fd->value, vars, &value, &value_heap, err, sizeof(err));
     if (rc != APBOT_OK) {
-        char *m = erp_mask(pr->s, err);
-        fill_problem(fl, rc == APBOT_E_DATA, "field %s: %s", name ? name : fd->name, m);
-        free(m);
+        fill_problem(fl, rc == APBOT_E_DATA, "field %s: %s", name ? name : fd->name, err);
         goto out;
     }
     /* One look for the control: both answer APBOT_E_NOTFOUND, the form untouched, when it
@@ -260,19 +263,24 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
             ok = true;
             goto out;
         case APBOT_E_DATA:
-        case APBOT_E_CONFLICT:
+        case APBOT_E_CONFLICT: {
+            char *mv = erp_mask(pr->s, value); /* before the cut (fill_problem) */
             snprintf(what, sizeof(what), "%s option %s '%.200s'",
                      rc == APBOT_E_DATA ? "has no" : "has several options, not one",
-                     option_words(fd->option), value);
+                     option_words(fd->option), mv);
+            free(mv);
             fill_problem(fl, true, "field %s %s", name, what);
             goto out;
+        }
         default:
             fill_problem(fl, false, "field %s is not a select (the form changed)%s", name, NULL);
             goto out;
         }
     }
     if (rc == APBOT_E_DATA) {
-        snprintf(what, sizeof(what), "'%.200s' is not one of its options", value);
+        char *mv = erp_mask(pr->s, value); /* before the cut (fill_problem) */
+        snprintf(what, sizeof(what), "'%.200s' is not one of its options", mv);
+        free(mv);
         fill_problem(fl, true, "field %s: %s", name, what);
         goto out;
     }
@@ -453,6 +461,7 @@ static struct decide_post step_fetch(struct post_run *pr, size_t i)
     if (rc != APBOT_OK) {
         facts.data_error = rc == APBOT_E_DATA;
         facts.fill_error = !facts.data_error;
+        erp_mask_into(pr->s, err, sizeof(err)); /* before the cut, as in fill_problem */
         snprintf(what, sizeof(what), "%s page: %.300s", st->name, err);
         erp_mask_into(pr->s, what, sizeof(what));
         d = decide_post(&facts);
@@ -572,6 +581,7 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     memset(&facts, 0, sizeof(facts));
     memset(&form, 0, sizeof(form));
     memset(&fl, 0, sizeof(fl));
+    fl.s = pr->s;
     fl.sources = tracing(pr);
     memset(&r, 0, sizeof(r));
     memset(&x, 0, sizeof(x));

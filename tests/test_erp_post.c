@@ -547,6 +547,33 @@ static void test_erp_post_fill_problems_word_for_word(void **state)
     }
 }
 
+/* A secret in a value a fill problem quotes is masked before the quote is cut: a value of
+ * 195 bytes and the password, cut at 200 bytes, leaves no start of the password behind (a
+ * mask after the cut no longer finds it whole). */
+static void test_erp_post_fill_problem_masks_before_cut(void **state)
+{
+    (void)state;
+    char literal[256];
+    memset(literal, 'x', 195);
+    snprintf(literal + 195, sizeof(literal) - 195, "%s", PASSWORD);
+    char to[512];
+    snprintf(to, sizeof(to), "<field name=\"currency\" option=\"value\">%s<", literal);
+    const char *pairs[] = {"<field name=\"currency\" option=\"value\">${invoice.currency}<", to,
+                           NULL};
+    struct fx x;
+    fx_start(&x, pairs, GL_5700, 1);
+    route_happy(&x);
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    const char start[] = {PASSWORD[0], PASSWORD[1], PASSWORD[2], PASSWORD[3], PASSWORD[4], 0};
+    if (!strstr(r.reason, "has no option of value") || !strstr(r.reason, "xxx***'"))
+        fail_msg("reason: %s", r.reason);
+    assert_null(strstr(r.reason, start));
+    assert_null(strstr(r.detail, start));
+    assert_int_equal(posts_with(&x, "action="), 0);
+    fx_stop(&x);
+}
+
 static void test_erp_post_repeat_until_lines(void **state)
 {
     (void)state;
@@ -969,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_erp_post_lines_added),
         cmocka_unit_test(test_erp_post_lines_missing_is_error),
         cmocka_unit_test(test_erp_post_fill_problems_word_for_word),
+        cmocka_unit_test(test_erp_post_fill_problem_masks_before_cut),
         cmocka_unit_test(test_erp_post_repeat_until_lines),
         cmocka_unit_test(test_erp_post_approve_failure_keeps_doc),
         cmocka_unit_test(test_erp_post_from_followups),
