@@ -323,19 +323,6 @@ static const char *page_content_ref(xmlNodePtr n, xmlChar **ret_own)
     return *ret_own ? (const char *)*ret_own : "";
 }
 
-/* Next node of a pre-order walk of root's subtree; descend = go into n's children. */
-static xmlNodePtr page_walk_next(xmlNodePtr n, xmlNodePtr root, bool descend)
-{
-    if (descend && n->type == XML_ELEMENT_NODE && n->children)
-        return n->children;
-    while (n && n != root) {
-        if (n->next)
-            return n->next;
-        n = n->parent;
-    }
-    return NULL;
-}
-
 /* ---- parsing ---- */
 
 static void page_set_err(char *err, size_t errlen, const char *what, const char *msg)
@@ -697,14 +684,6 @@ static int page_step_test(xmlNodePtr el, const struct page_step *st)
 }
 
 /*
- * The node set pp selects from ctx (an element, or the document), in document order: into
- * set (empty, made by the caller); false when the walk meets a tree it does not read.
- * One walk of ctx's subtree: along the way, at[d] holds a bit k for each step k (0: ctx
- * itself) the node at depth d is selected by, up[d] the bits of it and its ancestors. A node
- * passes step k when it passes its test and its parent (child step) or some ancestor
- * (descendant step) holds bit k - 1. Subtrees where no step can match are not entered.
- */
-/*
  * The node set of a path page.c evaluates itself: an XPath object for libxml2's readers
  * (xmlXPathCastToString sorts nodeTab in place, _ToBoolean reads nodeNr), held by the caller,
  * with room for PAGE_NODES_ROOM nodes in place and a heap array past them. Its nodes were
@@ -740,6 +719,8 @@ static void page_nodes_add(struct page_nodes *ns, xmlNodePtr n)
         if (set->nodeMax >= PAGE_NODES_MAX)
             abort(); /* libxml2 fails there as out of memory (mem.h's policy) */
         size_t max = (size_t)set->nodeMax * 2;
+        if (max > PAGE_NODES_MAX)
+            max = PAGE_NODES_MAX;
         xmlNodePtr *tab = apbot_xmalloc(max * sizeof(*tab));
         memcpy(tab, set->nodeTab, (size_t)set->nodeNr * sizeof(*tab));
         if (set->nodeTab != ns->room)
@@ -767,6 +748,14 @@ static void page_obj_free(xmlXPathObjectPtr obj, struct page_nodes *ns)
         xmlXPathFreeObject(obj);
 }
 
+/*
+ * The node set pp selects from ctx (an element, or the document), in document order: into
+ * set (empty, made by the caller); false when the walk meets a tree it does not read.
+ * One walk of ctx's subtree: along the way, at[d] holds a bit k for each step k (0: ctx
+ * itself) the node at depth d is selected by, up[d] the bits of it and its ancestors. A node
+ * passes step k when it passes its test and its parent (child step) or some ancestor
+ * (descendant step) holds bit k - 1. Subtrees where no step can match are not entered.
+ */
 static bool page_path_walk(const struct page_path *pp, xmlNodePtr ctx, struct page_nodes *ns)
 {
     unsigned at[PAGE_PATH_DEPTH], up[PAGE_PATH_DEPTH];
@@ -1451,33 +1440,50 @@ static char *option_label(struct fm_block *b, xmlNodePtr opt)
     return out;
 }
 
-#define PAGE_MAX_RADIO_GROUPS 10000 /* checked radio groups tracked in one form */
+/* Control elements one form may own: every step of building it is at most quadratic in
+ * them (a name looked up among the controls, a checked radio's group among the groups), so a
+ * page of hundreds of thousands of controls is refused instead of keeping the bot busy for
+ * minutes. Far beyond any entry form (a 500-line journal of 10 fields each is half of it). */
+#define PAGE_MAX_CONTROLS 10000
+
+/* A group's checked radio: its control string (f.names[i]) and submitted value (f.values[i]). */
+struct form_radio {
+    const char *name, *value;
+};
 
 /* A form under construction. */
 struct form_build {
     struct page_form f;
-    const char **radios; /* the value strings (f.values[i]) submitted by checked radios */
+    struct form_radio *radios; /* one per group with a checked radio */
     size_t n_radios, radios_cap;
 };
 
-/* A checked radio: as a browser's parser does, it unchecks the one checked before it in its
- * group (same name), so that a group submits one value, the last checked. */
+/* A checked radio, name the form's string of its control: as a browser's parser does, it
+ * unchecks the one checked before it in its group (same name, so the same string), so that a
+ * group submits one value, the last checked. */
 static void form_radio(struct form_build *fb, char *name, const char *value)
 {
     struct page_form *f = &fb->f;
-    for (size_t r = 0; r < fb->n_radios; r++)
+    struct form_radio *group = NULL;
+    for (size_t r = 0; r < fb->n_radios && !group; r++)
+        if (fb->radios[r].name == name)
+            group = &fb->radios[r];
+    if (group) {
         for (size_t i = 0; i < f->n; i++)
-            if (f->values[i] == fb->radios[r] && strcmp(f->names[i], name) == 0) {
+            if (f->values[i] == group->value) {
                 form_remove(f, i);
-                fb->radios[r] = fb->radios[--fb->n_radios];
-                goto add;
+                break;
             }
-add:
+    } else {
+        /* at most one group per control (PAGE_MAX_CONTROLS) */
+        if (apbot_grow((void **)&fb->radios, &fb->radios_cap, fb->n_radios, sizeof(*fb->radios),
+                       PAGE_MAX_CONTROLS) != APBOT_OK)
+            abort();
+        group = &fb->radios[fb->n_radios++];
+        group->name = name;
+    }
     form_add(f, name, value, false);
-    /* Past the bound (far beyond a real form) a group's later radio no longer unchecks it. */
-    if (apbot_grow((void **)&fb->radios, &fb->radios_cap, fb->n_radios, sizeof(*fb->radios),
-                   PAGE_MAX_RADIO_GROUPS) == APBOT_OK)
-        fb->radios[fb->n_radios++] = f->values[f->n - 1];
+    group->value = f->values[f->n - 1];
 }
 
 /* Select sel, control name (the form's string of it): its options, and the fields it
@@ -1774,16 +1780,17 @@ int page_find_form(const struct page *p, const char *xpath, struct page_form *re
      * else its nearest form ancestor (nested forms do not survive parsing). */
     const char *form_id = page_prop_ref(form, "id", &own_id);
     xmlNodePtr root = xmlDocGetRootElement(p->doc);
+    size_t owned = 0;
     for (xmlNodePtr n = root; n; n = page_walk_next(n, root, true)) {
         if (n->type != XML_ELEMENT_NODE)
             continue;
         enum page_control kind = page_control_of(n);
         if (kind != PAGE_CONTROL_NONE) {
             if (form_owns(form, form_id, n)) {
-                rc = form_control(&fb, n, kind);
+                rc = ++owned > PAGE_MAX_CONTROLS ? APBOT_E_LIMIT : form_control(&fb, n, kind);
                 if (rc != APBOT_OK) {
                     rc = apbot_fail(err, errlen, rc,
-                                    "form %s has more selects or options "
+                                    "form %s has more controls, selects or options "
                                     "than apbot reads",
                                     xpath);
                     goto out;

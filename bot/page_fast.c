@@ -41,7 +41,9 @@
  * Every loop moves forward through the body (a tag's duplicate check is quadratic in its
  * attributes, at most PF_ATTRS_MAX); the open elements are bounded (PF_MAX_DEPTH), and so
  * are the probe documents one page can make libxml2 parse (PF_PAGE_PROBES: a hostile page
- * asking about pair after pair goes to libxml2 instead).
+ * asking about pair after pair goes to libxml2 instead) and the bytes text joined to the
+ * text before it costs (PF_JOIN_BUDGET: each join copies the whole text so far, and a page
+ * of text and ignored end tags would make that quadratic in time and in arena memory).
  */
 #include "page-int.h"
 
@@ -64,14 +66,15 @@
 #include <libxml/uri.h>
 #include <libxml/valid.h>
 
-#define PF_MAX_DEPTH 128    /* deeper: libxml2 (which stops at 256) */
-#define PF_NAME_MAX 16      /* longest element name taken (HTML 4's longest is 10) */
-#define PF_ATTR_NAME_MAX 64 /* longest attribute name taken (libxml2 cuts at 100) */
-#define PF_ATTRS_MAX 64     /* attributes of one element taken */
-#define PF_BLANK_CHUNK 1000 /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
-#define PF_PROBES 16384     /* probe answers kept (pairs of names; a power of two) */
-#define PF_PAGE_PROBES 64   /* probe parses one page may cause; then it goes to libxml2 */
-#define PF_ID_BUCKETS 32    /* of a page's ID table (libxml2's default: 256) */
+#define PF_MAX_DEPTH 128             /* deeper: libxml2 (which stops at 256) */
+#define PF_NAME_MAX 16               /* longest element name taken (HTML 4's longest is 10) */
+#define PF_ATTR_NAME_MAX 64          /* longest attribute name taken (libxml2 cuts at 100) */
+#define PF_ATTRS_MAX 64              /* attributes of one element taken */
+#define PF_BLANK_CHUNK 1000          /* libxml2's character chunk (HTML_PARSER_BIG_BUFFER_SIZE) */
+#define PF_PROBES 16384              /* probe answers kept (pairs of names; a power of two) */
+#define PF_PAGE_PROBES 64            /* probe parses one page may cause; then it goes to libxml2 */
+#define PF_ID_BUCKETS 32             /* of a page's ID table (libxml2's default: 256) */
+#define PF_JOIN_BUDGET (256u * 1024) /* bytes joins of text may copy on one page; then libxml2 */
 
 #define PF_FAIL (-1)
 
@@ -84,6 +87,7 @@ struct pf {
     int depth;
     bool seen_html, seen_head, seen_body, seen_encoding;
     int probes_left;    /* probe parses this page may still cause (PF_PAGE_PROBES) */
+    size_t join_left;   /* bytes joins of text may still copy (PF_JOIN_BUDGET) */
     bool ids;           /* register ids as attributes are made (else page_fast_ids does) */
     unsigned char *buf; /* scratch for decoded text and values: never longer than the body */
 };
@@ -648,9 +652,13 @@ static int pf_text(struct pf *p)
         return 0;
     xmlNodePtr parent = pf_top(p), last = parent->last;
     if (last && last->type == XML_TEXT_NODE && last->name == xmlStringText) {
-        /* after an ignored end tag: the text goes on (xmlAddChild joins the two) */
-        xmlNodeAddContentLen(last, text, (int)n);
-        (void)pf_check(last->content); /* NULL only on out-of-memory */
+        /* after an ignored end tag: the text goes on (xmlAddChild joins the two), at the
+         * cost of a copy of all of it (xmlStrncat) */
+        size_t cost = (size_t)xmlStrlen(last->content) + n;
+        if (cost > p->join_left)
+            return PF_FAIL;
+        p->join_left -= cost;
+        xmlNodeAddContentLen(last, text, (int)n); /* out of memory: the arena aborts */
         return 0;
     }
     xmlNodePtr t = pf_node(p, XML_TEXT_NODE);
@@ -1115,6 +1123,7 @@ static htmlDocPtr pf_parse(const char *body, size_t len, const char *url, bool i
     struct pf p = {.s = (const unsigned char *)body,
                    .end = (const unsigned char *)body + len,
                    .probes_left = PF_PAGE_PROBES,
+                   .join_left = PF_JOIN_BUDGET,
                    .ids = ids};
     p.doc = pf_check(htmlNewDocNoDtD(NULL, NULL));
     p.doc->properties = XML_DOC_HTML;

@@ -32,6 +32,7 @@
 #include "apbot/mem.h"
 #include "apbot/page.h"
 #include "../bot/page-int.h"
+#include "helpers/xorshift.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PAGE_TEST_ASAN 1
@@ -1269,10 +1270,7 @@ static uint64_t gen_rng = 0x2545F4914F6CDD1Dull;
 
 static uint32_t gen_rnd(uint32_t n)
 {
-    gen_rng ^= gen_rng << 13;
-    gen_rng ^= gen_rng >> 7;
-    gen_rng ^= gen_rng << 17;
-    return n ? (uint32_t)(gen_rng % n) : 0;
+    return xorshift_below(&gen_rng, n);
 }
 
 #define GEN_PICK(list) list[gen_rnd(sizeof(list) / sizeof(list[0]))]
@@ -1925,7 +1923,7 @@ static void check_paths_on(xmlDocPtr doc, const char *label, struct path_tally *
     /* relative paths from every third element (rows are elements deep in the tree) */
     xmlNodePtr root = xmlDocGetRootElement(doc);
     int seen = 0;
-    for (xmlNodePtr n = root; n && seen < 600;) {
+    for (xmlNodePtr n = root; n && seen < 600; n = page_walk_next(n, root, true)) {
         if (n->type == XML_ELEMENT_NODE && seen++ % 3 == 0) {
             for (int i = 0; i < 4; i++) {
                 gen_path(xp, sizeof(xp), gen_rnd(5) != 0);
@@ -1948,13 +1946,6 @@ static void check_paths_on(xmlDocPtr doc, const char *label, struct path_tally *
                     check_path(doc, x, NULL, xp, label, t);
             }
         }
-        if (n->type == XML_ELEMENT_NODE && n->children) {
-            n = n->children;
-            continue;
-        }
-        while (n && n != root && !n->next)
-            n = n->parent;
-        n = n && n != root ? n->next : NULL;
     }
     xmlXPathFreeContext(x);
 }
@@ -2835,8 +2826,9 @@ static struct page *parse_repeated(const char *head, const char *unit, int n, co
     return p;
 }
 
-/* The bounds a hostile page meets are today's: 10,000 selects, 200,000 options a select; and
- * what checked radios uncheck while a form is built does not stay in its memory. */
+/* The bounds a hostile page meets are today's: 10,000 control elements and selects a form,
+ * 200,000 options a select; what checked radios uncheck while a form is built does not stay in
+ * its memory, and each radio group keeps its last checked. */
 static void test_page_form_limits(void **state)
 {
     (void)state;
@@ -2853,7 +2845,7 @@ static void test_page_form_limits(void **state)
     memset(&f, 0x5a, sizeof(f));
     err[0] = '\0';
     assert_int_equal(page_find_form(p, "//form", &f, err, sizeof(err)), APBOT_E_LIMIT);
-    assert_non_null(strstr(err, "has more selects or options than apbot reads"));
+    assert_non_null(strstr(err, "has more controls, selects or options than apbot reads"));
     assert_int_equal(f.n, (size_t)0x5a5a5a5a5a5a5a5aULL);
     page_free(p);
 
@@ -2870,15 +2862,37 @@ static void test_page_form_limits(void **state)
     assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_E_LIMIT);
     page_free(p);
 
+    /* control elements: 10,000 (of one name), not one more */
     size_t len;
-    p = parse_repeated("<form action=/x>", "<input type=radio name=r checked value=%0200d>", 20000,
+    p = parse_repeated("<form action=/x>", "<input type=radio name=r checked value=%0200d>", 10000,
                        "</form>", &len);
     assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
     assert_int_equal(f.n, 1);
     assert_int_equal(strlen(field(&f, "r")), 200);
-    assert_true(strncmp(field(&f, "r") + 195, "19999", 5) == 0);
-    if (page_form_bytes(&f) > 64 * 1024) /* 4 MB of values were unchecked on the way */
+    assert_true(strncmp(field(&f, "r") + 195, "09999", 5) == 0);
+    if (page_form_bytes(&f) > 64 * 1024) /* 2 MB of values were unchecked on the way */
         fail_msg("a form of one radio holds %zu bytes", page_form_bytes(&f));
+    page_form_done(&f);
+    page_free(p);
+    p = parse_repeated("<form action=/x>", "<input name=t%d>", 10001, "</form>", NULL);
+    err[0] = '\0';
+    assert_int_equal(page_find_form(p, "//form", &f, err, sizeof(err)), APBOT_E_LIMIT);
+    assert_non_null(strstr(err, "has more controls, selects or options than apbot reads"));
+    page_free(p);
+
+    /* 5,000 groups of two checked radios each: each group submits its last (a browser's
+     * answer), found by its control string among the groups */
+    p = parse_repeated("<form action=/x>",
+                       "<input type=radio name=g%1$d checked value=a%1$d>"
+                       "<input type=radio name=g%1$d checked value=b%1$d>",
+                       5000, "</form>", NULL);
+    assert_int_equal(page_find_form(p, "//form", &f, NULL, 0), APBOT_OK);
+    assert_int_equal(f.n, 5000);
+    assert_string_equal(field(&f, "g0"), "b0");
+    assert_string_equal(field(&f, "g4999"), "b4999");
+    for (size_t i = 0; i < f.n; i++)
+        if (f.values[i][0] != 'b' || strcmp(f.names[i] + 1, f.values[i] + 1) != 0)
+            fail_msg("field %zu: %s=%s", i, f.names[i], f.values[i]);
     page_form_done(&f);
     page_free(p);
 }
