@@ -100,12 +100,18 @@ void invoice_done(struct invoice *inv)
     invoice_init(inv);
 }
 
-void invoice_add_line(struct invoice *inv, const struct invoice_line *line)
+/* A new last line, uninitialised. */
+static struct invoice_line *invoice_new_line(struct invoice *inv)
 {
     if (apbot_grow((void **)&inv->lines, &inv->cap_lines, inv->n_lines, sizeof(*inv->lines),
                    INVOICE_MAX_LINES) != APBOT_OK)
         abort(); /* every caller bounds its lines at INVOICE_MAX_LINES or below */
-    struct invoice_line *l = &inv->lines[inv->n_lines++];
+    return &inv->lines[inv->n_lines++];
+}
+
+void invoice_add_line(struct invoice *inv, const struct invoice_line *line)
+{
+    struct invoice_line *l = invoice_new_line(inv);
     l->description = apbot_xstrdup(line->description);
     l->gl_account = apbot_xstrdup(line->gl_account);
     l->quantity = apbot_xstrdup(line->quantity);
@@ -183,39 +189,50 @@ bool invoice_date_valid(const char *s)
     return d <= max;
 }
 
+/* The length of the well-formed UTF-8 sequence at p, whose first byte is 0x80 or more, or 0.
+ * Well-formed is RFC 3629's table, which jansson's decoder enforces too: no overlong form, no
+ * surrogate, nothing past U+10FFFF. Reads no byte after the first one that is wrong. */
+static size_t utf8_seq_len(const unsigned char *p)
+{
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+    size_t n;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) {
+        n = 2;
+    } else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        n = 3;
+        if (p[0] == 0xE0)
+            lo = 0xA0; /* overlong below */
+        else if (p[0] == 0xED)
+            hi = 0x9F; /* surrogates above */
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        n = 4;
+        if (p[0] == 0xF0)
+            lo = 0x90; /* overlong below */
+        else if (p[0] == 0xF4)
+            hi = 0x8F; /* past U+10FFFF above */
+    } else {
+        return 0;
+    }
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    return n;
+}
+
 bool invoice_utf8_valid(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        unsigned c = *p;
-        int extra;
-        unsigned min;
-        if (c < 0x80) {
+        if (*p < 0x80) {
             p++;
             continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            extra = 1;
-            min = 0x80;
-            c &= 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            extra = 2;
-            min = 0x800;
-            c &= 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            extra = 3;
-            min = 0x10000;
-            c &= 0x07;
-        } else {
-            return false;
         }
-        p++;
-        for (int i = 0; i < extra; i++, p++) {
-            if ((*p & 0xC0) != 0x80)
-                return false;
-            c = (c << 6) | (*p & 0x3F);
-        }
-        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        size_t n = utf8_seq_len(p);
+        if (!n)
             return false;
+        p += n;
     }
     return true;
 }
@@ -655,10 +672,7 @@ static const struct pv_line *pv_view_line(const struct payload_view *v, size_t i
 /* Appends *l to the invoice's lines, taking its strings (l is left empty). */
 static void invoice_take_line(struct invoice *inv, struct invoice_line *l)
 {
-    if (apbot_grow((void **)&inv->lines, &inv->cap_lines, inv->n_lines, sizeof(*inv->lines),
-                   INVOICE_MAX_LINES) != APBOT_OK)
-        abort(); /* invoice_from_view checked the count against INVOICE_MAX_LINES */
-    inv->lines[inv->n_lines++] = *l;
+    *invoice_new_line(inv) = *l; /* invoice_from_view checked the count */
     memset(l, 0, sizeof(*l));
 }
 
@@ -849,38 +863,6 @@ static int fj_key(const unsigned char **pp, const char *const *keys, int from, i
     return -1;
 }
 
-/* The length of the well-formed UTF-8 sequence at p, whose first byte is 0x80 or more, or 0.
- * Well-formed is RFC 3629's table, which jansson's decoder enforces too: no overlong form, no
- * surrogate, nothing past U+10FFFF. Reads no byte after the first one that is wrong. */
-static size_t fj_utf8_len(const unsigned char *p)
-{
-    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
-    size_t n;
-    if (p[0] >= 0xC2 && p[0] <= 0xDF) {
-        n = 2;
-    } else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
-        n = 3;
-        if (p[0] == 0xE0)
-            lo = 0xA0; /* overlong below */
-        else if (p[0] == 0xED)
-            hi = 0x9F; /* surrogates above */
-    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
-        n = 4;
-        if (p[0] == 0xF0)
-            lo = 0x90; /* overlong below */
-        else if (p[0] == 0xF4)
-            hi = 0x8F; /* past U+10FFFF above */
-    } else {
-        return 0;
-    }
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xBF)
-            return 0;
-    return n;
-}
-
 /* A string without escapes or control characters, in well-formed UTF-8 (what jansson writes
  * for such a value, and reads back as the same bytes). Declines a backslash (jansson's escapes
  * are for it to decode) and any byte below 0x20, the text's NUL among them. */
@@ -894,7 +876,7 @@ static bool fj_string(const unsigned char **pp, struct pv *ret)
             p++;
             continue;
         }
-        size_t n = fj_utf8_len(p);
+        size_t n = utf8_seq_len(p);
         if (!n)
             return false;
         p += n;

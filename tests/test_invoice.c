@@ -20,6 +20,7 @@
 #include "apbot/money.h"
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
+#include "helpers/xorshift.h"
 
 static void fill(struct invoice *inv, const char *vendor, const char *number,
                  enum invoice_doc_type dt)
@@ -458,17 +459,9 @@ static void test_invoice_csv_and_ubl_same_key(void **state)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15u; /* fixed: the same cases on every run */
 
-static uint64_t rng_next(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
-
 static unsigned rng_below(unsigned n)
 {
-    return (unsigned)(rng_next() % n);
+    return xorshift_below(&rng_state, n);
 }
 
 static bool same_str(const char *a, const char *b)
@@ -591,7 +584,7 @@ static int64_t gen_amount(bool negative)
         v = 0;
         break;
     case 3:
-        v = (int64_t)(rng_next() % (uint64_t)MONEY_MAX_MINOR);
+        v = (int64_t)(xorshift64(&rng_state) % (uint64_t)MONEY_MAX_MINOR);
         break;
     default:
         v = (int64_t)rng_below(10000000);
@@ -1047,10 +1040,92 @@ static void test_invoice_json_fast_reader_scope(void **state)
     free(big);
 }
 
+/* invoice_utf8_valid against the decoding definition it replaced (kept here): every one-,
+ * two- and three-byte text, a million random four-byte ones, and a table of the edges. */
+static bool utf8_valid_by_decoding(const unsigned char *p)
+{
+    while (*p) {
+        unsigned c = *p;
+        int extra;
+        unsigned min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            extra = 1, min = 0x80, c &= 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            extra = 2, min = 0x800, c &= 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            extra = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return false;
+        }
+        p++;
+        for (int i = 0; i < extra; i++, p++) {
+            if ((*p & 0xC0) != 0x80)
+                return false;
+            c = (c << 6) | (*p & 0x3F);
+        }
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return false;
+    }
+    return true;
+}
+
+static void test_invoice_utf8_valid(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        bool valid;
+    } table[] = {
+        {"", true},
+        {"plain", true},
+        {"\xc3\xa9", true},          /* U+00E9 */
+        {"\xed\x9f\xbf", true},      /* U+D7FF, below the surrogates */
+        {"\xee\x80\x80", true},      /* U+E000, above them */
+        {"\xf4\x8f\xbf\xbf", true},  /* U+10FFFF */
+        {"\xc0\x80", false},         /* overlong NUL */
+        {"\xc1\xbf", false},         /* overlong */
+        {"\xe0\x9f\xbf", false},     /* overlong */
+        {"\xf0\x8f\xbf\xbf", false}, /* overlong */
+        {"\xed\xa0\x80", false},     /* U+D800 */
+        {"\xed\xbf\xbf", false},     /* U+DFFF */
+        {"\xf4\x90\x80\x80", false}, /* past U+10FFFF */
+        {"\xf5\x80\x80\x80", false},
+        {"\x80", false},      /* a lone continuation */
+        {"a\xe2\x82", false}, /* cut short */
+        {"\xe2\x82\xac\xff", false},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (invoice_utf8_valid(table[i].s) != table[i].valid)
+            fail_msg("case %zu: want %d", i, table[i].valid);
+    unsigned char b[5] = {0};
+    for (uint32_t v = 1; v < 1u << 24; v++) {
+        b[0] = (unsigned char)(v >> 16), b[1] = (unsigned char)(v >> 8), b[2] = (unsigned char)v;
+        const unsigned char *t = b[0] ? b : b[1] ? b + 1 : b + 2;
+        if (memchr(t, 0, (size_t)(b + 3 - t)))
+            continue; /* a NUL inside: a shorter text, met anyway */
+        if (invoice_utf8_valid((const char *)t) != utf8_valid_by_decoding(t))
+            fail_msg("%02x %02x %02x differ", b[0], b[1], b[2]);
+    }
+    uint64_t seed = 0x2545F4914F6CDD1Dull;
+    for (int k = 0; k < 1000000; k++) {
+        uint64_t v = xorshift64(&seed);
+        for (int i = 0; i < 4; i++)
+            b[i] = (unsigned char)(v >> (8 * i)) | (i == 0 ? 0xF0 : 0); /* a 4-byte lead */
+        if (memchr(b, 0, 4))
+            continue;
+        if (invoice_utf8_valid((const char *)b) != utf8_valid_by_decoding(b))
+            fail_msg("%02x %02x %02x %02x differ", b[0], b[1], b[2], b[3]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_invoice_normalise),
+        cmocka_unit_test(test_invoice_utf8_valid),
         cmocka_unit_test(test_invoice_golden_keys),
         cmocka_unit_test(test_invoice_key_normalisation),
         cmocka_unit_test(test_invoice_golden_json_and_fingerprint),

@@ -94,9 +94,9 @@ int invoice_fingerprint(const struct invoice *inv, char ret_fp[INVOICE_FP_LEN + 
 char *invoice_to_json(const struct invoice *inv);
 
 /* Parses a payload written by invoice_to_json into *ret (invoice_init'ed by the call; on
- * failure *ret is left empty, so invoice_done(ret) is always safe). Payloads exactly as
- * invoice_to_json writes them are read by a fast reader, anything else by jansson, with the
- * same result (bot/invoice.c). */
+ * failure *ret is left empty, so invoice_done(ret) is always safe). Payloads in the canonical
+ * subset of what invoice_to_json writes (no escapes, keys in its order: bot/invoice.c) are
+ * read by a fast reader, anything else by jansson, with the same result. */
 int invoice_from_json(const char *json, struct invoice *ret, char *err,
                       size_t errlen) APBOT_MUST_USE;
 
