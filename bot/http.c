@@ -336,30 +336,28 @@ static void http_trim(const char **v, size_t *len)
 /* Retry-After: delta-seconds or an HTTP-date; seconds from now, clamped to [0, a day]. */
 static long http_parse_retry_after(const char *v, size_t len)
 {
-    char buf[128];
     http_trim(&v, &len);
-    if (len == 0 || len >= sizeof(buf))
+    if (len == 0)
         return -1;
-    memcpy(buf, v, len);
-    buf[len] = '\0';
 
     bool digits = true;
     for (size_t i = 0; i < len; i++)
-        if (buf[i] < '0' || buf[i] > '9')
+        if (v[i] < '0' || v[i] > '9')
             digits = false;
     if (digits) {
         long secs = 0;
         for (size_t i = 0; i < len; i++) {
-            secs = secs * 10 + (buf[i] - '0');
+            secs = secs * 10 + (v[i] - '0');
             if (secs > HTTP_RETRY_AFTER_MAX)
                 return HTTP_RETRY_AFTER_MAX;
         }
         return secs;
     }
-    time_t when = curl_getdate(buf, NULL);
-    if (when == (time_t)-1)
+    /* an HTTP-date, read as the Date header is (unreadable, or not after 1970: none) */
+    int64_t when_ms = http_date_ms(v, len);
+    if (when_ms == 0)
         return -1;
-    time_t now = time(NULL);
+    time_t when = (time_t)(when_ms / 1000), now = time(NULL);
     if (when <= now)
         return 0;
     if (when - now > HTTP_RETRY_AFTER_MAX)
