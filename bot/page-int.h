@@ -13,12 +13,27 @@
 #ifndef APBOT_PAGE_INT_H
 #define APBOT_PAGE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <libxml/HTMLparser.h>
 #include <libxml/xpath.h>
 
 struct page_form;
+
+/* Next node of a pre-order walk of root's subtree; descend = go into n's children when n is
+ * an element. */
+static inline xmlNodePtr page_walk_next(xmlNodePtr n, xmlNodePtr root, bool descend)
+{
+    if (descend && n->type == XML_ELEMENT_NODE && n->children)
+        return n->children;
+    while (n && n != root) {
+        if (n->next)
+            return n->next;
+        n = n->parent;
+    }
+    return NULL;
+}
 
 /* The options page.c parses with, on either path. */
 #define PAGE_HTML_OPTIONS                                                                          \

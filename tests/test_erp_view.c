@@ -26,6 +26,7 @@
 #include "apbot/match.h"
 #include "apbot/page.h"
 #include "../bot/erp-int.h"
+#include "helpers/xorshift.h"
 
 /* The acme and classic flows' outcome rules and markers, and patterns made to meet blanking:
  * needles with spaces that blanking may make, text that only attributes or comments hold. */
@@ -83,10 +84,7 @@ static uint64_t rng = 0x9E3779B97F4A7C15ull;
 
 static uint32_t rnd(uint32_t n)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return n ? (uint32_t)(rng % n) : 0;
+    return xorshift_below(&rng, n);
 }
 
 struct counts {

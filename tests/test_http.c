@@ -36,6 +36,7 @@
 #include "apbot/error.h"
 #include "apbot/http.h"
 #include "apbot/mem.h"
+#include "helpers/xorshift.h"
 
 /* ---- the canned server ---------------------------------------------------------------- */
 
@@ -1533,14 +1534,11 @@ out:
     return out;
 }
 
-static uint64_t xs = 0x9e3779b97f4a7c15u; /* xorshift64, fixed seed: the same cases every run */
+static uint64_t xs = 0x9e3779b97f4a7c15u; /* fixed seed: the same cases every run */
 
 static unsigned xs_below(unsigned n)
 {
-    xs ^= xs << 13;
-    xs ^= xs >> 7;
-    xs ^= xs << 17;
-    return (unsigned)(xs % n);
+    return xorshift_below(&xs, n);
 }
 
 /* URL fragments: the good ones make plain URLs, each bad one an edge libcurl treats its own

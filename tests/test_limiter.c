@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "apbot/limiter.h"
+#include "helpers/xorshift.h"
 
 #define SIM_WORKERS 32
 
@@ -38,14 +39,6 @@ struct erp_sim {
     int64_t done, busy_ms, queued_ms;
 };
 
-static uint64_t rnd(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 /* Runs the ERP and the client for ms milliseconds from t0; the limiter decides how many
  * workers send. Returns the limit at the end; *ret_max_limit the largest seen. */
 static int simulate(struct erp_sim *e, struct limiter_core *c, int64_t t0, int64_t ms,
@@ -61,7 +54,7 @@ static int simulate(struct erp_sim *e, struct limiter_core *c, int64_t t0, int64
                 e->busy--;
                 e->done++;
                 e->until[i] = t + e->think_ms;
-                bool refused = e->refuse_ppm && rnd(&e->rng) % 1000000u < e->refuse_ppm;
+                bool refused = e->refuse_ppm && xorshift64(&e->rng) % 1000000u < e->refuse_ppm;
                 limiter_core_sample(c, (unsigned)(i % 3), t - e->sent[i],
                                     refused ? LIMITER_OVERLOAD : LIMITER_OK, t);
             }
@@ -80,7 +73,7 @@ static int simulate(struct erp_sim *e, struct limiter_core *c, int64_t t0, int64
             e->busy++;
             e->state[i] = 2;
             int span = e->service_hi - e->service_lo + 1;
-            e->until[i] = t + e->service_lo + (int64_t)(rnd(&e->rng) % (uint64_t)span);
+            e->until[i] = t + e->service_lo + (int64_t)(xorshift64(&e->rng) % (uint64_t)span);
         }
         e->busy_ms += e->busy < e->slots ? e->busy : e->slots;
         e->queued_ms += e->qlen;

@@ -10,14 +10,7 @@
 #include <cmocka.h>
 
 #include "apbot/runner.h"
-
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
+#include "helpers/xorshift.h"
 
 static void test_runner_backoff_full_jitter_bounds(void **state)
 {
@@ -29,7 +22,7 @@ static void test_runner_backoff_full_jitter_bounds(void **state)
             ceiling = 5000;
         int64_t lo = INT64_MAX, hi = -1;
         for (int i = 0; i < 4000; i++) {
-            int64_t d = runner_backoff_ms(250, 5000, n, 0, next(&rng));
+            int64_t d = runner_backoff_ms(250, 5000, n, 0, xorshift64(&rng));
             assert_true(d >= 0 && d <= ceiling);
             lo = d < lo ? d : lo;
             hi = d > hi ? d : hi;

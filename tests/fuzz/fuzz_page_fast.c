@@ -70,17 +70,9 @@ static void check_paths(xmlDocPtr doc)
     xmlNodePtr from[9] = {NULL};
     int n_from = 1;
     xmlNodePtr root = xmlDocGetRootElement(doc);
-    for (xmlNodePtr n = root; n && n_from < 9;) {
+    for (xmlNodePtr n = root; n && n_from < 9; n = page_walk_next(n, root, true))
         if (n->type == XML_ELEMENT_NODE)
             from[n_from++] = n;
-        if (n->type == XML_ELEMENT_NODE && n->children) {
-            n = n->children;
-            continue;
-        }
-        while (n && n != root && !n->next)
-            n = n->parent;
-        n = n && n != root ? n->next : NULL;
-    }
     for (int f = 0; f < n_from; f++) {
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
             if (f > 0 && paths[i][0] == '/')
