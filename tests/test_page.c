@@ -1530,24 +1530,12 @@ static void old_text_add(struct old_text *t, const char *s)
     }
 }
 
-static xmlNodePtr old_walk_next(xmlNodePtr n, xmlNodePtr root, bool descend)
-{
-    if (descend && n->type == XML_ELEMENT_NODE && n->children)
-        return n->children;
-    while (n && n != root) {
-        if (n->next)
-            return n->next;
-        n = n->parent;
-    }
-    return NULL;
-}
-
 static char *old_excerpt(xmlDocPtr doc, const char *raw, size_t raw_len, size_t max)
 {
     struct old_text t = {malloc(max + 1), 0, max, false, false};
     assert_non_null(t.buf);
     xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
-    for (xmlNodePtr n = root; n && !t.full; n = old_walk_next(n, root, true)) {
+    for (xmlNodePtr n = root; n && !t.full; n = page_walk_next(n, root, true)) {
         if (n->type == XML_ELEMENT_NODE && strcasecmp((const char *)n->name, "title") == 0) {
             xmlChar *c = xmlNodeGetContent(n);
             old_text_add(&t, c ? (const char *)c : "");
@@ -1576,7 +1564,7 @@ static char *old_excerpt(xmlDocPtr doc, const char *raw, size_t raw_len, size_t 
                     t.pending_space = true;
             }
         }
-        n = old_walk_next(n, root, descend);
+        n = page_walk_next(n, root, descend);
     }
     if (t.len == 0 && raw_len > 0) {
         char *clean = malloc(raw_len * 3 + 1);

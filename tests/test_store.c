@@ -986,6 +986,20 @@ static void test_store_apply_get_returns_the_row(void **state)
     }
 }
 
+/* The change of a checked item found in the ERP as D-1, by worker w (found: its step). */
+static struct store_change found_change(struct fx *f, struct machine_step *found)
+{
+    struct machine_counters c = {.settled = true};
+    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_FOUND, &c, &f->pol, found),
+                     APBOT_OK);
+    return (struct store_change){.from = MACHINE_CHECKING,
+                                 .event = MACHINE_EV_FOUND,
+                                 .step = found,
+                                 .erp_doc = "D-1",
+                                 .detail = "test",
+                                 .actor = "runner:w"};
+}
+
 /* store_apply_claim: the change as store_apply_get makes it, then the next due item claimed
  * for the same owner (with its claimed event), both rows as a fresh read finds them; nothing
  * due claims nothing; a refused change claims nothing and changes nothing. */
@@ -994,16 +1008,8 @@ static void test_store_apply_claim(void **state)
     struct fx *f = *state;
     int64_t a = enq(f, 1, 0, T0, NULL), b = enq(f, 2, 0, T0, NULL);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 1), a);
-    struct machine_counters c = {.settled = true};
     struct machine_step found;
-    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_FOUND, &c, &f->pol, &found),
-                     APBOT_OK);
-    struct store_change ch = {.from = MACHINE_CHECKING,
-                              .event = MACHINE_EV_FOUND,
-                              .step = &found,
-                              .erp_doc = "D-1",
-                              .detail = "test",
-                              .actor = "runner:w"};
+    struct store_change ch = found_change(f, &found);
     struct store_item got, next, want;
     bool claimed = true;
     int64_t holder = 0;
@@ -1076,16 +1082,8 @@ static void test_store_apply_claim_failed_claim(void **state)
              (long long)b);
     assert_int_equal(raw_exec(&r, sql), 0);
 
-    struct machine_counters c = {.settled = true};
     struct machine_step found;
-    assert_int_equal(machine_next(MACHINE_CHECKING, MACHINE_EV_FOUND, &c, &f->pol, &found),
-                     APBOT_OK);
-    struct store_change ch = {.from = MACHINE_CHECKING,
-                              .event = MACHINE_EV_FOUND,
-                              .step = &found,
-                              .erp_doc = "D-1",
-                              .detail = "test",
-                              .actor = "runner:w"};
+    struct store_change ch = found_change(f, &found);
     struct store_item got, next;
     bool claimed = true;
     int64_t holder = 0;
