@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include "apbot/mem.h"
 #include "apbot/page.h"
 #include "../bot/page-int.h"
+#include "helpers/canned.h"
 #include "helpers/xorshift.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -47,27 +47,10 @@
 
 #define BASE "http://127.0.0.1:8080"
 
-static char *read_fixture(const char *name, size_t *ret_len)
-{
-    const char *src = getenv("APBOT_SRC");
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/tests/data/pages/%s", src ? src : ".", name);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s (is APBOT_SRC set?)", path);
-    char *buf = malloc(1 << 20);
-    assert_non_null(buf);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    *ret_len = n;
-    return buf;
-}
-
 static struct page *load(const char *name, const char *url)
 {
     size_t len;
-    char *body = read_fixture(name, &len);
+    char *body = canned_page_read(name, &len);
     struct page *p = NULL;
     char err[APBOT_ERR_LEN] = "";
     assert_int_equal(page_parse(body, len, url, &p, err, sizeof(err)), APBOT_OK);
@@ -725,7 +708,7 @@ static void test_page_threads(void **state)
 {
     (void)state;
     size_t len;
-    char *body = read_fixture("confirm.html", &len);
+    char *body = canned_page_read("confirm.html", &len);
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&t[i], NULL, parse_worker, body), 0);
@@ -1621,28 +1604,19 @@ static void check_excerpt(const char *body, size_t len, const char *label)
 }
 
 /* Calls fn on every canned page of tests/data/pages. */
+struct each_fixture {
+    void (*fn)(const char *body, size_t len, const char *label);
+};
+
+static void each_fixture_one(const char *body, size_t len, const char *name, void *ctx)
+{
+    ((struct each_fixture *)ctx)->fn(body, len, name);
+}
+
 static void each_fixture(void (*fn)(const char *body, size_t len, const char *label))
 {
-    const char *src = getenv("APBOT_SRC");
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/tests/data/pages", src ? src : ".");
-    DIR *d = opendir(dir);
-    if (!d)
-        fail_msg("cannot open %s (is APBOT_SRC set?)", dir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".html") != 0)
-            continue;
-        size_t len;
-        char *body = read_fixture(e->d_name, &len);
-        fn(body, len, e->d_name);
-        free(body);
-        n++;
-    }
-    closedir(d);
-    assert_true(n >= 20);
+    struct each_fixture e = {fn};
+    canned_pages_each(each_fixture_one, &e);
 }
 
 /* page_excerpt against its old definition: the canned pages and 3,000 generated ones. */

@@ -16,7 +16,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include <libxml/valid.h>
 
 #include "../bot/page-int.h"
+#include "helpers/canned.h"
 #include "helpers/tree_diff.h"
 #include "helpers/xorshift.h"
 
@@ -100,33 +100,29 @@ struct fixture {
     size_t len;
 };
 
+struct fixtures {
+    struct fixture *f;
+    int n, max;
+};
+
+static void keep_fixture(const char *body, size_t len, const char *name, void *ctx)
+{
+    struct fixtures *fs = ctx;
+    if (fs->n == fs->max)
+        return;
+    struct fixture *f = &fs->f[fs->n++];
+    f->body = malloc(len + 1);
+    assert_non_null(f->body);
+    memcpy(f->body, body, len + 1);
+    f->len = len;
+    snprintf(f->name, sizeof(f->name), "%.100s", name);
+}
+
 static int load_fixtures(struct fixture *out, int max)
 {
-    const char *src = getenv("APBOT_SRC");
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/tests/data/pages", src ? src : ".");
-    DIR *d = opendir(dir);
-    if (!d)
-        fail_msg("cannot open %s (is APBOT_SRC set?)", dir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < max) {
-        size_t l = strlen(e->d_name);
-        if (l < 6 || strcmp(e->d_name + l - 5, ".html") != 0)
-            continue;
-        char path[8192];
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        FILE *f = fopen(path, "rb");
-        assert_non_null(f);
-        out[n].body = malloc(1 << 20);
-        assert_non_null(out[n].body);
-        out[n].len = fread(out[n].body, 1, (1 << 20) - 1, f);
-        fclose(f);
-        snprintf(out[n].name, sizeof(out[n].name), "%.100s", e->d_name);
-        n++;
-    }
-    closedir(d);
-    return n;
+    struct fixtures fs = {out, 0, max};
+    canned_pages_each(keep_fixture, &fs);
+    return fs.n;
 }
 
 static void free_fixtures(struct fixture *f, int n)
