@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
 # Every C file clang-format keeps in shape; `make format` rewrites them, CI runs format-check.
-FORMAT_FILES = $(wildcard bot/*.[ch] bot/cli/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
+FORMAT_FILES = $(wildcard bot/*.[ch] bot/*/*.[ch] include/apbot/*.h fixtures/erp-sim/*.[ch] \
                  tests/*.c tests/helpers/*.[ch] tests/fuzz/*.[ch] tools/*.c)
 
 .PHONY: all deps test-deps build test test-plain test-asan test-fuzz-build fuzz fuzz-build demo \

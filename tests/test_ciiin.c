@@ -21,11 +21,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apbot/ciiin.h"
 #include "apbot/invoice.h"
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
 #include "helpers/reader_sink.h"
+#include "input/ciiin.h"
 
 struct sample {
     const char *file, *vendor, *number, *doc, *issue, *due, *ccy;

@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "apbot/invoice.h"
-#include "apbot/csvin.h"
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
 #include "helpers/reader_sink.h"
+#include "input/csvin.h"
 
 /* Reads fixtures/invoices/<name> through reader_read_file; returns its rc. */
 static int read_fixture(const char *name, const struct vendor_map *vm, struct got *g, char *err)

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "apbot/decide.h"
+#include "erp/decide.h"
 
 /* Short names for the tables. */
 #define PRE DECIDE_BEFORE_COMMIT

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apbot/docmatch.h"
 #include "apbot/erp.h"
 #include "apbot/store.h"
+#include "model/docmatch.h"
 
 #define V DOCMATCH_VENDOR
 #define C DOCMATCH_CURRENCY

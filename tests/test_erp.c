@@ -24,10 +24,10 @@
 
 #include "apbot/erp.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/store.h"
 #include "helpers/pagesrv.h"
+#include "web/http.h"
 
 #define USER "clerk"
 #define PASSWORD "s3cret-pass"

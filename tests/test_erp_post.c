@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #include "apbot/erp.h"
-#include "apbot/erp_post.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/store.h"
+#include "erp/erp_post.h"
 #include "helpers/pagesrv.h"
+#include "web/http.h"
 
 #define USER "clerk"
 #define PASSWORD "s3cret-pass"

@@ -21,12 +21,12 @@
 
 #include "apbot/error.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
-#include "apbot/match.h"
-#include "apbot/page.h"
-#include "../bot/erp-int.h"
+#include "erp/erp-int.h"
 #include "helpers/canned.h"
 #include "helpers/xorshift.h"
+#include "web/http.h"
+#include "web/match.h"
+#include "web/page.h"
 
 /* The acme and classic flows' outcome rules and markers, and patterns made to meet blanking:
  * needles with spaces that blanking may make, text that only attributes or comments hold. */

@@ -18,7 +18,7 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
-#include "apbot/match.h"
+#include "web/match.h"
 
 static char *src_path(const char *rel)
 {

@@ -34,9 +34,9 @@
 #include <curl/curl.h>
 
 #include "apbot/error.h"
-#include "apbot/http.h"
 #include "apbot/mem.h"
 #include "helpers/xorshift.h"
+#include "web/http.h"
 
 /* ---- the canned server ---------------------------------------------------------------- */
 

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apbot/limiter.h"
 #include "helpers/xorshift.h"
+#include "run/limiter.h"
 
 #define SIM_WORKERS 32
 

@@ -27,7 +27,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "apbot/match.h"
+#include "web/match.h"
 
 static struct match_re *compile_ok(const char *pattern)
 {

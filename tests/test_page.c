@@ -26,13 +26,13 @@
 #include <libxml/xpath.h>
 
 #include "apbot/error.h"
-#include "apbot/http.h"
-#include "apbot/match.h"
 #include "apbot/mem.h"
-#include "apbot/page.h"
-#include "../bot/page-int.h"
 #include "helpers/canned.h"
 #include "helpers/xorshift.h"
+#include "web/http.h"
+#include "web/match.h"
+#include "web/page-int.h"
+#include "web/page.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PAGE_TEST_ASAN 1

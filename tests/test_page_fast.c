@@ -25,10 +25,10 @@
 #include <libxml/tree.h>
 #include <libxml/valid.h>
 
-#include "../bot/page-int.h"
 #include "helpers/canned.h"
 #include "helpers/tree_diff.h"
 #include "helpers/xorshift.h"
+#include "web/page-int.h"
 
 /* ---- one input through both parsers ---- */
 

@@ -21,9 +21,9 @@
 #include <zlib.h>
 
 #include "apbot/invoice.h"
-#include "apbot/pdfin.h"
 #include "apbot/reader.h"
 #include "helpers/reader_sink.h"
+#include "input/pdfin.h"
 
 static int read_path(const char *path, struct got *g, char *err)
 {

@@ -20,13 +20,13 @@
 #include <time.h>
 
 #include "apbot/erp.h"
-#include "apbot/erp_post.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/money.h"
+#include "erp/erp_post.h"
 #include "helpers/e2e.h"
 #include "helpers/sim_client.h"
+#include "web/http.h"
 
 /* No search lag: what is booked is searchable at once. */
 #define NO_LAG "index_lag_ms = 0\n"

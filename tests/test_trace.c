@@ -16,11 +16,11 @@
 #include <string.h>
 
 #include "apbot/erp.h"
-#include "apbot/erp_post.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/money.h"
-#include "apbot/trace.h"
+#include "erp/erp_post.h"
+#include "office/trace-int.h"
 
 /* ---- what follows the lookup ----------------------------------------------------------- */
 

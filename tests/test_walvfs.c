@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../bot/store-int.h"
+#include "queue/store-int.h"
 
 struct fx {
     char dir[96];

@@ -25,8 +25,8 @@
 #include <libxml/xmlmemory.h>
 
 #include "apbot/error.h"
-#include "apbot/page.h"
-#include "apbot/xmlarena.h"
+#include "web/page.h"
+#include "web/xmlarena.h"
 
 static void test_installed(void **state)
 {

@@ -46,8 +46,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apbot/apbot.h"
 #include "apbot/buf.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
@@ -945,7 +945,7 @@ out:
 
 static void worker(const struct soak_opts *o, struct soak_shared *sh, int fd, int64_t deadline)
 {
-    if (http_global_init() != APBOT_OK)
+    if (apbot_global_init() != APBOT_OK)
         _exit(2);
     while (!atomic_load(&sh->stop) && !soak_interrupted && mono_ms() < deadline) {
         long i = atomic_fetch_add(&sh->next_round, 1);
@@ -958,7 +958,7 @@ static void worker(const struct soak_opts *o, struct soak_shared *sh, int fd, in
         if (write(fd, &res, sizeof(res)) != (ssize_t)sizeof(res))
             _exit(2);
     }
-    http_global_cleanup();
+    apbot_global_cleanup();
     _exit(0);
 }
 

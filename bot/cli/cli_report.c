@@ -21,7 +21,6 @@
 
 #include "apbot/erp.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/report.h"
@@ -112,7 +111,6 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
     char today[11], tmp[4096];
     char *err = NULL;
     FILE *out = NULL;
-    bool http_inited = false;
     int status = CLI_EXIT_ERROR;
     int rc;
 
@@ -179,11 +177,6 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot report: %s\n", err);
         goto out;
     }
-    if (http_global_init() != APBOT_OK) {
-        fprintf(stderr, "apbot report: cannot initialise libcurl\n");
-        goto out;
-    }
-    http_inited = true;
     rc = erp_open(f, erp_url, NULL, &erp, err, CLI_REPORT_ERR_LEN);
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot report: %s\n", err);
@@ -232,8 +225,6 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
 out:
     report_free(r);
     erp_close(erp);
-    if (http_inited)
-        http_global_cleanup();
     store_close(st);
     flow_free(f);
     free(err);

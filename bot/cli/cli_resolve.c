@@ -19,7 +19,6 @@
 
 #include "apbot/error.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/mem.h"
 #include "apbot/review.h"
 #include "apbot/store.h"
@@ -77,7 +76,7 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
 {
     const char *posted = NULL, *reject = NULL, *by = NULL, *flow_path = NULL, *force = NULL;
     const char *note = NULL, *erp_url = ctx->erp_url;
-    bool requeue = false, http_inited = false;
+    bool requeue = false;
     int64_t id = 0, expect_version = 0;
     int n_actions;
     struct store *st = NULL;
@@ -176,13 +175,6 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot resolve: %s\n", err);
         goto out;
     }
-    if (posted && f) {
-        if (http_global_init() != APBOT_OK) {
-            fprintf(stderr, "apbot resolve: cannot initialise libcurl\n");
-            goto out;
-        }
-        http_inited = true;
-    }
     if (review_decide(st, f, erp_url, &d, &res) != APBOT_OK) {
         fprintf(stderr, "apbot resolve: internal error\n");
         goto out;
@@ -220,8 +212,6 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     }
 out:
     review_result_done(&res);
-    if (http_inited)
-        http_global_cleanup();
     store_close(st);
     flow_free(f);
     free(flow_err);

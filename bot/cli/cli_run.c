@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "apbot/http.h"
 #include "apbot/runner.h"
 
 static volatile sig_atomic_t run_cancel;
@@ -129,12 +128,7 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (http_global_init() != APBOT_OK) {
-        fprintf(stderr, "apbot run: cannot initialise libcurl\n");
-        return CLI_EXIT_ERROR;
-    }
     int rc = runner_run(&opt, &stats);
-    http_global_cleanup();
 
     printf("run: stopped (%s) after %" PRId64 " s: completed %" PRId64
            ", business-exception %" PRId64 ", manual-review %" PRId64 ", still pending %" PRId64

@@ -20,7 +20,6 @@
 
 #include "apbot/error.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/mem.h"
 #include "apbot/serve.h"
 
@@ -93,10 +92,6 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot serve: %s\n", flow_err);
         goto out;
     }
-    if (http_global_init() != APBOT_OK) {
-        fprintf(stderr, "apbot serve: cannot initialise libcurl\n");
-        goto out;
-    }
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
@@ -114,7 +109,6 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     opt.announce = stdout;
     opt.log = stderr;
     rc = serve_run(&opt, err, sizeof(err));
-    http_global_cleanup();
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot serve: %s\n", err);
         status = rc == APBOT_E_INVAL ? CLI_EXIT_USAGE : CLI_EXIT_ERROR;

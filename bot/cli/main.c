@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/apbot.h"
 #include "apbot/store.h"
 #include "cli.h"
 
@@ -72,7 +73,7 @@ int main(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         } else if (strcmp(argv[i], "--version") == 0) {
-            printf("apbot %s\n", APBOT_VERSION);
+            printf("apbot %s\n", apbot_version());
             return CLI_EXIT_OK;
         } else if (strcmp(argv[i], "--db") == 0 && i + 1 < argc) {
             ctx.db_path = argv[++i];
@@ -100,9 +101,18 @@ int main(int argc, char **argv)
         usage(stderr);
         return CLI_EXIT_USAGE;
     }
-    for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++)
-        if (strcmp(argv[i], commands[c].name) == 0)
-            return commands[c].fn(&ctx, argc - i, argv + i);
+    for (size_t c = 0; c < sizeof(commands) / sizeof(commands[0]); c++) {
+        if (strcmp(argv[i], commands[c].name) != 0)
+            continue;
+        /* Once, before any command starts a thread (apbot.h). */
+        if (apbot_global_init() != APBOT_OK) {
+            fprintf(stderr, "apbot: cannot initialise libcurl\n");
+            return CLI_EXIT_ERROR;
+        }
+        int rc = commands[c].fn(&ctx, argc - i, argv + i);
+        apbot_global_cleanup();
+        return rc;
+    }
     fprintf(stderr, "apbot: unknown command '%s'\n", argv[i]);
     usage(stderr);
     return CLI_EXIT_USAGE;

@@ -8,7 +8,7 @@
 
 #include <libxml/parser.h>
 
-#include "apbot/ciiin.h"
+#include "input/ciiin.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -15,8 +15,8 @@
 
 #include <libxml/parser.h>
 
-#include "apbot/match.h"
-#include "apbot/page.h"
+#include "web/match.h"
+#include "web/page.h"
 #include "fuzz_flow.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/money.h"
+#include "web/http.h"
 #include "fuzz_input.h"
 
 #define FUZZ_EXPAND_MAX (64 * 1024) /* flow_template.c's FLOW_EXPAND_MAX */

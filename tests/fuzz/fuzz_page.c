@@ -32,8 +32,8 @@
 
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
-#include "apbot/match.h"
-#include "apbot/page.h"
+#include "web/match.h"
+#include "web/page.h"
 
 #include "fuzz_input.h"
 

@@ -18,7 +18,7 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 
-#include "../../bot/page-int.h"
+#include "web/page-int.h"
 #include "../helpers/tree_diff.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -8,7 +8,7 @@
 
 #include <libxml/parser.h>
 
-#include "apbot/ublin.h"
+#include "input/ublin.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
+#include "web/http.h"
 #include "invariants.h"
 #include "sim.h"
 #include "sim_client.h"

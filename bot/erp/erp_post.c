@@ -6,7 +6,7 @@
  * hand the facts of every exchange to decide_post(), whose verdict alone says what happens
  * next. This file fetches, fills and reads; it never decides what an answer means.
  */
-#include "apbot/erp_post.h"
+#include "erp/erp_post.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +15,11 @@
 #include "apbot/buf.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
-#include "apbot/match.h"
 #include "apbot/mem.h"
-#include "apbot/page.h"
+#include "web/http.h"
+#include "web/match.h"
+#include "web/page.h"
 #include "erp-int.h"
 
 /* Values captured over one post (doc included); flow check caps captures far below this. */

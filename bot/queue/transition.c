@@ -4,7 +4,7 @@
  * item and the recovery of expired leases, so that no state changes anywhere else, and the
  * rule "one ERP document, one item" that spans two rows.
  */
-#include "apbot/transition.h"
+#include "queue/transition.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
  *   breakdown (MINIMUM) is refused: there is nothing to book the amount against.
  * Refusals say "file#/rsm:CrossIndustryInvoice/rsm:ExchangedDocument/ram:TypeCode" and why.
  */
-#include "apbot/ciiin.h"
+#include "input/ciiin.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  * Out-of-memory: libxml2 is told (NULL) and fails the parse, as with malloc; xmlarena_begin
  * itself aborts (mem.h).
  */
-#include "apbot/xmlarena.h"
+#include "web/xmlarena.h"
 
 #include <pthread.h>
 #include <stdalign.h>

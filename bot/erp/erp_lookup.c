@@ -13,13 +13,13 @@
 
 #include "apbot/buf.h"
 #include "apbot/clock.h"
-#include "apbot/decide.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "apbot/page.h"
+#include "erp/decide.h"
+#include "web/http.h"
+#include "web/page.h"
 #include "erp-int.h"
 
 /* Result rows a lookup keeps over all its pages; more and the lookup failed. */

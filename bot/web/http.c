@@ -34,7 +34,7 @@
  * (curl's error text) goes to the response's detail buffer. What to do with an outcome is
  * the caller's business.
  */
-#include "apbot/http.h"
+#include "web/http.h"
 
 #include <pthread.h>
 #include <stdio.h>

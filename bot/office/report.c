@@ -15,7 +15,6 @@
 #include <time.h>
 
 #include "apbot/buf.h"
-#include "apbot/docmatch.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
@@ -23,6 +22,7 @@
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
+#include "model/docmatch.h"
 
 #define REPORT_DEFAULT_LOOKUPS 200
 

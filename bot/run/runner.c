@@ -43,19 +43,19 @@
 
 #include "apbot/buf.h"
 #include "apbot/clock.h"
-#include "apbot/docmatch.h"
 #include "apbot/erp.h"
-#include "apbot/erp_post.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
 #include "apbot/invoice.h"
-#include "apbot/limiter.h"
 #include "apbot/machine.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
-#include "apbot/transition.h"
+#include "erp/erp_post.h"
+#include "model/docmatch.h"
+#include "queue/transition.h"
+#include "run/limiter.h"
+#include "web/http.h"
 
 #define RUNNER_EXCERPT_MAX 1024   /* bytes of page text kept per exchange */
 #define RUNNER_SUSPECT_FAILURES 3 /* unanswered in a row: stop claiming, probe instead */

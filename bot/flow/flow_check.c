@@ -22,8 +22,8 @@
 #include <libxml/xpath.h>
 
 #include "apbot/buf.h"
-#include "apbot/match.h"
 #include "apbot/mem.h"
+#include "web/match.h"
 #include "flow-int.h"
 
 /* ---- XPath -------------------------------------------------------------------------------- */

@@ -18,9 +18,9 @@
 #include <strings.h>
 
 #include "apbot/buf.h"
-#include "apbot/csvin.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "input/csvin.h"
 
 #define VENDORS_MAX_ENTRIES 1000000
 

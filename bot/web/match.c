@@ -54,7 +54,7 @@
  */
 #define _GNU_SOURCE /* memmem */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "apbot/match.h"
+#include "web/match.h"
 
 #include <pcre2.h>
 #include <stdint.h>

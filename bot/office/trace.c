@@ -1,23 +1,23 @@
 /*
- * trace.c - `apbot flow trace` output and decisions (see trace.h): every exchange the ERP
+ * trace.c - `apbot flow trace` output and decisions (see trace-int.h): every exchange the ERP
  * driver reports, printed for a flow author under the header of its step, each submitted control
  * with where its value came from (the flow field and its line, when the flow set it), the rule
  * that matched with what it asked for, the values captured, the lookup's hits and verdict. Every
  * text goes through text_escape(); the driver has already masked the secrets.
  */
-#include "apbot/trace.h"
+#include "office/trace-int.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apbot/buf.h"
-#include "apbot/erp_post.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/text.h"
+#include "erp/erp_post.h"
 
 /* Display bounds: a trace is read by a person, a value past this is cut ("..."). */
 #define TRACE_VALUE_MAX 96

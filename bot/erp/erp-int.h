@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "apbot/erp.h"
-#include "apbot/match.h"
+#include "web/match.h"
 
 struct flow_rule;
 struct flow_marker;

@@ -3,7 +3,7 @@
  * (see decide.h). Pure functions over plain facts: the drivers (erp_post.c, erp.c) gather
  * the facts, these decide, tests/test_decide.c holds the tables. Leaf module.
  */
-#include "apbot/decide.h"
+#include "erp/decide.h"
 
 static const char *const post_names[] = {
     [DECIDE_NEXT] = "next",

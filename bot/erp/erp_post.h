@@ -34,8 +34,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "apbot/decide.h"
 #include "apbot/error.h"
+#include "erp/decide.h"
 
 struct erp_session;
 struct erp_trace;

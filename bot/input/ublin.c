@@ -30,7 +30,7 @@
  *   Peppol; totals come from the document).
  * Refusals say "file#/Invoice/cac:LegalMonetaryTotal/cbc:PayableAmount" and why.
  */
-#include "apbot/ublin.h"
+#include "input/ublin.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * vendor and currency when the ERP shows them, the amount exactly in minor units, a sign flip
  * only for credit notes. Pure; the callers fetch the records.
  */
-#include "apbot/docmatch.h"
+#include "model/docmatch.h"
 
 #include <stdarg.h>
 #include <stdio.h>

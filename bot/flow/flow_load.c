@@ -26,9 +26,9 @@
 
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
-#include "apbot/match.h"
 #include "apbot/mem.h"
 #include "apbot/text.h"
+#include "web/match.h"
 #include "flow-int.h"
 
 #define FLOW_FILE_MAX (1024 * 1024) /* bytes of a flow file: a hand-written file is far smaller */

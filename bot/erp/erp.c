@@ -15,12 +15,12 @@
 
 #include "apbot/buf.h"
 #include "apbot/flow.h"
-#include "apbot/http.h"
-#include "apbot/match.h"
 #include "apbot/mem.h"
-#include "apbot/page.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
+#include "web/http.h"
+#include "web/match.h"
+#include "web/page.h"
 #include "erp-int.h"
 
 /* Attempts when the ERP answers a login with its login page again. */

@@ -15,7 +15,7 @@
  * libxml2's XPath, into the same node sets. URL resolution is http_resolve_url's.
  * Deciding what a page means (outcome rules) is match's job, not this module's.
  */
-#include "apbot/page.h"
+#include "web/page.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -37,9 +37,9 @@
 #include <libxml/xpathInternals.h>
 
 #include "apbot/buf.h"
-#include "apbot/http.h"
 #include "apbot/mem.h"
-#include "apbot/xmlarena.h"
+#include "web/http.h"
+#include "web/xmlarena.h"
 #include "page-int.h"
 
 #if defined(__SANITIZE_ADDRESS__)

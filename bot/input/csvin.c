@@ -18,7 +18,7 @@
  *   invoice_number is refused and also refuses the invoice it interrupts (it may be one of
  *   its lines). Memory is bounded by the largest invoice (at most CSVIN_MAX_LINES lines).
  */
-#include "apbot/csvin.h"
+#include "input/csvin.h"
 
 #include <errno.h>
 #include <stdarg.h>

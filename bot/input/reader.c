@@ -23,8 +23,8 @@
 
 #include "xmlin-int.h"
 
-#include "apbot/csvin.h"
-#include "apbot/pdfin.h"
+#include "input/csvin.h"
+#include "input/pdfin.h"
 
 #define READER_HEAD 1024 /* bytes sniffed; a PDF header may sit anywhere in the first 1024 */
 

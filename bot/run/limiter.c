@@ -3,7 +3,7 @@
  * limiter.h (Vegas on request latency, cut on overload). The core is pure; the wrapper adds a
  * mutex and a condition variable so workers wait for a free place.
  */
-#include "apbot/limiter.h"
+#include "run/limiter.h"
 
 #include <errno.h>
 #include <pthread.h>

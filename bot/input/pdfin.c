@@ -24,7 +24,7 @@
  * Which file: every embedded file in /AF and /Names /EmbeddedFiles is looked at; the one whose
  * name ranks best (pdfin_invoice_rank: factur-x.xml, zugferd-invoice.xml, xrechnung.xml) wins.
  */
-#include "apbot/pdfin.h"
+#include "input/pdfin.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -48,9 +48,9 @@
 #include <zlib.h>
 
 #include "apbot/buf.h"
-#include "apbot/ciiin.h"
 #include "apbot/mem.h"
 #include "apbot/reader.h"
+#include "input/ciiin.h"
 
 #define PDFIN_MAX_TREE_NODES 10000 /* name-tree nodes and entries looked at */
 #define PDFIN_MAX_TREE_DEPTH 32

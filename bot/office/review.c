@@ -16,14 +16,14 @@
 #include <time.h>
 
 #include "apbot/buf.h"
-#include "apbot/docmatch.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/text.h"
-#include "apbot/transition.h"
+#include "model/docmatch.h"
+#include "queue/transition.h"
 
 static const char *nz(const char *s)
 {
