@@ -25,7 +25,6 @@
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
-#include "apbot/store.h"
 #include "helpers/pagesrv.h"
 #include "web/http.h"
 
@@ -84,7 +83,7 @@ struct fx {
 };
 
 /* Evidence is secret-free too. */
-static void on_evidence(void *ctx, const struct store_evidence *ev)
+static void on_evidence(void *ctx, const struct erp_exchange *ev)
 {
     struct fx *x = ctx;
     x->n_evidence++;

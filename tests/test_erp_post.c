@@ -26,7 +26,6 @@
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
-#include "apbot/store.h"
 #include "erp/erp_post.h"
 #include "helpers/pagesrv.h"
 #include "web/http.h"
@@ -109,7 +108,7 @@ static void on_trace(void *ctx, const struct erp_trace *t)
             x->secret_seen = true;
 }
 
-static void on_evidence(void *ctx, const struct store_evidence *ev)
+static void on_evidence(void *ctx, const struct erp_exchange *ev)
 {
     struct fx *x = ctx;
     const char *texts[] = {ev->url, ev->excerpt, ev->transport};

@@ -16,7 +16,6 @@
 #include "apbot/buf.h"
 #include "apbot/flow.h"
 #include "apbot/mem.h"
-#include "apbot/store.h"
 #include "apbot/text.h"
 #include "web/http.h"
 #include "web/match.h"
@@ -420,17 +419,17 @@ void erp_xch_report(const struct erp_session *s, const struct erp_xch *x, erp_tr
                     void *trace_ctx)
 {
     if (s->evidence) {
-        struct store_evidence ev;
-        memset(&ev, 0, sizeof(ev));
-        ev.step = x->step;
-        ev.method = x->method;
-        ev.url = x->url;
-        ev.http_status = (int)x->status;
-        ev.elapsed_ms = x->elapsed_ms;
-        ev.transport = x->transport;
-        ev.rule = x->rule;
-        ev.outcome = x->outcome[0] ? x->outcome : "answered";
-        ev.excerpt = x->excerpt;
+        const struct erp_exchange ev = {
+            .step = x->step,
+            .method = x->method,
+            .url = x->url,
+            .http_status = (int)x->status,
+            .elapsed_ms = x->elapsed_ms,
+            .transport = x->transport,
+            .rule = x->rule,
+            .outcome = x->outcome[0] ? x->outcome : "answered",
+            .excerpt = x->excerpt,
+        };
         s->evidence(s->evidence_ctx, &ev);
     }
     if (!trace_fn) {

@@ -22,7 +22,7 @@
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
-#include "model/docmatch.h"
+#include "erp/docmatch.h"
 
 #define REPORT_DEFAULT_LOOKUPS 200
 

@@ -22,7 +22,7 @@
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/text.h"
-#include "model/docmatch.h"
+#include "erp/docmatch.h"
 #include "queue/transition.h"
 
 static const char *nz(const char *s)
@@ -578,7 +578,7 @@ enum review_verify review_verify_classify(const struct store_item *it, const cha
     char mine[48], why[512];
     const struct erp_row *held = NULL;
 
-    docmatch_invoice_of_item(it, &inv);
+    inv = docmatch_invoice_of(it->vendor_id, it->currency, it->exponent, it->total, it->doc_type);
     money_text(it->total, it->exponent, mine, sizeof(mine));
     switch (res->answer) {
     case ERP_FAILED:
@@ -638,8 +638,19 @@ struct verify_ctx {
 };
 
 /* The evidence callback of the verification's ERP session: a masked copy of each exchange. */
-static void verify_evidence(void *ctx, const struct store_evidence *ev)
+static void verify_evidence(void *ctx, const struct erp_exchange *xc)
 {
+    const struct store_evidence ev = {
+        .step = xc->step,
+        .method = xc->method,
+        .url = xc->url,
+        .http_status = xc->http_status,
+        .elapsed_ms = xc->elapsed_ms,
+        .transport = xc->transport,
+        .rule = xc->rule,
+        .outcome = xc->outcome,
+        .excerpt = xc->excerpt,
+    };
     struct verify_ctx *c = ctx;
     struct review_verification *v = c->v;
     struct review_exchange *x;
@@ -650,7 +661,7 @@ static void verify_evidence(void *ctx, const struct store_evidence *ev)
                    32) != APBOT_OK)
         return;
     x = &v->exchanges[v->n_exchanges++];
-    exchange_copy(x, 0, store_now_ms(), ev);
+    exchange_copy(x, 0, store_now_ms(), &ev);
     url = text_mask(x->url, c->password, c->user);
     excerpt = text_mask(x->excerpt, c->password, c->user);
     free(x->url);

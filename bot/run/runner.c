@@ -51,8 +51,8 @@
 #include "apbot/money.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
+#include "erp/docmatch.h"
 #include "erp/erp_post.h"
-#include "model/docmatch.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
 #include "web/http.h"
@@ -556,7 +556,7 @@ static bool worker_gate(void *ctx, const struct http_request *req, char *why, si
 /* ---- evidence --------------------------------------------------------------------------- */
 
 /* What an exchange says about the ERP's load, for the limiter. */
-static enum limiter_signal load_signal(const struct store_evidence *ev)
+static enum limiter_signal load_signal(const struct erp_exchange *ev)
 {
     if (ev->http_status == 429 || ev->http_status == 503)
         return LIMITER_OVERLOAD;
@@ -606,7 +606,7 @@ static void evidence_flush(struct worker *w)
  * that could book: the pending ones are stored before the committing request is sent
  * (hook_before_commit), and whatever is left when the item leaves the worker (job_run).
  */
-static void evidence_put(struct worker *w, const struct store_evidence *ev)
+static void evidence_put(struct worker *w, const struct erp_exchange *ev)
 {
     struct runner *r = w->r;
     w->stats.exchanges++;
@@ -623,7 +623,8 @@ static void evidence_put(struct worker *w, const struct store_evidence *ev)
         return;
     }
     struct store_evidence *e = &w->pending[w->n_pending++];
-    *e = *ev;
+    e->http_status = ev->http_status;
+    e->elapsed_ms = ev->elapsed_ms;
     char *excerpt = text_mask(ev->excerpt, r->password, r->user);
     if (excerpt)
         text_cut_utf8(excerpt, RUNNER_EXCERPT_MAX);
@@ -638,7 +639,7 @@ static void evidence_put(struct worker *w, const struct store_evidence *ev)
     e->excerpt = excerpt;
 }
 
-static void on_erp_evidence(void *ctx, const struct store_evidence *ev)
+static void on_erp_evidence(void *ctx, const struct erp_exchange *ev)
 {
     evidence_put(ctx, ev);
 }
@@ -1052,9 +1053,10 @@ static enum machine_event job_lookup(struct job *j)
         const struct erp_row *row = &res.hits.rows[0];
         /* The one rule for "this record books this invoice" (docmatch.h); a flow that reads no
          * amount from the ERP at all chose to trust its key alone. */
-        struct docmatch_invoice mine;
+        const struct store_item *it = &j->item;
+        struct docmatch_invoice mine =
+            docmatch_invoice_of(it->vendor_id, it->currency, it->exponent, it->total, it->doc_type);
         struct docmatch_record rec;
-        docmatch_invoice_of_item(&j->item, &mine);
         docmatch_record_of_row(row, &rec);
         unsigned diff, ignore = lookup_reads_amount(w->r->flow) ? 0u : DOCMATCH_NO_AMOUNT;
         if (res.hits.n > 1) {

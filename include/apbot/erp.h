@@ -40,18 +40,32 @@ struct flow;
 struct invoice;
 struct flow_table;
 struct http_session;
-struct store_evidence;
 
 struct erp_session;
 
 /* Fresh logins tried for one request whose answer is the session-expired page. */
 #define ERP_RELOGIN_MAX 2
-/* Bytes of page text kept in evidence excerpts (<= STORE_EXCERPT_MAX). */
+/* Bytes of page text kept in an exchange's excerpt (the queue keeps up to STORE_EXCERPT_MAX). */
 #define ERP_EXCERPT_MAX 2048
+
+/* One HTTP exchange with the ERP, as the session reports it for the record (the queue keeps it
+ * as an item's evidence, the review page shows it). Every pointer is valid only during the
+ * callback that hands it over. */
+struct erp_exchange {
+    const char *step;      /* "login", "lookup", "detail", "list", or the post step's name */
+    const char *method;    /* "GET" / "POST" */
+    const char *url;       /* resolved, without credentials or query secrets */
+    int http_status;       /* 0 when nothing was answered */
+    int64_t elapsed_ms;    /* from the request to the end of the answer */
+    const char *transport; /* "answered", "not-sent: ...", "unknown: ..." (curl's detail) */
+    const char *rule;      /* the rule that matched (or the pattern over its budget), or NULL */
+    const char *outcome;   /* what the exchange meant (below) */
+    const char *excerpt;   /* bounded, secret-free text of the answer, or NULL */
+};
 
 /*
  * Called once per HTTP exchange (login, each lookup page, each detail page, each list page, each
- * post exchange) with a filled evidence record: step ("login", "lookup", "detail", "list", or
+ * post exchange) with a filled exchange record: step ("login", "lookup", "detail", "list", or
  * the post step's name), method, URL (resolved, secrets masked), status, elapsed, transport
  * ("answered", "not-sent: ...", "unknown: ..."), the rule that matched (or the pattern that
  * exhausted the budget), outcome ("answered", "logged-in", "refused", "session-expired",
@@ -60,7 +74,7 @@ struct erp_session;
  * (ERP_EXCERPT_MAX). Every pointer is valid only during the call. Best effort: nothing is
  * returned.
  */
-typedef void (*erp_evidence_fn)(void *ctx, const struct store_evidence *ev);
+typedef void (*erp_evidence_fn)(void *ctx, const struct erp_exchange *x);
 
 /*
  * Opens a session for flow f (which must outlive the session). base_url overrides

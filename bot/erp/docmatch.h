@@ -18,7 +18,6 @@
 #include <stdint.h>
 
 struct erp_row;
-struct store_item;
 
 /* What the queue holds of the invoice. Strings are borrowed. */
 struct docmatch_invoice {
@@ -54,8 +53,10 @@ enum docmatch_diff {
 /* Compares; returns the difference bits (DOCMATCH_SAME: a match). Cannot fail. */
 unsigned docmatch_compare(const struct docmatch_invoice *inv, const struct docmatch_record *rec);
 
-/* The invoice side from a queue row (borrows its strings). Cannot fail. */
-void docmatch_invoice_of_item(const struct store_item *it, struct docmatch_invoice *ret);
+/* The invoice side from what the queue holds of it (a store_item's vendor_id, currency,
+ * exponent, total and doc_type: "invoice" or "credit-note"); borrows the strings. Cannot fail. */
+struct docmatch_invoice docmatch_invoice_of(const char *vendor_id, const char *currency,
+                                            int exponent, int64_t total, const char *doc_type);
 /* The record side from a lookup or listing row (borrows its strings). Cannot fail. */
 void docmatch_record_of_row(const struct erp_row *row, struct docmatch_record *ret);
 

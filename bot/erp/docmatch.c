@@ -3,7 +3,7 @@
  * vendor and currency when the ERP shows them, the amount exactly in minor units, a sign flip
  * only for credit notes. Pure; the callers fetch the records.
  */
-#include "model/docmatch.h"
+#include "erp/docmatch.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,7 +12,6 @@
 #include "apbot/erp.h"
 #include "apbot/error.h"
 #include "apbot/money.h"
-#include "apbot/store.h"
 
 unsigned docmatch_compare(const struct docmatch_invoice *inv, const struct docmatch_record *rec)
 {
@@ -34,14 +33,16 @@ unsigned docmatch_compare(const struct docmatch_invoice *inv, const struct docma
     return diff;
 }
 
-void docmatch_invoice_of_item(const struct store_item *it, struct docmatch_invoice *ret)
+struct docmatch_invoice docmatch_invoice_of(const char *vendor_id, const char *currency,
+                                            int exponent, int64_t total, const char *doc_type)
 {
-    memset(ret, 0, sizeof(*ret));
-    ret->vendor_id = it->vendor_id;
-    ret->currency = it->currency;
-    ret->exponent = it->exponent;
-    ret->total = it->total;
-    ret->credit_note = strcmp(it->doc_type, "credit-note") == 0;
+    return (struct docmatch_invoice){
+        .vendor_id = vendor_id,
+        .currency = currency,
+        .exponent = exponent,
+        .total = total,
+        .credit_note = doc_type && strcmp(doc_type, "credit-note") == 0,
+    };
 }
 
 void docmatch_record_of_row(const struct erp_row *row, struct docmatch_record *ret)
