@@ -47,6 +47,9 @@
 #include <curl/curl.h>
 
 #include "apbot/mem.h"
+#include "base/unittest.h"
+
+UNITTEST int64_t http_date_ms(const char *v, size_t len);
 
 #ifndef APBOT_VERSION
 #define APBOT_VERSION "0"
@@ -192,7 +195,7 @@ static char *http_plain_join(const char *authority, size_t n, const char *rest)
     return out;
 }
 
-bool http_url_is_plain(const char *url)
+UNITTEST bool http_url_is_plain(const char *url)
 {
     struct http_plain p;
     return http_plain(url, &p);
@@ -422,7 +425,7 @@ static int64_t http_fixdate(const char *s, size_t len)
     return ((days_before * 24 + hour) * 60 + min) * 60 + sec;
 }
 
-int64_t http_date_ms(const char *v, size_t len)
+UNITTEST int64_t http_date_ms(const char *v, size_t len)
 {
     http_trim(&v, &len);
     len = strnlen(v, len); /* the text up to a NUL, as a C string */
@@ -836,7 +839,8 @@ bool http_same_origin(const char *a, const char *b)
     return same;
 }
 
-enum http_redirect http_redirect_decide(const char *origin, long status, const char *location)
+UNITTEST enum http_redirect http_redirect_decide(const char *origin, long status,
+                                                 const char *location)
 {
     bool to_get = status == 301 || status == 302 || status == 303;
     bool same = status == 307 || status == 308;

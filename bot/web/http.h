@@ -159,12 +159,13 @@ char *http_escape(const char *s);
  * and port (the scheme's default when absent), neither with user:pass@. Pure. */
 bool http_same_origin(const char *a, const char *b);
 
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
 /* The value of a Date header (an HTTP-date, blanks around it allowed) as Unix ms; 0 when it
  * cannot be read, is before 1970 or is 128 bytes or longer. An IMF-fixdate ("Sun, 06 Nov 1994
  * 08:49:37 GMT", what RFC 9110 has servers send) is read here, anything else by libcurl's
  * curl_getdate, with the same result (test_http compares them). Pure. */
 int64_t http_date_ms(const char *v, size_t len);
-/* For tests: true when url is "plain" (bot/http.c, struct http_plain), a shape that
+/* True when url is "plain" (web/http.c, struct http_plain), a shape that
  * http_same_origin, http_request and http_resolve_url answer without libcurl's URL parser.
  * Against a plain base, http_resolve_url also resolves a reference "/p" (not "//...")
  * without it when "http://h" followed by "/p" is plain. Pure. */
@@ -173,5 +174,6 @@ bool http_url_is_plain(const char *url);
  * absent or unresolvable), for a session on `origin`. 300, 304 and other 3xx without a
  * Location are no redirects. Pure. */
 enum http_redirect http_redirect_decide(const char *origin, long status, const char *location);
+#endif
 
 #endif
