@@ -22,7 +22,7 @@ FORMAT_FILES = $(wildcard bot/*.[ch] bot/*/*.[ch] include/apbot/*.h fixtures/erp
                  tests/*.c tests/helpers/*.[ch] tests/fuzz/*.[ch] tools/*.c)
 
 .PHONY: all deps test-deps build test test-plain test-asan test-fuzz-build fuzz fuzz-build demo \
-        bench soak clean format format-check
+        bench soak clean format format-check design-table
 
 all: build
 
@@ -82,6 +82,13 @@ soak: build
 
 format:
 	clang-format -i $(FORMAT_FILES)
+
+# docs/design.md's state table, printed from machine.c (tests/t_design.sh checks they agree).
+design-table: build
+	@$(BUILD)/machine-table > $(BUILD)/machine-table.md
+	@sed -i -e '/^<!-- machine-table:begin -->$$/,/^<!-- machine-table:end -->$$/{//!d}' \
+	    -e '/^<!-- machine-table:begin -->$$/r $(BUILD)/machine-table.md' docs/design.md
+	@echo "docs/design.md: state table written from machine.c"
 
 format-check:
 	clang-format --dry-run -Werror $(FORMAT_FILES)

@@ -848,7 +848,7 @@ static void test_report_chaos_balance(void **state)
     e2e_add_many(&x.e, "CHAOS", 12);
     /* chaos.scn: late commits 3 s + search lag 2 s, so the settle delay must exceed 5 s. The
      * harness's 2.5 s is for calm scenarios; with it a confirmed absence can be wrong and a
-     * re-post may be booked twice (DESIGN.md: the settle delay must outlast both). */
+     * re-post may be booked twice (docs/design.md: the settle delay must outlast both). */
     x.e.opt.settle_ms = 6000;
     x.e.opt.max_seconds = 40;
     (void)e2e_run(&x.e);

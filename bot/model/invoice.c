@@ -2,7 +2,7 @@
  * invoice.c - the invoice model, its canonical JSON payload, identity key and fingerprint.
  *
  * Readers fill a struct invoice; this module checks it, turns it into the canonical payload the
- * store keeps, and derives the two keys of DESIGN.md. It knows nothing about files or the ERP.
+ * store keeps, and derives the two keys of docs/design.md. It knows nothing about files or the ERP.
  *
  * Identity key, version 1 (never change the bytes below without bumping the version; the
  * golden tests in tests/test_invoice.c pin them):

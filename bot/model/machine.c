@@ -1,5 +1,5 @@
 /*
- * machine.c - the per-item state machine of DESIGN.md as one pure function.
+ * machine.c - the per-item state machine of docs/design.md as one pure function.
  *
  * Each state has one function that handles the events allowed in it and refuses the rest
  * with APBOT_E_STATE; every switch names every event (no default:), so a new event is a

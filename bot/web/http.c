@@ -4,7 +4,7 @@
  * any wait, redirects followed here (libcurl's FOLLOWLOCATION is off) and only within the
  * ERP's origin, and a classifier that says what the ERP can have seen of each exchange.
  *
- * The classification is the part that matters (DESIGN.md, "never re-post blind"):
+ * The classification is the part that matters (docs/design.md, "never re-post blind"):
  *   ANSWERED  curl finished the last hop (CURLE_OK): a complete final response, any status;
  *   NOT_SENT  not a single byte of any HTTP request left this process (counted through the
  *             debug callback and CURLINFO_REQUEST_SIZE), no response byte arrived and no

@@ -5,8 +5,8 @@
  * the item is due again, the new counters and whether the settle delay starts again. It does
  * no I/O, reads no clock and touches no database: the runner performs the side effects and
  * the store persists the result in one transaction. Every (state, event) pair is either in
- * the table of DESIGN.md (with the rows of the round-2 spec: `finishing`, `saved`,
- * `found-unfinished`, `followup-failed`, `doc-conflict`) or refused with APBOT_E_STATE.
+ * the state table of docs/design.md (printed from this function by tools/machine_table.c, and
+ * checked against it by tests/t_design.sh) or refused with APBOT_E_STATE.
  * Nothing leaves a terminal state except through an operator resolution, and `completed`
  * only through `doc-conflict` (two items cannot both own one ERP document).
  *

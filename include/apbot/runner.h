@@ -88,7 +88,7 @@ struct runner_stats {
 /*
  * Runs until the queue is empty (until_empty), max_seconds pass, *cancel is raised or the
  * circuit breaker trips. Returns APBOT_OK for the first three (ret->stop says which),
- * APBOT_E_SYSTEMIC when the breaker tripped (in-flight items given back: see DESIGN.md),
+ * APBOT_E_SYSTEMIC when the breaker tripped (in-flight items given back: see docs/design.md),
  * or another error for a failed setup or database (ret->message says why). The caller
  * must have called http_global_init(). ret may be NULL.
  */
