@@ -552,265 +552,330 @@ static void trace_controls(struct post_run *pr, struct erp_xch *x, const struct 
     }
 }
 
+/* One submission of a step's form, through its phases: fill, send, read the answer, conclude.
+ * step_submit owns it and frees what it holds. */
+struct submit {
+    const struct flow_step *st;
+    struct decide_post_facts facts;
+    struct page_form form;
+    struct fill fl;
+    struct http_request req;
+    struct http_response r;
+    struct erp_view v;
+    bool have_view; /* v was initialised (an answer is being read) */
+    struct erp_xch x;
+    struct http_field *fields; /* the form's fields as the request sends them */
+    struct match_result *m;    /* the matched rule's groups */
+    struct page *p;            /* the answer, parsed when it is a 2xx page */
+    const struct flow_rule *rule;
+    char *get_url; /* a GET form's URL with its fields */
+    char what[512];
+    const char *method;
+    bool doc_by_rule; /* the rule's (?<doc>) gave the document number */
+};
+
+/* Finds the step's form on the current page and fills it as the flow says, presses its button
+ * and, for a GET form, builds its URL. Problems land in sb->fl (data_error: the invoice's
+ * values; fill_error: the form is not as the flow describes it). */
+static void submit_fill(struct post_run *pr, struct submit *sb)
+{
+    const struct flow_step *st = sb->st;
+    struct page_form *form = &sb->form;
+    struct fill *fl = &sb->fl;
+
+    if (!pr->cur || page_find_form(pr->cur, st->form.xpath, form, NULL, 0) != APBOT_OK) {
+        fill_problem(fl, false, "form %s not found on the ERP's page%s", st->form.xpath, NULL);
+        return;
+    }
+    if (!form->action || !http_same_origin(erp_base_url(pr->s), form->action)) {
+        fill_problem(fl, false, "refused: the form's action leaves the ERP's origin (%.200s)%s",
+                     form->action ? form->action : "none", NULL);
+        return;
+    }
+    fill_form(pr, st, form, fl);
+    if (!fl->data_error && !fl->fill_error && st->form.submit) {
+        int rc = page_form_press(form, st->form.submit, st->form.submit_value);
+        if (rc != APBOT_OK) {
+            char b[300];
+            snprintf(b, sizeof(b), "%s%s%s%s", st->form.submit,
+                     st->form.submit_value ? "' of value '" : "",
+                     st->form.submit_value ? st->form.submit_value : "", "'");
+            fill_problem(fl, false,
+                         rc == APBOT_E_CONFLICT ? "several buttons '%s match: the form changed%s"
+                                                : "no button '%s: the form changed%s",
+                         b, NULL);
+        }
+    }
+    if (!fl->data_error && !fl->fill_error && form->method && strcmp(form->method, "GET") == 0) {
+        sb->method = "GET";
+        for (size_t k = 0; k < form->n; k++)
+            if (pr->s->password && *pr->s->password && form->values[k] &&
+                strstr(form->values[k], pr->s->password))
+                fill_problem(fl, false, "refused: a GET form would carry a secret in its URL%s%s",
+                             NULL, NULL);
+        if (!fl->fill_error && !(sb->get_url = erp_form_get_url(form)))
+            fill_problem(fl, false, "a GET form too large to submit%s%s", NULL, NULL);
+    }
+}
+
+/* The form could not be filled: nothing is sent; decides and reports what was found. */
+static struct decide_post submit_unfilled(struct post_run *pr, struct submit *sb)
+{
+    const struct flow_step *st = sb->st;
+    sb->facts.data_error = sb->fl.data_error;
+    sb->facts.fill_error = sb->fl.fill_error;
+    char *m_what = erp_mask(pr->s, sb->fl.what);
+    snprintf(sb->what, sizeof(sb->what), "%s", m_what);
+    free(m_what);
+    struct decide_post d = decide_post(&sb->facts);
+    erp_xch_begin(pr->s, &sb->x, st->name, sb->method, sb->form.action ? sb->form.action : "", NULL,
+                  NULL, "not submitted");
+    sb->x.form = apbot_xstrdup(st->form.xpath);
+    if (sb->form.n)
+        trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+    report(pr, &sb->x, d, NULL, sb->what);
+    if (sb->fl.data_error) {
+        snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", sb->what);
+        pr->ret->data_error = true;
+    }
+    set_detail(pr, st->name, d.why, sb->what);
+    return d;
+}
+
+/* Sends the filled form, unless the hooks stop the post before its committing request.
+ * Returns true when an exchange took place (read its answer with submit_read); false with
+ * *ret_d decided and reported when nothing was sent. */
+static bool submit_send(struct post_run *pr, struct submit *sb, struct decide_post *ret_d)
+{
+    const struct flow_step *st = sb->st;
+    const bool commit = sb->facts.phase == DECIDE_COMMIT;
+
+    if (commit && pr->hooks && pr->hooks->before_commit &&
+        !pr->hooks->before_commit(pr->hooks->ctx)) {
+        pr->ret->released = true;
+        ret_d->verdict = DECIDE_NOT_SENT;
+        ret_d->relogin = false;
+        ret_d->why = "stopped before the committing request: nothing was sent";
+        /* What would have been sent, for `flow trace --dry-run`. */
+        erp_xch_begin(pr->s, &sb->x, st->name, sb->method,
+                      sb->get_url ? sb->get_url : sb->form.action, NULL, NULL,
+                      "stopped before the committing request");
+        sb->x.form = apbot_xstrdup(st->form.xpath);
+        trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+        report(pr, &sb->x, *ret_d, NULL, NULL);
+        set_detail(pr, st->name, ret_d->why, NULL);
+        return false;
+    }
+    sb->req = (struct http_request){
+        .method = sb->method, .url = sb->get_url ? sb->get_url : sb->form.action, .fresh = commit};
+    if (!sb->get_url) {
+        sb->fields = apbot_xcalloc(sb->form.n ? sb->form.n : 1, sizeof(*sb->fields));
+        for (size_t k = 0; k < sb->form.n; k++) {
+            sb->fields[k].name = sb->form.names[k];
+            sb->fields[k].value = sb->form.values[k];
+        }
+        sb->req.fields = sb->fields;
+        sb->req.n_fields = sb->form.n;
+    }
+    if (commit)
+        pr->ret->commit_sent = true;
+    pr->ret->exchanges++;
+    int hrc = http_request(erp_http(pr->s), &sb->req, &sb->r);
+    if (commit && (hrc != APBOT_OK || sb->r.transport == HTTP_NOT_SENT))
+        pr->ret->commit_sent = false;
+    if (hrc == APBOT_OK)
+        return true;
+    sb->facts.transport = DECIDE_TR_NOT_SENT;
+    snprintf(sb->what, sizeof(sb->what), "refused before sending: %s", apbot_strerror(hrc));
+    *ret_d = decide_post(&sb->facts);
+    erp_xch_begin(pr->s, &sb->x, st->name, sb->method, sb->req.url, NULL, NULL, sb->what);
+    sb->x.form = apbot_xstrdup(st->form.xpath);
+    trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+    report(pr, &sb->x, *ret_d, NULL, sb->what);
+    set_detail(pr, st->name, ret_d->why, sb->what);
+    return false;
+}
+
+/* The step's captures, read from an answer the step goes on from (or whose rule leaves the
+ * document number to them); a capture that does not match clears facts.captures_ok. */
+static void submit_captures(struct post_run *pr, struct submit *sb)
+{
+    const struct flow_step *st = sb->st;
+    for (size_t k = 0; k < st->n_captures; k++) {
+        const struct flow_capture *c = &st->captures[k];
+        struct match_result *cm = NULL;
+        char cwhat[96];
+        snprintf(cwhat, sizeof(cwhat), "capture %s", c->name);
+        enum match_outcome o = erp_view_body(&sb->v, c->re, c->raw, cwhat, &cm);
+        char *g = o == MATCH_FOUND ? match_group(cm, c->name) : NULL;
+        match_result_free(cm);
+        if (!g || !*g) {
+            sb->facts.captures_ok = false;
+            free(g);
+            continue;
+        }
+        capture_set(pr, c->name, g);
+        free(g);
+    }
+}
+
+/* Reads the answer into the facts: the step's rules (then the flow's outcomes on the last
+ * step), the document number, the captures, the session markers, whether the page parses. */
+static void submit_read(struct post_run *pr, struct submit *sb)
+{
+    const struct flow *f = pr->f;
+    const struct flow_step *st = sb->st;
+    const bool last = sb->facts.last;
+    struct decide_post_facts *facts = &sb->facts;
+    struct erp_view *v = &sb->v;
+
+    erp_view_init(v, pr->s, &sb->r);
+    sb->have_view = true;
+    facts->transport = transport_of(&sb->r);
+    facts->status = sb->r.status;
+    facts->via_redirect = sb->r.redirects > 0 || sb->r.redirect_blocked;
+    if (sb->r.transport != HTTP_ANSWERED) {
+        snprintf(sb->what, sizeof(sb->what), "%s: %s", http_transport_name(sb->r.transport),
+                 sb->r.truncated ? "answer too large" : sb->r.detail);
+        return;
+    }
+    sb->rule = erp_view_rules(v, st->rules, st->n_rules, &sb->m);
+    if (!sb->rule && !v->aborted && last)
+        sb->rule = erp_view_rules(v, f->outcomes, f->n_outcomes, &sb->m);
+    const struct flow_rule *rule = sb->rule;
+    facts->rule = rule ? rule_kind(rule->outcome) : DECIDE_RULE_NONE;
+    if (!rule && !v->aborted)
+        facts->session_gone = erp_view_session_gone(v, f);
+    if (rule && (rule->outcome == FLOW_OUT_COMPLETED || rule->outcome == FLOW_OUT_SAVED ||
+                 rule->outcome == FLOW_OUT_ALREADY_EXISTS)) {
+        char *g = sb->m ? match_group(sb->m, "doc") : NULL;
+        if (g && *g) {
+            erp_text_copy(pr->doc, sizeof(pr->doc), g);
+            pr->have_doc = true;
+            sb->doc_by_rule = true;
+        }
+        free(g);
+    }
+    if (!v->aborted &&
+        (!rule || rule->outcome == FLOW_OUT_SAVED || rule->outcome == FLOW_OUT_COMPLETED))
+        submit_captures(pr, sb);
+    facts->doc = pr->have_doc;
+    facts->match_aborted = v->aborted;
+    const struct http_response *r = &sb->r;
+    if (r->status >= 200 && r->status < 300 && r->body &&
+        page_parse(r->body, r->body_len, r->effective_url ? r->effective_url : sb->req.url, &sb->p,
+                   NULL, 0) == APBOT_OK)
+        facts->page_ok = true;
+    if (v->aborted)
+        snprintf(sb->what, sizeof(sb->what), "%s stopped: %s", v->aborted_what,
+                 match_budget_reason(&v->budget) ? match_budget_reason(&v->budget) : "aborted");
+    else if (!rule && !facts->session_gone)
+        snprintf(sb->what, sizeof(sb->what), "HTTP %ld, no rule matched", r->status);
+    else
+        snprintf(sb->what, sizeof(sb->what), "HTTP %ld", r->status);
+}
+
+/* repeat="until-lines": whether the step goes again (a line could not be filled because its
+ * row did not exist on the page; the answer, which an update round trip gave one more row, is
+ * filled next), or has run out of rounds (then *d becomes a fill error). */
+static bool submit_again(struct post_run *pr, struct submit *sb, int round, struct decide_post *d)
+{
+    const struct flow_step *st = sb->st;
+    if (!(d->verdict == DECIDE_NEXT && st->repeat_until_lines && st->form.lines.present &&
+          st->form.lines.n_fields > 0 && pr->inv->n_lines > 0 &&
+          (sb->fl.skipped > 0 || lacks_lines(pr, st, sb->p))))
+        return false;
+    if ((size_t)round + 1 < pr->inv->n_lines + 1)
+        return true;
+    struct decide_post_facts ff = sb->facts;
+    ff.fill_error = true;
+    snprintf(sb->what, sizeof(sb->what),
+             "the form still lacks line rows after %d submissions of the step", round + 1);
+    *d = decide_post(&ff);
+    return false;
+}
+
+/* Reports the exchange with what it captured and hands its result on: the rule, the business
+ * exception's reason, Retry-After, and the answer as the page the next step works on. */
+static void submit_conclude(struct post_run *pr, struct submit *sb, struct decide_post d,
+                            bool again)
+{
+    const struct flow_step *st = sb->st;
+    const struct flow_rule *rule = sb->rule;
+    struct erp_xch *x = &sb->x;
+
+    erp_xch_begin(pr->s, x, st->name, sb->method, sb->req.url, &sb->r, sb->p, NULL);
+    /* erp_xch_begin zeroed the captures recorded while reading: record them again */
+    if (sb->doc_by_rule)
+        erp_xch_capture(pr->s, x, "doc", pr->doc);
+    for (size_t k = 0; k < st->n_captures; k++)
+        for (size_t c = 0; c < pr->n_caps; c++)
+            if (strcmp(pr->cap_names[c], st->captures[k].name) == 0)
+                erp_xch_capture(pr->s, x, pr->cap_names[c], pr->cap_values[c]);
+    x->form = apbot_xstrdup(st->form.xpath);
+    trace_controls(pr, x, &sb->form, &sb->fl);
+    report(pr, x, d, rule ? rule->name : (sb->v.aborted ? sb->v.aborted_what : NULL),
+           again ? "a line row is still missing: the step is submitted again" : sb->what);
+    if (rule)
+        erp_text_copy(pr->ret->rule, sizeof(pr->ret->rule), rule->name ? rule->name : "");
+    if (d.relogin)
+        pr->ret->relogin = true;
+    if (d.verdict == DECIDE_REJECTED && rule) {
+        char *g = sb->m ? match_group(sb->m, "reason") : NULL;
+        snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s",
+                 g && *g ? g : (rule->name ? rule->name : "rejected"));
+        erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
+        free(g);
+    }
+    if (d.verdict == DECIDE_NOT_SENT && sb->r.retry_after_s > 0)
+        pr->ret->retry_after_ms = sb->r.retry_after_s * 1000;
+    if (d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED) {
+        page_free(pr->cur);
+        pr->cur = sb->p;
+        sb->p = NULL;
+    }
+    set_detail(pr, st->name, d.why, sb->what);
+}
+
 /*
  * Fills and submits step i's form on the current page, reads the answer and decides. *ret_again
  * is set when the step must be submitted once more on its answer (repeat="until-lines").
  */
 static struct decide_post step_submit(struct post_run *pr, size_t i, int round, bool *ret_again)
 {
-    const struct flow *f = pr->f;
-    const struct flow_step *st = &f->steps[i];
-    const bool last = i + 1 == f->n_steps;
-    struct decide_post_facts facts;
+    struct submit sb;
     struct decide_post d;
-    struct page_form form;
-    struct fill fl;
-    struct http_response r;
-    struct erp_view v;
-    struct erp_xch x;
-    struct http_field *fields = NULL;
-    struct match_result *m = NULL;
-    struct page *p = NULL;
-    const struct flow_rule *rule = NULL;
-    char *get_url = NULL;
-    char what[512] = "";
-    const char *method = "POST";
-    bool doc_by_rule = false;
 
     *ret_again = false;
-    memset(&facts, 0, sizeof(facts));
-    memset(&form, 0, sizeof(form));
-    memset(&fl, 0, sizeof(fl));
-    fl.s = pr->s;
-    fl.sources = tracing(pr);
-    memset(&r, 0, sizeof(r));
-    memset(&x, 0, sizeof(x));
-    facts.phase = phase_of(pr, i);
-    facts.last = last;
-    facts.doc = pr->have_doc;
-    facts.captures_ok = true;
+    memset(&sb, 0, sizeof(sb));
+    sb.st = &pr->f->steps[i];
+    sb.method = "POST";
+    sb.fl.s = pr->s;
+    sb.fl.sources = tracing(pr);
+    sb.facts.phase = phase_of(pr, i);
+    sb.facts.last = i + 1 == pr->f->n_steps;
+    sb.facts.doc = pr->have_doc;
+    sb.facts.captures_ok = true;
 
-    /* ---- fill ---- */
-    if (!pr->cur || page_find_form(pr->cur, st->form.xpath, &form, NULL, 0) != APBOT_OK) {
-        fill_problem(&fl, false, "form %s not found on the ERP's page%s", st->form.xpath, NULL);
-    } else if (!form.action || !http_same_origin(erp_base_url(pr->s), form.action)) {
-        fill_problem(&fl, false, "refused: the form's action leaves the ERP's origin (%.200s)%s",
-                     form.action ? form.action : "none", NULL);
-    } else {
-        fill_form(pr, st, &form, &fl);
-        if (!fl.data_error && !fl.fill_error && st->form.submit) {
-            int rc = page_form_press(&form, st->form.submit, st->form.submit_value);
-            if (rc != APBOT_OK) {
-                char b[300];
-                snprintf(b, sizeof(b), "%s%s%s%s", st->form.submit,
-                         st->form.submit_value ? "' of value '" : "",
-                         st->form.submit_value ? st->form.submit_value : "", "'");
-                fill_problem(&fl, false,
-                             rc == APBOT_E_CONFLICT
-                                 ? "several buttons '%s match: the form changed%s"
-                                 : "no button '%s: the form changed%s",
-                             b, NULL);
-            }
-        }
-        if (!fl.data_error && !fl.fill_error && form.method && strcmp(form.method, "GET") == 0) {
-            method = "GET";
-            for (size_t k = 0; k < form.n; k++)
-                if (pr->s->password && *pr->s->password && form.values[k] &&
-                    strstr(form.values[k], pr->s->password))
-                    fill_problem(&fl, false,
-                                 "refused: a GET form would carry a secret in its URL%s%s", NULL,
-                                 NULL);
-            if (!fl.fill_error && !(get_url = erp_form_get_url(&form)))
-                fill_problem(&fl, false, "a GET form too large to submit%s%s", NULL, NULL);
-        }
+    submit_fill(pr, &sb);
+    if (sb.fl.data_error || sb.fl.fill_error) {
+        d = submit_unfilled(pr, &sb);
+    } else if (submit_send(pr, &sb, &d)) {
+        submit_read(pr, &sb);
+        d = decide_post(&sb.facts);
+        bool again = submit_again(pr, &sb, round, &d);
+        submit_conclude(pr, &sb, d, again);
+        *ret_again = again && (d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED);
     }
-    if (fl.data_error || fl.fill_error) {
-        facts.data_error = fl.data_error;
-        facts.fill_error = fl.fill_error;
-        char *m_what = erp_mask(pr->s, fl.what);
-        snprintf(what, sizeof(what), "%s", m_what);
-        free(m_what);
-        d = decide_post(&facts);
-        erp_xch_begin(pr->s, &x, st->name, method, form.action ? form.action : "", NULL, NULL,
-                      "not submitted");
-        x.form = apbot_xstrdup(st->form.xpath);
-        if (form.n)
-            trace_controls(pr, &x, &form, &fl);
-        report(pr, &x, d, NULL, what);
-        if (fl.data_error) {
-            snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", what);
-            pr->ret->data_error = true;
-        }
-        set_detail(pr, st->name, d.why, what);
-        goto out;
-    }
-
-    /* ---- submit ---- */
-    if (facts.phase == DECIDE_COMMIT && pr->hooks && pr->hooks->before_commit &&
-        !pr->hooks->before_commit(pr->hooks->ctx)) {
-        pr->ret->released = true;
-        d.verdict = DECIDE_NOT_SENT;
-        d.relogin = false;
-        d.why = "stopped before the committing request: nothing was sent";
-        /* What would have been sent, for `flow trace --dry-run`. */
-        erp_xch_begin(pr->s, &x, st->name, method, get_url ? get_url : form.action, NULL, NULL,
-                      "stopped before the committing request");
-        x.form = apbot_xstrdup(st->form.xpath);
-        trace_controls(pr, &x, &form, &fl);
-        report(pr, &x, d, NULL, NULL);
-        set_detail(pr, st->name, d.why, NULL);
-        goto out;
-    }
-    struct http_request req = {.method = method,
-                               .url = get_url ? get_url : form.action,
-                               .fresh = facts.phase == DECIDE_COMMIT};
-    if (!get_url) {
-        fields = apbot_xcalloc(form.n ? form.n : 1, sizeof(*fields));
-        for (size_t k = 0; k < form.n; k++) {
-            fields[k].name = form.names[k];
-            fields[k].value = form.values[k];
-        }
-        req.fields = fields;
-        req.n_fields = form.n;
-    }
-    if (facts.phase == DECIDE_COMMIT)
-        pr->ret->commit_sent = true;
-    pr->ret->exchanges++;
-    int hrc = http_request(erp_http(pr->s), &req, &r);
-    if (hrc != APBOT_OK || r.transport == HTTP_NOT_SENT) {
-        if (facts.phase == DECIDE_COMMIT)
-            pr->ret->commit_sent = false;
-    }
-    if (hrc != APBOT_OK) {
-        facts.transport = DECIDE_TR_NOT_SENT;
-        snprintf(what, sizeof(what), "refused before sending: %s", apbot_strerror(hrc));
-        d = decide_post(&facts);
-        erp_xch_begin(pr->s, &x, st->name, method, req.url, NULL, NULL, what);
-        x.form = apbot_xstrdup(st->form.xpath);
-        trace_controls(pr, &x, &form, &fl);
-        report(pr, &x, d, NULL, what);
-        set_detail(pr, st->name, d.why, what);
-        goto out;
-    }
-
-    /* ---- read the answer ---- */
-    erp_view_init(&v, pr->s, &r);
-    facts.transport = transport_of(&r);
-    facts.status = r.status;
-    facts.via_redirect = r.redirects > 0 || r.redirect_blocked;
-    if (r.transport == HTTP_ANSWERED) {
-        rule = erp_view_rules(&v, st->rules, st->n_rules, &m);
-        if (!rule && !v.aborted && last)
-            rule = erp_view_rules(&v, f->outcomes, f->n_outcomes, &m);
-        facts.rule = rule ? rule_kind(rule->outcome) : DECIDE_RULE_NONE;
-        if (!rule && !v.aborted)
-            facts.session_gone = erp_view_session_gone(&v, f);
-        if (rule && (rule->outcome == FLOW_OUT_COMPLETED || rule->outcome == FLOW_OUT_SAVED ||
-                     rule->outcome == FLOW_OUT_ALREADY_EXISTS)) {
-            char *g = m ? match_group(m, "doc") : NULL;
-            if (g && *g) {
-                erp_text_copy(pr->doc, sizeof(pr->doc), g);
-                pr->have_doc = true;
-                doc_by_rule = true;
-            }
-            free(g);
-        }
-        /* Captures: when the step goes on, or the rule leaves the document number to them. */
-        if (!v.aborted &&
-            (!rule || rule->outcome == FLOW_OUT_SAVED || rule->outcome == FLOW_OUT_COMPLETED)) {
-            for (size_t k = 0; k < st->n_captures; k++) {
-                const struct flow_capture *c = &st->captures[k];
-                struct match_result *cm = NULL;
-                char cwhat[96];
-                snprintf(cwhat, sizeof(cwhat), "capture %s", c->name);
-                enum match_outcome o = erp_view_body(&v, c->re, c->raw, cwhat, &cm);
-                char *g = o == MATCH_FOUND ? match_group(cm, c->name) : NULL;
-                match_result_free(cm);
-                if (!g || !*g) {
-                    facts.captures_ok = false;
-                    free(g);
-                    continue;
-                }
-                capture_set(pr, c->name, g);
-                free(g);
-            }
-        }
-        facts.doc = pr->have_doc;
-        facts.match_aborted = v.aborted;
-        if (r.status >= 200 && r.status < 300 && r.body &&
-            page_parse(r.body, r.body_len, r.effective_url ? r.effective_url : req.url, &p, NULL,
-                       0) == APBOT_OK)
-            facts.page_ok = true;
-        if (v.aborted)
-            snprintf(what, sizeof(what), "%s stopped: %s", v.aborted_what,
-                     match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
-        else if (!rule && !facts.session_gone)
-            snprintf(what, sizeof(what), "HTTP %ld, no rule matched", r.status);
-        else
-            snprintf(what, sizeof(what), "HTTP %ld", r.status);
-    } else {
-        snprintf(what, sizeof(what), "%s: %s", http_transport_name(r.transport),
-                 r.truncated ? "answer too large" : r.detail);
-    }
-    d = decide_post(&facts);
-
-    /* repeat="until-lines": again while a line could not be filled (its row did not exist on
-     * the page), on the answer, which an update round trip gave one more row. */
-    bool again = false;
-    if (d.verdict == DECIDE_NEXT && st->repeat_until_lines && st->form.lines.present &&
-        st->form.lines.n_fields > 0 && pr->inv->n_lines > 0 &&
-        (fl.skipped > 0 || lacks_lines(pr, st, p))) {
-        if ((size_t)round + 1 < pr->inv->n_lines + 1) {
-            again = true;
-        } else {
-            struct decide_post_facts ff = facts;
-            ff.fill_error = true;
-            snprintf(what, sizeof(what),
-                     "the form still lacks line rows after %d submissions of the step", round + 1);
-            d = decide_post(&ff);
-        }
-    }
-    erp_xch_begin(pr->s, &x, st->name, method, req.url, &r, p, NULL);
-    /* erp_xch_begin zeroed the captures recorded above: record them again */
-    if (doc_by_rule)
-        erp_xch_capture(pr->s, &x, "doc", pr->doc);
-    for (size_t k = 0; k < st->n_captures; k++)
-        for (size_t c = 0; c < pr->n_caps; c++)
-            if (strcmp(pr->cap_names[c], st->captures[k].name) == 0)
-                erp_xch_capture(pr->s, &x, pr->cap_names[c], pr->cap_values[c]);
-    x.form = apbot_xstrdup(st->form.xpath);
-    trace_controls(pr, &x, &form, &fl);
-    report(pr, &x, d, rule ? rule->name : (v.aborted ? v.aborted_what : NULL),
-           again ? "a line row is still missing: the step is submitted again" : what);
-    if (rule)
-        erp_text_copy(pr->ret->rule, sizeof(pr->ret->rule), rule->name ? rule->name : "");
-    if (d.relogin)
-        pr->ret->relogin = true;
-    if (d.verdict == DECIDE_REJECTED && rule) {
-        char *g = m ? match_group(m, "reason") : NULL;
-        snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s",
-                 g && *g ? g : (rule->name ? rule->name : "rejected"));
-        erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
-        free(g);
-    }
-    if (d.verdict == DECIDE_NOT_SENT && r.retry_after_s > 0)
-        pr->ret->retry_after_ms = r.retry_after_s * 1000;
-    if (d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED) {
-        page_free(pr->cur);
-        pr->cur = p;
-        p = NULL;
-        *ret_again = again;
-    }
-    set_detail(pr, st->name, d.why, what);
-    erp_view_done(&v);
-out:
-    match_result_free(m);
-    page_free(p);
-    http_response_done(&r);
-    free(fields);
-    free(get_url);
-    fill_done(&fl);
-    page_form_done(&form);
+    if (sb.have_view)
+        erp_view_done(&sb.v);
+    match_result_free(sb.m);
+    page_free(sb.p);
+    http_response_done(&sb.r);
+    free(sb.fields);
+    free(sb.get_url);
+    fill_done(&sb.fl);
+    page_form_done(&sb.form);
     return d;
 }
 
