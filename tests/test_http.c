@@ -677,6 +677,116 @@ static void test_http_post_redirect_get_secret_free(void **state)
     http_response_done(&r);
 }
 
+/* A JSON call: the body as given with its type, the request's headers on every hop (a 303's GET
+ * too, without the body), a header that would smuggle a line or take over one of the session's
+ * refused before anything is sent, and a cookie read back by name. */
+static void test_http_json_body_and_headers(void **state)
+{
+    struct fx *f = *state;
+    struct http_response r;
+    static const char body[] = "{\"id\":1,\"method\":\"x\",\"params\":[\"\\u00e9\",120.50]}";
+    const struct http_field headers[] = {{"Authorization", "Session Y2xlcms6MTpzZWNyZXQ="},
+                                         {"X-CSRF-Token", "t0k"}};
+    struct http_request req = {.method = "POST",
+                               .url = url(f, "/echo"),
+                               .body = body,
+                               .body_len = strlen(body),
+                               .content_type = "application/json",
+                               .headers = headers,
+                               .n_headers = 2,
+                               .fresh = true};
+
+    assert_int_equal(http_request(f->http, &req, &r), APBOT_OK);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\r\nContent-Type: application/json\r\n"));
+    assert_non_null(strstr(r.body, "\r\nAuthorization: Session Y2xlcms6MTpzZWNyZXQ=\r\n"));
+    assert_non_null(strstr(r.body, "\r\nX-CSRF-Token: t0k\r\n"));
+    assert_null(strstr(r.body, "Expect:"));
+    http_response_done(&r);
+    pthread_mutex_lock(&f->srv->lock);
+    assert_string_equal(f->srv->last_body, body); /* byte for byte */
+    pthread_mutex_unlock(&f->srv->lock);
+
+    /* a 303 after the POST: the GET carries the headers, not the body or its type */
+    req.url = url(f, "/login");
+    assert_int_equal(http_request(f->http, &req, &r), APBOT_OK);
+    assert_int_equal(r.redirects, 1);
+    http_response_done(&r);
+    pthread_mutex_lock(&f->srv->lock);
+    assert_non_null(strstr(f->srv->last_head, "GET /welcome HTTP/1.1"));
+    assert_non_null(strstr(f->srv->last_head, "Authorization: Session Y2xlcms6MTpzZWNyZXQ="));
+    assert_null(ci_find(f->srv->last_head, "Content-Type"));
+    pthread_mutex_unlock(&f->srv->lock);
+
+    /* a GET with headers: they go, and the next plain request carries none of them */
+    struct http_request get = {.url = url(f, "/echo"), .headers = headers, .n_headers = 1};
+    assert_int_equal(http_request(f->http, &get, &r), APBOT_OK);
+    assert_non_null(strstr(r.body, "Authorization: Session"));
+    http_response_done(&r);
+    assert_int_equal(http_get(f->http, url(f, "/echo"), &r), APBOT_OK);
+    assert_null(strstr(r.body, "Authorization"));
+    assert_null(strstr(r.body, "X-CSRF-Token"));
+    http_response_done(&r);
+    assert_int_equal(http_post_form(f->http, url(f, "/echo"), NULL, 0, &r), APBOT_OK);
+    assert_null(strstr(r.body, "Authorization"));
+    assert_non_null(strstr(r.body, "application/x-www-form-urlencoded"));
+    http_response_done(&r);
+
+    /* refused before sending: smuggled lines, the session's own headers, bodies where none
+     * may be */
+    int before = f->srv->n_requests;
+    const struct http_field bad[][1] = {{{"X-A", "v\r\nX-Evil: 1"}},
+                                        {{"X-A", "v\nX"}},
+                                        {{"Host", "elsewhere"}},
+                                        {{"cookie", "a=b"}},
+                                        {{"Content-Length", "9"}},
+                                        {{"Bad Name", "v"}},
+                                        {{"X:Y", "v"}},
+                                        {{"", "v"}},
+                                        {{NULL, "v"}},
+                                        {{"X-A", NULL}}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct http_request b = {.url = url(f, "/echo"), .headers = bad[i], .n_headers = 1};
+        if (http_request(f->http, &b, &r) != APBOT_E_INVAL)
+            fail_msg("header %zu was not refused", i);
+    }
+    struct http_request get_body = {
+        .url = url(f, "/echo"), .body = "{}", .body_len = 2, .content_type = "application/json"};
+    assert_int_equal(http_request(f->http, &get_body, &r), APBOT_E_INVAL);
+    struct http_request untyped = {
+        .method = "POST", .url = url(f, "/echo"), .body = "{}", .body_len = 2};
+    assert_int_equal(http_request(f->http, &untyped, &r), APBOT_E_INVAL);
+    const struct http_field one[] = {{"a", "b"}};
+    struct http_request both = {.method = "POST",
+                                .url = url(f, "/echo"),
+                                .body = "{}",
+                                .body_len = 2,
+                                .content_type = "application/json",
+                                .fields = one,
+                                .n_fields = 1};
+    assert_int_equal(http_request(f->http, &both, &r), APBOT_E_INVAL);
+    struct http_request typed = {.method = "POST",
+                                 .url = url(f, "/echo"),
+                                 .body = "{}",
+                                 .body_len = 2,
+                                 .content_type = "text/x\r\nX-Evil: 1"};
+    assert_int_equal(http_request(f->http, &typed, &r), APBOT_E_INVAL);
+    assert_int_equal(f->srv->n_requests, before); /* nothing left */
+
+    /* the jar by name */
+    http_session_clear_cookies(f->http);
+    assert_null(http_session_cookie(f->http, "JSESSIONID"));
+    assert_int_equal(http_get(f->http, url(f, "/set-cookie"), &r), APBOT_OK);
+    http_response_done(&r);
+    char *c = http_session_cookie(f->http, "JSESSIONID");
+    assert_non_null(c);
+    assert_string_equal(c, "abc123");
+    free(c);
+    assert_null(http_session_cookie(f->http, "JSESSION"));
+    assert_null(http_session_cookie(f->http, ""));
+    assert_null(http_session_cookie(NULL, "JSESSIONID"));
+}
+
 static void test_http_refused_is_not_sent(void **state)
 {
     struct fx *f = *state;
@@ -1817,6 +1927,7 @@ int main(void)
         cmocka_unit_test(test_http_date_fast_path),
         cmocka_unit_test_setup_teardown(test_http_cookies_kept_and_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_post_redirect_get_secret_free, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_json_body_and_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_refused_is_not_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_tls_handshake_failure_is_not_sent, setup,
                                         teardown),

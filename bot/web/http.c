@@ -857,12 +857,102 @@ struct http_hops {
     bool post;        /* this hop is a POST (the body is re-sent by 307/308) */
     const char *form; /* the encoded body while post */
     size_t form_len;
+    struct curl_slist *post_headers; /* the headers of a POST hop (Expect: off, Content-Type,
+                                      * the request's), or NULL: the session's */
+    struct curl_slist *get_headers;  /* those of a GET hop (the request's), or NULL */
     bool fresh;
     long redirects;
     long first_status;
     char *first_location;
     bool blocked;
 };
+
+/* Frees a header list, zeroing its text first (it may carry a session token). */
+static void slist_wipe_free(struct curl_slist *l)
+{
+    for (struct curl_slist *i = l; i; i = i->next)
+        explicit_bzero(i->data, strlen(i->data));
+    curl_slist_free_all(l);
+}
+
+static struct curl_slist *slist_add(struct curl_slist *l, const char *line)
+{
+    struct curl_slist *n = curl_slist_append(l, line);
+    if (!n)
+        abort(); /* libcurl fails here only on out-of-memory (mem.h's policy) */
+    return n;
+}
+
+/* Appends "name: value" (wiping the line it built). */
+static struct curl_slist *slist_header(struct curl_slist *l, const char *name, const char *value)
+{
+    size_t n = strlen(name) + strlen(value) + 3;
+    char *line = apbot_xmalloc(n);
+    snprintf(line, n, "%s: %s", name, value);
+    l = slist_add(l, line);
+    explicit_bzero(line, n);
+    free(line);
+    return l;
+}
+
+/* The header lists of an exchange with a body type or headers of its own. */
+static void hops_headers(struct http_hops *h, const struct http_request *req)
+{
+    h->post_headers = slist_add(NULL, "Expect:");
+    if (req->body && req->content_type)
+        h->post_headers = slist_header(h->post_headers, "Content-Type", req->content_type);
+    for (size_t i = 0; i < req->n_headers; i++) {
+        h->post_headers =
+            slist_header(h->post_headers, req->headers[i].name, req->headers[i].value);
+        h->get_headers = slist_header(h->get_headers, req->headers[i].name, req->headers[i].value);
+    }
+}
+
+char *http_session_cookie(struct http_session *s, const char *name)
+{
+    struct curl_slist *list = NULL;
+    char *found = NULL;
+
+    if (!s || !name || !*name || curl_easy_getinfo(s->easy, CURLINFO_COOKIELIST, &list) != CURLE_OK)
+        return NULL;
+    /* Netscape cookie lines: domain, tailmatch, path, secure, expires, name, value (tabs) */
+    for (struct curl_slist *i = list; i && !found; i = i->next) {
+        const char *f = i->data;
+        for (int k = 0; k < 5 && f; k++) {
+            f = strchr(f, '\t');
+            if (f)
+                f++;
+        }
+        const char *v = f ? strchr(f, '\t') : NULL;
+        if (v && (size_t)(v - f) == strlen(name) && memcmp(f, name, (size_t)(v - f)) == 0)
+            found = apbot_xstrdup(v + 1);
+    }
+    slist_wipe_free(list);
+    return found;
+}
+
+bool http_header_ok(const char *name, const char *value)
+{
+    static const char *const reserved[] = {"host",       "content-length",    "content-type",
+                                           "connection", "transfer-encoding", "expect",
+                                           "cookie"};
+    if (!name || !*name || !value)
+        return false;
+    for (const char *p = name; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        /* RFC 9110's token characters */
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              strchr("!#$%&'*+-.^_`|~", c)))
+            return false;
+    }
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+        if (strcasecmp(name, reserved[i]) == 0)
+            return false;
+    for (const char *p = value; *p; p++)
+        if (*p == '\r' || *p == '\n')
+            return false;
+    return true;
+}
 
 /* Prepares the easy handle for the next hop. */
 static void hop_setup(struct http_session *s, const struct http_hops *h, int64_t deadline)
@@ -873,10 +963,11 @@ static void hop_setup(struct http_session *s, const struct http_hops *h, int64_t
     if (h->post) {
         (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)h->form_len);
         (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, h->form);
-        (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, s->post_headers);
+        (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER,
+                               h->post_headers ? h->post_headers : s->post_headers);
     } else {
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
-        (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+        (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, h->get_headers);
     }
     /* Sent once: libcurl never re-sends this request on its own after a dead keep-alive
      * connection (http_on_prereq, the top of this file). */
@@ -936,10 +1027,15 @@ static int http_exchange(struct http_session *s, const struct http_request *req,
     int64_t t0 = http_now_ms(), deadline = t0 + s->timeout_ms;
 
     h.post = req->method && strcmp(req->method, "POST") == 0;
-    if (h.post) {
+    if (h.post && req->body) {
+        h.form = req->body;
+        h.form_len = req->body_len;
+    } else if (h.post) {
         form = http_form_encode(req->fields, req->n_fields, &h.form_len);
         h.form = form;
     }
+    if (req->n_headers || (h.post && req->content_type))
+        hops_headers(&h, req);
     exchange_begin(s);
     memset(r, 0, sizeof(*r));
     r->retry_after_s = -1;
@@ -1009,9 +1105,17 @@ static int http_exchange(struct http_session *s, const struct http_request *req,
         break;
     }
 
-    if (form) {
+    if (form)
         explicit_bzero(form, h.form_len);
-        free(form);
+    free(form);
+    if (h.post_headers || h.get_headers || req->body) {
+        /* the request's headers may carry a session token: wiped like a form body */
+        (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, (char *)NULL);
+        (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
+        (void)curl_easy_setopt(s->easy, CURLOPT_HTTPHEADER, (struct curl_slist *)NULL);
+        slist_wipe_free(h.post_headers);
+        slist_wipe_free(h.get_headers);
+    } else if (h.form) {
         (void)curl_easy_setopt(s->easy, CURLOPT_POSTFIELDS, (char *)NULL);
         (void)curl_easy_setopt(s->easy, CURLOPT_HTTPGET, 1L);
     }
@@ -1032,10 +1136,18 @@ int http_request(struct http_session *s, const struct http_request *req, struct 
     bool post = req->method && strcmp(req->method, "POST") == 0;
     if (req->method && !post && strcmp(req->method, "GET") != 0)
         return APBOT_E_INVAL;
-    if (!post && req->n_fields > 0)
+    if (!post && (req->n_fields > 0 || req->body))
         return APBOT_E_INVAL; /* a GET carries its query in the URL */
+    if ((req->body && req->n_fields > 0) || (req->body && !req->content_type) ||
+        (req->n_headers > 0 && !req->headers))
+        return APBOT_E_INVAL;
+    if (req->content_type && !http_header_ok("X", req->content_type))
+        return APBOT_E_INVAL;
     for (size_t i = 0; i < req->n_fields; i++)
         if (!req->fields[i].name)
+            return APBOT_E_INVAL;
+    for (size_t i = 0; i < req->n_headers; i++)
+        if (!http_header_ok(req->headers[i].name, req->headers[i].value))
             return APBOT_E_INVAL;
     /* One parse: an absolute http(s) URL with a host and no user:pass@, on the origin. A
      * plain URL is one (see struct http_plain); its origin is compared without libcurl. */

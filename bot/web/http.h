@@ -65,6 +65,17 @@ struct http_request {
     const struct http_field *fields; /* POST: the form body, x-www-form-urlencoded (none =
                                       * an empty body); GET: none allowed */
     size_t n_fields;
+    const char *body; /* POST instead of fields: these body_len bytes as they are (a
+                       * JSON call), sent with content_type; GET: none allowed */
+    size_t body_len;
+    const char *content_type;         /* with body: its Content-Type ("application/json") */
+    const struct http_field *headers; /* request headers besides the session's own (a session
+                                       * token, a CSRF token): names are tokens, values carry
+                                       * no CR, LF or NUL; Host, Content-Length, Content-Type,
+                                       * Transfer-Encoding, Connection, Expect and Cookie are
+                                       * the session's and refused here. Sent on every hop,
+                                       * like the body only to the origin. */
+    size_t n_headers;
     bool fresh;      /* sent once per hop: libcurl may not re-send it on its own after its
                       * (kept-alive) connection died - such a re-send is refused and the exchange
                       * ends unknown (not sent if no byte had left); it rides a kept-alive
@@ -120,6 +131,11 @@ int http_session_new(const struct http_options *opt, struct http_session **ret, 
 void http_session_free(struct http_session *s);
 /* Forgets every cookie (a fresh login follows). */
 void http_session_clear_cookies(struct http_session *s);
+/* The value of the session's cookie `name` (the ERP's origin is its only host), heap; NULL when
+ * the jar holds none. A double-submit CSRF token is read this way. */
+char *http_session_cookie(struct http_session *s, const char *name);
+/* True when name: value may go into a request's headers (see struct http_request). Pure. */
+bool http_header_ok(const char *name, const char *value);
 
 /*
  * A gate every exchange passes before anything of it is sent: fn sees the request and
@@ -138,8 +154,9 @@ void http_set_gate(struct http_session *s, http_gate_fn fn, void *ctx);
  * Fills *ret (free with http_response_done). Returns APBOT_OK whenever the exchange was
  * classified (even not sent or unknown: read ret->transport); otherwise nothing was sent and
  * *ret is untouched: APBOT_E_INVAL for bad arguments (a url that is not an absolute http:// or
- * https:// URL, carries user:pass@, a method other than GET/POST, fields on a GET),
- * APBOT_E_ORIGIN for a url off the session's origin.
+ * https:// URL, carries user:pass@, a method other than GET/POST, fields or a body on a GET,
+ * both fields and a body, a header refused above), APBOT_E_ORIGIN for a url off the session's
+ * origin.
  */
 int http_request(struct http_session *s, const struct http_request *req,
                  struct http_response *ret) APBOT_MUST_USE;
