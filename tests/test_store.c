@@ -36,6 +36,7 @@
 #include "apbot/machine.h"
 #include "apbot/store.h"
 #include "helpers/pg_test.h"
+#include "queue/store-int.h"
 
 #define T0 INT64_C(1700000000000) /* a fixed wall "now" in Unix ms */
 #define M0 INT64_C(5000000)       /* the mono clock at T0 */
@@ -1636,6 +1637,110 @@ static void test_store_lease_allows_table(void **state)
     }
 }
 
+/*
+ * store_apply's guard, the one decision both backends make before they write a change: the
+ * row's state, its lease, the document's holder, in that order, with their results and
+ * messages (the conformance cases above drive the same decisions through each backend).
+ */
+static void test_store_apply_guard_table(void **state)
+{
+    (void)state;
+    enum { LIVE, EXPIRED, NONE };
+    static const struct {
+        enum machine_state row;  /* the row's state (INVALID: a text this version cannot map) */
+        int lease;               /* the row's lease, held by "w" */
+        enum machine_state from; /* the change's */
+        const char *owner;       /* the caller */
+        bool take_over;
+        enum machine_event ev;
+        const char *doc; /* ch->erp_doc */
+        int64_t holder;  /* another item holding it, 0 if none */
+        int want;
+        const char *msg; /* err, exactly ("" when APBOT_OK) */
+    } rows[] = {
+        /* the owner's change */
+        {MACHINE_CHECKING, LIVE, MACHINE_CHECKING, "w", false, MACHINE_EV_NOT_FOUND, NULL, 0,
+         APBOT_OK, ""},
+        {MACHINE_CHECKING, EXPIRED, MACHINE_CHECKING, "w", false, MACHINE_EV_NOT_FOUND, NULL, 0,
+         APBOT_OK, ""},
+        {MACHINE_RECONCILING, LIVE, MACHINE_RECONCILING, "w", false, MACHINE_EV_FOUND, "D-1", 0,
+         APBOT_OK, ""},
+        /* the state first: nothing else is looked at */
+        {MACHINE_CHECKING, LIVE, MACHINE_POSTING, "w", false, MACHINE_EV_CONFIRMED, "D-9", 0,
+         APBOT_E_STATE, "item #7 is checking, not posting"},
+        {MACHINE_CHECKING, NONE, MACHINE_POSTING, "x", false, MACHINE_EV_CONFIRMED, "D-9", 8,
+         APBOT_E_STATE, "item #7 is checking, not posting"},
+        {MACHINE_STATE_INVALID, NONE, MACHINE_NEW, NULL, false, MACHINE_EV_RESOLVE_REQUEUE, NULL, 0,
+         APBOT_E_STATE, "item #7 is in unknown state 'parked'; not touched"},
+        {MACHINE_STATE_INVALID, LIVE, MACHINE_NEW, "w", false, MACHINE_EV_FOUND, "D-1", 8,
+         APBOT_E_STATE, "item #7 is in unknown state 'parked'; not touched"},
+        /* then the lease */
+        {MACHINE_CHECKING, LIVE, MACHINE_CHECKING, "x", false, MACHINE_EV_NOT_FOUND, NULL, 0,
+         APBOT_E_STATE, "item #7: lease lost (held by w)"},
+        {MACHINE_CHECKING, NONE, MACHINE_CHECKING, "w", false, MACHINE_EV_NOT_FOUND, NULL, 0,
+         APBOT_E_STATE, "item #7: lease lost (held by nobody)"},
+        {MACHINE_RECONCILING, LIVE, MACHINE_RECONCILING, "x", false, MACHINE_EV_FOUND, "D-1", 8,
+         APBOT_E_STATE, "item #7: lease lost (held by w)"},
+        {MACHINE_CHECKING, LIVE, MACHINE_CHECKING, "w", true, MACHINE_EV_NOT_FOUND, NULL, 0,
+         APBOT_E_INVAL, "item #7: lease lost (held by w)"},
+        {MACHINE_MANUAL_REVIEW, LIVE, MACHINE_MANUAL_REVIEW, NULL, false, MACHINE_EV_RESOLVE_POSTED,
+         "D-1", 0, APBOT_E_STATE, "item #7 is leased by w; try again when it is released"},
+        {MACHINE_MANUAL_REVIEW, EXPIRED, MACHINE_MANUAL_REVIEW, NULL, false,
+         MACHINE_EV_RESOLVE_POSTED, "D-1", 0, APBOT_OK, ""},
+        {MACHINE_MANUAL_REVIEW, NONE, MACHINE_MANUAL_REVIEW, NULL, false, MACHINE_EV_RESOLVE_POSTED,
+         NULL, 0, APBOT_OK, ""},
+        {MACHINE_POSTING, EXPIRED, MACHINE_POSTING, NULL, true, MACHINE_EV_LEASE_EXPIRED, NULL, 0,
+         APBOT_OK, ""},
+        {MACHINE_POSTING, LIVE, MACHINE_POSTING, NULL, true, MACHINE_EV_LEASE_EXPIRED, NULL, 0,
+         APBOT_E_STATE, "item #7 is leased by w; try again when it is released"},
+        {MACHINE_POSTING, NONE, MACHINE_POSTING, NULL, true, MACHINE_EV_LEASE_EXPIRED, NULL, 0,
+         APBOT_E_STATE, "item #7 is not leased: nothing to take over"},
+        {MACHINE_FINISHING, LIVE, MACHINE_FINISHING, NULL, true, MACHINE_EV_DOC_CONFLICT, NULL, 0,
+         APBOT_OK, ""},
+        /* then the document */
+        {MACHINE_RECONCILING, LIVE, MACHINE_RECONCILING, "w", false, MACHINE_EV_FOUND, "D-1", 8,
+         APBOT_E_CONFLICT, "document D-1 is already held by item #8; item #7 not changed"},
+        {MACHINE_MANUAL_REVIEW, NONE, MACHINE_MANUAL_REVIEW, NULL, false, MACHINE_EV_RESOLVE_POSTED,
+         "D-1", 9, APBOT_E_CONFLICT,
+         "document D-1 is already held by item #9; item #7 not changed"},
+        {MACHINE_CHECKING, LIVE, MACHINE_CHECKING, "w", false, MACHINE_EV_NOT_FOUND, NULL, 8,
+         APBOT_OK, ""}, /* no document set: a holder does not matter */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct store_item it = stamps(BOOT_A, 0, rows[i].lease == NONE ? NULL : "w",
+                                      rows[i].lease == LIVE ? 500 : 100, false, 0);
+        it.id = 7;
+        it.state = rows[i].row;
+        struct machine_step step = {.next = MACHINE_COMPLETED, .why = "t"};
+        struct store_change ch = {.from = rows[i].from,
+                                  .event = rows[i].ev,
+                                  .step = &step,
+                                  .erp_doc = rows[i].doc,
+                                  .take_over = rows[i].take_over};
+        char err[APBOT_ERR_LEN] = "";
+        int got = store_apply_guard(&it, rows[i].row == MACHINE_STATE_INVALID ? "parked" : NULL,
+                                    rows[i].holder, rows[i].owner, &ch, AT2(T0, 300, BOOT_A), err,
+                                    sizeof(err));
+        if (got != rows[i].want || strcmp(err, rows[i].msg) != 0)
+            fail_msg("row %zu: %d '%s', want %d '%s'", i, got, err, rows[i].want, rows[i].msg);
+    }
+    /* A row of another boot, re-stamped as the backends do before the guard: its lease has
+     * expired, so recovery may take it and an operator may act. */
+    struct store_item it = stamps(BOOT_B, 0, "w", 999999, false, 0);
+    it.id = 7;
+    it.state = MACHINE_POSTING;
+    assert_true(store_restamp(&it, AT2(T0, 300, BOOT_A)));
+    struct machine_step step = {.next = MACHINE_RECONCILING, .why = "t"};
+    struct store_change ch = {.from = MACHINE_POSTING,
+                              .event = MACHINE_EV_LEASE_EXPIRED,
+                              .step = &step,
+                              .take_over = true};
+    char err[APBOT_ERR_LEN];
+    assert_int_equal(
+        store_apply_guard(&it, NULL, 0, NULL, &ch, AT2(T0, 300, BOOT_A), err, sizeof(err)),
+        APBOT_OK);
+}
+
 static void test_store_restamp_table(void **state)
 {
     (void)state;
@@ -2648,6 +2753,7 @@ int main(void)
         cmocka_unit_test(test_store_step_delay_table),
         cmocka_unit_test(test_store_due_and_lease_table),
         cmocka_unit_test(test_store_lease_allows_table),
+        cmocka_unit_test(test_store_apply_guard_table),
         cmocka_unit_test(test_store_restamp_table),
         T(test_store_files_are_private),
         T(test_store_migrates_a_version_1_queue),

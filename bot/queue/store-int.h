@@ -5,8 +5,9 @@
  * the backend's operation through the ops table below (the redis ae.c pattern). A backend's
  * handle embeds `struct store` as its first member, so a `struct store *` is a pointer to
  * the backend's own struct. Each operation keeps the contract written in store.h; the pure
- * decisions (store_lease_allows, store_step_delay_ms, store_restamp, ...) are shared, so
- * both backends decide the same way on the same stamps.
+ * decisions (store_apply_guard, store_lease_allows, store_step_delay_ms, store_restamp, ...)
+ * are shared, so both backends decide the same way on the same stamps: a backend reads and
+ * writes rows, and asks these what a row allows.
  *
  * If you add an operation: add it to struct store_ops, to both backends' tables and to the
  * dispatcher; a backend leaving it NULL does not build (the tables are checked in store.c).
@@ -149,6 +150,25 @@ int store_run_write(struct store *st, store_tx_begin_fn begin, store_tx_end_fn e
 /* How many bytes of v to keep so that it is at most max bytes, never cutting a UTF-8
  * sequence. */
 size_t store_text_cut(const char *v, size_t max);
+
+/*
+ * store_apply's guard, the one place where it is decided whether a change may be applied to
+ * a row; pure (no I/O, no clock), so both backends decide the same way. The backend reads,
+ * in the write transaction that will make the change and under the locks it holds for it,
+ * what the guard needs: the row `it` (re-stamped for `now` with store_restamp, now being the
+ * transaction's clock: the server's on PostgreSQL), the row's state as stored when this
+ * version cannot map it (state_text, for the message; may be NULL otherwise) and, when
+ * ch->erp_doc is set, the id of another item holding that document (holder, 0 when none;
+ * ignored without ch->erp_doc). Then, in this order:
+ *   an unknown state (MACHINE_STATE_INVALID)      APBOT_E_STATE, never acted on;
+ *   the row's state is not ch->from               APBOT_E_STATE;
+ *   store_lease_allows(it, now, owner, ...) no   its result (APBOT_E_STATE, APBOT_E_INVAL);
+ *   another item holds ch->erp_doc                APBOT_E_CONFLICT (the caller reports holder);
+ * else APBOT_OK: the backend writes the change. err names the refusal and the item.
+ */
+int store_apply_guard(const struct store_item *it, const char *state_text, int64_t holder,
+                      const char *owner, const struct store_change *ch, const struct apbot_now *now,
+                      char *err, size_t errlen);
 
 /* The event detail store_apply writes: the machine's why, then the caller's detail. */
 void store_event_detail(const struct machine_step *step, const char *detail, char *buf, size_t len);

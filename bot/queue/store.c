@@ -848,6 +848,38 @@ int store_lease_allows(const struct store_item *it, const struct apbot_now *now,
     return it->lease_owner && !store_lease_live(it, now) ? APBOT_OK : APBOT_E_STATE;
 }
 
+int store_apply_guard(const struct store_item *it, const char *state_text, int64_t holder,
+                      const char *owner, const struct store_change *ch, const struct apbot_now *now,
+                      char *err, size_t errlen)
+{
+    if (it->state == MACHINE_STATE_INVALID)
+        return apbot_fail(err, errlen, APBOT_E_STATE,
+                          "item #%" PRId64 " is in unknown state '%s'; not touched", it->id,
+                          state_text ? state_text : "");
+    if (it->state != ch->from)
+        return apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 " is %s, not %s", it->id,
+                          machine_state_name(it->state), machine_state_name(ch->from));
+    int r = store_lease_allows(it, now, owner, ch->take_over, ch->event);
+    if (r) {
+        if (owner)
+            return apbot_fail(err, errlen, r, "item #%" PRId64 ": lease lost (held by %s)", it->id,
+                              it->lease_owner ? it->lease_owner : "nobody");
+        if (ch->take_over && !it->lease_owner)
+            return apbot_fail(err, errlen, r,
+                              "item #%" PRId64 " is not leased: nothing to take over", it->id);
+        return apbot_fail(err, errlen, r,
+                          "item #%" PRId64 " is leased by %s; try again when it is released",
+                          it->id, it->lease_owner ? it->lease_owner : "?");
+    }
+    /* One document, one item. */
+    if (ch->erp_doc && holder)
+        return apbot_fail(err, errlen, APBOT_E_CONFLICT,
+                          "document %s is already held by item #%" PRId64 "; item #%" PRId64
+                          " not changed",
+                          ch->erp_doc, holder, it->id);
+    return APBOT_OK;
+}
+
 bool store_restamp(struct store_item *it, const struct apbot_now *now)
 {
     if (!foreign(it, now))

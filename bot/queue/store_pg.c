@@ -1221,42 +1221,19 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     PQclear(res);
     (void)store_restamp(&it, now);
 
+    /* What the guard reads, under the locks taken above (the row FOR UPDATE, and with a
+     * document the document's advisory lock): the row on the server's clock, its state text,
+     * and who holds the document, read after the lock in a fresh snapshot (READ COMMITTED),
+     * so a holder that committed while this transaction waited for the lock is seen. */
     int r = APBOT_OK;
-    if (it.state == MACHINE_STATE_INVALID) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE,
-                       "item #%" PRId64 " is in unknown state '%s'; not touched", op->id,
-                       state_text);
-        goto out;
-    }
-    if (it.state != ch->from) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 " is %s, not %s", op->id,
-                       machine_state_name(it.state), machine_state_name(ch->from));
-        goto out;
-    }
-    r = store_lease_allows(&it, now, op->owner, ch->take_over, ch->event);
-    if (r) {
-        if (op->owner)
-            r = apbot_fail(err, errlen, r, "item #%" PRId64 ": lease lost (held by %s)", op->id,
-                           it.lease_owner ? it.lease_owner : "nobody");
-        else if (ch->take_over && !it.lease_owner)
-            r = apbot_fail(err, errlen, r, "item #%" PRId64 " is not leased: nothing to take over",
-                           op->id);
-        else
-            r = apbot_fail(err, errlen, r,
-                           "item #%" PRId64 " is leased by %s; try again when it is released",
-                           op->id, it.lease_owner ? it.lease_owner : "?");
-        goto out;
-    }
     if (ch->erp_doc) {
         r = doc_holder(h, ch->erp_doc, op->id, &op->holder, err, errlen);
-        if (r == APBOT_OK && op->holder)
-            r = apbot_fail(err, errlen, APBOT_E_CONFLICT,
-                           "document %s is already held by item #%" PRId64 "; item #%" PRId64
-                           " not changed",
-                           ch->erp_doc, op->holder, op->id);
         if (r)
             goto out;
     }
+    r = store_apply_guard(&it, state_text, op->holder, op->owner, ch, now, err, errlen);
+    if (r)
+        goto out;
 
     const struct machine_step *step = ch->step;
     int64_t delay = store_step_delay_ms(&it, step, now, ch->backoff_ms, ch->settle_ms);

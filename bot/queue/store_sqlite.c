@@ -1383,20 +1383,19 @@ static int doc_holder(struct store *st, const char *doc, int64_t id, int64_t *re
     return APBOT_OK;
 }
 
-/* APBOT_E_STATE naming the state text this version cannot map (never acted on). */
-static int unknown_state(struct store *st, int64_t id, char *err, size_t errlen)
+/* The state text of a row this version cannot map, for the guard's message (best effort:
+ * "" when it cannot be read). */
+static void unknown_state_text(struct store *st, int64_t id, char *text, size_t len)
 {
     sqlite3_stmt *s = NULL;
-    char text[64] = "";
+    text[0] = '\0';
     if (sqlite3_prepare_v2(SQDB(st), "SELECT state FROM items WHERE id = ?1", -1, &s, NULL) ==
         SQLITE_OK) {
         sqlite3_bind_int64(s, 1, id);
         if (sqlite3_step(s) == SQLITE_ROW)
-            col_copy(s, 0, text, sizeof(text));
+            col_copy(s, 0, text, len);
     }
     sqlite3_finalize(s);
-    return apbot_fail(err, errlen, APBOT_E_STATE,
-                      "item #%" PRId64 " is in unknown state '%s'; not touched", id, text);
 }
 
 static int insert_evidence(struct store *st, int64_t item_id, int64_t at,
@@ -1421,40 +1420,21 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
         return r;
     (void)store_restamp(&it, now);
 
-    if (it.state == MACHINE_STATE_INVALID) {
-        r = unknown_state(st, op->id, err, errlen);
-        goto out;
-    }
-    if (it.state != ch->from) {
-        r = apbot_fail(err, errlen, APBOT_E_STATE, "item #%" PRId64 " is %s, not %s", op->id,
-                       machine_state_name(it.state), machine_state_name(ch->from));
-        goto out;
-    }
-    r = store_lease_allows(&it, now, op->owner, ch->take_over, ch->event);
-    if (r) {
-        if (op->owner)
-            r = apbot_fail(err, errlen, r, "item #%" PRId64 ": lease lost (held by %s)", op->id,
-                           it.lease_owner ? it.lease_owner : "nobody");
-        else if (ch->take_over && !it.lease_owner)
-            r = apbot_fail(err, errlen, r, "item #%" PRId64 " is not leased: nothing to take over",
-                           op->id);
-        else
-            r = apbot_fail(err, errlen, r,
-                           "item #%" PRId64 " is leased by %s; try again when it is released",
-                           op->id, it.lease_owner ? it.lease_owner : "?");
-        goto out;
-    }
-    /* One document, one item: checked in the same write transaction that sets it. */
+    /* What the guard reads, all in this write transaction (it holds the queue's write lock,
+     * so nothing read here can change before the UPDATE below): the row, its state text when
+     * it is one this version cannot map, and who holds the document (one document, one
+     * item: checked in the same write transaction that sets it). */
+    char state_text[64] = "";
+    if (it.state == MACHINE_STATE_INVALID)
+        unknown_state_text(st, op->id, state_text, sizeof(state_text));
     if (ch->erp_doc) {
         r = doc_holder(st, ch->erp_doc, op->id, &op->holder, err, errlen);
-        if (r == APBOT_OK && op->holder)
-            r = apbot_fail(err, errlen, APBOT_E_CONFLICT,
-                           "document %s is already held by item #%" PRId64 "; item #%" PRId64
-                           " not changed",
-                           ch->erp_doc, op->holder, op->id);
         if (r)
             goto out;
     }
+    r = store_apply_guard(&it, state_text, op->holder, op->owner, ch, now, err, errlen);
+    if (r)
+        goto out;
 
     const struct machine_step *step = ch->step;
     int64_t delay = store_step_delay_ms(&it, step, now, ch->backoff_ms, ch->settle_ms);
