@@ -733,6 +733,48 @@ static void test_store_claim_forked_processes(void **state)
 
 /* ---- apply ---- */
 
+/*
+ * A backend registers its ops table when it opens a store (store_base_init, first thing in
+ * its constructor): a copy of this backend's table with any one required operation NULL is
+ * refused with APBOT_E_BUG naming the backend and the operation, and so is a table without a
+ * name; apply_claim alone may be NULL (store_apply_claim then makes an apply and a claim).
+ */
+static void test_store_backend_ops_are_checked(void **state)
+{
+    struct fx *f = *state;
+    const struct store_ops *real = f->st->ops;
+    struct store probe;
+    char err[APBOT_ERR_LEN], want[APBOT_ERR_LEN];
+    memset(&probe, 0, sizeof(probe));
+    assert_int_equal(store_base_init(&probe, real, err, sizeof(err)), APBOT_OK);
+    assert_ptr_equal(probe.ops, real);
+
+    int refused = 0;
+#define NULL_ONE(op)                                                                               \
+    do {                                                                                           \
+        struct store_ops bad = *real;                                                              \
+        bad.op = NULL;                                                                             \
+        memset(&probe, 0, sizeof(probe));                                                          \
+        assert_int_equal(store_base_init(&probe, &bad, err, sizeof(err)), APBOT_E_BUG);            \
+        assert_null(probe.ops);                                                                    \
+        snprintf(want, sizeof(want), "store: the %s backend has no %s operation", real->name,      \
+                 #op);                                                                             \
+        assert_string_equal(err, want);                                                            \
+        refused++;                                                                                 \
+    } while (0);
+    STORE_REQUIRED_OPS(NULL_ONE)
+#undef NULL_ONE
+    assert_int_equal(refused, 30);
+
+    struct store_ops bad = *real;
+    bad.name = NULL;
+    assert_int_equal(store_base_init(&probe, &bad, err, sizeof(err)), APBOT_E_BUG);
+    assert_string_equal(err, "store: a backend without a name");
+    bad = *real;
+    bad.apply_claim = NULL;
+    assert_int_equal(store_base_init(&probe, &bad, err, sizeof(err)), APBOT_OK);
+}
+
 static void test_store_apply_checks_state_and_lease(void **state)
 {
     struct fx *f = *state;
@@ -2745,7 +2787,8 @@ int main(void)
         X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
         X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
         X(test_store_busy_retry_outlasts_a_lock),                                                  \
-        X(test_store_busy_two_processes_under_write_pressure)
+        X(test_store_busy_two_processes_under_write_pressure),                                     \
+        X(test_store_backend_ops_are_checked)
     const struct CMUnitTest sqlite_tests[] = {
         BOTH(T),
         cmocka_unit_test(test_store_memory_db_opens),

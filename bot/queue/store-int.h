@@ -1,16 +1,20 @@
 /*
- * store-int.h - what the store's backends share, private to bot/store*.c.
+ * store-int.h - what the store's backends share, private to bot/queue/ (and the queue's tests).
  *
  * store.c is the thin dispatcher: it checks the arguments of every public call, then calls
- * the backend's operation through the ops table below (the redis ae.c pattern). A backend's
- * handle embeds `struct store` as its first member, so a `struct store *` is a pointer to
- * the backend's own struct. Each operation keeps the contract written in store.h; the pure
- * decisions (store_apply_guard, store_lease_allows, store_step_delay_ms, store_restamp, ...)
- * are shared, so both backends decide the same way on the same stamps: a backend reads and
- * writes rows, and asks these what a row allows.
+ * the backend's operation through the ops table below, a table of function pointers per
+ * backend as SQLite's sqlite3_io_methods (sqlite3.h) and git's struct ref_storage_be
+ * (refs/refs-internal.h). A backend's handle embeds `struct store` as its first member, so a
+ * `struct store *` is a pointer to the backend's own struct. Each operation keeps the contract
+ * written in store.h; the pure decisions (store_apply_guard, store_lease_allows,
+ * store_step_delay_ms, store_restamp, ...) are shared, so both backends decide the same way on the
+ * same stamps: a backend reads and writes rows, and asks these what a row allows.
  *
- * If you add an operation: add it to struct store_ops, to both backends' tables and to the
- * dispatcher; a backend leaving it NULL does not build (the tables are checked in store.c).
+ * If you add an operation: add it to struct store_ops and to STORE_REQUIRED_OPS below (store.c
+ * does not build until their counts agree), to both backends' tables and to the dispatcher.
+ * A backend that leaves a required operation NULL builds, but opens no store: its constructor
+ * registers its table with store_base_init, which refuses it (APBOT_E_BUG naming the backend
+ * and the operation) before anything is opened. Only apply_claim may be NULL.
  */
 #ifndef APBOT_STORE_INT_H
 #define APBOT_STORE_INT_H
@@ -123,6 +127,40 @@ struct store_ops {
     int (*tally)(struct store *st, struct store_tally *ret, char *err, size_t errlen);
 };
 
+/* Every operation a backend must fill, as X(name): all of struct store_ops but its name
+ * (also required) and apply_claim (optional). store_base_init checks them. */
+#define STORE_REQUIRED_OPS(X)                                                                      \
+    X(close)                                                                                       \
+    X(begin)                                                                                       \
+    X(commit)                                                                                      \
+    X(rollback)                                                                                    \
+    X(enqueue)                                                                                     \
+    X(claim)                                                                                       \
+    X(renew)                                                                                       \
+    X(apply)                                                                                       \
+    X(add_evidence)                                                                                \
+    X(each_expired)                                                                                \
+    X(get)                                                                                         \
+    X(each_limit)                                                                                  \
+    X(each_event)                                                                                  \
+    X(each_evidence)                                                                               \
+    X(counts)                                                                                      \
+    X(pending)                                                                                     \
+    X(next_due)                                                                                    \
+    X(schema_version)                                                                              \
+    X(set_busy_timeout)                                                                            \
+    X(sync)                                                                                        \
+    X(note_late_commit)                                                                            \
+    X(late_commit)                                                                                 \
+    X(dump)                                                                                        \
+    X(load_begin)                                                                                  \
+    X(load_item)                                                                                   \
+    X(load_event)                                                                                  \
+    X(load_evidence)                                                                               \
+    X(load_late)                                                                                   \
+    X(load_end)                                                                                    \
+    X(tally)
+
 /* The backends' constructors: open and migrate the queue at path. */
 int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen);
 int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t errlen);
@@ -130,8 +168,13 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
 /* store_test_trust_caller_clock's switch: read by a backend with a clock of its own. */
 bool store_caller_clock_trusted(void);
 
-/* Fills the shared part of a new handle (busy defaults, jitter seed). Cannot fail. */
-void store_base_init(struct store *st, const struct store_ops *ops);
+/*
+ * A backend registers a new handle with its ops table, first thing in its constructor: the
+ * table must have a name and every operation of STORE_REQUIRED_OPS, else APBOT_E_BUG naming
+ * the backend and the missing operation (st untouched: free it and fail). On APBOT_OK the
+ * shared part is filled (the table, busy defaults, jitter seed).
+ */
+int store_base_init(struct store *st, const struct store_ops *ops, char *err, size_t errlen);
 
 /* The body of one write transaction; writes its results into ctx only (it may run again). */
 typedef int (*store_tx_body)(struct store *st, void *ctx, char *err, size_t errlen);

@@ -174,14 +174,32 @@ bool store_caller_clock_trusted(void)
     return atomic_load(&trust_caller_clock);
 }
 
-void store_base_init(struct store *st, const struct store_ops *ops)
+/* Every required operation is in STORE_REQUIRED_OPS: the table has its name, those and
+ * apply_claim, all pointers (of one size on every platform apbot builds on). */
+#define STORE_OP_ONE(op) +1
+_Static_assert(sizeof(struct store_ops) ==
+                   sizeof(const char *) +
+                       (0 STORE_REQUIRED_OPS(STORE_OP_ONE) + 1) * sizeof(void (*)(void)),
+               "an operation of struct store_ops is missing from STORE_REQUIRED_OPS");
+#undef STORE_OP_ONE
+
+int store_base_init(struct store *st, const struct store_ops *ops, char *err, size_t errlen)
 {
+    if (!ops || !ops->name)
+        return apbot_fail(err, errlen, APBOT_E_BUG, "store: a backend without a name");
+#define STORE_OP_CHECK(op)                                                                         \
+    if (!ops->op)                                                                                  \
+        return apbot_fail(err, errlen, APBOT_E_BUG,                                                \
+                          "store: the %s backend has no " #op " operation", ops->name);
+    STORE_REQUIRED_OPS(STORE_OP_CHECK)
+#undef STORE_OP_CHECK
     st->ops = ops;
     st->busy_retries = STORE_BUSY_RETRIES;
     st->rng =
         (uint64_t)apbot_clock_mono_ms() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)st;
     if (!st->rng)
         st->rng = 1;
+    return APBOT_OK;
 }
 
 /* xorshift64*: jitter only, never a secret. */

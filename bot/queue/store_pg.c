@@ -857,7 +857,11 @@ static void pg_close(struct store *st)
 int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t errlen)
 {
     struct pg *h = apbot_xcalloc(1, sizeof(*h));
-    store_base_init(&h->base, &pg_ops);
+    int rc = store_base_init(&h->base, &pg_ops, err, errlen);
+    if (rc) {
+        free(h);
+        return rc;
+    }
     h->trust = store_caller_clock_trusted();
     h->password = conninfo_password(conninfo);
     char shown[512];
@@ -873,7 +877,6 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
                                 "dbname",
                                 NULL};
     const char *const vals[] = {PG_CONNECT_TIMEOUT, "apbot", "30", "10", "3", conninfo, NULL};
-    int rc = APBOT_OK;
     h->conn = PQconnectdbParams(keys, vals, 1);
     if (!h->conn || PQstatus(h->conn) != CONNECTION_OK) {
         char text[512];

@@ -911,9 +911,12 @@ int store_sqlite_open(const char *path, struct store **ret, char *err, size_t er
 {
     struct sq *h = apbot_xcalloc(1, sizeof(*h));
     struct store *st = &h->base;
-    store_base_init(st, &sq_ops);
+    int r = store_base_init(st, &sq_ops, err, errlen);
+    if (r) {
+        free(h);
+        return r;
+    }
     h->cur = &h->own;
-    int r;
     create_private(path);
     int rc = sqlite3_open_v2(path, &h->own.db,
                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
