@@ -35,6 +35,7 @@
 #include "apbot/machine.h"
 #include "apbot/store.h"
 #include "helpers/pg_test.h"
+#include "queue/store-test.h"
 
 struct fx {
     char conn[512];

@@ -37,6 +37,7 @@
 #include "apbot/store.h"
 #include "helpers/pg_test.h"
 #include "queue/store-int.h"
+#include "queue/store-test.h"
 
 #define T0 INT64_C(1700000000000) /* a fixed wall "now" in Unix ms */
 #define M0 INT64_C(5000000)       /* the mono clock at T0 */

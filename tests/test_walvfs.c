@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "queue/store-int.h"
+#include "queue/store-test.h"
 
 struct fx {
     char dir[96];

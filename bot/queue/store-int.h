@@ -15,6 +15,9 @@
  * A backend that leaves a required operation NULL builds, but opens no store: its constructor
  * registers its table with store_base_init, which refuses it (APBOT_E_BUG naming the backend
  * and the operation) before anything is opened. Only apply_claim may be NULL.
+ *
+ * The functions only the tests call (store_enqueue_raw, store_recover, the busy settings, ...)
+ * are declared in store-test.h, for the tests' build only.
  */
 #ifndef APBOT_STORE_INT_H
 #define APBOT_STORE_INT_H
@@ -33,6 +36,19 @@
 #define STORE_EXPIRED_MAX 100000 /* items one store_each_expired call lists at most */
 
 struct store_ops;
+
+/*
+ * A precomputed queue row, what store_enqueue derives from an invoice (key, fingerprint,
+ * canonical payload, summary), for the backends' enqueue. All strings but vendor_name and
+ * source are required; doc_type is "invoice" / "credit-note"; total is the payable amount in
+ * minor units.
+ */
+struct store_new_item {
+    const char *key, *fingerprint, *payload, *source;
+    const char *vendor_id, *vendor_name, *invoice_number, *doc_type, *issue_date, *currency;
+    int exponent;
+    int64_t total;
+};
 
 /* The part of every handle the dispatcher reads; each backend's struct starts with it. */
 struct store {
@@ -165,7 +181,8 @@ struct store_ops {
 int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen);
 int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t errlen);
 
-/* store_test_trust_caller_clock's switch: read by a backend with a clock of its own. */
+/* store_test_trust_caller_clock's switch (store-test.h; off in the product): read by a
+ * backend with a clock of its own. */
 bool store_caller_clock_trusted(void);
 
 /*
@@ -219,13 +236,12 @@ void store_event_detail(const struct machine_step *step, const char *detail, cha
 /*
  * store_walvfs.c: the VFS the SQLite backend opens its files through, the default one except
  * that a WAL frame's header and page reach the file system in one write. Registers it on
- * first use; NULL when it cannot (then the default VFS serves). The counts are the WAL writes
- * passed on and, among them, the joined frames (for tests and the benchmark).
+ * first use; NULL when it cannot (then the default VFS serves). Its counts are a test hook
+ * (store-test.h).
  */
 const char *store_walvfs_name(void);
 /* Writes a header held by db's WAL (SQLITE_OK, or the write's error); for the WAL hook. */
 struct sqlite3;
 int store_walvfs_flush(struct sqlite3 *db);
-void store_walvfs_counts(uint64_t *ret_writes, uint64_t *ret_joined);
 
 #endif

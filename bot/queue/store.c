@@ -22,7 +22,9 @@
 #include <unistd.h>
 
 #include "apbot/invoice.h"
+#include "base/unittest.h"
 #include "store-int.h"
+#include "store-test.h"
 
 /* ---- choosing a backend ------------------------------------------------------------------ */
 
@@ -35,7 +37,7 @@ static bool starts_with(const char *s, const char *prefix)
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-bool store_path_is_pg(const char *path)
+UNITTEST bool store_path_is_pg(const char *path)
 {
     if (!path || !*path)
         return false;
@@ -164,7 +166,7 @@ const char *store_backend(const struct store *st)
 
 static atomic_bool trust_caller_clock;
 
-void store_test_trust_caller_clock(bool on)
+UNITTEST void store_test_trust_caller_clock(bool on)
 {
     atomic_store(&trust_caller_clock, on);
 }
@@ -325,9 +327,9 @@ void store_rollback(struct store *st)
     st->in_batch = false;
 }
 
-int store_enqueue_raw(struct store *st, const struct store_new_item *ni,
-                      const struct apbot_now *now, enum store_enqueue_result *ret_result,
-                      int64_t *ret_id, char *err, size_t errlen)
+UNITTEST int store_enqueue_raw(struct store *st, const struct store_new_item *ni,
+                               const struct apbot_now *now, enum store_enqueue_result *ret_result,
+                               int64_t *ret_id, char *err, size_t errlen)
 {
     if (!st || !ni || !ni->key || !ni->fingerprint || !ni->payload || !ni->vendor_id ||
         !ni->invoice_number || !ni->doc_type || !ni->issue_date || !ni->currency || !ret_result ||
@@ -556,9 +558,9 @@ static int recover_item(void *arg, const struct store_item *it)
     return r;
 }
 
-int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t settle_ms,
-                         const struct machine_policy *policy, int *ret_count, char *err,
-                         size_t errlen)
+UNITTEST int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t settle_ms,
+                                  const struct machine_policy *policy, int *ret_count, char *err,
+                                  size_t errlen)
 {
     if (!st || !policy || settle_ms < 0)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: recover needs a policy");
@@ -577,8 +579,9 @@ int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t 
     return APBOT_OK;
 }
 
-int store_recover(struct store *st, const struct apbot_now *now,
-                  const struct machine_policy *policy, int *ret_count, char *err, size_t errlen)
+UNITTEST int store_recover(struct store *st, const struct apbot_now *now,
+                           const struct machine_policy *policy, int *ret_count, char *err,
+                           size_t errlen)
 {
     return store_recover_settle(st, now, 0, policy, ret_count, err, errlen);
 }
@@ -636,26 +639,26 @@ int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_w
     return st->ops->next_due(st, now_or_read(now, &buf), ret_wait_ms, err, errlen);
 }
 
-int store_schema_version(struct store *st, int *ret_version, char *err, size_t errlen)
+UNITTEST int store_schema_version(struct store *st, int *ret_version, char *err, size_t errlen)
 {
     if (!st || !ret_version)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
     return st->ops->schema_version(st, ret_version, err, errlen);
 }
 
-void store_set_busy_timeout(struct store *st, int ms)
+UNITTEST void store_set_busy_timeout(struct store *st, int ms)
 {
     if (st)
         st->ops->set_busy_timeout(st, ms < 0 ? 0 : ms);
 }
 
-void store_set_busy_retries(struct store *st, int retries)
+UNITTEST void store_set_busy_retries(struct store *st, int retries)
 {
     if (st)
         st->busy_retries = retries < 0 ? 0 : retries > 100 ? 100 : retries;
 }
 
-int64_t store_busy_retried(const struct store *st)
+UNITTEST int64_t store_busy_retried(const struct store *st)
 {
     return st ? st->busy_retried : 0;
 }
@@ -809,8 +812,8 @@ static bool foreign(const struct store_item *it, const struct apbot_now *now)
     return !apbot_clock_same_boot(it->clock_boot, now->boot);
 }
 
-int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now *now,
-                             int64_t settle_ms)
+UNITTEST int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now *now,
+                                      int64_t settle_ms)
 {
     if (settle_ms <= 0 || !it->has_settle)
         return 0;
@@ -841,7 +844,7 @@ int64_t store_step_delay_ms(const struct store_item *it, const struct machine_st
     return 0;
 }
 
-bool store_due(const struct store_item *it, const struct apbot_now *now)
+UNITTEST bool store_due(const struct store_item *it, const struct apbot_now *now)
 {
     return foreign(it, now) || it->next_mono <= now->mono_ms;
 }

@@ -24,7 +24,9 @@
  * Every file other than a WAL is the default VFS's own file, untouched; so are the VFS's
  * other methods. The VFS is registered once, not as the default.
  */
+#include "base/unittest.h"
 #include "store-int.h"
+#include "store-test.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -280,7 +282,7 @@ const char *store_walvfs_name(void)
     return wv_ready ? WV_NAME : NULL;
 }
 
-void store_walvfs_counts(uint64_t *ret_writes, uint64_t *ret_joined)
+UNITTEST void store_walvfs_counts(uint64_t *ret_writes, uint64_t *ret_joined)
 {
     *ret_writes = atomic_load(&wv_writes);
     *ret_joined = atomic_load(&wv_joined);

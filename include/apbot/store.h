@@ -112,22 +112,6 @@ int store_enqueue(struct store *st, const struct invoice *inv, const char *sourc
                   int64_t *ret_id, char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
- * A precomputed queue row, for store_enqueue_raw: what store_enqueue derives from an invoice
- * (key, fingerprint, canonical payload, summary). All strings but vendor_name and source are
- * required; doc_type is "invoice" / "credit-note"; total is the payable amount in minor units.
- */
-struct store_new_item {
-    const char *key, *fingerprint, *payload, *source;
-    const char *vendor_id, *vendor_name, *invoice_number, *doc_type, *issue_date, *currency;
-    int exponent;
-    int64_t total;
-};
-/* store_enqueue without the invoice model: same results, same event, same batching. */
-int store_enqueue_raw(struct store *st, const struct store_new_item *item,
-                      const struct apbot_now *now, enum store_enqueue_result *ret_result,
-                      int64_t *ret_id, char *err, size_t errlen) APBOT_MUST_USE;
-
-/*
  * Leases one due item to owner for lease_ms, in one transaction: the due `reconciling` or
  * `finishing` item due longest if any (an ambiguous outcome or a saved document is settled
  * while its evidence is fresh), else the `new` item due longest. Due: next_mono reached and
@@ -252,21 +236,6 @@ typedef int (*store_item_fn)(void *ctx, const struct store_item *item);
 int store_each_expired(struct store *st, const struct apbot_now *now, int64_t limit,
                        store_item_fn fn, void *ctx, char *err, size_t errlen) APBOT_MUST_USE;
 
-/*
- * A convenience for callers not yet converted to the one state setter: store_each_expired,
- * then for each item machine_next(lease-expired) and store_apply with take_over (actor
- * "recovery"; a settle delay of settle_ms; store_recover uses 0: due at once, which is safe
- * because only a not-found with counters.settled confirms an absence). An item whose state
- * has no lease-expired row (a leased `new`, a terminal state) is left as it is.
- * *ret_count (may be NULL) gets the number of items moved.
- */
-int store_recover(struct store *st, const struct apbot_now *now,
-                  const struct machine_policy *policy, int *ret_count, char *err,
-                  size_t errlen) APBOT_MUST_USE;
-int store_recover_settle(struct store *st, const struct apbot_now *now, int64_t settle_ms,
-                         const struct machine_policy *policy, int *ret_count, char *err,
-                         size_t errlen) APBOT_MUST_USE;
-
 /* Fetches one item by id (APBOT_E_NOTFOUND if none). *ret untouched on failure. */
 int store_get(struct store *st, int64_t id, struct store_item *ret, char *err,
               size_t errlen) APBOT_MUST_USE;
@@ -321,18 +290,6 @@ int store_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_w
 
 /* The wall clock in Unix ms (apbot_clock_wall_ms): for people and reports, never a delay. */
 int64_t store_now_ms(void);
-
-/* The database's schema version (after store_open, the newest this apbot knows). */
-int store_schema_version(struct store *st, int *ret_version, char *err,
-                         size_t errlen) APBOT_MUST_USE;
-
-/* How long one attempt waits for another process's write lock (default 5000 ms), and how
- * many times a busy write transaction is retried after that (default 6, with a jittered
- * pause of up to a second). Cannot fail. */
-void store_set_busy_timeout(struct store *st, int ms);
-void store_set_busy_retries(struct store *st, int retries);
-/* Busy write transactions this handle retried so far (for logs and tests). */
-int64_t store_busy_retried(const struct store *st);
 
 /*
  * Durability of this handle's writes:
@@ -405,8 +362,6 @@ int store_late_commit(struct store *st, const char *flow_name, struct store_late
 
 /* Which backend serves st: "sqlite" or "postgresql" ("none" for NULL). Cannot fail. */
 const char *store_backend(const struct store *st);
-/* True when path names a PostgreSQL queue (see above). Pure. */
-bool store_path_is_pg(const char *path);
 /* True when path names a SQLite file on disk (not ":memory:", not a file: or other URI, not
  * PostgreSQL): the one kind whose existence a caller may check with access(). Pure. */
 bool store_path_is_file(const char *path);
@@ -440,14 +395,6 @@ int store_copy(struct store *from, struct store *to, struct store_tally *ret_cop
                size_t errlen) APBOT_MUST_USE;
 
 /*
- * Test hook: a backend with a clock of its own (PostgreSQL) takes the `now` its callers pass
- * for every stamp and comparison instead, and hands items out untranslated, so one test
- * timeline runs on every backend. Process-wide, read when a store is opened; never used
- * outside tests.
- */
-void store_test_trust_caller_clock(bool on);
-
-/*
  * ---- Pure decisions, shared by every backend (no I/O, no clock; table-tested) ----
  *
  * "Foreign" below means: the item's clock_boot is not now->boot (apbot_clock_same_boot), so
@@ -459,17 +406,12 @@ void store_test_trust_caller_clock(bool on);
  * now->mono_ms - settle_mono >= settle_ms. Feed it to counters.settled, judged at the moment
  * the lookup began. */
 bool store_settled(const struct store_item *it, const struct apbot_now *now, int64_t settle_ms);
-/* What is left of the settle delay: 0 when settled, settle_ms when foreign, else
- * settle_mono + settle_ms - now->mono_ms. */
-int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now *now,
-                             int64_t settle_ms);
 /* The wait before the item is due again after `step` (the item as before the step):
  * DELAY_NONE 0; DELAY_BACKOFF backoff_ms (negative: 0); DELAY_SETTLE settle_ms when the step
- * marks the settle base, else store_settle_wait_ms. */
+ * marks the settle base, else what is left of the settle delay (0 when settled, settle_ms when
+ * foreign, else settle_mono + settle_ms - now->mono_ms). */
 int64_t store_step_delay_ms(const struct store_item *it, const struct machine_step *step,
                             const struct apbot_now *now, int64_t backoff_ms, int64_t settle_ms);
-/* Due: next_mono reached, or foreign (due now). */
-bool store_due(const struct store_item *it, const struct apbot_now *now);
 /* Live lease: held, not foreign, lease_mono still ahead of now. */
 bool store_lease_live(const struct store_item *it, const struct apbot_now *now);
 /*
