@@ -24,6 +24,7 @@
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
 #include "helpers/reader_sink.h"
+#include "input/xmlin-int.h"
 
 /* ---- reader_sniff: the table -------------------------------------------------------------- */
 
@@ -352,22 +353,22 @@ static void test_reader_xml_bounds(void **state)
     char path[512];
     /* a note is two nodes (the element and its text); just past the bound: refused, just under
      * it (the document's own nodes are well under 200): read */
-    expect_limit(write_repeated("nodes.xml", "<cbc:Note>%zu</cbc:Note>\n",
-                                READER_XML_MAX_NODES / 2 + 1, path, sizeof(path)),
+    expect_limit(write_repeated("nodes.xml", "<cbc:Note>%zu</cbc:Note>\n", XMLIN_MAX_NODES / 2 + 1,
+                                path, sizeof(path)),
                  "more than 200000 XML nodes");
     struct got g;
     char err[APBOT_ERR_LEN];
     assert_int_equal(read_any(write_repeated("fewer.xml", "<cbc:Note>%zu</cbc:Note>\n",
-                                             READER_XML_MAX_NODES / 2 - 100, path, sizeof(path)),
+                                             XMLIN_MAX_NODES / 2 - 100, path, sizeof(path)),
                               &g, err),
                      APBOT_OK);
     assert_int_equal(g.n_inv, 1);
     /* attributes count as nodes too, and so do comments (never kept) */
     expect_limit(write_repeated("attrs.xml", "<cbc:Note a=\"1\" b=\"2\" c=\"%zu\"/>\n",
-                                READER_XML_MAX_NODES / 4 + 1, path, sizeof(path)),
+                                XMLIN_MAX_NODES / 4 + 1, path, sizeof(path)),
                  "XML nodes");
     expect_limit(
-        write_repeated("comments.xml", "<!--%zu-->", READER_XML_MAX_NODES + 1, path, sizeof(path)),
+        write_repeated("comments.xml", "<!--%zu-->", XMLIN_MAX_NODES + 1, path, sizeof(path)),
         "XML nodes");
     /* kept text: a 9 MiB note */
     {
@@ -387,9 +388,9 @@ static void test_reader_xml_bounds(void **state)
         FILE *f = fopen(path, "wb");
         assert_non_null(f);
         fputs(UBL_OPEN, f);
-        for (int i = 0; i < READER_XML_MAX_DEPTH + 10; i++)
+        for (int i = 0; i < XMLIN_MAX_DEPTH + 10; i++)
             fputs("<cbc:Note>", f);
-        for (int i = 0; i < READER_XML_MAX_DEPTH + 10; i++)
+        for (int i = 0; i < XMLIN_MAX_DEPTH + 10; i++)
             fputs("</cbc:Note>", f);
         fputs(UBL_BODY UBL_CLOSE, f);
         fclose(f);
@@ -402,7 +403,7 @@ static void test_reader_xml_bounds(void **state)
         assert_non_null(f);
         fputs(UBL_OPEN, f);
         fclose(f);
-        assert_int_equal(truncate(path, (off_t)READER_XML_MAX_BYTES + 1), 0);
+        assert_int_equal(truncate(path, (off_t)XMLIN_MAX_BYTES + 1), 0);
         expect_limit(path, "larger than 64 MiB");
     }
 }

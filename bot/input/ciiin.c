@@ -40,7 +40,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "apbot/reader.h"
+#include "base/infile.h"
 
 #define CII_NS_RAM                                                                                 \
     "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"
@@ -412,7 +412,7 @@ int ciiin_read(const char *path, const struct vendor_map *vendors, const struct 
                char *err, size_t errlen)
 {
     int fd = -1;
-    int rc = reader_open(path, &fd, err, errlen);
+    int rc = infile_open(path, &fd, err, errlen);
     if (rc)
         return rc;
     struct xmlin_src src = {.fd = fd};

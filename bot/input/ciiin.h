@@ -1,7 +1,7 @@
 /*
  * ciiin.h - the UN/CEFACT Cross Industry Invoice (CII D16B) reader: one rsm:CrossIndustryInvoice
  * per file, as ZUGFeRD 2, Factur-X and XRechnung-CII carry it. docs/input-formats.md has the
- * field table and the refusals; reader.h the XML bounds.
+ * field table and the refusals; xmlin-int.h the XML bounds.
  */
 #ifndef APBOT_CIIIN_H
 #define APBOT_CIIIN_H

@@ -36,8 +36,8 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "apbot/reader.h"
 #include "apbot/vendors.h"
+#include "base/infile.h"
 
 #define CSVIN_FIELD_MAX (64 * 1024) /* bytes in one field */
 #define CSVIN_MAX_FIELDS 256        /* fields in one row */
@@ -285,7 +285,7 @@ int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char
                    size_t errlen)
 {
     int fd = -1;
-    int rc = reader_open(path, &fd, err, errlen);
+    int rc = infile_open(path, &fd, err, errlen);
     if (rc)
         return rc;
     rc = csvin_each_row_fd(fd, path, delim, fn, ctx, err, errlen);
@@ -827,7 +827,7 @@ int csvin_read(const char *path, const struct vendor_map *vendors, const struct 
                char *err, size_t errlen)
 {
     int fd = -1;
-    int rc = reader_open(path, &fd, err, errlen);
+    int rc = infile_open(path, &fd, err, errlen);
     if (rc)
         return rc;
     rc = csvin_read_fd(fd, path, vendors, sink, err, errlen);

@@ -14,7 +14,7 @@ struct invoice_sink;
 
 #define CSVIN_MAX_INVOICES 500000 /* invoices in one file (the split check keeps 16 bytes each) */
 
-/* Reads a CSV file (opened with reader_open: a regular file only). vendors may be NULL. */
+/* Reads a CSV file (opened with infile_open: a regular file only). vendors may be NULL. */
 int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
                char *err, size_t errlen) APBOT_MUST_USE;
 

@@ -48,8 +48,9 @@
 #include <zlib.h>
 
 #include "apbot/buf.h"
+#include "apbot/invoice.h"
 #include "apbot/mem.h"
-#include "apbot/reader.h"
+#include "base/infile.h"
 #include "input/ciiin.h"
 
 #define PDFIN_MAX_TREE_NODES 10000 /* name-tree nodes and entries looked at */
@@ -554,7 +555,7 @@ int pdfin_read(const char *path, const struct vendor_map *vendors, const struct 
                char *err, size_t errlen)
 {
     int fd = -1;
-    int rc = reader_open(path, &fd, err, errlen);
+    int rc = infile_open(path, &fd, err, errlen);
     if (rc)
         return rc;
     rc = pdfin_read_fd(fd, path, vendors, sink, err, errlen);

@@ -1,20 +1,20 @@
 /*
- * reader.c - opens an input file safely and picks the invoice reader by its content.
+ * reader.c - the dispatcher: opens an input file safely and picks the invoice reader by its
+ * content.
  *
- * reader_open() refuses anything but a regular file before reading a byte: a FIFO is opened
- * non-blocking (so the open cannot hang waiting for a writer) and refused unread, so a pipe's
- * data stays where it is; a directory, device or socket likewise. reader_sniff() looks only at
- * the first bytes, in this order: UTF-16 (a BOM, or an ASCII first character as two bytes, one
- * NUL) is XML when its first character is '<' and refused otherwise; a '<' after an optional
- * UTF-8 BOM and blanks is XML; "%PDF-" in the first 1024 bytes is a PDF (Factur-X/ZUGFeRD);
- * anything else is CSV. The file name and extension are never trusted (samples come as .xml, .XML
- * and with spaces and commas in the name). XML is parsed once and the root element with its
+ * The open is infile_open() (base/infile.h): anything but a regular file is refused before a
+ * byte is read, so a pipe's data stays where it is. The readers sit below this file and never
+ * call back into it (it includes them, not they it). reader_sniff() looks only at the first
+ * bytes, in this order: UTF-16 (a BOM, or an ASCII first character as two bytes, one NUL) is
+ * XML when its first character is '<' and refused otherwise; a '<' after an optional UTF-8 BOM
+ * and blanks is XML; "%PDF-" in the first 1024 bytes is a PDF (Factur-X/ZUGFeRD); anything
+ * else is CSV. The file name and extension are never trusted (samples come as .xml, .XML and
+ * with spaces and commas in the name). XML is parsed once and the root element with its
  * namespace picks UBL 2.1 or CII D16B.
  */
 #include "apbot/reader.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +23,7 @@
 
 #include "xmlin-int.h"
 
+#include "base/infile.h"
 #include "input/csvin.h"
 #include "input/pdfin.h"
 
@@ -83,39 +84,6 @@ enum reader_format reader_sniff(const unsigned char *head, size_t n)
     return READER_CSV;
 }
 
-int reader_open(const char *path, int *ret_fd, char *err, size_t errlen)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        const char *kind = S_ISFIFO(st.st_mode)                           ? "a FIFO (named pipe)"
-                           : S_ISDIR(st.st_mode)                          ? "a directory"
-                           : S_ISSOCK(st.st_mode)                         ? "a socket"
-                           : (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) ? "a device"
-                                                                          : "not a file";
-        close(fd);
-        return apbot_fail(err, errlen, APBOT_E_IO,
-                          "%s: %s, not a regular file: refused unread (copy the data into a file "
-                          "first)",
-                          path, kind);
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-        int e = errno;
-        close(fd);
-        return apbot_fail(err, errlen, APBOT_E_IO, "%s: %s", path, strerror(e));
-    }
-    *ret_fd = fd;
-    return APBOT_OK;
-}
-
 /* XML by its root: CII CrossIndustryInvoice or UBL; any other root is refused naming both. */
 static void reader_xml_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
                            struct xmlin_result *ret)
@@ -140,7 +108,7 @@ int reader_read_file(const char *path, const struct vendor_map *vendors,
                      const struct invoice_sink *sink, char *err, size_t errlen)
 {
     int fd = -1;
-    int rc = reader_open(path, &fd, err, errlen);
+    int rc = infile_open(path, &fd, err, errlen);
     if (rc)
         return rc;
     unsigned char head[READER_HEAD];
@@ -172,10 +140,10 @@ int reader_read_file(const char *path, const struct vendor_map *vendors,
             src.encoding = fmt == READER_XML_UTF16LE ? "UTF-16LE" : "UTF-16BE";
         __attribute__((fallthrough)); /* gcc takes a comment, clang only this */
     case READER_XML:
-        if ((unsigned long long)st.st_size > READER_XML_MAX_BYTES) {
+        if ((unsigned long long)st.st_size > XMLIN_MAX_BYTES) {
             rc = apbot_fail(err, errlen, APBOT_E_LIMIT,
                             "%s: larger than %u MiB: apbot reads XML invoices up to that size",
-                            path, READER_XML_MAX_BYTES >> 20);
+                            path, XMLIN_MAX_BYTES >> 20);
             break;
         }
         rc = xmlin_read(path, &src, reader_xml_doc, vendors, sink, err, errlen);

@@ -43,7 +43,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "apbot/reader.h"
+#include "base/infile.h"
 
 #define UBL_NS_CAC "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2"
 #define UBL_NS_CBC "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2"
@@ -277,7 +277,7 @@ int ublin_read(const char *path, const struct vendor_map *vendors, const struct 
                char *err, size_t errlen)
 {
     int fd = -1;
-    int rc = reader_open(path, &fd, err, errlen);
+    int rc = infile_open(path, &fd, err, errlen);
     if (rc)
         return rc;
     struct xmlin_src src = {.fd = fd};

@@ -1,6 +1,6 @@
 /*
  * ublin.h - the UBL 2.1 / Peppol BIS Billing 3 reader: one Invoice or CreditNote per file.
- * docs/input-formats.md has the field table and the refusals; reader.h the XML bounds.
+ * docs/input-formats.md has the field table and the refusals; xmlin-int.h the XML bounds.
  */
 #ifndef APBOT_UBLIN_H
 #define APBOT_UBLIN_H

@@ -19,9 +19,23 @@
 #include "apbot/error.h"
 #include "apbot/invoice.h"
 
-struct invoice;
-struct invoice_sink;
 struct vendor_map;
+
+/*
+ * The bounds every XML reader applies (UBL, CII, the XML inside a PDF), checked while parsing,
+ * never after: memory stays bounded whatever the file holds. Attachments (the text of any
+ * EmbeddedDocumentBinaryObject or AttachmentBinaryObject element) are skipped as they stream by
+ * and never kept, so they cost time, not memory.
+ */
+/* bytes in one XML file */
+#define XMLIN_MAX_BYTES (64u * 1024 * 1024)
+/* nodes in one document: elements, attributes, namespace declarations, texts, comments and PIs
+ * (about 6,000 UBL invoice lines) */
+#define XMLIN_MAX_NODES 200000
+/* bytes of text and attribute values kept (attachments are not kept, so not counted) */
+#define XMLIN_MAX_TEXT (4u * 1024 * 1024)
+/* element nesting */
+#define XMLIN_MAX_DEPTH 128
 
 /* Where the bytes come from: an open file (fd >= 0) or memory. */
 struct xmlin_src {
@@ -32,7 +46,7 @@ struct xmlin_src {
 };
 
 /*
- * Parses one document within the READER_XML_* bounds (reader.h), with no network, no DTD
+ * Parses one document within the XMLIN_MAX_* bounds, with no network, no DTD
  * loading, no entity substitution, and every libxml2 message caught (nothing reaches stderr).
  * Returns APBOT_OK with *ret_doc (the caller frees it with xmlFreeDoc); APBOT_E_INVAL when the
  * document must be refused as a whole (a DOCTYPE: err holds the reason without a place);

@@ -3,7 +3,7 @@
  *
  * The parse is libxml2's SAX2 tree builder with a thin layer of our own callbacks in front:
  * they count what the tree will hold (nodes, kept text, depth) and stop the parser the moment a
- * READER_XML_* bound (reader.h) is passed, so memory is bounded while parsing, never checked
+ * XMLIN_MAX_* bound (xmlin-int.h) is passed, so memory is bounded while parsing, never checked
  * after; they skip the text of attachment elements (EmbeddedDocumentBinaryObject,
  * AttachmentBinaryObject: several MB of base64 no reader looks at), drop comments and
  * processing instructions, and refuse a DOCTYPE the moment it starts (no DTD is loaded, no
@@ -34,7 +34,6 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "apbot/reader.h"
 #include "apbot/vendors.h"
 
 /* ---- the bounded parse ------------------------------------------------------------------- */
@@ -79,16 +78,16 @@ static bool xmlin_charge(struct xmlin_parse *st, size_t n, size_t t)
 {
     st->nodes += n;
     st->text += t;
-    if (st->nodes > READER_XML_MAX_NODES)
+    if (st->nodes > XMLIN_MAX_NODES)
         xmlin_stop(st, APBOT_E_LIMIT,
                    "more than %d XML nodes (elements, attributes, texts, comments) near line "
                    "%d: apbot reads invoices up to that size",
-                   READER_XML_MAX_NODES, xmlin_line(st));
-    else if (st->text > READER_XML_MAX_TEXT)
+                   XMLIN_MAX_NODES, xmlin_line(st));
+    else if (st->text > XMLIN_MAX_TEXT)
         xmlin_stop(st, APBOT_E_LIMIT,
                    "more than %u MiB of text outside attachments near line %d: apbot reads "
                    "invoices up to that size",
-                   READER_XML_MAX_TEXT >> 20, xmlin_line(st));
+                   XMLIN_MAX_TEXT >> 20, xmlin_line(st));
     return st->stop_rc == APBOT_OK;
 }
 
@@ -115,9 +114,9 @@ static void xmlin_sax_start(void *ctx, const xmlChar *localname, const xmlChar *
         t += (size_t)(attributes[i * 5 + 4] - attributes[i * 5 + 3]);
     if (!xmlin_charge(st, 1 + (size_t)nb_attributes + (size_t)nb_namespaces, t))
         return;
-    if (++st->depth > READER_XML_MAX_DEPTH) {
+    if (++st->depth > XMLIN_MAX_DEPTH) {
         xmlin_stop(st, APBOT_E_LIMIT, "elements nested deeper than %d near line %d",
-                   READER_XML_MAX_DEPTH, xmlin_line(st));
+                   XMLIN_MAX_DEPTH, xmlin_line(st));
         return;
     }
     if (!st->drop_depth && xmlin_is_attachment(localname))
@@ -234,10 +233,10 @@ static int xmlin_io_read(void *ctx, char *buf, int len)
         st->off += got;
     }
     st->bytes += got;
-    if (st->bytes > READER_XML_MAX_BYTES) {
+    if (st->bytes > XMLIN_MAX_BYTES) {
         xmlin_stop(st, APBOT_E_LIMIT,
                    "larger than %u MiB: apbot reads XML invoices up to that size",
-                   READER_XML_MAX_BYTES >> 20);
+                   XMLIN_MAX_BYTES >> 20);
         return -1;
     }
     return (int)got;

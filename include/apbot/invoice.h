@@ -4,7 +4,8 @@
  * Readers (csvin, ublin) fill a struct invoice; the store keeps its canonical JSON payload;
  * the runner reads the payload back to fill the ERP's form. The identity key is what makes
  * an invoice the same invoice (vendor, normalised number, document type); the fingerprint
- * covers the whole canonical payload. Both are versioned so they never drift silently.
+ * covers the whole canonical payload. Both are versioned so they never drift silently. A
+ * reader hands each invoice it reads, or its refusal, to a struct invoice_sink.
  */
 #ifndef APBOT_INVOICE_H
 #define APBOT_INVOICE_H
@@ -124,5 +125,20 @@ bool invoice_date_valid(const char *s);
 
 /* True when s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
 bool invoice_utf8_valid(const char *s);
+
+/*
+ * Where a reader (csvin, ublin, ciiin, pdfin, through reader_read_file) hands what it reads:
+ * accept once per good invoice, refuse once per bad one (with file, line or element path, and
+ * reason), and the reader carries on with the rest of the file. Its return code reports only
+ * file-level failure.
+ */
+struct invoice_sink {
+    /* A good invoice; inv and where ("file:12" or "file#/Invoice") are valid only during
+     * the call. A non-zero return aborts the read and is returned by the reader. */
+    int (*accept)(void *ctx, const struct invoice *inv, const char *where);
+    /* A refused invoice or row: where is "file:12" (CSV line) or "file#/Invoice/cbc:ID". */
+    void (*refuse)(void *ctx, const char *where, const char *reason);
+    void *ctx;
+};
 
 #endif
