@@ -1,10 +1,9 @@
 /*
  * csvin.c - the CSV invoice reader: one row per invoice line, grouped into invoices.
  *
- * Two layers. csvin_each_row() is a small streaming driver around libcsv (RFC 4180, strict
- * quoting) that adds what libcsv lacks: BOM handling, delimiter sniffing, physical line
- * numbers for every row, and hard bounds on field size and count. csvin_read() sits on it and
- * turns rows into invoices (docs/input-formats.md is the user-facing description):
+ * Rows come from the row driver it shares with the vendor map (csvrow.h: libcsv, RFC 4180,
+ * line numbers, bounds); csvin_read_fd() turns them into invoices (docs/input-formats.md is
+ * the user-facing description):
  *
  * - Pass 1 checks the whole file's syntax and header before anything is accepted, so a file
  *   with broken quoting is refused as a whole instead of half-queued. It also records, per
@@ -20,7 +19,6 @@
  */
 #include "input/csvin.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,268 +28,16 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <csv.h>
-
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/vendors.h"
 #include "base/infile.h"
+#include "input/csvrow.h"
 
-#define CSVIN_FIELD_MAX (64 * 1024) /* bytes in one field */
-#define CSVIN_MAX_FIELDS 256        /* fields in one row */
-#define CSVIN_MAX_LINES 10000       /* lines in one invoice */
-#define CSVIN_CHUNK 65536           /* read size */
+#define CSVIN_MAX_LINES 10000 /* lines in one invoice */
 _Static_assert(CSVIN_MAX_LINES <= INVOICE_MAX_LINES, "an invoice holds every line read");
-
-/* ---- the row driver ----------------------------------------------------------------- */
-
-struct csvin_driver {
-    csvin_row_fn fn;
-    void *ctx;
-    char **fields; /* CSVIN_MAX_FIELDS reusable buffers */
-    size_t *caps;
-    size_t n;
-    bool too_many;   /* this row had more than CSVIN_MAX_FIELDS fields */
-    bool nul_byte;   /* a field held a NUL byte */
-    size_t line;     /* physical line being fed, 1-based */
-    bool last_cr;    /* the last byte fed was '\r' (a '\n' right after it ends no new line) */
-    size_t row_line; /* line the current row started on */
-    bool at_boundary;
-    int rc; /* first non-zero from fn */
-    const char *path;
-    char *err;
-    size_t errlen;
-};
-
-/*
- * libcsv grows its field buffer through this; refusing past the bound bounds memory. libcsv
- * takes a NULL as realloc's failure (the old buffer stays its own), retries with smaller steps
- * and then reports CSV_ENOMEM, which csvin_parse_error names as the field bound. So NULL is
- * kept for the bound alone; out-of-memory within it aborts (mem.h) instead of passing for a
- * field that is too long.
- */
-static void *csvin_realloc(void *p, size_t n)
-{
-    if (n > CSVIN_FIELD_MAX + 256)
-        return NULL;
-    return apbot_xrealloc(p, n);
-}
-
-static void csvin_cb_field(void *s, size_t len, void *data)
-{
-    struct csvin_driver *d = data;
-    if (d->rc)
-        return;
-    if (d->at_boundary) {
-        d->row_line = d->line;
-        d->at_boundary = false;
-    }
-    if (d->n >= CSVIN_MAX_FIELDS) {
-        d->too_many = true;
-        return;
-    }
-    if (d->caps[d->n] < len + 1) { /* len is bounded by csvin_realloc's refusal */
-        size_t cap = len + 1 < 64 ? 64 : len + 1;
-        d->fields[d->n] = apbot_xrealloc(d->fields[d->n], cap);
-        d->caps[d->n] = cap;
-    }
-    if (len)
-        memcpy(d->fields[d->n], s, len);
-    d->fields[d->n][len] = '\0';
-    if (len && memchr(s, '\0', len))
-        d->nul_byte = true;
-    d->n++;
-}
-
-static void csvin_cb_row(int c, void *data)
-{
-    (void)c;
-    struct csvin_driver *d = data;
-    if (d->at_boundary) /* a row of one empty field: libcsv skips true blank lines */
-        d->row_line = d->line;
-    if (!d->rc) {
-        if (d->too_many)
-            d->rc =
-                apbot_fail(d->err, d->errlen, APBOT_E_LIMIT, "%s:%zu: more than %d fields in a row",
-                           d->path, d->row_line, CSVIN_MAX_FIELDS);
-        else if (d->nul_byte)
-            d->rc = apbot_fail(d->err, d->errlen, APBOT_E_PARSE, "%s:%zu: NUL byte in a field",
-                               d->path, d->row_line);
-        else
-            d->rc = d->fn(d->ctx, d->fields, d->n, d->row_line);
-    }
-    d->n = 0;
-    d->too_many = false;
-    d->nul_byte = false;
-    d->at_boundary = true;
-}
-
-/* Counts ',' and ';' outside quoted fields on the first line. */
-static int csvin_sniff(const char *buf, size_t len)
-{
-    size_t commas = 0, semis = 0;
-    bool q = false;
-    for (size_t i = 0; i < len && (q || (buf[i] != '\n' && buf[i] != '\r')); i++) {
-        if (buf[i] == '"')
-            q = !q;
-        else if (!q && buf[i] == ',')
-            commas++;
-        else if (!q && buf[i] == ';')
-            semis++;
-    }
-    return semis > commas ? ';' : ',';
-}
-
-static int csvin_parse_error(struct csvin_driver *d, struct csv_parser *p)
-{
-    if (csv_error(p) == CSV_ENOMEM)
-        return apbot_fail(d->err, d->errlen, APBOT_E_LIMIT,
-                          "%s:%zu: a field is longer than %d bytes", d->path, d->row_line,
-                          CSVIN_FIELD_MAX);
-    return apbot_fail(d->err, d->errlen, APBOT_E_PARSE,
-                      "%s:%zu: malformed CSV quoting (a quote inside an unquoted field, text "
-                      "after a closing quote, or an unterminated quoted field)",
-                      d->path, d->at_boundary ? d->line : d->row_line);
-}
-
-/*
- * Feeds one segment that ends at most at a line break ('\n' or '\r'); counts physical lines
- * the way editors do: "\n", "\r\n" and a lone "\r" (old Mac files) each end one line, also when
- * a "\r\n" is split across two reads. Returns false on a libcsv error.
- */
-static bool csvin_feed(struct csvin_driver *d, struct csv_parser *p, const char *s, size_t len)
-{
-    if (d->at_boundary) {
-        for (size_t i = 0; i < len; i++) {
-            if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n') {
-                d->row_line = d->line;
-                d->at_boundary = false;
-                break;
-            }
-        }
-    }
-    if (csv_parse(p, s, len, csvin_cb_field, csvin_cb_row, d) != len)
-        return false;
-    if (!len)
-        return true;
-    char last = s[len - 1];
-    if (last == '\r' || (last == '\n' && !(len == 1 && d->last_cr)))
-        d->line++;
-    d->last_cr = last == '\r';
-    return true;
-}
-
-/* Reads up to len bytes (fewer only at end of file); -1 on error. */
-static ssize_t csvin_read_full(int fd, char *buf, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, buf + got, len - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (ssize_t)got;
-}
-
-int csvin_each_row_fd(int fd, const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
-                      size_t errlen)
-{
-    struct csvin_driver d = {.fn = fn,
-                             .ctx = ctx,
-                             .line = 1,
-                             .row_line = 1,
-                             .at_boundary = true,
-                             .path = path,
-                             .err = err,
-                             .errlen = errlen};
-    struct csv_parser p;
-    int rc = APBOT_OK;
-    if (lseek(fd, 0, SEEK_SET) != 0)
-        return apbot_fail(err, errlen, APBOT_E_IO, "%s: cannot seek: %s", path, strerror(errno));
-
-    d.fields = apbot_xcalloc(CSVIN_MAX_FIELDS, sizeof(*d.fields));
-    d.caps = apbot_xcalloc(CSVIN_MAX_FIELDS, sizeof(*d.caps));
-    char *buf = apbot_xmalloc(CSVIN_CHUNK);
-    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0)
-        abort(); /* csv_init fails only for a NULL parser: it allocates nothing */
-    csv_set_realloc_func(&p, csvin_realloc);
-
-    bool first = true;
-    for (;;) {
-        ssize_t got = csvin_read_full(fd, buf, CSVIN_CHUNK);
-        if (got < 0) {
-            rc = apbot_fail(err, errlen, APBOT_E_IO, "%s: read error: %s", path, strerror(errno));
-            break;
-        }
-        if (got == 0)
-            break;
-        const char *s = buf;
-        size_t len = (size_t)got;
-        if (first) {
-            first = false;
-            if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
-                s += 3;
-                len -= 3;
-            }
-            csv_set_delim(&p, (unsigned char)(delim ? delim : csvin_sniff(s, len)));
-        }
-        while (len) {
-            size_t seg = 0;
-            while (seg < len && s[seg] != '\n' && s[seg] != '\r')
-                seg++;
-            if (seg < len)
-                seg++; /* the line break ends the segment */
-            if (!csvin_feed(&d, &p, s, seg)) {
-                rc = d.rc ? d.rc : csvin_parse_error(&d, &p);
-                goto out;
-            }
-            if (d.rc) {
-                rc = d.rc;
-                goto out;
-            }
-            s += seg;
-            len -= seg;
-        }
-    }
-    if (rc)
-        goto out;
-    if (first) {
-        rc = apbot_fail(err, errlen, APBOT_E_PARSE, "%s: empty file", path);
-        goto out;
-    }
-    if (csv_fini(&p, csvin_cb_field, csvin_cb_row, &d) != 0) {
-        rc = d.rc ? d.rc : csvin_parse_error(&d, &p);
-        goto out;
-    }
-    rc = d.rc;
-out:
-    csv_free(&p);
-    for (size_t i = 0; i < CSVIN_MAX_FIELDS; i++)
-        free(d.fields[i]);
-    free(d.fields);
-    free(d.caps);
-    free(buf);
-    return rc;
-}
-
-int csvin_each_row(const char *path, int delim, csvin_row_fn fn, void *ctx, char *err,
-                   size_t errlen)
-{
-    int fd = -1;
-    int rc = infile_open(path, &fd, err, errlen);
-    if (rc)
-        return rc;
-    rc = csvin_each_row_fd(fd, path, delim, fn, ctx, err, errlen);
-    close(fd);
-    return rc;
-}
 
 /* ---- columns ------------------------------------------------------------------------ */
 
@@ -418,23 +164,13 @@ struct csvin_ctx {
     struct invoice inv;
 };
 
-static char *csvin_trim(char *s)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
-        s[--n] = '\0';
-    return s;
-}
-
 /* The trimmed value of column c in this row, or "" when the column or field is absent. */
 static char *csvin_get(const struct csvin_ctx *c, char *const *f, size_t n, enum csvin_col col)
 {
     int i = c->col[col];
     if (i < 0 || (size_t)i >= n)
         return (char *)"";
-    return csvin_trim(f[i]);
+    return csvrow_trim(f[i]);
 }
 
 static int csvin_header(struct csvin_ctx *c, char *const *f, size_t n, size_t line)
@@ -442,9 +178,9 @@ static int csvin_header(struct csvin_ctx *c, char *const *f, size_t n, size_t li
     for (int k = 0; k < COL__COUNT; k++)
         c->col[k] = -1;
     for (size_t i = 0; i < n; i++) {
-        char *h = csvin_trim(f[i]);
+        char *h = csvrow_trim(f[i]);
         if (*h == '*')
-            h = csvin_trim(h + 1);
+            h = csvrow_trim(h + 1);
         for (int k = 0; k < COL__COUNT; k++) {
             if (strcasecmp(h, csvin_col_names[k]) != 0)
                 continue;
@@ -478,7 +214,7 @@ static int csvin_header(struct csvin_ctx *c, char *const *f, size_t n, size_t li
 static bool csvin_row_empty(char *const *f, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (*csvin_trim(f[i]))
+        if (*csvrow_trim(f[i]))
             return false;
     return true;
 }
@@ -804,7 +540,7 @@ int csvin_read_fd(int fd, const char *path, const struct vendor_map *vendors,
     struct csvin_ctx c = {
         .path = path, .vendors = vendors, .sink = sink, .err = err, .errlen = errlen, .pass = 1};
     invoice_init(&c.inv);
-    int rc = csvin_each_row_fd(fd, path, 0, csvin_row, &c, err, errlen);
+    int rc = csvrow_each_fd(fd, path, 0, csvin_row, &c, err, errlen);
     if (rc)
         goto out;
     if (!c.have_header) {
@@ -813,7 +549,7 @@ int csvin_read_fd(int fd, const char *path, const struct vendor_map *vendors,
     }
     c.pass = 2;
     c.have_header = false;
-    rc = csvin_each_row_fd(fd, path, 0, csvin_row, &c, err, errlen);
+    rc = csvrow_each_fd(fd, path, 0, csvin_row, &c, err, errlen);
     if (rc == APBOT_OK)
         rc = csvin_finish_group(&c);
 out:

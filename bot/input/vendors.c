@@ -2,13 +2,13 @@
  * vendors.c - the --vendors map: seller identifiers found in invoices -> ERP vendor numbers.
  *
  * Loaded once from a CSV (header `source_id,vendor_id[,vendor_name]`, matched by name, case-
- * insensitive, a leading '*' ignored; ',' or ';' sniffed) through the shared libcsv row driver
- * (csvin_each_row), kept as an array sorted by the normalised source id and searched with
- * bsearch. Source ids are compared after invoice_normalise_id(), so "0088:7315458756324",
- * " 0088:7315458756324 " and a lower-case VAT id all match. Which forms of a seller id to try
- * (with or without a scheme prefix) is the reader's business; this module only maps strings.
- * The same source id twice with the same vendor is allowed; with a different vendor it is an
- * error naming both lines, never a silent last-one-wins.
+ * insensitive, a leading '*' ignored; ',' or ';' sniffed) through the row driver and trim it
+ * shares with the invoice CSV reader (csvrow.h), kept as an array sorted by the normalised
+ * source id and searched with bsearch. Source ids are compared after invoice_normalise_id(), so
+ * "0088:7315458756324", " 0088:7315458756324 " and a lower-case VAT id all match. Which forms of a
+ * seller id to try (with or without a scheme prefix) is the reader's business; this module only
+ * maps strings. The same source id twice with the same vendor is allowed; with a different vendor
+ * it is an error naming both lines, never a silent last-one-wins.
  */
 #include "apbot/vendors.h"
 
@@ -20,7 +20,7 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
-#include "input/csvin.h"
+#include "input/csvrow.h"
 
 #define VENDORS_MAX_ENTRIES 1000000
 
@@ -45,25 +45,15 @@ struct vendors_load {
     size_t errlen;
 };
 
-static char *vendors_trim(char *s)
-{
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
-        s++;
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
-        s[--n] = '\0';
-    return s;
-}
-
 static int vendors_row(void *ctx, char *const *f, size_t n, size_t line)
 {
     struct vendors_load *l = ctx;
     if (!l->have_header) {
         l->col_source = l->col_vendor = l->col_name = -1;
         for (size_t i = 0; i < n; i++) {
-            char *h = vendors_trim(f[i]);
+            char *h = csvrow_trim(f[i]);
             if (*h == '*')
-                h = vendors_trim(h + 1);
+                h = csvrow_trim(h + 1);
             if (strcasecmp(h, "source_id") == 0)
                 l->col_source = (int)i;
             else if (strcasecmp(h, "vendor_id") == 0)
@@ -80,14 +70,14 @@ static int vendors_row(void *ctx, char *const *f, size_t n, size_t line)
     }
     bool empty = true;
     for (size_t i = 0; i < n; i++)
-        if (*vendors_trim(f[i]))
+        if (*csvrow_trim(f[i]))
             empty = false;
     if (empty)
         return APBOT_OK;
-    const char *src = (size_t)l->col_source < n ? vendors_trim(f[l->col_source]) : "";
-    const char *ven = (size_t)l->col_vendor < n ? vendors_trim(f[l->col_vendor]) : "";
+    const char *src = (size_t)l->col_source < n ? csvrow_trim(f[l->col_source]) : "";
+    const char *ven = (size_t)l->col_vendor < n ? csvrow_trim(f[l->col_vendor]) : "";
     const char *name =
-        l->col_name >= 0 && (size_t)l->col_name < n ? vendors_trim(f[l->col_name]) : "";
+        l->col_name >= 0 && (size_t)l->col_name < n ? csvrow_trim(f[l->col_name]) : "";
     if (!*src || !*ven)
         return apbot_fail(l->err, l->errlen, APBOT_E_PARSE, "%s:%zu: %s is empty", l->path, line,
                           !*src ? "source_id" : "vendor_id");
@@ -120,7 +110,7 @@ int vendor_map_load(const char *path, struct vendor_map **ret, char *err, size_t
 {
     struct vendor_map *vm = apbot_xcalloc(1, sizeof(*vm));
     struct vendors_load l = {.vm = vm, .path = path, .err = err, .errlen = errlen};
-    int rc = csvin_each_row(path, 0, vendors_row, &l, err, errlen);
+    int rc = csvrow_each(path, 0, vendors_row, &l, err, errlen);
     if (rc)
         goto fail;
     if (!l.have_header) {

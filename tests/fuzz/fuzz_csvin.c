@@ -3,7 +3,7 @@
  * and CR, both passes, grouping, refusals) and, on the same bytes, the vendor-map loader, on a
  * memfd holding the input; every accepted invoice checked by fuzz_common.h's sink. Every line
  * number the reader reports (a row's line, "fuzz.csv:N" of an invoice or a refusal) is a line
- * of the input, counted as csvin.h says ("\n", "\r\n" and a lone "\r" each end one).
+ * of the input, counted as csvrow.h says ("\n", "\r\n" and a lone "\r" each end one).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +13,7 @@
 
 #include "apbot/vendors.h"
 #include "input/csvin.h"
+#include "input/csvrow.h"
 #include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -68,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[APBOT_ERR_LEN];
     (void)csvin_read_fd(fd, "fuzz.csv", NULL, &csv_sink, err, sizeof(err));
     size_t rows = 0;
-    (void)csvin_each_row_fd(fd, "fuzz.csv", 0, fuzz_count_row, &rows, err, sizeof(err));
+    (void)csvrow_each_fd(fd, "fuzz.csv", 0, fuzz_count_row, &rows, err, sizeof(err));
     /* The same bytes as a vendor map, then as invoices mapped through it. */
     char path[64];
     struct vendor_map *vm = NULL;
