@@ -1,11 +1,14 @@
 /*
- * flow-int.h - what the three parts of the flow module share, and nothing else includes.
+ * flow-int.h - what the parts of the flow module share, and nothing else in the library
+ * includes (the tests do, to reach its internals).
  *
- * flow_load.c turns the XML into struct flow (parse, RelaxNG, typed attributes, compiled
- * patterns, the co-occurrence rules RelaxNG cannot say) and owns the problem list;
- * flow_check.c checks the meaning of the built flow (variables in their places, XPath, the
- * safety rules of the post, policy relations); flow_template.c parses, checks and expands
- * templates. Every problem goes through flow_problem() as "file:line: message".
+ * Bottom up: flow.c holds the problem list and the flow's small data (names, defaults,
+ * flow_free); flow_template.c parses, checks and expands templates; flow_check.c checks the
+ * meaning of the built flow (variables in their places, XPath, the safety rules of the post,
+ * policy relations); flow_load.c turns the XML into struct flow (parse, RelaxNG, typed
+ * attributes, compiled patterns, the co-occurrence rules RelaxNG cannot say) and calls the
+ * checks. Each part calls only those below it. Every problem goes through flow_problem() as
+ * "file:line: message".
  */
 #ifndef APBOT_FLOW_INT_H
 #define APBOT_FLOW_INT_H
@@ -39,11 +42,25 @@ struct flow_ctx {
     size_t n_lines;
 };
 
+/* ---- flow.c ------------------------------------------------------------------------------ */
+
 /* Records a problem at line (0: the file as a whole). Cannot fail. */
 void flow_problem(struct flow_ctx *c, long line, const char *fmt, ...) APBOT_PRINTF(3, 4);
 
 /* True when a problem was already recorded at line (a follow-on complaint would be noise). */
 bool flow_problem_at(const struct flow_ctx *c, long line);
+
+/* Copies the problems into err sorted by line (stable), whole lines only, with a count of
+ * what did not fit. err may be NULL. */
+void flow_problems_out(struct flow_ctx *c, char *err, size_t errlen);
+
+/* Frees the problems kept (the count stays). */
+void flow_problems_free(struct flow_ctx *c);
+
+/* The value an attribute names; the __COUNT value when name is NULL or no such name. */
+enum flow_option flow_option_from_name(const char *name);
+enum flow_missing flow_missing_from_name(const char *name);
+enum flow_list_by flow_list_by_from_name(const char *name);
 
 /* flows/flow.rng, embedded at build time (cmake/embed.cmake); NUL-terminated. */
 extern const unsigned char flow_schema_rng[];
