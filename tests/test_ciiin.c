@@ -110,7 +110,7 @@ static void test_ciiin_every_sample(void **state)
     free(g);
 }
 
-/* The direct entry (ciiin_read, not the dispatcher) gives the same. */
+/* The direct entry (ciiin_read_mem, not the dispatcher) gives the same. */
 static void test_ciiin_direct_entry(void **state)
 {
     (void)state;
@@ -119,7 +119,7 @@ static void test_ciiin_direct_entry(void **state)
     char path[1024], err[APBOT_ERR_LEN];
     env_path(path, sizeof(path), "APBOT_SAMPLES", samples[0].file);
     struct invoice_sink sink = {got_accept, got_refuse, &g};
-    assert_int_equal(ciiin_read(path, NULL, &sink, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(read_path_mem(ciiin_read_mem, path, NULL, &sink, err, sizeof(err)), APBOT_OK);
     check_sample(&samples[0], &g);
 }
 
@@ -556,12 +556,12 @@ static void test_ciiin_refusals(void **state)
     /* other XML */
     synth("other.xml", "<x:Order xmlns:x=\"urn:example\"/>", &g, APBOT_OK);
     assert_has(g.ref[0].reason, "nor a CII D16B CrossIndustryInvoice");
-    /* ciiin_read refuses a UBL document by its root */
+    /* the CII reader refuses a UBL document by its root */
     char path[512], err[APBOT_ERR_LEN];
     env_path(path, sizeof(path), "APBOT_SAMPLES", "ubl/base-example.xml");
     memset(&g, 0, sizeof(g));
     struct invoice_sink sink = {got_accept, got_refuse, &g};
-    assert_int_equal(ciiin_read(path, NULL, &sink, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(read_path_mem(ciiin_read_mem, path, NULL, &sink, err, sizeof(err)), APBOT_OK);
     assert_int_equal(g.n_ref, 1);
     assert_has(g.ref[0].reason, "not a CII D16B CrossIndustryInvoice");
 }

@@ -269,7 +269,7 @@ static void count_file(const char *name, struct counts *c)
     memset(c, 0, sizeof(*c));
     struct invoice_sink sink = {count_accept, count_refuse, c};
     char err[APBOT_ERR_LEN];
-    if (csvin_read(path, NULL, &sink, err, sizeof(err)))
+    if (read_path_fd(csvin_read_fd, path, NULL, &sink, err, sizeof(err)))
         fail_msg("%s", err);
 }
 

@@ -33,14 +33,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "xmlin-int.h"
 
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "base/infile.h"
 
 #define CII_NS_RAM                                                                                 \
     "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"
@@ -406,19 +404,6 @@ void ciiin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors
     else
         xmlin_refused(&c, ret);
     xmlin_done(&c);
-}
-
-int ciiin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen)
-{
-    int fd = -1;
-    int rc = infile_open(path, &fd, err, errlen);
-    if (rc)
-        return rc;
-    struct xmlin_src src = {.fd = fd};
-    rc = xmlin_read(path, &src, ciiin_doc, vendors, sink, err, errlen);
-    close(fd);
-    return rc;
 }
 
 int ciiin_read_mem(const char *name, const void *data, size_t len, const struct vendor_map *vendors,

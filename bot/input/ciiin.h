@@ -8,17 +8,19 @@
 
 #include <stddef.h>
 
-#include "apbot/error.h"
+#include "xmlin-int.h"
 
-struct vendor_map;
-struct invoice_sink;
+/*
+ * Reads the parsed CII D16B CrossIndustryInvoice doc (not freed) into ret: the invoice, or the
+ * refusal with its place; any other root is refused. An xmlin_doc_fn: reader.c hands it what
+ * xmlin_read parsed.
+ */
+void ciiin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+               struct xmlin_result *ret);
 
-/* Reads one CII D16B CrossIndustryInvoice document. vendors may be NULL. */
-int ciiin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen) APBOT_MUST_USE;
-
-/* The same on len bytes in memory (not copied; valid during the call); name is what messages
- * call the document (pdfin passes "file.pdf#factur-x.xml"). */
+/* Parses len bytes in memory (not copied; valid during the call) and reads them with
+ * ciiin_doc, handing the invoice or the refusal to sink (xmlin_read); name is what messages
+ * call the document (pdfin passes "file.pdf#factur-x.xml"). vendors may be NULL. */
 int ciiin_read_mem(const char *name, const void *data, size_t len, const struct vendor_map *vendors,
                    const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
 

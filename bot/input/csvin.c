@@ -26,14 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/vendors.h"
-#include "base/infile.h"
 #include "input/csvrow.h"
 
 #define CSVIN_MAX_LINES 10000 /* lines in one invoice */
@@ -556,17 +554,5 @@ out:
     invoice_done(&c.inv);
     free(c.g_key);
     free(c.seen.slots);
-    return rc;
-}
-
-int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen)
-{
-    int fd = -1;
-    int rc = infile_open(path, &fd, err, errlen);
-    if (rc)
-        return rc;
-    rc = csvin_read_fd(fd, path, vendors, sink, err, errlen);
-    close(fd);
     return rc;
 }

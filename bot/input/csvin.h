@@ -14,12 +14,9 @@ struct invoice_sink;
 
 #define CSVIN_MAX_INVOICES 500000 /* invoices in one file (the split check keeps 16 bytes each) */
 
-/* Reads a CSV file (opened with infile_open: a regular file only). vendors may be NULL. */
-int csvin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen) APBOT_MUST_USE;
-
-/* The same on an open regular file (read twice from offset 0; fd stays open, the caller
- * closes it); name is what messages call the file. */
+/* Reads a CSV file open on fd (a regular file: reader_read_file opens it safely; read twice
+ * from offset 0; fd stays open, the caller closes it); name is what messages call the file.
+ * vendors may be NULL. */
 int csvin_read_fd(int fd, const char *name, const struct vendor_map *vendors,
                   const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
 

@@ -50,7 +50,6 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
-#include "base/infile.h"
 #include "input/ciiin.h"
 
 #define PDFIN_MAX_TREE_NODES 10000 /* name-tree nodes and entries looked at */
@@ -548,17 +547,5 @@ int pdfin_read_fd(int fd, const char *name, const struct vendor_map *vendors,
     rc = ciiin_read_mem(where, xml, len, vendors, sink, err, errlen);
     free(where);
     free(xml);
-    return rc;
-}
-
-int pdfin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen)
-{
-    int fd = -1;
-    int rc = infile_open(path, &fd, err, errlen);
-    if (rc)
-        return rc;
-    rc = pdfin_read_fd(fd, path, vendors, sink, err, errlen);
-    close(fd);
     return rc;
 }

@@ -42,12 +42,10 @@ int pdfin_invoice_rank(const char *filename);
 int pdfin_extract(int fd, const char *name, char **ret_xml, size_t *ret_len,
                   char ret_name[PDFIN_NAME_MAX], char *err, size_t errlen) APBOT_MUST_USE;
 
-/* Reads a Factur-X/ZUGFeRD PDF: extracts its XML and reads it as CII ("file.pdf#factur-x.xml"
- * in places). A PDF without invoice data is refused through the sink with PDFIN_NO_DATA. */
-int pdfin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen) APBOT_MUST_USE;
-
-/* The same on an open regular file (fd stays open). */
+/* Reads a Factur-X/ZUGFeRD PDF open on fd (a regular file; fd stays open): extracts its XML
+ * and reads it as CII ("file.pdf#factur-x.xml" in places); name is what messages call the
+ * file. A PDF without invoice data is refused through the sink with PDFIN_NO_DATA. vendors may
+ * be NULL. */
 int pdfin_read_fd(int fd, const char *name, const struct vendor_map *vendors,
                   const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
 

@@ -24,8 +24,10 @@
 #include "xmlin-int.h"
 
 #include "base/infile.h"
+#include "input/ciiin.h"
 #include "input/csvin.h"
 #include "input/pdfin.h"
+#include "input/ublin.h"
 
 #define READER_HEAD 1024 /* bytes sniffed; a PDF header may sit anywhere in the first 1024 */
 

@@ -36,14 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "xmlin-int.h"
 
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
-#include "base/infile.h"
 
 #define UBL_NS_CAC "urn:oasis:names:specification:ubl:schema:xsd:CommonAggregateComponents-2"
 #define UBL_NS_CBC "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2"
@@ -271,24 +269,4 @@ void ublin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors
     else
         xmlin_refused(&u, ret);
     xmlin_done(&u);
-}
-
-int ublin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen)
-{
-    int fd = -1;
-    int rc = infile_open(path, &fd, err, errlen);
-    if (rc)
-        return rc;
-    struct xmlin_src src = {.fd = fd};
-    rc = xmlin_read(path, &src, ublin_doc, vendors, sink, err, errlen);
-    close(fd);
-    return rc;
-}
-
-int ublin_read_mem(const char *name, const void *data, size_t len, const struct vendor_map *vendors,
-                   const struct invoice_sink *sink, char *err, size_t errlen)
-{
-    struct xmlin_src src = {.fd = -1, .data = data, .len = len};
-    return xmlin_read(name, &src, ublin_doc, vendors, sink, err, errlen);
 }

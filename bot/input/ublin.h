@@ -5,20 +5,14 @@
 #ifndef APBOT_UBLIN_H
 #define APBOT_UBLIN_H
 
-#include <stddef.h>
+#include "xmlin-int.h"
 
-#include "apbot/error.h"
-
-struct vendor_map;
-struct invoice_sink;
-
-/* Reads one UBL 2.1 Invoice or CreditNote document. vendors may be NULL. */
-int ublin_read(const char *path, const struct vendor_map *vendors, const struct invoice_sink *sink,
-               char *err, size_t errlen) APBOT_MUST_USE;
-
-/* The same on len bytes in memory (not copied; valid during the call); name is what messages
- * call the document. */
-int ublin_read_mem(const char *name, const void *data, size_t len, const struct vendor_map *vendors,
-                   const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
+/*
+ * Reads the parsed UBL 2.1 Invoice or CreditNote doc (not freed) into ret: the invoice, or the
+ * refusal with its place ("name#/Invoice/cac:LegalMonetaryTotal/cbc:PayableAmount"); any other
+ * root is refused. An xmlin_doc_fn: reader.c hands it what xmlin_read parsed.
+ */
+void ublin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
+               struct xmlin_result *ret);
 
 #endif

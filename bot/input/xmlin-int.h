@@ -3,8 +3,9 @@
  * share, inside the library only: the bounded, quiet libxml2 parse and the XPath helpers that
  * read amounts, dates, texts and the seller the same way in every syntax.
  *
- * xmlin.c owns the parse; ublin.c and ciiin.c each turn a parsed document into an invoice
- * (ublin_doc, ciiin_doc), so reader.c parses once and picks the reader by the root.
+ * xmlin.c owns the parse; the readers above it, ublin.c and ciiin.c, each turn a parsed
+ * document into an invoice (an xmlin_doc_fn: ublin_doc, ciiin_doc, in their own headers), so
+ * reader.c parses once and picks the reader by the root.
  */
 #ifndef APBOT_XMLIN_INT_H
 #define APBOT_XMLIN_INT_H
@@ -123,14 +124,10 @@ struct xmlin_result {
 void xmlin_accepted(const struct xmlin *x, struct xmlin_result *ret);
 void xmlin_refused(const struct xmlin *x, struct xmlin_result *ret);
 
-/* A reader's document-level entry: reads the parsed doc (not freed) into ret. ublin_doc reads
- * UBL 2.1, ciiin_doc CII D16B; each refuses any other root. */
+/* A reader's document-level entry: reads the parsed doc (not freed) into ret (ublin_doc in
+ * ublin.h reads UBL 2.1, ciiin_doc in ciiin.h CII D16B; each refuses any other root). */
 typedef void (*xmlin_doc_fn)(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
                              struct xmlin_result *ret);
-void ublin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-               struct xmlin_result *ret);
-void ciiin_doc(const char *name, xmlDocPtr doc, const struct vendor_map *vendors,
-               struct xmlin_result *ret);
 
 /*
  * Parses src (xmlin_parse), reads the document with fn, frees the tree and only then hands the

@@ -1,6 +1,6 @@
 /*
- * reader_sink.c - the reader tests' collecting sink and the assertions on what it keeps (see
- * reader_sink.h).
+ * reader_sink.c - the reader tests' collecting sink, the assertions on what it keeps, and the
+ * file opening for a reader's fd or memory entry (see reader_sink.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,9 +10,11 @@
 
 #include "reader_sink.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int got_accept(void *ctx, const struct invoice *inv, const char *where)
 {
@@ -66,4 +68,39 @@ void assert_has(const char *text, const char *needle)
 {
     if (!strstr(text, needle))
         fail_msg("'%s' lacks '%s'", text, needle);
+}
+
+int read_path_fd(read_fd_fn fn, const char *path, const struct vendor_map *vendors,
+                 const struct invoice_sink *sink, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fail_msg("%s: cannot open", path);
+    int rc = fn(fd, path, vendors, sink, err, errlen);
+    close(fd);
+    return rc;
+}
+
+int read_path_mem(read_mem_fn fn, const char *path, const struct vendor_map *vendors,
+                  const struct invoice_sink *sink, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("%s: cannot open", path);
+    size_t cap = 65536, len = 0, n;
+    char *data = malloc(cap);
+    assert_non_null(data);
+    while ((n = fread(data + len, 1, cap - len, f)) > 0) {
+        len += n;
+        if (len == cap) {
+            cap *= 2;
+            data = realloc(data, cap);
+            assert_non_null(data);
+        }
+    }
+    assert_false(ferror(f));
+    fclose(f);
+    int rc = fn(path, data, len, vendors, sink, err, errlen);
+    free(data);
+    return rc;
 }

@@ -1,8 +1,10 @@
 /*
- * reader_sink.h - what the reader tests (test_csvin, test_ublin) share: a sink that keeps
- * copies of the invoices a reader accepts and the refusals it reports, so a test can assert
- * on them after the read, and small assertions on those copies. Uses cmocka: a full sink or
- * a failed check fails the running test.
+ * reader_sink.h - what the reader tests (test_csvin, test_ublin, test_ciiin, test_pdfin, ...)
+ * share: a sink that keeps copies of the invoices a reader accepts and the refusals it reports,
+ * so a test can assert on them after the read, small assertions on those copies, and the
+ * opening of a file for a reader's entry on an open file or on memory (the library's own path
+ * entry is reader_read_file, the dispatcher). Uses cmocka: a full sink or a failed check fails
+ * the running test.
  */
 #ifndef APBOT_TESTS_READER_SINK_H
 #define APBOT_TESTS_READER_SINK_H
@@ -49,5 +51,24 @@ void assert_where(const char *where, const char *suffix);
 
 /* Fails the test unless text contains needle. */
 void assert_has(const char *text, const char *needle);
+
+struct vendor_map;
+
+/* A reader's entry on an open regular file (csvin_read_fd, pdfin_read_fd). */
+typedef int (*read_fd_fn)(int fd, const char *name, const struct vendor_map *vendors,
+                          const struct invoice_sink *sink, char *err, size_t errlen);
+/* A reader's entry on bytes in memory (ciiin_read_mem). */
+typedef int (*read_mem_fn)(const char *name, const void *data, size_t len,
+                           const struct vendor_map *vendors, const struct invoice_sink *sink,
+                           char *err, size_t errlen);
+
+/* Opens path (failing the test when it cannot), reads it with fn (path names it in places)
+ * and closes it; returns fn's code. */
+int read_path_fd(read_fd_fn fn, const char *path, const struct vendor_map *vendors,
+                 const struct invoice_sink *sink, char *err, size_t errlen);
+/* Reads the whole file at path into memory (failing the test when it cannot) and hands it to
+ * fn as one document named path; returns fn's code. */
+int read_path_mem(read_mem_fn fn, const char *path, const struct vendor_map *vendors,
+                  const struct invoice_sink *sink, char *err, size_t errlen);
 
 #endif
