@@ -24,6 +24,7 @@
 #include "apbot/reader.h"
 #include "apbot/vendors.h"
 #include "helpers/reader_sink.h"
+#include "input/reader-int.h"
 #include "input/xmlin-int.h"
 
 /* ---- reader_sniff: the table -------------------------------------------------------------- */

@@ -50,6 +50,7 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "base/unittest.h"
 #include "input/ciiin.h"
 
 #define PDFIN_MAX_TREE_NODES 10000 /* name-tree nodes and entries looked at */
@@ -66,7 +67,7 @@
 #define PDFIN_ASAN 0
 #endif
 
-int pdfin_invoice_rank(const char *filename)
+UNITTEST int pdfin_invoice_rank(const char *filename)
 {
     static const char *const names[] = {"factur-x.xml", "zugferd-invoice.xml", "xrechnung.xml"};
     if (!filename)
@@ -403,8 +404,18 @@ static int64_t pdfin_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int pdfin_extract(int fd, const char *name, char **ret_xml, size_t *ret_len,
-                  char ret_name[PDFIN_NAME_MAX], char *err, size_t errlen)
+/*
+ * Extracts the embedded invoice XML from the PDF open on fd (a regular file, at most
+ * PDFIN_MAX_BYTES). The PDF is read by libqpdf in a child process limited in memory
+ * (PDFIN_MAX_MEMORY more than this process, where the platform allows it) and in time
+ * (PDFIN_MAX_SECONDS), so a hostile PDF costs at most that and cannot crash or hang the caller.
+ * On success *ret_xml (malloc'd, the caller frees; NUL-terminated) holds *ret_len bytes and
+ * ret_name the embedded file's name. Returns APBOT_E_NOTFOUND (no invoice data: refuse with
+ * PDFIN_NO_DATA), APBOT_E_PARSE (damaged or password-protected PDF, unsupported filter),
+ * APBOT_E_LIMIT (a bound passed) or APBOT_E_IO, with "name: reason" in err.
+ */
+static int pdfin_extract(int fd, const char *name, char **ret_xml, size_t *ret_len,
+                         char ret_name[PDFIN_NAME_MAX], char *err, size_t errlen)
 {
     struct stat st;
     if (fstat(fd, &st) != 0)

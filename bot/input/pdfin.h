@@ -22,31 +22,20 @@ struct invoice_sink;
 /* The refusal of a PDF that carries no invoice data (the words docs and tests rely on). */
 #define PDFIN_NO_DATA "a PDF without Factur-X/ZUGFeRD data: cannot read invoices from print images"
 
-/*
- * How well an embedded file's name says "the invoice": 1 factur-x.xml, 2 zugferd-invoice.xml,
- * 3 xrechnung.xml (ASCII case ignored: ZUGFeRD 1 wrote "ZUGFeRD-invoice.xml"), 0 anything else.
- * Pure; the lowest non-zero rank among a PDF's embedded files wins.
- */
-int pdfin_invoice_rank(const char *filename);
-
-/*
- * Extracts the embedded invoice XML from the PDF open on fd (a regular file, at most
- * PDFIN_MAX_BYTES). The PDF is read by libqpdf in a child process limited in memory
- * (PDFIN_MAX_MEMORY more than this process, where the platform allows it) and in time
- * (PDFIN_MAX_SECONDS), so a hostile PDF costs at most that and cannot crash or hang the caller.
- * On success *ret_xml (malloc'd, the caller frees; NUL-terminated) holds *ret_len bytes and
- * ret_name the embedded file's name. Returns APBOT_E_NOTFOUND (no invoice data: refuse with
- * PDFIN_NO_DATA), APBOT_E_PARSE (damaged or password-protected PDF, unsupported filter),
- * APBOT_E_LIMIT (a bound passed) or APBOT_E_IO, with "name: reason" in err.
- */
-int pdfin_extract(int fd, const char *name, char **ret_xml, size_t *ret_len,
-                  char ret_name[PDFIN_NAME_MAX], char *err, size_t errlen) APBOT_MUST_USE;
-
 /* Reads a Factur-X/ZUGFeRD PDF open on fd (a regular file; fd stays open): extracts its XML
  * and reads it as CII ("file.pdf#factur-x.xml" in places); name is what messages call the
  * file. A PDF without invoice data is refused through the sink with PDFIN_NO_DATA. vendors may
  * be NULL. */
 int pdfin_read_fd(int fd, const char *name, const struct vendor_map *vendors,
                   const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/*
+ * How well an embedded file's name says "the invoice": 1 factur-x.xml, 2 zugferd-invoice.xml,
+ * 3 xrechnung.xml (ASCII case ignored: ZUGFeRD 1 wrote "ZUGFeRD-invoice.xml"), 0 anything else.
+ * Pure; the lowest non-zero rank among a PDF's embedded files wins.
+ */
+int pdfin_invoice_rank(const char *filename);
+#endif
 
 #endif

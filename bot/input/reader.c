@@ -21,9 +21,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "reader-int.h"
 #include "xmlin-int.h"
 
 #include "base/infile.h"
+#include "base/unittest.h"
 #include "input/ciiin.h"
 #include "input/csvin.h"
 #include "input/pdfin.h"
@@ -36,7 +38,7 @@ static bool reader_blank(unsigned c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-enum reader_format reader_sniff(const unsigned char *head, size_t n)
+UNITTEST enum reader_format reader_sniff(const unsigned char *head, size_t n)
 {
     if (n > READER_HEAD)
         n = READER_HEAD;

@@ -46,17 +46,6 @@ struct xmlin_src {
     const char *encoding; /* NULL (detect), "UTF-16LE" or "UTF-16BE" (BOM-less UTF-16) */
 };
 
-/*
- * Parses one document within the XMLIN_MAX_* bounds, with no network, no DTD
- * loading, no entity substitution, and every libxml2 message caught (nothing reaches stderr).
- * Returns APBOT_OK with *ret_doc (the caller frees it with xmlFreeDoc); APBOT_E_INVAL when the
- * document must be refused as a whole (a DOCTYPE: err holds the reason without a place);
- * APBOT_E_PARSE (not well-formed: "name:LINE: not well-formed XML: ..."), APBOT_E_LIMIT (a bound
- * passed) or APBOT_E_IO (read error) with err.
- */
-int xmlin_parse(const char *name, const struct xmlin_src *src, xmlDocPtr *ret_doc, char *err,
-                size_t errlen) APBOT_MUST_USE;
-
 /* One document being read: the root, an XPath context and the refusal being built. */
 struct xmlin {
     const char *name; /* file name for places */
@@ -80,8 +69,6 @@ int xmlin_fail(struct xmlin *x, const char *rel, const char *fmt, ...) APBOT_PRI
 /* Nodes matching an XPath relative to node (the root when NULL). Caller frees the object. */
 xmlXPathObjectPtr xmlin_eval(struct xmlin *x, xmlNodePtr node, const char *xpath);
 size_t xmlin_count(xmlXPathObjectPtr o);
-/* Trimmed text content of a node, malloc'd. */
-char *xmlin_node_text(xmlNodePtr n);
 /* Text of the first match or NULL (absent or empty); optionally its node. */
 char *xmlin_text(struct xmlin *x, xmlNodePtr ctx, const char *xpath, xmlNodePtr *ret_node);
 /* An attribute as a malloc'd string, NULL when absent. */
@@ -130,10 +117,13 @@ typedef void (*xmlin_doc_fn)(const char *name, xmlDocPtr doc, const struct vendo
                              struct xmlin_result *ret);
 
 /*
- * Parses src (xmlin_parse), reads the document with fn, frees the tree and only then hands the
- * invoice or the refusal to the sink (so the tree and what the sink builds from the invoice are
- * never in memory together). A DOCTYPE is a refusal of the document (sink->refuse at name), not
- * a file failure. Returns the sink's accept code or APBOT_OK, or xmlin_parse's code with err.
+ * Parses src within the XMLIN_MAX_* bounds (no network, no DTD loading, no entity
+ * substitution, every libxml2 message caught: nothing reaches stderr), reads the document with
+ * fn, frees the tree and only then hands the invoice or the refusal to the sink (so the tree and
+ * what the sink builds from the invoice are never in memory together). A DOCTYPE is a refusal
+ * of the document (sink->refuse at name), not a file failure. Returns the sink's accept code or
+ * APBOT_OK, or for the file as a whole APBOT_E_PARSE (not well-formed: "name:LINE: not
+ * well-formed XML: ..."), APBOT_E_LIMIT (a bound passed) or APBOT_E_IO (read error) with err.
  */
 int xmlin_read(const char *name, const struct xmlin_src *src, xmlin_doc_fn fn,
                const struct vendor_map *vendors, const struct invoice_sink *sink, char *err,

@@ -242,8 +242,16 @@ static int xmlin_io_read(void *ctx, char *buf, int len)
     return (int)got;
 }
 
-int xmlin_parse(const char *name, const struct xmlin_src *src, xmlDocPtr *ret_doc, char *err,
-                size_t errlen)
+/*
+ * Parses one document within the XMLIN_MAX_* bounds, with no network, no DTD
+ * loading, no entity substitution, and every libxml2 message caught (nothing reaches stderr).
+ * Returns APBOT_OK with *ret_doc (the caller frees it with xmlFreeDoc); APBOT_E_INVAL when the
+ * document must be refused as a whole (a DOCTYPE: err holds the reason without a place);
+ * APBOT_E_PARSE (not well-formed: "name:LINE: not well-formed XML: ..."), APBOT_E_LIMIT (a bound
+ * passed) or APBOT_E_IO (read error) with err.
+ */
+static int xmlin_parse(const char *name, const struct xmlin_src *src, xmlDocPtr *ret_doc, char *err,
+                       size_t errlen)
 {
     struct xmlin_parse st = {.src = src};
     xmlSAXHandler sax;
@@ -419,7 +427,8 @@ static bool xmlin_blank(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-char *xmlin_node_text(xmlNodePtr n)
+/* Trimmed text content of a node, malloc'd. */
+static char *xmlin_node_text(xmlNodePtr n)
 {
     xmlChar *c = xmlNodeGetContent(n);
     const char *s = c ? (const char *)c : "";

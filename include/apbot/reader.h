@@ -18,29 +18,12 @@
 
 struct vendor_map;
 
-/* What a file is, judged by its first bytes (reader_sniff). */
-enum reader_format {
-    READER_CSV = 0,     /* anything not recognised below: the CSV reader decides */
-    READER_XML,         /* UTF-8 (optional BOM), first non-blank byte '<' */
-    READER_XML_UTF16LE, /* UTF-16 little-endian XML, with or without BOM */
-    READER_XML_UTF16BE, /* UTF-16 big-endian XML, with or without BOM */
-    READER_PDF,         /* "%PDF-" in the first 1024 bytes */
-    READER_UTF16_TEXT,  /* UTF-16 that is not XML (a CSV saved as "Unicode"): refused */
-    READER_EMPTY,       /* nothing but a BOM and blanks */
-};
-
 /*
- * The format of a file from its first n bytes (up to 1024 are looked at). Pure; the table in
- * test_reader.c is its specification. The file name never matters.
- */
-enum reader_format reader_sniff(const unsigned char *head, size_t n);
-
-/*
- * Opens path (a regular file only, anything else refused unread), sniffs its first bytes
- * (reader_sniff) and reads it with the reader for its content: CSV (csvin), UBL 2.1 or CII D16B XML
- * (chosen by the root element and its namespace), a Factur-X/ZUGFeRD PDF (pdfin). vendors may be
- * NULL. Returns the reader's code, or APBOT_E_IO / APBOT_E_PARSE / APBOT_E_LIMIT for the file as a
- * whole, with err.
+ * Opens path (a regular file only, anything else refused unread), tells its format by its
+ * first bytes (never by its name) and reads it with the reader for its content: CSV (csvin),
+ * UBL 2.1 or CII D16B XML (chosen by the root element and its namespace), a Factur-X/ZUGFeRD
+ * PDF (pdfin). vendors may be NULL. Returns the reader's code, or APBOT_E_IO / APBOT_E_PARSE /
+ * APBOT_E_LIMIT for the file as a whole, with err.
  */
 int reader_read_file(const char *path, const struct vendor_map *vendors,
                      const struct invoice_sink *sink, char *err, size_t errlen) APBOT_MUST_USE;
