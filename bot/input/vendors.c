@@ -8,7 +8,8 @@
  * "0088:7315458756324", " 0088:7315458756324 " and a lower-case VAT id all match. Which forms of a
  * seller id to try (with or without a scheme prefix) is the reader's business; this module only
  * maps strings. The same source id twice with the same vendor is allowed; with a different vendor
- * it is an error naming both lines, never a silent last-one-wins.
+ * it is an error naming both lines, never a silent last-one-wins. The vendor_name column is
+ * checked like the others (valid UTF-8) and not kept: nothing reads it.
  */
 #include "apbot/vendors.h"
 
@@ -27,7 +28,6 @@
 struct vendor_entry {
     char *source; /* normalised */
     char *vendor_id;
-    char *vendor_name; /* may be NULL */
     size_t line;
 };
 
@@ -92,7 +92,6 @@ static int vendors_row(void *ctx, char *const *f, size_t n, size_t line)
     struct vendor_entry *e = &vm->e[vm->n++];
     e->source = invoice_normalise_id(src);
     e->vendor_id = apbot_xstrdup(ven);
-    e->vendor_name = *name ? apbot_xstrdup(name) : NULL;
     e->line = line;
     return APBOT_OK;
 }
@@ -136,7 +135,6 @@ int vendor_map_load(const char *path, struct vendor_map **ret, char *err, size_t
             }
             free(vm->e[i].source);
             free(vm->e[i].vendor_id);
-            free(vm->e[i].vendor_name);
             continue;
         }
         vm->e[w++] = vm->e[i];
@@ -156,7 +154,6 @@ void vendor_map_free(struct vendor_map *vm)
     for (size_t i = 0; i < vm->n; i++) {
         free(vm->e[i].source);
         free(vm->e[i].vendor_id);
-        free(vm->e[i].vendor_name);
     }
     free(vm->e);
     free(vm);
@@ -193,15 +190,4 @@ const char *vendor_map_lookup(const struct vendor_map *vm, const char *source_id
 {
     const struct vendor_entry *e = vendors_find(vm, source_id);
     return e ? e->vendor_id : NULL;
-}
-
-const char *vendor_map_name(const struct vendor_map *vm, const char *source_id)
-{
-    const struct vendor_entry *e = vendors_find(vm, source_id);
-    return e ? e->vendor_name : NULL;
-}
-
-size_t vendor_map_count(const struct vendor_map *vm)
-{
-    return vm ? vm->n : 0;
 }

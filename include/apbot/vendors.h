@@ -3,7 +3,8 @@
  * (endpoint ids, VAT ids, legal ids, names) to the ERP's vendor numbers.
  *
  * Format: header row `source_id,vendor_id[,vendor_name]`; source_id is matched after
- * invoice_normalise_id(); a scheme prefix is allowed ("0088:7315458756324").
+ * invoice_normalise_id(); a scheme prefix is allowed ("0088:7315458756324"). vendor_name, for
+ * the people who keep the file, must be valid UTF-8 and is not used.
  */
 #ifndef APBOT_VENDORS_H
 #define APBOT_VENDORS_H
@@ -21,9 +22,5 @@ int vendor_map_load(const char *path, struct vendor_map **ret, char *err,
 void vendor_map_free(struct vendor_map *vm);
 /* The ERP vendor id for a seller identifier, or NULL. Valid while vm lives. vm may be NULL. */
 const char *vendor_map_lookup(const struct vendor_map *vm, const char *source_id);
-/* The vendor_name column for a seller identifier, or NULL (absent or empty). vm may be NULL. */
-const char *vendor_map_name(const struct vendor_map *vm, const char *source_id);
-/* Number of distinct source ids in the map (0 for NULL). */
-size_t vendor_map_count(const struct vendor_map *vm);
 
 #endif

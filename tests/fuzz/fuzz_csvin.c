@@ -76,7 +76,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     if (vendor_map_load(path, &vm, err, sizeof(err)) == APBOT_OK) {
         (void)vendor_map_lookup(vm, "100001");
-        (void)vendor_map_name(vm, "");
         (void)csvin_read_fd(fd, "fuzz.csv", vm, &csv_sink, err, sizeof(err));
         vendor_map_free(vm);
     }
