@@ -58,11 +58,20 @@ void flow_problems_out(struct flow_ctx *c, char *err, size_t errlen);
 void flow_problems_free(struct flow_ctx *c);
 
 /* The value an attribute names; the __COUNT value when name is NULL or no such name. */
+enum flow_outcome flow_outcome_from_name(const char *name);
 enum flow_option flow_option_from_name(const char *name);
 enum flow_missing flow_missing_from_name(const char *name);
 enum flow_list_by flow_list_by_from_name(const char *name);
 
-/* flows/flow.rng, embedded at build time (cmake/embed.cmake); NUL-terminated. */
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/* The names of the values (the other way, flow_outcome_name and flow_option_name, is in
+ * flow.h: the trace prints them); "invalid" for a value out of range. */
+const char *flow_missing_name(enum flow_missing m); /* "error", "add", "skip" */
+const char *flow_list_by_name(enum flow_list_by b); /* "booked", "invoice" */
+#endif
+
+/* flows/flow.rng, embedded at build time (cmake/embed.cmake); NUL-terminated. The loader
+ * validates with it; test_flow holds it to the file. */
 extern const unsigned char flow_schema_rng[];
 extern const size_t flow_schema_rng_len;
 

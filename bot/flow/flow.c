@@ -20,6 +20,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/text.h"
+#include "base/unittest.h"
 #include "web/match.h"
 #include "flow-int.h"
 
@@ -84,7 +85,7 @@ static const char *const flow_missing_names[] = {
 _Static_assert(sizeof(flow_missing_names) / sizeof(flow_missing_names[0]) == FLOW_MISSING__COUNT,
                "every flow_missing needs a name");
 
-const char *flow_missing_name(enum flow_missing m)
+UNITTEST const char *flow_missing_name(enum flow_missing m)
 {
     if ((int)m < 0 || m >= FLOW_MISSING__COUNT)
         return "invalid";
@@ -106,7 +107,7 @@ static const char *const flow_list_by_names[] = {
 _Static_assert(sizeof(flow_list_by_names) / sizeof(flow_list_by_names[0]) == FLOW_LIST_BY__COUNT,
                "every flow_list_by needs a name");
 
-const char *flow_list_by_name(enum flow_list_by b)
+UNITTEST const char *flow_list_by_name(enum flow_list_by b)
 {
     if ((int)b < 0 || b >= FLOW_LIST_BY__COUNT)
         return "invalid";

@@ -8,8 +8,8 @@
  * document, with a <finished> lookup to tell a draft from a booking); tables name known
  * columns; the lookup compares what the post writes; the policy numbers agree with each
  * other. Each problem is recorded with its line; nothing here stops at the first one.
- * Building the struct and compiling patterns is flow_load.c's; the template grammar is
- * flow_template.c's.
+ * Building the struct and compiling patterns is flow_load.c's (which calls these checks); the
+ * template grammar is flow_template.c's; the problem list is flow.c's.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

@@ -33,11 +33,6 @@
 
 #define FLOW_FILE_MAX (1024 * 1024) /* bytes of a flow file: a hand-written file is far smaller */
 
-char *flow_schema_text(void)
-{
-    return apbot_xstrndup((const char *)flow_schema_rng, flow_schema_rng_len);
-}
-
 /* ---- libxml2 diagnostics, captured instead of printed ------------------------------------ */
 
 #if LIBXML_VERSION >= 21200

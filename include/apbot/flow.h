@@ -36,7 +36,7 @@ struct match_re;
 struct invoice;
 struct invoice_line;
 
-/* What a response means. If you add one, add its name in flow_load.c. */
+/* What a response means. If you add one, add its name in flow.c. */
 enum flow_outcome {
     FLOW_OUT_COMPLETED = 0,   /* every step done, booked: the document number is the rule's
                                * (?<doc>...) group, else the doc captured at or before the
@@ -52,8 +52,6 @@ enum flow_outcome {
     FLOW_OUT__COUNT
 };
 const char *flow_outcome_name(enum flow_outcome o); /* "completed", "rejected", ... */
-/* FLOW_OUT__COUNT when name is not an outcome name. */
-enum flow_outcome flow_outcome_from_name(const char *name);
 
 /*
  * What patterns see: every pattern matched on a page (rules, login success, captures, session
@@ -108,7 +106,6 @@ enum flow_missing {
     FLOW_MISSING_SKIP,      /* leave those lines out (a step with repeat="until-lines") */
     FLOW_MISSING__COUNT
 };
-const char *flow_missing_name(enum flow_missing m); /* "error", "add", "skip" */
 
 /* Fields repeated once per invoice line, with line.* variables in names and values. */
 struct flow_lines {
@@ -221,7 +218,6 @@ enum flow_list_by {
     FLOW_LIST_BY_INVOICE,    /* the invoice date */
     FLOW_LIST_BY__COUNT
 };
-const char *flow_list_by_name(enum flow_list_by b); /* "booked", "invoice" */
 
 struct flow_list {
     char *get; /* URL template with ${date} (one day) or ${from}/${to} (a range), ${page} */
@@ -328,8 +324,5 @@ char *flow_key_cut(const struct flow *f, const char *key);
 
 /* The defaults of every policy number (what a flow without <policy> gets). Cannot fail. */
 struct flow_policy flow_policy_default(void);
-
-/* The RelaxNG schema apbot validates with (flows/flow.rng, embedded at build time). Heap. */
-char *flow_schema_text(void);
 
 #endif
