@@ -1,25 +1,96 @@
 /*
- * page-int.h - what page.c shares with page_fast.c and with their tests, and nothing else
- * includes.
+ * page-int.h - what the page files share (page.c, page_path.c, page_form.c, page_text.c,
+ * page_fast.c) and their tests reach, and nothing else includes.
+ *
+ * page.c makes the page (struct page below) and answers queries on it; page_text.c reads its
+ * text; the small helpers they share over the tree are here, inline, as they were in the one
+ * file (the form's walk and the excerpt's ask them of every node).
  *
  * page_fast.c builds, for the plain HTML most ERP pages are, the very tree libxml2's HTML
  * parser (2.9, with page.c's options) builds for them, in about a third of its instructions:
  * a strict subset of HTML, and NULL for anything outside it (and for every page when the
  * running libxml2 is not 2.9), which page.c then gives to libxml2 as before. Both trees are
- * made of libxml2's own nodes, so every query, form and excerpt of page.c reads them the
- * same way. test_page_fast compares the two trees node by node on the canned pages,
- * generated pages and mutations of the canned ones.
+ * made of libxml2's own nodes, so every query, form and excerpt reads them the same way.
+ * test_page_fast compares the two trees node by node on the canned pages, generated pages and
+ * mutations of the canned ones.
  */
 #ifndef APBOT_PAGE_INT_H
 #define APBOT_PAGE_INT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+#include <strings.h>
 
 #include <libxml/HTMLparser.h>
+#include <libxml/tree.h>
 #include <libxml/xpath.h>
 
 struct page_form;
+struct xmlarena;
+
+/* A page and its url and raw bytes are one block, carved from the page's arena (dropped with
+ * it) or, without one, from the heap (page.c, page_parse). */
+struct page {
+    htmlDocPtr doc;
+    struct xmlarena *arena; /* holds doc and the page (dropped with them), or NULL: doc is
+                             * freed on its own */
+    char *url;              /* NULL when parsed without one */
+    char *raw;              /* the first bytes of the body, as received (page.c's
+                             * PAGE_RAW_KEEP), for the excerpt of a textless page */
+    size_t raw_len;
+    /* The one part of a page made when first needed (page_ids): the fast path leaves the
+     * document's ids for later, and they are registered, outside the arena, before libxml2's
+     * XPath first evaluates on the page. */
+    bool ids_later; /* not registered yet */
+    bool ids_heap;  /* registered on the heap beside an arena: page_free frees them first */
+};
+
+/* Whether s starts with white space (ASCII, or U+00A0 in UTF-8, &nbsp;); its length in
+ * *ret_len when it does. */
+static inline bool page_is_space(const char *s, size_t *ret_len)
+{
+    unsigned char c = (unsigned char)s[0];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+        *ret_len = 1;
+        return true;
+    }
+    if (c == 0xC2 && (unsigned char)s[1] == 0xA0) { /* U+00A0, &nbsp; */
+        *ret_len = 2;
+        return true;
+    }
+    return false;
+}
+
+/* Whether n is an element of that name, in any case (name in lower case). The first byte
+ * decides for most nodes: a form's walk asks four names of every element of the page. */
+static inline bool page_is_elem(xmlNodePtr n, const char *name)
+{
+    if (!n || n->type != XML_ELEMENT_NODE || !n->name)
+        return false;
+    const char *s = (const char *)n->name;
+    if (name[0] >= 'a' && name[0] <= 'z' && (s[0] | 0x20) != name[0])
+        return false; /* for a letter, | 0x20 folds exactly its upper case onto it */
+    return strcasecmp(s, name) == 0;
+}
+
+/*
+ * An element's text content as xmlNodeGetContent gives it ("" for none), never NULL: in
+ * place where the element has one text node or no child at all (valid while the page is),
+ * else libxml2's copy, left in *ret_own for the caller to xmlFree. Options, a textarea and
+ * the title are nearly always one text node; libxml2's copy was three heap blocks.
+ */
+static inline const char *page_content_ref(xmlNodePtr n, xmlChar **ret_own)
+{
+    xmlNodePtr c = n->children;
+    *ret_own = NULL;
+    if (!c)
+        return "";
+    if (!c->next && !c->children && (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE))
+        return c->content ? (const char *)c->content : "";
+    *ret_own = xmlNodeGetContent(n);
+    return *ret_own ? (const char *)*ret_own : "";
+}
 
 /* Next node of a pre-order walk of root's subtree; descend = go into n's children when n is
  * an element. */
