@@ -106,6 +106,58 @@ static inline xmlNodePtr page_walk_next(xmlNodePtr n, xmlNodePtr root, bool desc
     return NULL;
 }
 
+/* ---- the flows' location paths, evaluated without libxml2 (page_path.c) ---- */
+
+#define PAGE_PATH_STEPS 8 /* element steps of a path read there (a mask bit each) */
+
+struct page_step {
+    bool desc;        /* after "//" (descendant), else "/" or the start (child) */
+    const char *name; /* in the expression, name_len bytes */
+    size_t name_len;
+    const char *attr; /* [@attr='value']: attr_len and value_len bytes; NULL: no test */
+    size_t attr_len;
+    const char *value;
+    size_t value_len;
+};
+
+/* A path page_path_read has read: page.c's queries keep one per expression, on the stack. */
+struct page_path {
+    bool absolute; /* from the document ("/" or "//" first), else from the context node */
+    size_t n;
+    struct page_step step[PAGE_PATH_STEPS];
+    const char *attr; /* a last step "/@attr" (attr_len bytes), or NULL */
+    size_t attr_len;
+};
+
+/*
+ * The node set of a path page_path.c evaluates: an XPath object for libxml2's readers
+ * (xmlXPathCastToString sorts nodeTab in place, _ToBoolean reads nodeNr), held by the caller,
+ * with room for PAGE_NODES_ROOM nodes in place and a heap array past them. Its nodes were
+ * three heap blocks from libxml2 (xmlXPathNodeSetCreate, _WrapNodeSet, the first
+ * _AddUnique) made and freed for every query after the parse, outside any arena. Never given
+ * to xmlXPathFreeObject: page_obj_free.
+ */
+#define PAGE_NODES_ROOM 16
+
+struct page_nodes {
+    xmlXPathObject obj;
+    xmlNodeSet set;
+    xmlNodePtr room[PAGE_NODES_ROOM];
+};
+
+/* Reads xpath into *pp: true when it is one of the location paths page_path.c evaluates
+ * (its opening says which); false for anything else, which libxml2 evaluates. */
+bool page_path_read(const char *xpath, struct page_path *pp);
+
+/* pp evaluated with node as context (NULL: the document) into ns, as libxml2 would: ns's
+ * object (free with page_obj_free), or NULL when the tree holds what the walk does not read
+ * (ns holds nothing then; libxml2 evaluates). */
+xmlXPathObjectPtr page_path_run(const struct page_path *pp, xmlDocPtr doc, xmlNodePtr node,
+                                struct page_nodes *ns);
+
+/* Frees obj, an XPath result: ns's object (page_path_run's) or libxml2's. NULL is fine. */
+void page_obj_free(xmlXPathObjectPtr obj, struct page_nodes *ns);
+
 /* The options page.c parses with, on either path. */
 #define PAGE_HTML_OPTIONS                                                                          \
     (HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET)
@@ -134,16 +186,6 @@ void page_fast_ids(htmlDocPtr doc);
  * element names is asked once; one page may cause at most 64, then it goes to libxml2). */
 unsigned long page_fast_probe_parses(void);
 
-/*
- * The node set libxml2's XPath evaluation of xpath gives with node as context (NULL: the
- * document), when xpath is one of the location paths page.c evaluates itself (page.c,
- * "XPath: the flows' location paths") and the tree one it walks; NULL for anything else, which
- * libxml2 then evaluates. Free with xmlXPathFreeObject. page.c's queries run the same walk
- * into a node set of their own (on the stack while small); this copy of it into libxml2's
- * object is for test_page and fuzz_page_fast, which hold it to libxml2's own evaluation.
- */
-xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath);
-
 /* Bytes a form holds in its chunks (page.c, "a form's memory"), for test_page and bounds;
  * 0 for a zeroed form. */
 size_t page_form_bytes(const struct page_form *f);
@@ -155,5 +197,17 @@ size_t page_form_bytes(const struct page_form *f);
  * values move). Never set outside tests, and only while no other thread uses forms.
  */
 extern void (*page_test_wiped)(const void *p, size_t n);
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/*
+ * The node set libxml2's XPath evaluation of xpath gives with node as context (NULL: the
+ * document), when xpath is one of the location paths page_path.c evaluates and the tree one
+ * it walks; NULL for anything else, which libxml2 then evaluates. Free with
+ * xmlXPathFreeObject. page.c's queries run the same walk into a node set of their own (on the
+ * stack while small); this copy of it into libxml2's object is for test_page and
+ * fuzz_page_fast, which hold it to libxml2's own evaluation.
+ */
+xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath);
+#endif
 
 #endif
