@@ -24,6 +24,7 @@
 
 #include <libxml/HTMLparser.h>
 #include <libxml/tree.h>
+#include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 
 struct page_form;
@@ -158,6 +159,36 @@ xmlXPathObjectPtr page_path_run(const struct page_path *pp, xmlDocPtr doc, xmlNo
 /* Frees obj, an XPath result: ns's object (page_path_run's) or libxml2's. NULL is fine. */
 void page_obj_free(xmlXPathObjectPtr obj, struct page_nodes *ns);
 
+/* ---- what page.c shares with the forms (page_form.c) ---- */
+
+/* libxml2's per-thread error handlers, silenced between page_quiet_begin and _end (which
+ * also run xmlInitParser once): around every parse and query. */
+struct page_quiet {
+    xmlGenericErrorFunc generic;
+    void *generic_ctx;
+    xmlStructuredErrorFunc structured;
+    void *structured_ctx;
+};
+void page_quiet_begin(struct page_quiet *q);
+void page_quiet_end(const struct page_quiet *q);
+
+/* "what: msg" into err (may be NULL), msg's line breaks as spaces. */
+void page_set_err(char *err, size_t errlen, const char *what, const char *msg);
+
+/* The first error of an XPath evaluation, as its context's handler captured it. */
+struct page_xerr {
+    char msg[200];
+    bool set;
+};
+
+/* The calling thread's XPath context, pointed at p's document, its errors going to e. */
+xmlXPathContextPtr page_xctx_of(const struct page *p, struct page_xerr *e);
+
+/* Evaluates xpath with node as context (NULL = the document): ns's object (page_path.c) or
+ * libxml2's (free either with page_obj_free). NULL on error, e filled. */
+xmlXPathObjectPtr page_eval(const struct page *p, xmlXPathContextPtr x, xmlNodePtr node,
+                            const char *xpath, struct page_xerr *e, struct page_nodes *ns);
+
 /* The options page.c parses with, on either path. */
 #define PAGE_HTML_OPTIONS                                                                          \
     (HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET)
@@ -186,18 +217,6 @@ void page_fast_ids(htmlDocPtr doc);
  * element names is asked once; one page may cause at most 64, then it goes to libxml2). */
 unsigned long page_fast_probe_parses(void);
 
-/* Bytes a form holds in its chunks (page.c, "a form's memory"), for test_page and bounds;
- * 0 for a zeroed form. */
-size_t page_form_bytes(const struct page_form *f);
-
-/*
- * For test_page: when set, page.c calls it with the bytes of form memory it has just wiped -
- * a value that died (replaced by a set or removed with its field; the NUL not counted), and
- * every chunk of a form, whole, before it goes back to the heap (page_form_done, and when the
- * values move). Never set outside tests, and only while no other thread uses forms.
- */
-extern void (*page_test_wiped)(const void *p, size_t n);
-
 #ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
 /*
  * The node set libxml2's XPath evaluation of xpath gives with node as context (NULL: the
@@ -208,6 +227,19 @@ extern void (*page_test_wiped)(const void *p, size_t n);
  * fuzz_page_fast, which hold it to libxml2's own evaluation.
  */
 xmlXPathObjectPtr page_path_eval(xmlDocPtr doc, xmlNodePtr node, const char *xpath);
+
+/* Bytes a form holds in its chunks (page_form.c, "a form's memory"), for test_page and
+ * bounds; 0 for a zeroed form. */
+size_t page_form_bytes(const struct page_form *f);
+
+/*
+ * For test_page: when set, page_form.c calls it with the bytes of form memory it has just
+ * wiped - a value that died (replaced by a set or removed with its field; the NUL not
+ * counted), and every chunk of a form, whole, before it goes back to the heap (page_form_done,
+ * and when the values move). Set only while no other thread uses forms; in the product it is
+ * static and never set.
+ */
+extern void (*page_test_wiped)(const void *p, size_t n);
 #endif
 
 #endif

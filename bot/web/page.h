@@ -35,7 +35,7 @@ struct page_form_mem;
 /*
  * A form as a browser would submit it: successful controls in document order.
  *
- * Ownership: every string and array here is the form's own, in memory page.c keeps for it
+ * Ownership: every string and array here is the form's own, in memory page_form.c keeps for it
  * (f->mem) and releases, all of it at once, in page_form_done. Callers only read: never free,
  * change or keep a pointer past page_form_done (copy what must outlive the form). The arrays
  * and the values may move when the form changes (page_form_set, _select, _press, _add): read
@@ -64,7 +64,7 @@ struct page_form {
     size_t n_controls;
     struct page_select *selects; /* every select control, in document order */
     size_t n_selects;
-    struct page_form_mem *mem; /* where all of the above lives (page.c's; hands off) */
+    struct page_form_mem *mem; /* where all of the above lives (page_form.c's; hands off) */
 };
 /* Frees everything and zeroes *f; values are wiped first (a set value may be a password, and
  * a value replaced or removed earlier was wiped then). NULL, or a zeroed form, is fine. */
