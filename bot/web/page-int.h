@@ -195,29 +195,30 @@ xmlXPathObjectPtr page_eval(const struct page *p, xmlXPathContextPtr x, xmlNodeP
 
 /*
  * The document libxml2's htmlReadMemory(body, len, url, NULL, PAGE_HTML_OPTIONS) would
- * build, when body is inside the subset page_fast.c handles; NULL otherwise (nothing is left
+ * build, when body is inside the subset page_fast.c handles, but without its ids: doc->ids
+ * stays NULL and no attribute is typed XML_ATTRIBUTE_ID until page_fast_ids(doc) registers
+ * them, as the parse would have. NULL when body is outside the subset (nothing is left
  * allocated). Allocates through libxml2's allocator (an active arena, see xmlarena.h) and
  * may have libxml2 parse a few tiny probe documents the first time the process meets a pair
  * of element names (at most 64 per page); the caller silences libxml2's error handlers
- * around it, as around htmlReadMemory. Thread-safe.
- */
-htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url);
-
-/*
- * page_fast_parse's document without its ids: doc->ids stays NULL and no attribute is typed
- * XML_ATTRIBUTE_ID until page_fast_ids(doc) registers them, as the parse would have. Only
- * libxml2's XPath (its id() function) and the ID types read them in page.c's use; page.c
- * registers them before libxml2 evaluates an expression on the page. A page's ids cost the
- * fast path some 7% of its instructions, for a function flows hardly call.
+ * around it, as around htmlReadMemory. Thread-safe. Only libxml2's XPath (its id()
+ * function) and the ID types read the ids in page.c's use; page.c registers them before
+ * libxml2 evaluates an expression on the page. A page's ids cost the fast path some 7% of
+ * its instructions, for a function flows hardly call.
  */
 htmlDocPtr page_fast_parse_ids_later(const char *body, size_t len, const char *url);
 void page_fast_ids(htmlDocPtr doc);
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/* page_fast_parse_ids_later's document with its ids registered during the parse, as
+ * htmlReadMemory registers them: what test_page_fast and fuzz_page_fast compare with
+ * libxml2's tree, node by node. */
+htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url);
 
 /* How many probe documents page_fast.c has had libxml2 parse in this process (each pair of
  * element names is asked once; one page may cause at most 64, then it goes to libxml2). */
 unsigned long page_fast_probe_parses(void);
 
-#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
 /*
  * The node set libxml2's XPath evaluation of xpath gives with node as context (NULL: the
  * document), when xpath is one of the location paths page_path.c evaluates and the tree one

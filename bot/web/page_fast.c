@@ -66,6 +66,8 @@
 #include <libxml/uri.h>
 #include <libxml/valid.h>
 
+#include "base/unittest.h"
+
 #define PF_MAX_DEPTH 128             /* deeper: libxml2 (which stops at 256) */
 #define PF_NAME_MAX 16               /* longest element name taken (HTML 4's longest is 10) */
 #define PF_ATTR_NAME_MAX 64          /* longest attribute name taken (libxml2 cuts at 100) */
@@ -444,7 +446,7 @@ static int pf_probe_answer(enum pf_ask ask, const htmlElemDesc *a, const htmlEle
     return answer;
 }
 
-unsigned long page_fast_probe_parses(void)
+UNITTEST unsigned long page_fast_probe_parses(void)
 {
     return atomic_load(&pf_probe_parses);
 }
@@ -1148,7 +1150,7 @@ static htmlDocPtr pf_parse(const char *body, size_t len, const char *url, bool i
     return p.doc;
 }
 
-htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
+UNITTEST htmlDocPtr page_fast_parse(const char *body, size_t len, const char *url)
 {
     return pf_parse(body, len, url, true);
 }
