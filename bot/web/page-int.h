@@ -2,9 +2,11 @@
  * page-int.h - what the page files share (page.c, page_path.c, page_form.c, page_text.c,
  * page_fast.c) and their tests reach, and nothing else includes.
  *
- * page.c makes the page (struct page below) and answers queries on it; page_text.c reads its
- * text; the small helpers they share over the tree are here, inline, as they were in the one
- * file (the form's walk and the excerpt's ask them of every node).
+ * page.c makes the page (struct page below) and answers XPath queries on it, through
+ * page_path.c for the flows' location paths; page_form.c reads its forms, page_text.c its
+ * text. What more than one of them uses is here: the page; the tree helpers the form's walk
+ * and the excerpt ask of every node, inline, as they were while the page was one file; the
+ * path and the node set page.c's queries hold; the XPath plumbing page.c shares with forms.
  *
  * page_fast.c builds, for the plain HTML most ERP pages are, the very tree libxml2's HTML
  * parser (2.9, with page.c's options) builds for them, in about a third of its instructions:
