@@ -9,8 +9,6 @@
 
 #include <csv.h>
 #include <jansson.h>
-#include <libxml/HTMLtree.h>
-#include <libxml/tree.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +17,7 @@
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/text.h"
+#include "office/html.h"
 
 /* Per kind: section title, HTML id suffix, "one-line" label for the summary table. */
 static const struct {
@@ -765,38 +764,15 @@ static const char html_css[] =
     "@media print{body{margin:0;max-width:none;font-size:11px}"
     ".status{border-width:1px}a{color:inherit;text-decoration:none}}";
 
-static xmlNodePtr el(xmlNodePtr parent, const char *name, const char *cls)
-{
-    xmlNodePtr n = xmlNewChild(parent, NULL, BAD_CAST name, NULL);
-    if (!n)
-        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
-    if (cls)
-        xmlNewProp(n, BAD_CAST "class", BAD_CAST cls);
-    return n;
-}
-
-/* An element with escaped text content. */
-static xmlNodePtr el_text(xmlNodePtr parent, const char *name, const char *cls, const char *text)
-{
-    xmlNodePtr n = el(parent, name, cls);
-    if (text && *text)
-        xmlAddChild(n, xmlNewText(BAD_CAST text));
-    return n;
-}
-
-static void add_text(xmlNodePtr parent, const char *text)
-{
-    if (text && *text)
-        xmlAddChild(parent, xmlNewText(BAD_CAST text));
-}
-
+/* A count cell, with an id for tools unless id is NULL. */
 static xmlNodePtr count_cell(xmlNodePtr tr, const char *id, int64_t v)
 {
     char buf[32];
     xmlNodePtr td;
     snprintf(buf, sizeof(buf), "%lld", (long long)v);
-    td = el_text(tr, "td", "count", buf);
-    xmlNewProp(td, BAD_CAST "id", BAD_CAST id);
+    td = html_el_text(tr, "td", "count", buf);
+    if (id)
+        html_id(td, id);
     return td;
 }
 
@@ -810,19 +786,19 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
 
     if (s->counts[k] == 0)
         return;
-    sec = el(body, "section", report_kind_is_drift((enum report_kind)k) ? "drift" : "hint");
+    sec = html_el(body, "section", report_kind_is_drift((enum report_kind)k) ? "drift" : "hint");
     snprintf(id, sizeof(id), "section-%s", kind_info[k].id);
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST id);
+    html_id(sec, id);
     snprintf(buf, sizeof(buf), "%s (%lld)", kind_info[k].title, (long long)s->counts[k]);
-    el_text(sec, "h2", NULL, buf);
-    table = el(sec, "table", "findings");
-    tr = el(table, "tr", NULL);
+    html_el_text(sec, "h2", NULL, buf);
+    table = html_el(sec, "table", "findings");
+    tr = html_el(table, "tr", NULL);
     {
         static const char *const cols[] = {"Item",   "Key",          "Vendor",      "Invoice",
                                            "Amount", "ERP amount",   "Doc (queue)", "Doc (ERP)",
                                            "Age",    "What it means"};
         for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-            el_text(tr, "th", NULL, cols[i]);
+            html_el_text(tr, "th", NULL, cols[i]);
     }
     for (size_t i = 0; i < n; i++) {
         const struct report_finding *x = &f[i];
@@ -831,47 +807,47 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
 
         if ((int)x->kind != k)
             continue;
-        tr = el(table, "tr", "finding");
-        xmlNewProp(tr, BAD_CAST "data-kind", BAD_CAST report_kind_name(x->kind));
+        tr = html_el(table, "tr", "finding");
+        html_attr(tr, "data-kind", report_kind_name(x->kind));
         if (x->item_id) {
             snprintf(buf, sizeof(buf), "#%lld", (long long)x->item_id);
-            el_text(tr, "td", "item", buf);
+            html_el_text(tr, "td", "item", buf);
         } else {
-            el_text(tr, "td", "item", "");
+            html_el_text(tr, "td", "item", "");
         }
-        el_text(tr, "td", "key", x->key);
-        td = el_text(tr, "td", "vendor", x->vendor_id);
+        html_el_text(tr, "td", "key", x->key);
+        td = html_el_text(tr, "td", "vendor", x->vendor_id);
         if (x->vendor_name) {
-            xmlAddChild(td, xmlNewText(BAD_CAST " "));
-            el_text(td, "span", "vendor-name", x->vendor_name);
+            html_text(td, " ");
+            html_el_text(td, "span", "vendor-name", x->vendor_name);
         }
-        el_text(tr, "td", "invoice", x->invoice_number);
+        html_el_text(tr, "td", "invoice", x->invoice_number);
         amount[0] = '\0';
         if (x->has_amount) {
             money_text(x->amount, x->exponent, buf, sizeof(buf));
             snprintf(amount, sizeof(amount), "%s %s", buf, nz(x->currency));
         }
-        el_text(tr, "td", "amount", amount);
+        html_el_text(tr, "td", "amount", amount);
         amount[0] = '\0';
         if (x->has_erp_amount) {
             money_text(x->erp_amount, x->exponent, buf, sizeof(buf));
             snprintf(amount, sizeof(amount), "%s %s", buf, nz(x->currency));
         }
-        el_text(tr, "td", "amount erp-amount", amount);
-        el_text(tr, "td", "doc", x->doc);
-        el_text(tr, "td", "erp-docs", x->erp_docs);
+        html_el_text(tr, "td", "amount erp-amount", amount);
+        html_el_text(tr, "td", "doc", x->doc);
+        html_el_text(tr, "td", "erp-docs", x->erp_docs);
         buf[0] = '\0';
         if (x->item_id)
             report_format_age(x->age_ms, buf, sizeof(buf));
-        el_text(tr, "td", "age", buf);
-        td = el(tr, "td", "detail");
+        html_el_text(tr, "td", "age", buf);
+        td = html_el(tr, "td", "detail");
         if (x->kind == REPORT_EXCEPTION && x->reason)
-            add_text(td, x->reason);
+            html_text(td, x->reason);
         else
-            add_text(td, x->detail);
+            html_text(td, x->detail);
         if (x->command) {
-            xmlAddChild(td, xmlNewText(BAD_CAST " Run: "));
-            el_text(td, "code", "command", x->command);
+            html_text(td, " Run: ");
+            html_el_text(td, "code", "command", x->command);
         }
     }
 }
@@ -887,36 +863,35 @@ static void html_exceptions(xmlNodePtr body, const struct report *r)
 
     if (s->counts[REPORT_EXCEPTION] == 0)
         return;
-    sec = el(body, "section", "hint");
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "section-exceptions");
+    sec = html_el(body, "section", "hint");
+    html_id(sec, "section-exceptions");
     snprintf(buf, sizeof(buf), "%s (%lld)", kind_info[REPORT_EXCEPTION].title,
              (long long)s->counts[REPORT_EXCEPTION]);
-    el_text(sec, "h2", NULL, buf);
-    table = el(sec, "table", "exceptions");
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "Reason");
-    el_text(tr, "th", NULL, "Items");
-    el_text(tr, "th", NULL, "Item ids");
+    html_el_text(sec, "h2", NULL, buf);
+    table = html_el(sec, "table", "exceptions");
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "Reason");
+    html_el_text(tr, "th", NULL, "Items");
+    html_el_text(tr, "th", NULL, "Item ids");
     done = apbot_xcalloc(n, sizeof(*done));
     for (size_t i = 0; i < n; i++) {
         size_t count = 0;
         xmlNodePtr ids;
         if (f[i].kind != REPORT_EXCEPTION || done[i])
             continue;
-        tr = el(table, "tr", "exception-group");
-        el_text(tr, "td", "reason", f[i].reason ? f[i].reason : "(no reason)");
+        tr = html_el(table, "tr", "exception-group");
+        html_el_text(tr, "td", "reason", f[i].reason ? f[i].reason : "(no reason)");
         for (size_t j = i; j < n; j++)
             if (f[j].kind == REPORT_EXCEPTION && strcmp(nz(f[j].reason), nz(f[i].reason)) == 0)
                 count++;
-        count_cell(tr, "", (int64_t)count);
-        xmlUnsetProp(tr->last, BAD_CAST "id");
-        ids = el(tr, "td", "ids");
+        count_cell(tr, NULL, (int64_t)count);
+        ids = html_el(tr, "td", "ids");
         for (size_t j = i; j < n; j++)
             if (f[j].kind == REPORT_EXCEPTION && !done[j] &&
                 strcmp(nz(f[j].reason), nz(f[i].reason)) == 0) {
                 done[j] = true;
                 snprintf(buf, sizeof(buf), "#%lld ", (long long)f[j].item_id);
-                add_text(ids, buf);
+                html_text(ids, buf);
             }
     }
     free(done);
@@ -926,11 +901,11 @@ static void html_exceptions(xmlNodePtr body, const struct report *r)
 static xmlNodePtr money_cell(xmlNodePtr tr, const char *id, int64_t minor, int exponent)
 {
     char buf[48], minor_s[32];
-    xmlNodePtr td = el_text(tr, "td", "amount", money_text(minor, exponent, buf, sizeof(buf)));
+    xmlNodePtr td = html_el_text(tr, "td", "amount", money_text(minor, exponent, buf, sizeof(buf)));
     snprintf(minor_s, sizeof(minor_s), "%lld", (long long)minor);
     if (id)
-        xmlNewProp(td, BAD_CAST "id", BAD_CAST id);
-    xmlNewProp(td, BAD_CAST "data-minor", BAD_CAST minor_s);
+        html_id(td, id);
+    html_attr(td, "data-minor", minor_s);
     return td;
 }
 
@@ -940,106 +915,105 @@ void report_html_money(const struct report *r, struct _xmlNode *parent)
     size_t nm, nd;
     const struct report_money *m = report_money(r, &nm);
     const struct report_money_diff *d = report_money_diffs(r, &nd);
-    xmlNodePtr sec = el(parent, "section", "money"), table, tr;
+    xmlNodePtr sec = html_el(parent, "section", "money"), table, tr;
     char id[96], buf[96];
 
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "money");
-    el_text(sec, "h2", NULL, "Money, per currency (exact)");
+    html_id(sec, "money");
+    html_el_text(sec, "h2", NULL, "Money, per currency (exact)");
     if (nm == 0) {
-        el_text(sec, "p", "empty", "No items in the queue.");
+        html_el_text(sec, "p", "empty", "No items in the queue.");
         return;
     }
     for (int pass = 0; pass < 2; pass++) {
         const char *which = pass == 0 ? "day" : "total";
-        table = el(sec, "table", "money-balance");
-        xmlNewProp(table, BAD_CAST "id", BAD_CAST(pass == 0 ? "money-day" : "money-total"));
-        el_text(table, "caption", NULL,
-                pass == 0 ? "Received on the day and where it is now" : "The whole queue");
-        tr = el(table, "tr", NULL);
-        el_text(tr, "th", NULL, "Currency");
+        table = html_el(sec, "table", "money-balance");
+        html_id(table, pass == 0 ? "money-day" : "money-total");
+        html_el_text(table, "caption", NULL,
+                     pass == 0 ? "Received on the day and where it is now" : "The whole queue");
+        tr = html_el(table, "tr", NULL);
+        html_el_text(tr, "th", NULL, "Currency");
         for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++)
-            el_text(tr, "th", NULL, money_rows[k].label);
-        el_text(tr, "th", NULL, "balanced");
+            html_el_text(tr, "th", NULL, money_rows[k].label);
+        html_el_text(tr, "th", NULL, "balanced");
         for (size_t i = 0; i < nm; i++) {
             const struct report_amounts *am = pass == 0 ? &m[i].day : &m[i].total;
-            tr = el(table, "tr", m[i].balanced ? "balanced" : "unbalanced");
-            el_text(tr, "th", NULL, cur_label(m[i].currency));
+            tr = html_el(table, "tr", m[i].balanced ? "balanced" : "unbalanced");
+            html_el_text(tr, "th", NULL, cur_label(m[i].currency));
             for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++) {
                 snprintf(id, sizeof(id), "money-%s-%s-%s", cur_label(m[i].currency),
                          money_rows[k].id, which);
                 money_cell(tr, id, amounts_get(am, money_rows[k].offset), m[i].exponent);
             }
             snprintf(id, sizeof(id), "money-%s-balanced-%s", cur_label(m[i].currency), which);
-            xmlNewProp(el_text(tr, "td", "flag", m[i].balanced ? "yes" : "NO"), BAD_CAST "id",
-                       BAD_CAST id);
+            html_id(html_el_text(tr, "td", "flag", m[i].balanced ? "yes" : "NO"), id);
         }
     }
     if (!s->erp_read)
         return;
-    table = el(sec, "table", "money-erp");
-    xmlNewProp(table, BAD_CAST "id", BAD_CAST "money-erp");
+    table = html_el(sec, "table", "money-erp");
+    html_id(table, "money-erp");
     snprintf(buf, sizeof(buf), "The ERP's listing of %s against the queue", s->date);
-    el_text(table, "caption", NULL, buf);
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "Currency");
-    el_text(tr, "th", NULL, "ERP total, apbot's documents");
-    el_text(tr, "th", NULL, "documents");
-    el_text(tr, "th", NULL, "completed here on the day");
-    el_text(tr, "th", NULL, "items");
-    el_text(tr, "th", NULL, "difference");
+    html_el_text(table, "caption", NULL, buf);
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "Currency");
+    html_el_text(tr, "th", NULL, "ERP total, apbot's documents");
+    html_el_text(tr, "th", NULL, "documents");
+    html_el_text(tr, "th", NULL, "completed here on the day");
+    html_el_text(tr, "th", NULL, "items");
+    html_el_text(tr, "th", NULL, "difference");
     for (size_t i = 0; i < nm; i++) {
-        tr = el(table, "tr", m[i].difference ? "nonzero" : "zero");
-        el_text(tr, "th", NULL, cur_label(m[i].currency));
+        tr = html_el(table, "tr", m[i].difference ? "nonzero" : "zero");
+        html_el_text(tr, "th", NULL, cur_label(m[i].currency));
         snprintf(id, sizeof(id), "money-%s-erp-total", cur_label(m[i].currency));
         money_cell(tr, id, m[i].erp_total, m[i].exponent);
         snprintf(buf, sizeof(buf), "%lld", (long long)m[i].erp_docs);
         if (m[i].erp_unreadable)
             snprintf(buf, sizeof(buf), "%lld (+%lld unreadable, not added)",
                      (long long)m[i].erp_docs, (long long)m[i].erp_unreadable);
-        el_text(tr, "td", "count", buf);
+        html_el_text(tr, "td", "count", buf);
         snprintf(id, sizeof(id), "money-%s-expected", cur_label(m[i].currency));
         money_cell(tr, id, m[i].expected, m[i].exponent);
         snprintf(buf, sizeof(buf), "%lld", (long long)m[i].expected_items);
-        el_text(tr, "td", "count", buf);
+        html_el_text(tr, "td", "count", buf);
         snprintf(id, sizeof(id), "money-%s-difference", cur_label(m[i].currency));
         money_cell(tr, id, m[i].difference, m[i].exponent);
     }
     if (nd == 0) {
-        el_text(sec, "p", "money-no-diff",
-                "No difference: the listing's apbot documents add up to what the queue "
-                "completed on the day.");
+        html_el_text(sec, "p", "money-no-diff",
+                     "No difference: the listing's apbot documents add up to what the queue "
+                     "completed on the day.");
         return;
     }
-    table = el(sec, "table", "money-diffs");
-    xmlNewProp(table, BAD_CAST "id", BAD_CAST "money-diffs");
-    el_text(table, "caption", NULL, "The documents that make up the difference");
-    tr = el(table, "tr", NULL);
+    table = html_el(sec, "table", "money-diffs");
+    html_id(table, "money-diffs");
+    html_el_text(table, "caption", NULL, "The documents that make up the difference");
+    tr = html_el(table, "tr", NULL);
     {
         static const char *const cols[] = {"Currency", "Document", "Item",  "Key",
                                            "Why",      "ERP",      "Queue", "Share"};
         for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-            el_text(tr, "th", NULL, cols[i]);
+            html_el_text(tr, "th", NULL, cols[i]);
     }
     for (size_t j = 0; j < nd; j++) {
-        tr = el(table, "tr", "money-diff");
-        xmlNewProp(tr, BAD_CAST "data-doc", BAD_CAST nz(d[j].doc));
-        xmlNewProp(tr, BAD_CAST "data-why", BAD_CAST report_diff_why_name(d[j].why));
-        el_text(tr, "td", NULL, cur_label(d[j].currency));
-        el_text(tr, "td", "doc", d[j].doc);
+        tr = html_el(table, "tr", "money-diff");
+        html_attr(tr, "data-doc", nz(d[j].doc));
+        html_attr(tr, "data-why", report_diff_why_name(d[j].why));
+        html_el_text(tr, "td", NULL, cur_label(d[j].currency));
+        html_el_text(tr, "td", "doc", d[j].doc);
         buf[0] = '\0';
         if (d[j].item_id)
             snprintf(buf, sizeof(buf), "#%lld", (long long)d[j].item_id);
-        el_text(tr, "td", "item", buf);
-        el_text(tr, "td", "key", d[j].key);
-        el_text(tr, "td", "why", why_text(d[j].why));
+        html_el_text(tr, "td", "item", buf);
+        html_el_text(tr, "td", "key", d[j].key);
+        html_el_text(tr, "td", "why", why_text(d[j].why));
         if (d[j].has_erp_amount)
             money_cell(tr, NULL, d[j].erp_amount, d[j].exponent);
         else
-            el_text(tr, "td", "amount", "-");
+            html_el_text(tr, "td", "amount", "-");
         if (d[j].has_queue_amount)
             money_cell(tr, NULL, d[j].queue_amount, d[j].exponent);
         else
-            el_text(tr, "td", "amount", "-");
+            html_el_text(tr, "td", "amount", "-");
         money_cell(tr, NULL, d[j].delta, d[j].exponent);
     }
 }
@@ -1056,29 +1030,29 @@ static void svg_attr_i(xmlNodePtr n, const char *name, long v)
 {
     char buf[32];
     snprintf(buf, sizeof(buf), "%ld", v);
-    xmlNewProp(n, BAD_CAST name, BAD_CAST buf);
+    html_attr(n, name, buf);
 }
 
 static xmlNodePtr svg_rect(xmlNodePtr parent, long x, long y, long w, long h, const char *fill)
 {
-    xmlNodePtr n = el(parent, "rect", NULL);
+    xmlNodePtr n = html_el(parent, "rect", NULL);
     svg_attr_i(n, "x", x);
     svg_attr_i(n, "y", y);
     svg_attr_i(n, "width", w);
     svg_attr_i(n, "height", h);
-    xmlNewProp(n, BAD_CAST "fill", BAD_CAST fill);
+    html_attr(n, "fill", fill);
     return n;
 }
 
 static xmlNodePtr svg_text(xmlNodePtr parent, long x, long y, const char *anchor, const char *t)
 {
-    xmlNodePtr n = el_text(parent, "text", NULL, t);
+    xmlNodePtr n = html_el_text(parent, "text", NULL, t);
     svg_attr_i(n, "x", x);
     svg_attr_i(n, "y", y);
-    xmlNewProp(n, BAD_CAST "font-size", BAD_CAST "11");
-    xmlNewProp(n, BAD_CAST "fill", BAD_CAST "#444");
+    html_attr(n, "font-size", "11");
+    html_attr(n, "fill", "#444");
     if (anchor)
-        xmlNewProp(n, BAD_CAST "text-anchor", BAD_CAST anchor);
+        html_attr(n, "text-anchor", anchor);
     return n;
 }
 
@@ -1088,24 +1062,24 @@ void report_html_chart(const struct report *r, struct _xmlNode *parent)
     const struct report_summary *s = report_summary(r);
     const struct report_activity *a = report_activity(r);
     const long plot_h = H - TOP - BOTTOM, slot = (W - LEFT - RIGHT) / 24, bar = slot - 6;
-    xmlNodePtr fig = el(parent, "figure", "chart"), svg, n;
+    xmlNodePtr fig = html_el(parent, "figure", "chart"), svg, n;
     char buf[160];
 
-    xmlNewProp(fig, BAD_CAST "id", BAD_CAST "chart");
+    html_id(fig, "chart");
     snprintf(buf, sizeof(buf), "The bot's outcomes per hour on %s", s->date);
-    el_text(fig, "figcaption", NULL, buf);
-    svg = el(fig, "svg", NULL);
-    xmlNewProp(svg, BAD_CAST "id", BAD_CAST "chart-day");
+    html_el_text(fig, "figcaption", NULL, buf);
+    svg = html_el(fig, "svg", NULL);
+    html_id(svg, "chart-day");
     svg_attr_i(svg, "width", W);
     svg_attr_i(svg, "height", H);
     snprintf(buf, sizeof(buf), "0 0 %d %d", W, H);
-    xmlNewProp(svg, BAD_CAST "viewBox", BAD_CAST buf);
-    xmlNewProp(svg, BAD_CAST "role", BAD_CAST "img");
+    html_attr(svg, "viewBox", buf);
+    html_attr(svg, "role", "img");
     snprintf(buf, sizeof(buf),
              "Outcomes per hour on %s, stacked: completed, business exception, "
              "manual review, unknown",
              s->date);
-    xmlNewProp(svg, BAD_CAST "aria-label", BAD_CAST buf);
+    html_attr(svg, "aria-label", buf);
 
     /* legend */
     for (int o = 0; o < REPORT_OUT__COUNT; o++) {
@@ -1113,12 +1087,12 @@ void report_html_chart(const struct report *r, struct _xmlNode *parent)
         svg_text(svg, LEFT + o * 170L + 16, 18, NULL, report_outcome_name((enum report_outcome)o));
     }
     /* axes */
-    n = el(svg, "line", "axis");
+    n = html_el(svg, "line", "axis");
     svg_attr_i(n, "x1", LEFT);
     svg_attr_i(n, "y1", TOP + plot_h);
     svg_attr_i(n, "x2", W - RIGHT);
     svg_attr_i(n, "y2", TOP + plot_h);
-    xmlNewProp(n, BAD_CAST "stroke", BAD_CAST "#999");
+    html_attr(n, "stroke", "#999");
     snprintf(buf, sizeof(buf), "%lld", (long long)a->max_hour);
     svg_text(svg, LEFT - 6, TOP + 10, "end", buf);
     svg_text(svg, LEFT - 6, TOP + plot_h, "end", "0");
@@ -1144,16 +1118,15 @@ void report_html_chart(const struct report *r, struct _xmlNode *parent)
                 hgt = 1;
             y -= hgt;
             rect = svg_rect(svg, LEFT + h * slot + 3, y, bar, hgt, chart_fill[o]);
-            xmlNewProp(rect, BAD_CAST "class", BAD_CAST "bar");
+            html_attr(rect, "class", "bar");
             snprintf(buf, sizeof(buf), "%02d", h);
-            xmlNewProp(rect, BAD_CAST "data-hour", BAD_CAST buf);
-            xmlNewProp(rect, BAD_CAST "data-outcome",
-                       BAD_CAST report_outcome_name((enum report_outcome)o));
+            html_attr(rect, "data-hour", buf);
+            html_attr(rect, "data-outcome", report_outcome_name((enum report_outcome)o));
             snprintf(buf, sizeof(buf), "%lld", (long long)v);
-            xmlNewProp(rect, BAD_CAST "data-count", BAD_CAST buf);
+            html_attr(rect, "data-count", buf);
             snprintf(buf, sizeof(buf), "%02d:00-%02d:59 %s: %lld", h, h,
                      report_outcome_name((enum report_outcome)o), (long long)v);
-            el_text(rect, "title", NULL, buf);
+            html_el_text(rect, "title", NULL, buf);
         }
     }
 }
@@ -1163,11 +1136,11 @@ static void html_last_run(xmlNodePtr parent, const struct report *r)
 {
     const struct report_activity *a = report_activity(r);
     char t1[32], t2[32], buf[512];
-    xmlNodePtr p = el(parent, "p", "last-run");
+    xmlNodePtr p = html_el(parent, "p", "last-run");
 
-    xmlNewProp(p, BAD_CAST "id", BAD_CAST "last-run");
+    html_id(p, "last-run");
     if (!a->last_run[0]) {
-        add_text(p, "No run of the bot on this day.");
+        html_text(p, "No run of the bot on this day.");
         return;
     }
     report_local_time(a->last_run_first, "?", t1, sizeof(t1));
@@ -1180,7 +1153,7 @@ static void html_last_run(xmlNodePtr parent, const struct report *r)
              (long long)a->last_run_outcomes[REPORT_OUT_EXCEPTION],
              (long long)a->last_run_outcomes[REPORT_OUT_REVIEW],
              (long long)a->last_run_outcomes[REPORT_OUT_UNKNOWN]);
-    add_text(p, buf);
+    html_text(p, buf);
 }
 
 void report_html_body(const struct report *r, struct _xmlNode *body)
@@ -1191,73 +1164,73 @@ void report_html_body(const struct report *r, struct _xmlNode *body)
     char buf[256], when[32], id[64];
 
     snprintf(buf, sizeof(buf), "Reconciliation report for %s", s->date);
-    el_text(body, "h1", NULL, buf);
+    html_el_text(body, "h1", NULL, buf);
     report_local_time(s->generated_at, "?", when, sizeof(when));
     snprintf(buf, sizeof(buf), "Flow %s, generated %s", nz(s->flow_name), when);
-    el_text(body, "div", "meta", buf);
+    html_el_text(body, "div", "meta", buf);
     {
         char cls[32];
         xmlNodePtr banner;
         snprintf(cls, sizeof(cls), "status %s", status_name(st));
-        banner = el_text(body, "div", cls, status_line(r));
-        xmlNewProp(banner, BAD_CAST "id", BAD_CAST "status");
-        xmlNewProp(banner, BAD_CAST "data-status", BAD_CAST status_name(st));
+        banner = html_el_text(body, "div", cls, status_line(r));
+        html_id(banner, "status");
+        html_attr(banner, "data-status", status_name(st));
     }
 
-    cards = el(body, "div", "cards");
+    cards = html_el(body, "div", "cards");
     /* balance */
-    card = el(cards, "div", "card");
-    xmlNewProp(card, BAD_CAST "id", BAD_CAST "balance");
-    el_text(card, "h2", NULL, s->balanced ? "Balance: balanced" : "Balance: DOES NOT BALANCE");
-    table = el(card, "table", "balance");
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "Items");
-    el_text(tr, "th", NULL, "Day");
-    el_text(tr, "th", NULL, "Total");
+    card = html_el(cards, "div", "card");
+    html_id(card, "balance");
+    html_el_text(card, "h2", NULL, s->balanced ? "Balance: balanced" : "Balance: DOES NOT BALANCE");
+    table = html_el(card, "table", "balance");
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "Items");
+    html_el_text(tr, "th", NULL, "Day");
+    html_el_text(tr, "th", NULL, "Total");
     for (size_t i = 0; i < sizeof(balance_rows) / sizeof(balance_rows[0]); i++) {
-        tr = el(table, "tr", NULL);
-        el_text(tr, "th", NULL, balance_rows[i].label);
+        tr = html_el(table, "tr", NULL);
+        html_el_text(tr, "th", NULL, balance_rows[i].label);
         snprintf(id, sizeof(id), "count-%s-day", balance_rows[i].id);
         count_cell(tr, id, balance_get(&s->day, balance_rows[i].offset));
         snprintf(id, sizeof(id), "count-%s-total", balance_rows[i].id);
         count_cell(tr, id, balance_get(&s->total, balance_rows[i].offset));
     }
     /* drift */
-    card = el(cards, "div", "card");
-    xmlNewProp(card, BAD_CAST "id", BAD_CAST "drift");
+    card = html_el(cards, "div", "card");
+    html_id(card, "drift");
     snprintf(buf, sizeof(buf), "Drift: %lld", (long long)s->drift);
-    el_text(card, "h2", NULL, buf);
-    table = el(card, "table", "drift");
+    html_el_text(card, "h2", NULL, buf);
+    table = html_el(card, "table", "drift");
     for (int k = 0; k < REPORT_KIND__COUNT; k++) {
         if (!report_kind_is_drift((enum report_kind)k))
             continue;
-        tr = el(table, "tr", s->counts[k] ? "nonzero" : "zero");
-        el_text(tr, "th", NULL, kind_info[k].label);
+        tr = html_el(table, "tr", s->counts[k] ? "nonzero" : "zero");
+        html_el_text(tr, "th", NULL, kind_info[k].label);
         snprintf(id, sizeof(id), "count-%s", kind_info[k].id);
         count_cell(tr, id, s->counts[k]);
     }
-    tr = el(table, "tr", "total");
-    el_text(tr, "th", NULL, "total drift");
+    tr = html_el(table, "tr", "total");
+    html_el_text(tr, "th", NULL, "total drift");
     count_cell(tr, "count-drift", s->drift);
     /* ERP side and hints */
-    card = el(cards, "div", "card");
-    xmlNewProp(card, BAD_CAST "id", BAD_CAST "erp");
-    el_text(card, "h2", NULL, "ERP and hints");
-    table = el(card, "table", "erp");
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "ERP records on the day");
+    card = html_el(cards, "div", "card");
+    html_id(card, "erp");
+    html_el_text(card, "h2", NULL, "ERP and hints");
+    table = html_el(card, "table", "erp");
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "ERP records on the day");
     count_cell(tr, "count-erp-rows", s->erp_rows);
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "with an apbot key");
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "with an apbot key");
     count_cell(tr, "count-erp-apbot-rows", s->erp_apbot_rows);
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "matched");
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "matched");
     count_cell(tr, "count-matched", s->matched);
     for (int k = 0; k < REPORT_KIND__COUNT; k++) {
         if (report_kind_is_drift((enum report_kind)k))
             continue;
-        tr = el(table, "tr", NULL);
-        el_text(tr, "th", NULL, kind_info[k].label);
+        tr = html_el(table, "tr", NULL);
+        html_el_text(tr, "th", NULL, kind_info[k].label);
         snprintf(id, sizeof(id), "count-%s", kind_info[k].id);
         count_cell(tr, id, s->counts[k]);
     }
@@ -1283,35 +1256,22 @@ static int write_html(const struct report *r, FILE *out)
 {
     const struct report_summary *s = report_summary(r);
     enum report_status st = report_status(r);
-    htmlDocPtr doc = htmlNewDocNoDtD(NULL, NULL);
-    xmlNodePtr html, head, body, meta;
-    xmlChar *mem = NULL;
-    int size = 0;
+    struct html_doc d;
+    xmlChar *mem;
+    size_t size;
     char buf[256];
     int rc = APBOT_OK;
 
-    if (!doc)
-        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
-    xmlCreateIntSubset(doc, BAD_CAST "html", NULL, NULL);
-    html = xmlNewNode(NULL, BAD_CAST "html");
-    xmlDocSetRootElement(doc, html);
-    xmlNewProp(html, BAD_CAST "lang", BAD_CAST "en");
-    head = el(html, "head", NULL);
-    meta = el(head, "meta", NULL);
-    xmlNewProp(meta, BAD_CAST "http-equiv", BAD_CAST "Content-Type");
-    xmlNewProp(meta, BAD_CAST "content", BAD_CAST "text/html; charset=UTF-8");
+    html_doc_new(&d);
     snprintf(buf, sizeof(buf), "apbot reconciliation %s: %s", s->date, status_name(st));
-    el_text(head, "title", NULL, buf);
-    el_text(head, "style", NULL, html_css);
+    html_el_text(d.head, "title", NULL, buf);
+    html_el_text(d.head, "style", NULL, html_css);
+    report_html_body(r, html_el(d.html, "body", NULL));
 
-    body = el(html, "body", NULL);
-    report_html_body(r, body);
-
-    htmlDocDumpMemoryFormat(doc, &mem, &size, 1);
-    if (!mem || size <= 0 || fwrite(mem, 1, (size_t)size, out) != (size_t)size || ferror(out))
+    mem = html_doc_dump(&d, &size);
+    if (!mem || fwrite(mem, 1, size, out) != size || ferror(out))
         rc = APBOT_E_IO;
     xmlFree(mem);
-    xmlFreeDoc(doc);
     return rc;
 }
 
