@@ -14,9 +14,7 @@
 #include "apbot/serve.h"
 
 #include <arpa/inet.h>
-#include <libxml/HTMLtree.h>
 #include <libxml/parser.h>
-#include <libxml/tree.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
@@ -42,8 +40,8 @@
 #include "apbot/review.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
+#include "office/html.h"
 
-#define SERVE_TEXT_MAX 16384  /* bytes of one escaped text on a page */
 #define SERVE_QUEUE_ROWS 1000 /* items one queue page lists */
 #define SERVE_FIELDS_MAX 32   /* fields of one form */
 #define SESSION_COOKIE "apbot_review"
@@ -335,87 +333,12 @@ static char *mask(const struct server *s, const char *text)
     return apbot_buf_steal(&b, NULL);
 }
 
-/* One line of untrusted text as a page shows it: control characters and invalid UTF-8 as
- * \xNN (text.h), so a text node never carries what the serialiser cannot write. Heap. */
-static char *clean(const char *s)
-{
-    return text_escape(s ? s : "", SERVE_TEXT_MAX, 0);
-}
-
-/* Several lines (an ERP page's text): each line cleaned, line breaks kept. Heap. */
-static char *clean_lines(const char *s)
-{
-    struct apbot_buf b;
-    const char *p = s ? s : "";
-
-    apbot_buf_init(&b, (size_t)SERVE_TEXT_MAX * 8);
-    while (*p) {
-        size_t n = strcspn(p, "\n");
-        char *line = apbot_xstrndup(p, n);
-        char *c = text_escape(line, SERVE_TEXT_MAX, 1);
-        int rc = apbot_buf_adds(&b, c);
-        if (rc == APBOT_OK && p[n] == '\n')
-            rc = apbot_buf_adds(&b, "\n");
-        free(c);
-        free(line);
-        if (rc != APBOT_OK)
-            break;
-        p += n + (p[n] == '\n');
-    }
-    return apbot_buf_steal(&b, NULL);
-}
-
 /* ---- building pages --------------------------------------------------------------------- */
-
-static xmlNodePtr el(xmlNodePtr parent, const char *name, const char *cls)
-{
-    xmlNodePtr n = xmlNewChild(parent, NULL, BAD_CAST name, NULL);
-    if (!n)
-        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
-    if (cls)
-        xmlNewProp(n, BAD_CAST "class", BAD_CAST cls);
-    return n;
-}
-
-static void attr(xmlNodePtr n, const char *name, const char *value)
-{
-    char *c = clean(value);
-    xmlNewProp(n, BAD_CAST name, BAD_CAST c);
-    free(c);
-}
-
-static void text(xmlNodePtr parent, const char *t)
-{
-    char *c;
-    if (!t || !*t)
-        return;
-    c = clean(t);
-    xmlAddChild(parent, xmlNewText(BAD_CAST c));
-    free(c);
-}
-
-static void textf(xmlNodePtr parent, const char *fmt, ...) APBOT_PRINTF(2, 3);
-static void textf(xmlNodePtr parent, const char *fmt, ...)
-{
-    char buf[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    text(parent, buf);
-}
-
-static xmlNodePtr el_text(xmlNodePtr parent, const char *name, const char *cls, const char *t)
-{
-    xmlNodePtr n = el(parent, name, cls);
-    text(n, t);
-    return n;
-}
 
 static xmlNodePtr a_link(xmlNodePtr parent, const char *href, const char *cls, const char *t)
 {
-    xmlNodePtr a = el_text(parent, "a", cls, t);
-    attr(a, "href", href);
+    xmlNodePtr a = html_el_clean(parent, "a", cls, t);
+    html_attr_clean(a, "href", href);
     return a;
 }
 
@@ -473,7 +396,7 @@ static const char serve_css[] =
     "@media print{header nav,form,.no-print{display:none}pre.excerpt{max-height:none}}";
 
 struct page {
-    htmlDocPtr doc;
+    struct html_doc doc;
     xmlNodePtr body, main;
     int status;
 };
@@ -486,42 +409,33 @@ static void page_start(struct page *p, struct ctx *c, const char *title, const c
                {"/queue", "queue", "Review queue"},
                {"/queue?tab=exceptions", "exceptions", "Business exceptions"},
                {"/report", "report", "Report"}};
-    xmlNodePtr html, head, meta, n, header, navn;
+    xmlNodePtr head, meta, n, header, navn;
     char buf[256];
 
     memset(p, 0, sizeof(*p));
     p->status = MHD_HTTP_OK;
-    p->doc = htmlNewDocNoDtD(NULL, NULL);
-    if (!p->doc)
-        abort(); /* libxml2 fails here only on out-of-memory (mem.h's policy) */
-    xmlCreateIntSubset(p->doc, BAD_CAST "html", NULL, NULL);
-    html = xmlNewNode(NULL, BAD_CAST "html");
-    xmlDocSetRootElement(p->doc, html);
-    xmlNewProp(html, BAD_CAST "lang", BAD_CAST "en");
-    head = el(html, "head", NULL);
-    meta = el(head, "meta", NULL);
-    xmlNewProp(meta, BAD_CAST "http-equiv", BAD_CAST "Content-Type");
-    xmlNewProp(meta, BAD_CAST "content", BAD_CAST "text/html; charset=UTF-8");
-    meta = el(head, "meta", NULL);
-    xmlNewProp(meta, BAD_CAST "name", BAD_CAST "viewport");
-    xmlNewProp(meta, BAD_CAST "content", BAD_CAST "width=device-width, initial-scale=1");
+    html_doc_new(&p->doc);
+    head = p->doc.head;
+    meta = html_el(head, "meta", NULL);
+    html_attr(meta, "name", "viewport");
+    html_attr(meta, "content", "width=device-width, initial-scale=1");
     snprintf(buf, sizeof(buf), "%s - apbot review", title);
-    el_text(head, "title", NULL, buf);
-    n = el(head, "link", NULL);
-    xmlNewProp(n, BAD_CAST "rel", BAD_CAST "stylesheet");
-    xmlNewProp(n, BAD_CAST "href", BAD_CAST "/app.css");
+    html_el_clean(head, "title", NULL, buf);
+    n = html_el(head, "link", NULL);
+    html_attr(n, "rel", "stylesheet");
+    html_attr(n, "href", "/app.css");
 
-    p->body = el(html, "body", NULL);
-    header = el(p->body, "header", NULL);
-    el_text(header, "span", "brand", "apbot review");
-    navn = el(header, "nav", NULL);
+    p->body = html_el(p->doc.html, "body", NULL);
+    header = html_el(p->body, "header", NULL);
+    html_el_clean(header, "span", "brand", "apbot review");
+    navn = html_el(header, "nav", NULL);
     for (size_t i = 0; i < sizeof(nav) / sizeof(nav[0]); i++)
         a_link(navn, nav[i].href, active && strcmp(active, nav[i].id) == 0 ? "active" : NULL,
                nav[i].label);
-    n = el(header, "span", "where");
-    textf(n, "queue %s, flow %s", c->s->opt->db_path,
-          c->s->opt->flow && c->s->opt->flow->name ? c->s->opt->flow->name : "?");
-    p->main = el(p->body, "main", NULL);
+    n = html_el(header, "span", "where");
+    html_textf_clean(n, "queue %s, flow %s", c->s->opt->db_path,
+                     c->s->opt->flow && c->s->opt->flow->name ? c->s->opt->flow->name : "?");
+    p->main = html_el(p->body, "main", NULL);
 }
 
 /* A banner: cls "ok", "refused" or "warn". */
@@ -530,10 +444,10 @@ static xmlNodePtr banner(xmlNodePtr parent, const char *cls, const char *id, con
     char k[32];
     xmlNodePtr n;
     snprintf(k, sizeof(k), "banner %s", cls);
-    n = el_text(parent, "div", k, t);
+    n = html_el_clean(parent, "div", k, t);
     if (id)
-        xmlNewProp(n, BAD_CAST "id", BAD_CAST id);
-    xmlNewProp(n, BAD_CAST "role", BAD_CAST(strcmp(cls, "ok") == 0 ? "status" : "alert"));
+        html_id(n, id);
+    html_attr(n, "role", strcmp(cls, "ok") == 0 ? "status" : "alert");
     return n;
 }
 
@@ -584,22 +498,18 @@ static enum MHD_Result send_bytes(struct ctx *c, int status, const char *type, c
 
 static enum MHD_Result page_send(struct ctx *c, struct page *p)
 {
-    xmlChar *mem = NULL;
-    int size = 0;
+    xmlChar *mem;
+    size_t size;
     enum MHD_Result rc;
-    xmlNodePtr foot = el(p->body, "footer", NULL);
+    xmlNodePtr foot = html_el(p->body, "footer", NULL);
     char when[32];
 
-    textf(foot, "apbot %s, page made %s", APBOT_VERSION,
-          report_local_time(c->now, "?", when, sizeof(when)));
-    htmlDocDumpMemoryFormat(p->doc, &mem, &size, 1);
-    xmlFreeDoc(p->doc);
-    p->doc = NULL;
-    if (!mem || size <= 0) {
-        xmlFree(mem);
+    html_textf_clean(foot, "apbot %s, page made %s", APBOT_VERSION,
+                     report_local_time(c->now, "?", when, sizeof(when)));
+    mem = html_doc_dump(&p->doc, &size);
+    if (!mem)
         return MHD_NO;
-    }
-    rc = send_bytes(c, p->status, "text/html; charset=utf-8", mem, (size_t)size, false);
+    rc = send_bytes(c, p->status, "text/html; charset=utf-8", mem, size, false);
     xmlFree(mem);
     return rc;
 }
@@ -610,7 +520,7 @@ static enum MHD_Result simple_page(struct ctx *c, int status, const char *title,
     struct page p;
     page_start(&p, c, title, NULL);
     p.status = status;
-    el_text(p.main, "h1", NULL, title);
+    html_el_clean(p.main, "h1", NULL, title);
     banner(p.main, status < 400 ? "ok" : "refused", "message", what);
     return page_send(c, &p);
 }
@@ -639,8 +549,8 @@ static enum MHD_Result store_failed(struct ctx *c, const char *err)
 
 static void dl_row(xmlNodePtr dl, const char *term, const char *value)
 {
-    el_text(dl, "dt", NULL, term);
-    el_text(dl, "dd", NULL, value && *value ? value : "-");
+    html_el_clean(dl, "dt", NULL, term);
+    html_el_clean(dl, "dd", NULL, value && *value ? value : "-");
 }
 
 /* ---- Today ------------------------------------------------------------------------------ */
@@ -684,21 +594,22 @@ static void last_run(xmlNodePtr parent, const struct report *r)
 {
     const struct report_activity *a = report_activity(r);
     char t1[32], t2[32];
-    xmlNodePtr p = el(parent, "p", "last-run");
-    xmlNewProp(p, BAD_CAST "id", BAD_CAST "last-run");
+    xmlNodePtr p = html_el(parent, "p", "last-run");
+    html_id(p, "last-run");
     if (!a->last_run[0]) {
-        text(p, "No run of the bot today.");
+        html_text_clean(p, "No run of the bot today.");
         return;
     }
-    textf(p,
-          "Last run today: %s, from %s to %s, %lld item(s): completed %lld, business exception "
-          "%lld, manual review %lld, outcome unknown %lld.",
-          a->last_run, report_local_time(a->last_run_first, "?", t1, sizeof(t1)),
-          report_local_time(a->last_run_last, "?", t2, sizeof(t2)), (long long)a->last_run_items,
-          (long long)a->last_run_outcomes[REPORT_OUT_COMPLETED],
-          (long long)a->last_run_outcomes[REPORT_OUT_EXCEPTION],
-          (long long)a->last_run_outcomes[REPORT_OUT_REVIEW],
-          (long long)a->last_run_outcomes[REPORT_OUT_UNKNOWN]);
+    html_textf_clean(
+        p,
+        "Last run today: %s, from %s to %s, %lld item(s): completed %lld, business exception "
+        "%lld, manual review %lld, outcome unknown %lld.",
+        a->last_run, report_local_time(a->last_run_first, "?", t1, sizeof(t1)),
+        report_local_time(a->last_run_last, "?", t2, sizeof(t2)), (long long)a->last_run_items,
+        (long long)a->last_run_outcomes[REPORT_OUT_COMPLETED],
+        (long long)a->last_run_outcomes[REPORT_OUT_EXCEPTION],
+        (long long)a->last_run_outcomes[REPORT_OUT_REVIEW],
+        (long long)a->last_run_outcomes[REPORT_OUT_UNKNOWN]);
 }
 
 static enum MHD_Result page_today(struct ctx *c)
@@ -724,7 +635,7 @@ static enum MHD_Result page_today(struct ctx *c)
 
     page_start(&p, c, "Today", "today");
     snprintf(buf, sizeof(buf), "Today, %s", date);
-    el_text(p.main, "h1", NULL, buf);
+    html_el_clean(p.main, "h1", NULL, buf);
 
     if (r && !report_summary(r)->erp_read) {
         char msg[APBOT_ERR_LEN + 256];
@@ -735,58 +646,60 @@ static enum MHD_Result page_today(struct ctx *c)
         banner(p.main, "warn", "erp-status", msg);
     }
     /* the queue now, and the balance in items, side by side */
-    cards = el(p.main, "div", "cards");
-    sec = el(cards, "section", "card states");
-    el_text(sec, "h2", NULL, "The queue now");
-    table = el(sec, "table", "states");
-    xmlNewProp(table, BAD_CAST "id", BAD_CAST "states");
+    cards = html_el(p.main, "div", "cards");
+    sec = html_el(cards, "section", "card states");
+    html_el_clean(sec, "h2", NULL, "The queue now");
+    table = html_el(sec, "table", "states");
+    html_id(table, "states");
     for (int s = 0; s < MACHINE_STATE__COUNT; s++) {
         char id[64], n[32];
-        tr = el(table, "tr", NULL);
-        el_text(tr, "th", NULL, machine_state_name((enum machine_state)s));
+        tr = html_el(table, "tr", NULL);
+        html_el_clean(tr, "th", NULL, machine_state_name((enum machine_state)s));
         snprintf(id, sizeof(id), "state-%s", machine_state_name((enum machine_state)s));
         snprintf(n, sizeof(n), "%lld", (long long)counts.by_state[s]);
-        td = el_text(tr, "td", "count", n);
-        xmlNewProp(td, BAD_CAST "id", BAD_CAST id);
+        td = html_el_clean(tr, "td", "count", n);
+        html_id(td, id);
     }
-    tr = el(table, "tr", "total");
-    el_text(tr, "th", NULL, "total");
+    tr = html_el(table, "tr", "total");
+    html_el_clean(tr, "th", NULL, "total");
     snprintf(buf, sizeof(buf), "%lld", (long long)counts.total);
-    xmlNewProp(el_text(tr, "td", "count", buf), BAD_CAST "id", BAD_CAST "state-total");
+    html_id(html_el_clean(tr, "td", "count", buf), "state-total");
     {
-        xmlNodePtr para = el(sec, "p", NULL);
-        xmlNewProp(para, BAD_CAST "id", BAD_CAST "oldest-pending");
+        xmlNodePtr para = html_el(sec, "p", NULL);
+        html_id(para, "oldest-pending");
         if (counts.oldest_pending_at > 0)
-            textf(para, "Oldest pending item: waiting %s. ",
-                  age_text(c->now - counts.oldest_pending_at, age, sizeof(age)));
+            html_textf_clean(para, "Oldest pending item: waiting %s. ",
+                             age_text(c->now - counts.oldest_pending_at, age, sizeof(age)));
         else
-            text(para, "Nothing pending. ");
-        para = el(sec, "p", NULL);
-        xmlNewProp(para, BAD_CAST "id", BAD_CAST "review-depth");
-        textf(para, "Review depth: %lld manual-review item(s), %lld business exception(s). ",
-              (long long)counts.by_state[MACHINE_MANUAL_REVIEW],
-              (long long)counts.by_state[MACHINE_BUSINESS_EXCEPTION]);
+            html_text_clean(para, "Nothing pending. ");
+        para = html_el(sec, "p", NULL);
+        html_id(para, "review-depth");
+        html_textf_clean(para,
+                         "Review depth: %lld manual-review item(s), %lld business exception(s). ",
+                         (long long)counts.by_state[MACHINE_MANUAL_REVIEW],
+                         (long long)counts.by_state[MACHINE_BUSINESS_EXCEPTION]);
         a_link(para, "/queue", NULL, "Open the review queue");
     }
 
     if (!r) {
         xmlNodePtr b =
             banner(p.main, "refused", "erp-status", "The day's figures could not be made: ");
-        text(b, erp_err);
+        html_text_clean(b, erp_err);
         return page_send(c, &p);
     }
     sum = report_summary(r);
 
     /* the balance in items */
-    sec = el(cards, "section", "card balance");
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "balance");
-    el_text(sec, "h2", NULL,
-            sum->balanced ? "Balance: balanced" : "Balance: DOES NOT BALANCE (see the report)");
-    table = el(sec, "table", "balance");
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "Items");
-    el_text(tr, "th", NULL, "received today");
-    el_text(tr, "th", NULL, "whole queue");
+    sec = html_el(cards, "section", "card balance");
+    html_id(sec, "balance");
+    html_el_clean(sec, "h2", NULL,
+                  sum->balanced ? "Balance: balanced"
+                                : "Balance: DOES NOT BALANCE (see the report)");
+    table = html_el(sec, "table", "balance");
+    tr = html_el(table, "tr", NULL);
+    html_el_clean(tr, "th", NULL, "Items");
+    html_el_clean(tr, "th", NULL, "received today");
+    html_el_clean(tr, "th", NULL, "whole queue");
     {
         static const struct {
             const char *label, *id;
@@ -804,21 +717,21 @@ static enum MHD_Result page_today(struct ctx *c)
             char id[64], n[32];
             int64_t d = *(const int64_t *)(const void *)((const char *)&sum->day + rows[i].off);
             int64_t t = *(const int64_t *)(const void *)((const char *)&sum->total + rows[i].off);
-            tr = el(table, "tr", NULL);
-            el_text(tr, "th", NULL, rows[i].label);
+            tr = html_el(table, "tr", NULL);
+            html_el_clean(tr, "th", NULL, rows[i].label);
             snprintf(n, sizeof(n), "%lld", (long long)d);
             snprintf(id, sizeof(id), "count-%s-day", rows[i].id);
-            xmlNewProp(el_text(tr, "td", "count", n), BAD_CAST "id", BAD_CAST id);
+            html_id(html_el_clean(tr, "td", "count", n), id);
             snprintf(n, sizeof(n), "%lld", (long long)t);
             snprintf(id, sizeof(id), "count-%s-total", rows[i].id);
-            xmlNewProp(el_text(tr, "td", "count", n), BAD_CAST "id", BAD_CAST id);
+            html_id(html_el_clean(tr, "td", "count", n), id);
         }
     }
     report_html_money(r, p.main);
     report_html_chart(r, p.main);
     last_run(p.main, r);
     {
-        xmlNodePtr para = el(p.main, "p", "no-print");
+        xmlNodePtr para = html_el(p.main, "p", "no-print");
         a_link(para, "/report", NULL, "The full reconciliation report for today");
     }
     report_free(r);
@@ -890,100 +803,100 @@ static enum MHD_Result page_queue(struct ctx *c)
 
     page_start(&p, c, exceptions ? "Business exceptions" : "Review queue",
                exceptions ? "exceptions" : "queue");
-    el_text(p.main, "h1", NULL, exceptions ? "Business exceptions" : "Review queue");
-    tabs = el(p.main, "p", "tabs no-print");
+    html_el_clean(p.main, "h1", NULL, exceptions ? "Business exceptions" : "Review queue");
+    tabs = html_el(p.main, "p", "tabs no-print");
     snprintf(buf, sizeof(buf), "Manual review (%lld)",
              (long long)counts.by_state[MACHINE_MANUAL_REVIEW]);
     a_link(tabs, "/queue", exceptions ? NULL : "active", buf);
-    text(tabs, " | ");
+    html_text_clean(tabs, " | ");
     snprintf(buf, sizeof(buf), "Business exceptions (%lld)",
              (long long)counts.by_state[MACHINE_BUSINESS_EXCEPTION]);
     a_link(tabs, "/queue?tab=exceptions", exceptions ? "active" : NULL, buf);
 
-    form = el(p.main, "form", "filters");
-    xmlNewProp(form, BAD_CAST "method", BAD_CAST "get");
-    xmlNewProp(form, BAD_CAST "action", BAD_CAST "/queue");
+    form = html_el(p.main, "form", "filters");
+    html_attr(form, "method", "get");
+    html_attr(form, "action", "/queue");
     if (exceptions) {
-        n = el(form, "input", NULL);
-        xmlNewProp(n, BAD_CAST "type", BAD_CAST "hidden");
-        xmlNewProp(n, BAD_CAST "name", BAD_CAST "tab");
-        xmlNewProp(n, BAD_CAST "value", BAD_CAST "exceptions");
+        n = html_el(form, "input", NULL);
+        html_attr(n, "type", "hidden");
+        html_attr(n, "name", "tab");
+        html_attr(n, "value", "exceptions");
     }
-    n = el(form, "div", NULL);
-    xmlNewProp(el_text(n, "label", NULL, "Vendor (id or name)"), BAD_CAST "for",
-               BAD_CAST "f-vendor");
-    n = el(n, "input", NULL);
-    xmlNewProp(n, BAD_CAST "type", BAD_CAST "text");
-    xmlNewProp(n, BAD_CAST "id", BAD_CAST "f-vendor");
-    xmlNewProp(n, BAD_CAST "name", BAD_CAST "vendor");
-    attr(n, "value", vendor ? vendor : "");
-    n = el(form, "div", NULL);
-    xmlNewProp(el_text(n, "label", NULL, "Reason"), BAD_CAST "for", BAD_CAST "f-reason");
-    sel = el(n, "select", NULL);
-    xmlNewProp(sel, BAD_CAST "id", BAD_CAST "f-reason");
-    xmlNewProp(sel, BAD_CAST "name", BAD_CAST "reason");
-    n = el_text(sel, "option", NULL, "any reason");
-    xmlNewProp(n, BAD_CAST "value", BAD_CAST "");
+    n = html_el(form, "div", NULL);
+    html_attr(html_el_clean(n, "label", NULL, "Vendor (id or name)"), "for", "f-vendor");
+    n = html_el(n, "input", NULL);
+    html_attr(n, "type", "text");
+    html_id(n, "f-vendor");
+    html_attr(n, "name", "vendor");
+    html_attr_clean(n, "value", vendor ? vendor : "");
+    n = html_el(form, "div", NULL);
+    html_attr(html_el_clean(n, "label", NULL, "Reason"), "for", "f-reason");
+    sel = html_el(n, "select", NULL);
+    html_id(sel, "f-reason");
+    html_attr(sel, "name", "reason");
+    n = html_el_clean(sel, "option", NULL, "any reason");
+    html_attr(n, "value", "");
     for (size_t i = 0; i < n_reasons; i++) {
         snprintf(buf, sizeof(buf), "%s (%d)", reasons[i].words, reasons[i].n);
-        n = el_text(sel, "option", NULL, buf);
-        attr(n, "value", reasons[i].words);
+        n = html_el_clean(sel, "option", NULL, buf);
+        html_attr_clean(n, "value", reasons[i].words);
         if (reason && strcmp(reason, reasons[i].words) == 0)
-            xmlNewProp(n, BAD_CAST "selected", BAD_CAST "selected");
+            html_attr(n, "selected", "selected");
     }
     free(reasons);
-    el_text(form, "button", NULL, "Filter");
+    html_el_clean(form, "button", NULL, "Filter");
     if ((vendor && *vendor) || (reason && *reason))
         a_link(form, exceptions ? "/queue?tab=exceptions" : "/queue", NULL, "clear");
 
     if (q.n == 0) {
-        el_text(p.main, "p", "empty",
-                (vendor && *vendor) || (reason && *reason) ? "No item matches the filters."
-                                                           : "Nothing to review.");
+        html_el_clean(p.main, "p", "empty",
+                      (vendor && *vendor) || (reason && *reason) ? "No item matches the filters."
+                                                                 : "Nothing to review.");
     } else {
         snprintf(buf, sizeof(buf), "%zu item(s), oldest first%s", q.n,
                  q.n > SERVE_QUEUE_ROWS ? " (the first 1000 shown: filter for the rest)" : "");
-        el_text(p.main, "p", NULL, buf);
-        table = el(p.main, "table", "queue");
-        xmlNewProp(table, BAD_CAST "id", BAD_CAST "queue");
-        tr = el(table, "tr", NULL);
+        html_el_clean(p.main, "p", NULL, buf);
+        table = html_el(p.main, "table", "queue");
+        html_id(table, "queue");
+        tr = html_el(table, "tr", NULL);
         {
             static const char *const cols[] = {"Item",  "Vendor", "Invoice", "Date",
                                                "Total", "Reason", "Waiting", "Last ERP exchange"};
             for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-                el_text(tr, "th", NULL, cols[i]);
+                html_el_clean(tr, "th", NULL, cols[i]);
         }
         for (size_t i = 0; i < q.n && i < SERVE_QUEUE_ROWS; i++) {
             const struct review_entry *e = &q.v[i];
             const struct store_item *it = &e->item;
             char href[64], amount[48], words[512], age[32], idtxt[32];
-            tr = el(table, "tr", "item");
+            tr = html_el(table, "tr", "item");
             snprintf(idtxt, sizeof(idtxt), "%lld", (long long)it->id);
-            xmlNewProp(tr, BAD_CAST "data-id", BAD_CAST idtxt);
-            td = el(tr, "td", "id");
+            html_attr(tr, "data-id", idtxt);
+            td = html_el(tr, "td", "id");
             snprintf(href, sizeof(href), "/item/%lld", (long long)it->id);
             snprintf(idtxt, sizeof(idtxt), "#%lld", (long long)it->id);
             a_link(td, href, "open", idtxt);
-            td = el_text(tr, "td", "vendor", it->vendor_id);
+            td = html_el_clean(tr, "td", "vendor", it->vendor_id);
             if (it->vendor_name) {
-                el(td, "br", NULL);
-                el_text(td, "span", "vendor-name", it->vendor_name);
+                html_el(td, "br", NULL);
+                html_el_clean(td, "span", "vendor-name", it->vendor_name);
             }
-            el_text(tr, "td", "invoice", it->invoice_number);
-            el_text(tr, "td", "date", it->issue_date);
+            html_el_clean(tr, "td", "invoice", it->invoice_number);
+            html_el_clean(tr, "td", "date", it->issue_date);
             snprintf(buf, sizeof(buf), "%s %s",
                      money_text(it->total, it->exponent, amount, sizeof(amount)), it->currency);
-            el_text(tr, "td", "amount", buf);
-            el_text(tr, "td", "reason", review_reason_words(it->reason, words, sizeof(words)));
-            el_text(tr, "td", "age", age_text(c->now - it->updated_at, age, sizeof(age)));
-            td = el(tr, "td", "last");
+            html_el_clean(tr, "td", "amount", buf);
+            html_el_clean(tr, "td", "reason",
+                          review_reason_words(it->reason, words, sizeof(words)));
+            html_el_clean(tr, "td", "age", age_text(c->now - it->updated_at, age, sizeof(age)));
+            td = html_el(tr, "td", "last");
             if (e->has_last) {
-                textf(td, "%s, HTTP %d, %s", e->last.step ? e->last.step : "?", e->last.http_status,
-                      e->last.outcome ? e->last.outcome : "?");
+                html_textf_clean(td, "%s, HTTP %d, %s", e->last.step ? e->last.step : "?",
+                                 e->last.http_status, e->last.outcome ? e->last.outcome : "?");
                 if (e->last.rule)
-                    textf(td, ", rule %s", e->last.rule);
+                    html_textf_clean(td, ", rule %s", e->last.rule);
             } else {
-                text(td, "none recorded");
+                html_text_clean(td, "none recorded");
             }
         }
     }
@@ -1004,30 +917,32 @@ struct verdict_view {
 
 static void exchange_view(struct ctx *c, xmlNodePtr parent, const struct review_exchange *x)
 {
-    xmlNodePtr sec = el(parent, "section", "exchange"), head, pre;
+    xmlNodePtr sec = html_el(parent, "section", "exchange"), head, pre;
     char when[32], *m;
 
-    head = el(sec, "p", "exchange-head");
-    textf(head, "%s  %s %s ", x->at ? report_local_time(x->at, "-", when, sizeof(when)) : "-",
-          x->step ? x->step : "?", x->method ? x->method : "");
+    head = html_el(sec, "p", "exchange-head");
+    html_textf_clean(head, "%s  %s %s ",
+                     x->at ? report_local_time(x->at, "-", when, sizeof(when)) : "-",
+                     x->step ? x->step : "?", x->method ? x->method : "");
     m = mask(c->s, x->url ? x->url : "");
-    el_text(head, "code", "url", m);
+    html_el_clean(head, "code", "url", m);
     free(m);
-    head = el(sec, "p", NULL);
-    textf(head, "HTTP %d in %lld ms, %s, outcome %s", x->http_status, (long long)x->elapsed_ms,
-          x->transport ? x->transport : "?", x->outcome ? x->outcome : "?");
+    head = html_el(sec, "p", NULL);
+    html_textf_clean(head, "HTTP %d in %lld ms, %s, outcome %s", x->http_status,
+                     (long long)x->elapsed_ms, x->transport ? x->transport : "?",
+                     x->outcome ? x->outcome : "?");
     if (x->rule) {
-        text(head, ", rule that matched: ");
-        el_text(head, "span", "rule", x->rule);
+        html_text_clean(head, ", rule that matched: ");
+        html_el_clean(head, "span", "rule", x->rule);
     } else {
-        text(head, ", no rule matched");
+        html_text_clean(head, ", no rule matched");
     }
     if (x->excerpt && *x->excerpt) {
         char *lines;
         m = mask(c->s, x->excerpt);
-        lines = clean_lines(m);
-        pre = el(sec, "pre", "excerpt");
-        xmlAddChild(pre, xmlNewText(BAD_CAST lines)); /* cleaned: text only */
+        lines = html_clean_lines(m);
+        pre = html_el(sec, "pre", "excerpt");
+        html_text(pre, lines); /* cleaned line by line */
         free(lines);
         free(m);
     }
@@ -1055,10 +970,10 @@ static void decision_forms(struct ctx *c, xmlNodePtr parent, const struct review
     char action[64], ver[32], why[256];
     const char *reviewer = v->reviewer && *v->reviewer ? v->reviewer : c->reviewer;
 
-    sec = el(parent, "section", "decide no-print");
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "decide");
-    el_text(sec, "h2", NULL, "Decide");
-    box = el(sec, "div", "decisions");
+    sec = html_el(parent, "section", "decide no-print");
+    html_id(sec, "decide");
+    html_el_clean(sec, "h2", NULL, "Decide");
+    box = html_el(sec, "div", "decisions");
     snprintf(action, sizeof(action), "/item/%lld/decide", (long long)it->id);
     snprintf(ver, sizeof(ver), "%lld", (long long)r->version);
     for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
@@ -1067,61 +982,61 @@ static void decision_forms(struct ctx *c, xmlNodePtr parent, const struct review
         char id[64];
         if (review_allowed(it->state, forms[i].action, it->erp_doc, why, sizeof(why)) != APBOT_OK)
             continue;
-        form = el(box, "form", "decision");
+        form = html_el(box, "form", "decision");
         snprintf(id, sizeof(id), "form-%s", name);
-        xmlNewProp(form, BAD_CAST "id", BAD_CAST id);
-        xmlNewProp(form, BAD_CAST "method", BAD_CAST "post");
-        xmlNewProp(form, BAD_CAST "action", BAD_CAST action);
-        el_text(form, "h3", NULL, forms[i].title);
-        el_text(form, "p", "help", forms[i].help);
-        n = el(form, "input", NULL);
-        xmlNewProp(n, BAD_CAST "type", BAD_CAST "hidden");
-        xmlNewProp(n, BAD_CAST "name", BAD_CAST "csrf");
-        xmlNewProp(n, BAD_CAST "value", BAD_CAST c->csrf);
-        n = el(form, "input", NULL);
-        xmlNewProp(n, BAD_CAST "type", BAD_CAST "hidden");
-        xmlNewProp(n, BAD_CAST "name", BAD_CAST "version");
-        xmlNewProp(n, BAD_CAST "value", BAD_CAST ver);
-        n = el(form, "input", NULL);
-        xmlNewProp(n, BAD_CAST "type", BAD_CAST "hidden");
-        xmlNewProp(n, BAD_CAST "name", BAD_CAST "action");
-        xmlNewProp(n, BAD_CAST "value", BAD_CAST name);
+        html_id(form, id);
+        html_attr(form, "method", "post");
+        html_attr(form, "action", action);
+        html_el_clean(form, "h3", NULL, forms[i].title);
+        html_el_clean(form, "p", "help", forms[i].help);
+        n = html_el(form, "input", NULL);
+        html_attr(n, "type", "hidden");
+        html_attr(n, "name", "csrf");
+        html_attr(n, "value", c->csrf);
+        n = html_el(form, "input", NULL);
+        html_attr(n, "type", "hidden");
+        html_attr(n, "name", "version");
+        html_attr(n, "value", ver);
+        n = html_el(form, "input", NULL);
+        html_attr(n, "type", "hidden");
+        html_attr(n, "name", "action");
+        html_attr(n, "value", name);
         if (forms[i].action == REVIEW_POSTED || forms[i].action == REVIEW_REJECT) {
             const bool posted = forms[i].action == REVIEW_POSTED;
             snprintf(id, sizeof(id), "%s-%s", name, posted ? "doc" : "reason");
-            xmlNewProp(el_text(form, "label", NULL, posted ? "Document number" : "Reason"),
-                       BAD_CAST "for", BAD_CAST id);
-            n = el(form, "input", NULL);
-            xmlNewProp(n, BAD_CAST "type", BAD_CAST "text");
-            xmlNewProp(n, BAD_CAST "id", BAD_CAST id);
-            xmlNewProp(n, BAD_CAST "name", BAD_CAST(posted ? "doc" : "reason"));
-            xmlNewProp(n, BAD_CAST "required", BAD_CAST "required");
-            xmlNewProp(n, BAD_CAST "autocomplete", BAD_CAST "off");
+            html_attr(html_el_clean(form, "label", NULL, posted ? "Document number" : "Reason"),
+                      "for", id);
+            n = html_el(form, "input", NULL);
+            html_attr(n, "type", "text");
+            html_id(n, id);
+            html_attr(n, "name", posted ? "doc" : "reason");
+            html_attr(n, "required", "required");
+            html_attr(n, "autocomplete", "off");
             if (again)
-                attr(n, "value", posted ? v->doc : v->reason);
+                html_attr_clean(n, "value", posted ? v->doc : v->reason);
         }
         snprintf(id, sizeof(id), "%s-reviewer", name);
-        xmlNewProp(el_text(form, "label", NULL, "Your name"), BAD_CAST "for", BAD_CAST id);
-        n = el(form, "input", NULL);
-        xmlNewProp(n, BAD_CAST "type", BAD_CAST "text");
-        xmlNewProp(n, BAD_CAST "id", BAD_CAST id);
-        xmlNewProp(n, BAD_CAST "name", BAD_CAST "reviewer");
-        xmlNewProp(n, BAD_CAST "required", BAD_CAST "required");
-        xmlNewProp(n, BAD_CAST "pattern", BAD_CAST "[A-Za-z0-9._@-]{1,64}");
-        xmlNewProp(n, BAD_CAST "title", BAD_CAST "letters, digits, . _ - @");
+        html_attr(html_el_clean(form, "label", NULL, "Your name"), "for", id);
+        n = html_el(form, "input", NULL);
+        html_attr(n, "type", "text");
+        html_id(n, id);
+        html_attr(n, "name", "reviewer");
+        html_attr(n, "required", "required");
+        html_attr(n, "pattern", "[A-Za-z0-9._@-]{1,64}");
+        html_attr(n, "title", "letters, digits, . _ - @");
         if (reviewer && *reviewer)
-            attr(n, "value", reviewer);
+            html_attr_clean(n, "value", reviewer);
         snprintf(id, sizeof(id), "%s-note", name);
-        xmlNewProp(el_text(form, "label", NULL, "Note (why; goes into the audit trail)"),
-                   BAD_CAST "for", BAD_CAST id);
-        n = el(form, "textarea", NULL);
-        xmlNewProp(n, BAD_CAST "id", BAD_CAST id);
-        xmlNewProp(n, BAD_CAST "name", BAD_CAST "note");
-        xmlNewProp(n, BAD_CAST "rows", BAD_CAST "2");
-        xmlNewProp(n, BAD_CAST "required", BAD_CAST "required");
+        html_attr(html_el_clean(form, "label", NULL, "Note (why; goes into the audit trail)"),
+                  "for", id);
+        n = html_el(form, "textarea", NULL);
+        html_id(n, id);
+        html_attr(n, "name", "note");
+        html_attr(n, "rows", "2");
+        html_attr(n, "required", "required");
         if (again && v->note)
-            text(n, v->note);
-        el_text(form, "button", NULL, forms[i].button);
+            html_text_clean(n, v->note);
+        html_el_clean(form, "button", NULL, forms[i].button);
     }
 }
 
@@ -1136,34 +1051,35 @@ static void verdict_banner(struct ctx *c, xmlNodePtr parent, const struct verdic
         break;
     case REVIEW_INVALID:
         b = banner(parent, "refused", "verdict", "Not recorded: ");
-        text(b, res->message);
+        html_text_clean(b, res->message);
         break;
     case REVIEW_REFUSED:
         b = banner(parent, "refused", "verdict", "Refused, nothing was recorded: ");
-        text(b, res->message);
+        html_text_clean(b, res->message);
         if (res->stale)
-            text(b, ". The page below shows the item as it is now.");
+            html_text_clean(b, ". The page below shows the item as it is now.");
         if (res->verify.verdict == REVIEW_ABSENT)
-            textf(b,
-                  ". If it is booked in a way the ERP cannot show (on paper, say), record it "
-                  "from the command line with a reason: apbot resolve %lld --posted DOC --flow "
-                  "FILE --force REASON",
-                  (long long)v->id);
+            html_textf_clean(
+                b,
+                ". If it is booked in a way the ERP cannot show (on paper, say), record it "
+                "from the command line with a reason: apbot resolve %lld --posted DOC --flow "
+                "FILE --force REASON",
+                (long long)v->id);
         break;
     case REVIEW_UNVERIFIABLE:
         b = banner(parent, "warn", "verdict", "The ERP did not answer, nothing was recorded: ");
-        text(b, res->message);
+        html_text_clean(b, res->message);
         break;
     case REVIEW_FAILED:
         b = banner(parent, "refused", "verdict", "The queue could not record it: ");
-        text(b, res->message);
+        html_text_clean(b, res->message);
         break;
     }
     if (res->verify.n_exchanges > 0) {
-        xmlNodePtr sec = el(parent, "section", "verification");
-        xmlNewProp(sec, BAD_CAST "id", BAD_CAST "verification");
-        el_text(sec, "h2", NULL, "What the ERP answered");
-        el_text(sec, "p", "what", res->verify.what);
+        xmlNodePtr sec = html_el(parent, "section", "verification");
+        html_id(sec, "verification");
+        html_el_clean(sec, "h2", NULL, "What the ERP answered");
+        html_el_clean(sec, "p", "what", res->verify.what);
         for (size_t i = 0; i < res->verify.n_exchanges; i++)
             exchange_view(c, sec, &res->verify.exchanges[i]);
     }
@@ -1197,24 +1113,23 @@ static enum MHD_Result item_page(struct ctx *c, int64_t id, const struct verdict
     snprintf(title, sizeof(title), "Item #%lld", (long long)id);
     page_start(&p, c, title, NULL);
     p.status = status;
-    h = el(p.main, "h1", NULL);
-    textf(h, "Item #%lld: ", (long long)id);
-    xmlNewProp(el_text(h, "span", "state", machine_state_name(r.item.state)), BAD_CAST "id",
-               BAD_CAST "item-state");
+    h = html_el(p.main, "h1", NULL);
+    html_textf_clean(h, "Item #%lld: ", (long long)id);
+    html_id(html_el_clean(h, "span", "state", machine_state_name(r.item.state)), "item-state");
     if (v && v->present)
         verdict_banner(c, p.main, v);
 
     /* the invoice */
-    sec = el(p.main, "section", "invoice");
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "invoice");
-    el_text(sec, "h2", NULL, "Invoice");
-    dl = el(sec, "dl", "fields");
+    sec = html_el(p.main, "section", "invoice");
+    html_id(sec, "invoice");
+    html_el_clean(sec, "h2", NULL, "Invoice");
+    dl = html_el(sec, "dl", "fields");
     dl_row(dl, "Vendor", r.item.vendor_id);
     {
         xmlNodePtr dd;
-        el_text(dl, "dt", NULL, "Vendor name");
-        dd = el_text(dl, "dd", NULL, r.item.vendor_name ? r.item.vendor_name : "-");
-        xmlNewProp(dd, BAD_CAST "id", BAD_CAST "vendor-name");
+        html_el_clean(dl, "dt", NULL, "Vendor name");
+        dd = html_el_clean(dl, "dd", NULL, r.item.vendor_name ? r.item.vendor_name : "-");
+        html_id(dd, "vendor-name");
     }
     dl_row(dl, "Invoice number", r.item.invoice_number);
     dl_row(dl, "Type", r.item.doc_type);
@@ -1232,17 +1147,17 @@ static enum MHD_Result item_page(struct ctx *c, int64_t id, const struct verdict
              r.item.currency);
     {
         xmlNodePtr dd;
-        el_text(dl, "dt", NULL, "Payable");
-        dd = el_text(dl, "dd", "amount", buf);
-        xmlNewProp(dd, BAD_CAST "id", BAD_CAST "payable");
+        html_el_clean(dl, "dt", NULL, "Payable");
+        dd = html_el_clean(dl, "dd", "amount", buf);
+        html_id(dd, "payable");
     }
     dl_row(dl, "Key", r.item.key);
     dl_row(dl, "ERP document", r.item.erp_doc);
     {
         xmlNodePtr dd;
-        el_text(dl, "dt", NULL, "Reason");
-        dd = el_text(dl, "dd", NULL, r.item.reason ? r.item.reason : "-");
-        xmlNewProp(dd, BAD_CAST "id", BAD_CAST "reason");
+        html_el_clean(dl, "dt", NULL, "Reason");
+        dd = html_el_clean(dl, "dd", NULL, r.item.reason ? r.item.reason : "-");
+        html_id(dd, "reason");
     }
     dl_row(dl, "Source", r.item.source);
     snprintf(buf, sizeof(buf), "%s (waiting %s)",
@@ -1257,26 +1172,26 @@ static enum MHD_Result item_page(struct ctx *c, int64_t id, const struct verdict
     dl_row(dl, "Version", buf);
 
     if (have_inv && inv.n_lines > 0) {
-        table = el(sec, "table", "lines");
-        xmlNewProp(table, BAD_CAST "id", BAD_CAST "lines");
-        tr = el(table, "tr", NULL);
+        table = html_el(sec, "table", "lines");
+        html_id(table, "lines");
+        tr = html_el(table, "tr", NULL);
         {
             static const char *const cols[] = {"#",   "Description", "G/L account", "Quantity",
                                                "Net", "Tax",         "Tax category"};
             for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-                el_text(tr, "th", NULL, cols[i]);
+                html_el_clean(tr, "th", NULL, cols[i]);
         }
         for (size_t i = 0; i < inv.n_lines; i++) {
             const struct invoice_line *l = &inv.lines[i];
-            tr = el(table, "tr", NULL);
+            tr = html_el(table, "tr", NULL);
             snprintf(buf, sizeof(buf), "%zu", i + 1);
-            el_text(tr, "td", NULL, buf);
-            el_text(tr, "td", NULL, l->description);
-            el_text(tr, "td", NULL, l->gl_account);
-            el_text(tr, "td", NULL, l->quantity);
-            el_text(tr, "td", "amount", money_text(l->net, inv.exponent, a1, sizeof(a1)));
-            el_text(tr, "td", "amount", money_text(l->tax, inv.exponent, a1, sizeof(a1)));
-            el_text(tr, "td", NULL, l->tax_category);
+            html_el_clean(tr, "td", NULL, buf);
+            html_el_clean(tr, "td", NULL, l->description);
+            html_el_clean(tr, "td", NULL, l->gl_account);
+            html_el_clean(tr, "td", NULL, l->quantity);
+            html_el_clean(tr, "td", "amount", money_text(l->net, inv.exponent, a1, sizeof(a1)));
+            html_el_clean(tr, "td", "amount", money_text(l->tax, inv.exponent, a1, sizeof(a1)));
+            html_el_clean(tr, "td", NULL, l->tax_category);
         }
     }
     if (have_inv)
@@ -1288,35 +1203,35 @@ static enum MHD_Result item_page(struct ctx *c, int64_t id, const struct verdict
     }
 
     /* the timeline */
-    sec = el(p.main, "section", "timeline");
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "timeline");
-    el_text(sec, "h2", NULL, "Timeline");
-    table = el(sec, "table", "events");
-    tr = el(table, "tr", NULL);
-    el_text(tr, "th", NULL, "When");
-    el_text(tr, "th", NULL, "From");
-    el_text(tr, "th", NULL, "To");
-    el_text(tr, "th", NULL, "Event");
-    el_text(tr, "th", NULL, "By");
-    el_text(tr, "th", NULL, "Detail");
+    sec = html_el(p.main, "section", "timeline");
+    html_id(sec, "timeline");
+    html_el_clean(sec, "h2", NULL, "Timeline");
+    table = html_el(sec, "table", "events");
+    tr = html_el(table, "tr", NULL);
+    html_el_clean(tr, "th", NULL, "When");
+    html_el_clean(tr, "th", NULL, "From");
+    html_el_clean(tr, "th", NULL, "To");
+    html_el_clean(tr, "th", NULL, "Event");
+    html_el_clean(tr, "th", NULL, "By");
+    html_el_clean(tr, "th", NULL, "Detail");
     for (size_t i = 0; i < r.n_events; i++) {
         const struct review_event *e = &r.events[i];
-        tr = el(table, "tr", "event");
-        el_text(tr, "td", NULL, report_local_time(e->at, "-", when, sizeof(when)));
-        el_text(tr, "td", NULL, e->from ? e->from : "-");
-        el_text(tr, "td", NULL, e->to);
-        el_text(tr, "td", NULL, e->event);
-        el_text(tr, "td", "actor", e->actor);
-        el_text(tr, "td", "detail", e->detail);
+        tr = html_el(table, "tr", "event");
+        html_el_clean(tr, "td", NULL, report_local_time(e->at, "-", when, sizeof(when)));
+        html_el_clean(tr, "td", NULL, e->from ? e->from : "-");
+        html_el_clean(tr, "td", NULL, e->to);
+        html_el_clean(tr, "td", NULL, e->event);
+        html_el_clean(tr, "td", "actor", e->actor);
+        html_el_clean(tr, "td", "detail", e->detail);
     }
 
     /* every ERP exchange */
-    sec = el(p.main, "section", "evidence");
-    xmlNewProp(sec, BAD_CAST "id", BAD_CAST "evidence");
+    sec = html_el(p.main, "section", "evidence");
+    html_id(sec, "evidence");
     snprintf(buf, sizeof(buf), "ERP exchanges (%zu)", r.n_evidence);
-    el_text(sec, "h2", NULL, buf);
+    html_el_clean(sec, "h2", NULL, buf);
     if (r.n_evidence == 0)
-        el_text(sec, "p", NULL, "None recorded.");
+        html_el_clean(sec, "p", NULL, "None recorded.");
     for (size_t i = 0; i < r.n_evidence; i++)
         exchange_view(c, sec, &r.evidence[i]);
     review_item_done(&r);
@@ -1564,37 +1479,37 @@ static enum MHD_Result page_report(struct ctx *c)
     }
 
     page_start(&p, c, "Report", "report");
-    form = el(p.main, "form", "filters");
-    xmlNewProp(form, BAD_CAST "method", BAD_CAST "get");
-    xmlNewProp(form, BAD_CAST "action", BAD_CAST "/report");
-    n = el(form, "div", NULL);
-    xmlNewProp(el_text(n, "label", NULL, "Booking day"), BAD_CAST "for", BAD_CAST "f-date");
-    n = el(n, "input", NULL);
-    xmlNewProp(n, BAD_CAST "type", BAD_CAST "date");
-    xmlNewProp(n, BAD_CAST "id", BAD_CAST "f-date");
-    xmlNewProp(n, BAD_CAST "name", BAD_CAST "date");
-    attr(n, "value", date);
-    el_text(form, "button", NULL, "Show");
+    form = html_el(p.main, "form", "filters");
+    html_attr(form, "method", "get");
+    html_attr(form, "action", "/report");
+    n = html_el(form, "div", NULL);
+    html_attr(html_el_clean(n, "label", NULL, "Booking day"), "for", "f-date");
+    n = html_el(n, "input", NULL);
+    html_attr(n, "type", "date");
+    html_id(n, "f-date");
+    html_attr(n, "name", "date");
+    html_attr_clean(n, "value", date);
+    html_el_clean(form, "button", NULL, "Show");
     if (rc != APBOT_OK) {
         p.status = MHD_HTTP_SERVICE_UNAVAILABLE;
         snprintf(buf, sizeof(buf),
                  "The ERP could not be read completely, so there is no report (a partial "
                  "listing never passes for a reconciliation): %s",
                  err);
-        el_text(p.main, "h1", NULL, "Reconciliation report");
+        html_el_clean(p.main, "h1", NULL, "Reconciliation report");
         banner(p.main, "refused", "erp-status", buf);
         return page_send(c, &p);
     }
     {
-        xmlNodePtr links = el(p.main, "p", "no-print");
+        xmlNodePtr links = html_el(p.main, "p", "no-print");
         char href[64], enc[32];
-        text(links, "Download: ");
+        html_text_clean(links, "Download: ");
         static const char *const fmts[] = {"text", "csv", "json"};
         for (size_t i = 0; i < 3; i++) {
             snprintf(href, sizeof(href), "/report?date=%s&format=%s",
                      url_encode(date, enc, sizeof(enc)), fmts[i]);
             a_link(links, href, NULL, fmts[i]);
-            text(links, " ");
+            html_text_clean(links, " ");
         }
     }
     report_html_body(r, p.main);
