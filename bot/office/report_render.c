@@ -3,9 +3,10 @@
  * per finding, for a spreadsheet; libcsv quoting, formula-looking text neutralised), JSON
  * (jansson) or one self-contained HTML page built with libxml2's tree API, so every value
  * from an invoice or the ERP is a text node or attribute escaped by the serialiser. It reads
- * the report only through report.h; what the findings mean is decided in report.c.
+ * the report only through report.h; what the findings mean is decided in report.c. The
+ * review page embeds the HTML in pieces (report_html.h).
  */
-#include "apbot/report.h"
+#include "office/report_html.h"
 
 #include <csv.h>
 #include <jansson.h>
@@ -909,7 +910,28 @@ static xmlNodePtr money_cell(xmlNodePtr tr, const char *id, int64_t minor, int e
     return td;
 }
 
-void report_html_money(const struct report *r, struct _xmlNode *parent)
+void report_html_balance(const struct report *r, xmlNodePtr parent, const char *day_head,
+                         const char *total_head)
+{
+    const struct report_summary *s = report_summary(r);
+    xmlNodePtr table = html_el(parent, "table", "balance"), tr;
+    char id[64];
+
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "Items");
+    html_el_text(tr, "th", NULL, day_head);
+    html_el_text(tr, "th", NULL, total_head);
+    for (size_t i = 0; i < sizeof(balance_rows) / sizeof(balance_rows[0]); i++) {
+        tr = html_el(table, "tr", NULL);
+        html_el_text(tr, "th", NULL, balance_rows[i].label);
+        snprintf(id, sizeof(id), "count-%s-day", balance_rows[i].id);
+        count_cell(tr, id, balance_get(&s->day, balance_rows[i].offset));
+        snprintf(id, sizeof(id), "count-%s-total", balance_rows[i].id);
+        count_cell(tr, id, balance_get(&s->total, balance_rows[i].offset));
+    }
+}
+
+void report_html_money(const struct report *r, xmlNodePtr parent)
 {
     const struct report_summary *s = report_summary(r);
     size_t nm, nd;
@@ -1056,7 +1078,7 @@ static xmlNodePtr svg_text(xmlNodePtr parent, long x, long y, const char *anchor
     return n;
 }
 
-void report_html_chart(const struct report *r, struct _xmlNode *parent)
+void report_html_chart(const struct report *r, xmlNodePtr parent)
 {
     enum { W = 760, H = 210, LEFT = 40, RIGHT = 8, TOP = 30, BOTTOM = 24 };
     const struct report_summary *s = report_summary(r);
@@ -1156,7 +1178,7 @@ static void html_last_run(xmlNodePtr parent, const struct report *r)
     html_text(p, buf);
 }
 
-void report_html_body(const struct report *r, struct _xmlNode *body)
+void report_html_body(const struct report *r, xmlNodePtr body)
 {
     const struct report_summary *s = report_summary(r);
     enum report_status st = report_status(r);
@@ -1182,19 +1204,7 @@ void report_html_body(const struct report *r, struct _xmlNode *body)
     card = html_el(cards, "div", "card");
     html_id(card, "balance");
     html_el_text(card, "h2", NULL, s->balanced ? "Balance: balanced" : "Balance: DOES NOT BALANCE");
-    table = html_el(card, "table", "balance");
-    tr = html_el(table, "tr", NULL);
-    html_el_text(tr, "th", NULL, "Items");
-    html_el_text(tr, "th", NULL, "Day");
-    html_el_text(tr, "th", NULL, "Total");
-    for (size_t i = 0; i < sizeof(balance_rows) / sizeof(balance_rows[0]); i++) {
-        tr = html_el(table, "tr", NULL);
-        html_el_text(tr, "th", NULL, balance_rows[i].label);
-        snprintf(id, sizeof(id), "count-%s-day", balance_rows[i].id);
-        count_cell(tr, id, balance_get(&s->day, balance_rows[i].offset));
-        snprintf(id, sizeof(id), "count-%s-total", balance_rows[i].id);
-        count_cell(tr, id, balance_get(&s->total, balance_rows[i].offset));
-    }
+    report_html_balance(r, card, "Day", "Total");
     /* drift */
     card = html_el(cards, "div", "card");
     html_id(card, "drift");

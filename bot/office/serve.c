@@ -41,6 +41,7 @@
 #include "apbot/store.h"
 #include "apbot/text.h"
 #include "office/html.h"
+#include "office/report_html.h"
 
 #define SERVE_QUEUE_ROWS 1000 /* items one queue page lists */
 #define SERVE_FIELDS_MAX 32   /* fields of one form */
@@ -695,38 +696,7 @@ static enum MHD_Result page_today(struct ctx *c)
     html_el_clean(sec, "h2", NULL,
                   sum->balanced ? "Balance: balanced"
                                 : "Balance: DOES NOT BALANCE (see the report)");
-    table = html_el(sec, "table", "balance");
-    tr = html_el(table, "tr", NULL);
-    html_el_clean(tr, "th", NULL, "Items");
-    html_el_clean(tr, "th", NULL, "received today");
-    html_el_clean(tr, "th", NULL, "whole queue");
-    {
-        static const struct {
-            const char *label, *id;
-            size_t off;
-        } rows[] = {
-            {"received", "received", offsetof(struct report_balance, received)},
-            {"completed", "completed", offsetof(struct report_balance, completed)},
-            {"business exception", "business-exception",
-             offsetof(struct report_balance, exceptions)},
-            {"manual review", "manual-review", offsetof(struct report_balance, review)},
-            {"pending", "pending", offsetof(struct report_balance, pending)},
-            {"unaccounted", "unaccounted", offsetof(struct report_balance, unaccounted)},
-        };
-        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-            char id[64], n[32];
-            int64_t d = *(const int64_t *)(const void *)((const char *)&sum->day + rows[i].off);
-            int64_t t = *(const int64_t *)(const void *)((const char *)&sum->total + rows[i].off);
-            tr = html_el(table, "tr", NULL);
-            html_el_clean(tr, "th", NULL, rows[i].label);
-            snprintf(n, sizeof(n), "%lld", (long long)d);
-            snprintf(id, sizeof(id), "count-%s-day", rows[i].id);
-            html_id(html_el_clean(tr, "td", "count", n), id);
-            snprintf(n, sizeof(n), "%lld", (long long)t);
-            snprintf(id, sizeof(id), "count-%s-total", rows[i].id);
-            html_id(html_el_clean(tr, "td", "count", n), id);
-        }
-    }
+    report_html_balance(r, sec, "received today", "whole queue");
     report_html_money(r, p.main);
     report_html_chart(r, p.main);
     last_run(p.main, r);

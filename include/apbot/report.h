@@ -246,18 +246,6 @@ int report_format_from_name(const char *name, enum report_format *ret) APBOT_MUS
 int report_write(const struct report *r, enum report_format fmt, FILE *out, char *err,
                  size_t errlen) APBOT_MUST_USE;
 
-/*
- * Pieces of the HTML page for a page that embeds the report (serve.c), built into parent, a
- * libxml2 node (xmlNodePtr): the whole body of the page report_write writes; the money tables
- * of the day; the day's chart as an inline <svg> (no script, no style attribute). The CSS the
- * pieces use is report_html_css().
- */
-struct _xmlNode;
-void report_html_body(const struct report *r, struct _xmlNode *parent);
-void report_html_money(const struct report *r, struct _xmlNode *parent);
-void report_html_chart(const struct report *r, struct _xmlNode *parent);
-const char *report_html_css(void);
-
 /* Local calendar date of a Unix-ms time, "YYYY-MM-DD" into buf (>= 11 bytes). */
 void report_local_date(int64_t ms, char buf[11]);
 
