@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "apbot/serve.h"
+#include "office/serve-int.h"
 
 struct listen_row {
     const char *listen;

@@ -11,7 +11,7 @@
  * and closes it when answered, so a running `apbot run` is never held up for longer than one
  * of the store's own transactions.
  */
-#include "apbot/serve.h"
+#include "office/serve-int.h"
 
 #include <arpa/inet.h>
 #include <libxml/parser.h>
@@ -40,6 +40,7 @@
 #include "apbot/review.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
+#include "base/unittest.h"
 #include "office/html.h"
 #include "office/report_html.h"
 
@@ -129,7 +130,8 @@ int serve_exposure_ok(const struct serve_addr *a, const char *password, char *er
     return APBOT_OK;
 }
 
-bool serve_host_ok(const char *host_header, const struct serve_addr *a, unsigned short port)
+UNITTEST bool serve_host_ok(const char *host_header, const struct serve_addr *a,
+                            unsigned short port)
 {
     char want[96];
     const char *names[3];
@@ -164,7 +166,7 @@ static bool same_secret(const char *a, const char *b)
     return CRYPTO_memcmp(a, b, na) == 0;
 }
 
-bool serve_basic_ok(const char *authorization, const char *password)
+UNITTEST bool serve_basic_ok(const char *authorization, const char *password)
 {
     unsigned char decoded[1024];
     const char *p;
@@ -202,7 +204,7 @@ bool serve_basic_ok(const char *authorization, const char *password)
     return ok;
 }
 
-bool serve_origin_ok(const char *origin, const char *referer, const char *host_header)
+UNITTEST bool serve_origin_ok(const char *origin, const char *referer, const char *host_header)
 {
     char want[160];
     size_t n;

@@ -62,18 +62,6 @@ int serve_parse_listen(const char *listen, struct serve_addr *ret, char *err,
 int serve_exposure_ok(const struct serve_addr *a, const char *password, char *err,
                       size_t errlen) APBOT_MUST_USE;
 
-/* Pure: does a request's Host header name the address a listens on (port = the bound port)?
- * Only checked on loopback, where it is what keeps a rebinding DNS name out. */
-bool serve_host_ok(const char *host_header, const struct serve_addr *a, unsigned short port);
-
-/* Pure: does an Authorization header carry HTTP Basic with this password (any user name)?
- * Compared in constant time. */
-bool serve_basic_ok(const char *authorization, const char *password);
-
-/* Pure: is a POST's Origin (or, without one, its Referer) the page's own origin
- * "http://HOST"? A request without either is accepted (the CSRF token still guards it). */
-bool serve_origin_ok(const char *origin, const char *referer, const char *host_header);
-
 struct serve_options {
     const char *db_path;     /* the queue database (must exist) */
     const struct flow *flow; /* loaded by the caller; outlives the server */
