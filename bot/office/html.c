@@ -59,7 +59,7 @@ xmlNodePtr html_el(xmlNodePtr parent, const char *name, const char *cls)
     return n;
 }
 
-/* ---- text as given ----------------------------------------------------------------------- */
+/* ---- text as given ---------------------------------------------------------------------- */
 
 void html_text(xmlNodePtr parent, const char *t)
 {
@@ -85,7 +85,7 @@ xmlNodePtr html_id(xmlNodePtr n, const char *id)
     return n;
 }
 
-/* ---- cleaned text ------------------------------------------------------------------------ */
+/* ---- cleaned text ----------------------------------------------------------------------- */
 
 char *html_clean(const char *s)
 {

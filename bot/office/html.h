@@ -43,7 +43,7 @@ xmlChar *html_doc_dump(struct html_doc *d, size_t *ret_len);
 /* A new element `name` at the end of parent, with class cls unless it is NULL. */
 xmlNodePtr html_el(xmlNodePtr parent, const char *name, const char *cls);
 
-/* ---- text as given ----------------------------------------------------------------------- */
+/* ---- text as given ---------------------------------------------------------------------- */
 
 /* A text node at the end of parent; nothing for NULL or "". */
 void html_text(xmlNodePtr parent, const char *t);
@@ -54,7 +54,7 @@ void html_attr(xmlNodePtr n, const char *name, const char *value);
 /* The id attribute; returns n. */
 xmlNodePtr html_id(xmlNodePtr n, const char *id);
 
-/* ---- cleaned text ------------------------------------------------------------------------ */
+/* ---- cleaned text ----------------------------------------------------------------------- */
 
 /* One line of untrusted text cleaned (NULL as ""). Heap. */
 char *html_clean(const char *s);
