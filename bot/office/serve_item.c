@@ -21,23 +21,132 @@
 
 #define SERVE_FIELDS_MAX 32 /* fields of one form */
 
-static void dl_row(xmlNodePtr dl, const char *term, const char *value)
+/* ---- what the item page shows, from the queue ------------------------------------------- */
+
+struct item_view {
+    struct review_item r;
+    struct invoice inv; /* the invoice in the item's payload, when have_inv */
+    bool have_inv;
+};
+
+/* Loads item id from the open queue: APBOT_OK, APBOT_E_NOTFOUND, or the queue's failure (err).
+ * A payload that is no invoice is no failure (have_inv false). */
+static int item_load(struct store *st, int64_t id, struct item_view *iv, char *err, size_t errlen)
 {
-    html_el_clean(dl, "dt", NULL, term);
-    html_el_clean(dl, "dd", NULL, value && *value ? value : "-");
+    char why[APBOT_ERR_LEN];
+    int rc;
+
+    memset(iv, 0, sizeof(*iv));
+    rc = review_item_load(st, id, &iv->r, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    iv->have_inv = invoice_from_json(iv->r.item.payload, &iv->inv, why, sizeof(why)) == APBOT_OK;
+    return APBOT_OK;
 }
 
-/* ---- one item --------------------------------------------------------------------------- */
+static void item_view_done(struct item_view *iv)
+{
+    if (iv->have_inv)
+        invoice_done(&iv->inv);
+    review_item_done(&iv->r);
+}
+
+/* ---- the page --------------------------------------------------------------------------- */
 
 /* The outcome of a decision, shown above the item. */
 struct verdict_view {
-    bool present;
     int64_t id; /* the item decided on */
     const struct review_result *res;
     /* what the reviewer typed, shown again when the decision is refused */
     const char *action, *doc, *reason, *reviewer, *note;
 };
 
+/* A term and its value ("-" for none). */
+static void dl_row(xmlNodePtr dl, const char *term, const char *value)
+{
+    html_el_clean(dl, "dt", NULL, term);
+    html_el_clean(dl, "dd", NULL, value && *value ? value : "-");
+}
+
+/* A term and its value as it is, the value's <dd> with class cls and an id for tools. */
+static void dl_row_id(xmlNodePtr dl, const char *term, const char *cls, const char *id,
+                      const char *value)
+{
+    html_el_clean(dl, "dt", NULL, term);
+    html_id(html_el_clean(dl, "dd", cls, value), id);
+}
+
+/* The invoice's fields and the item's own. */
+static void item_fields(struct serve_ctx *c, xmlNodePtr parent, const struct item_view *iv)
+{
+    const struct store_item *it = &iv->r.item;
+    const struct invoice *inv = iv->have_inv ? &iv->inv : NULL;
+    xmlNodePtr dl = html_el(parent, "dl", "fields");
+    char buf[512], a1[48], when[32];
+
+    dl_row(dl, "Vendor", it->vendor_id);
+    dl_row_id(dl, "Vendor name", NULL, "vendor-name", it->vendor_name ? it->vendor_name : "-");
+    dl_row(dl, "Invoice number", it->invoice_number);
+    dl_row(dl, "Type", it->doc_type);
+    dl_row(dl, "Issued", it->issue_date);
+    dl_row(dl, "Due", inv ? inv->due_date : NULL);
+    if (inv) {
+        snprintf(buf, sizeof(buf), "%s %s",
+                 money_text(inv->net_total, inv->exponent, a1, sizeof(a1)), inv->currency);
+        dl_row(dl, "Net", buf);
+        snprintf(buf, sizeof(buf), "%s %s",
+                 money_text(inv->tax_total, inv->exponent, a1, sizeof(a1)), inv->currency);
+        dl_row(dl, "Tax", buf);
+    }
+    snprintf(buf, sizeof(buf), "%s %s", money_text(it->total, it->exponent, a1, sizeof(a1)),
+             it->currency);
+    dl_row_id(dl, "Payable", "amount", "payable", buf);
+    dl_row(dl, "Key", it->key);
+    dl_row(dl, "ERP document", it->erp_doc);
+    dl_row_id(dl, "Reason", NULL, "reason", it->reason ? it->reason : "-");
+    dl_row(dl, "Source", it->source);
+    snprintf(buf, sizeof(buf), "%s (waiting %s)",
+             report_local_time(it->created_at, "-", when, sizeof(when)),
+             report_format_age(c->now - it->created_at, a1, sizeof(a1)));
+    dl_row(dl, "Received", buf);
+    dl_row(dl, "Last change", report_local_time(it->updated_at, "-", when, sizeof(when)));
+    snprintf(buf, sizeof(buf), "posts %d, lookup cycles %d, transient attempts %d",
+             it->counters.posts, it->counters.cycles, it->counters.attempts);
+    dl_row(dl, "Counters", buf);
+    snprintf(buf, sizeof(buf), "%lld", (long long)iv->r.version);
+    dl_row(dl, "Version", buf);
+}
+
+/* The invoice's lines. */
+static void item_lines(xmlNodePtr parent, const struct invoice *inv)
+{
+    static const char *const cols[] = {"#",   "Description", "G/L account", "Quantity",
+                                       "Net", "Tax",         "Tax category"};
+    xmlNodePtr table, tr;
+    char buf[32], a1[48];
+
+    if (inv->n_lines == 0)
+        return;
+    table = html_el(parent, "table", "lines");
+    html_id(table, "lines");
+    tr = html_el(table, "tr", NULL);
+    for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+        html_el_clean(tr, "th", NULL, cols[i]);
+    for (size_t i = 0; i < inv->n_lines; i++) {
+        const struct invoice_line *l = &inv->lines[i];
+        tr = html_el(table, "tr", NULL);
+        snprintf(buf, sizeof(buf), "%zu", i + 1);
+        html_el_clean(tr, "td", NULL, buf);
+        html_el_clean(tr, "td", NULL, l->description);
+        html_el_clean(tr, "td", NULL, l->gl_account);
+        html_el_clean(tr, "td", NULL, l->quantity);
+        html_el_clean(tr, "td", "amount", money_text(l->net, inv->exponent, a1, sizeof(a1)));
+        html_el_clean(tr, "td", "amount", money_text(l->tax, inv->exponent, a1, sizeof(a1)));
+        html_el_clean(tr, "td", NULL, l->tax_category);
+    }
+}
+
+/* One exchange with the ERP, secrets masked. */
 static void exchange_view(struct serve_ctx *c, xmlNodePtr parent, const struct review_exchange *x)
 {
     xmlNodePtr sec = html_el(parent, "section", "exchange"), head, pre;
@@ -71,98 +180,115 @@ static void exchange_view(struct serve_ctx *c, xmlNodePtr parent, const struct r
     }
 }
 
+/* The decisions an item in manual review or a business exception offers. */
+static const struct decision_spec {
+    enum review_action action;
+    const char *title, *help, *button;
+} decision_specs[] = {
+    {REVIEW_POSTED, "Posted in the ERP as document",
+     "apbot looks the invoice's key up in the ERP and records it only when the ERP holds it "
+     "as this document with the invoice's amount. This needs the ERP.",
+     "Check in the ERP and record"},
+    {REVIEW_REQUEUE, "Requeue",
+     "Back to the bot: it looks the key up in the ERP again before it would post anything.",
+     "Requeue"},
+    {REVIEW_REJECT, "Reject",
+     "A business exception: the invoice will not be booked. Give the reason.", "Reject"},
+};
+
+/* A hidden field. */
+static void hidden(xmlNodePtr form, const char *name, const char *value)
+{
+    xmlNodePtr n = html_el(form, "input", NULL);
+    html_attr(n, "type", "hidden");
+    html_attr(n, "name", name);
+    html_attr(n, "value", value);
+}
+
+/* One decision's form, posted to /item/ID/decide for the item's version. again: what the
+ * reviewer typed into this form before it was refused, or NULL; reviewer: the name to offer. */
+static void decision_form(struct serve_ctx *c, xmlNodePtr box, const struct review_item *r,
+                          const struct decision_spec *spec, const struct verdict_view *again,
+                          const char *reviewer)
+{
+    const char *name = review_action_name(spec->action);
+    xmlNodePtr form, n;
+    char action[64], ver[32], id[64];
+
+    snprintf(action, sizeof(action), "/item/%lld/decide", (long long)r->item.id);
+    snprintf(ver, sizeof(ver), "%lld", (long long)r->version);
+    form = html_el(box, "form", "decision");
+    snprintf(id, sizeof(id), "form-%s", name);
+    html_id(form, id);
+    html_attr(form, "method", "post");
+    html_attr(form, "action", action);
+    html_el_clean(form, "h3", NULL, spec->title);
+    html_el_clean(form, "p", "help", spec->help);
+    hidden(form, "csrf", c->csrf);
+    hidden(form, "version", ver);
+    hidden(form, "action", name);
+    if (spec->action == REVIEW_POSTED || spec->action == REVIEW_REJECT) {
+        const bool posted = spec->action == REVIEW_POSTED;
+        snprintf(id, sizeof(id), "%s-%s", name, posted ? "doc" : "reason");
+        html_attr(html_el_clean(form, "label", NULL, posted ? "Document number" : "Reason"), "for",
+                  id);
+        n = html_el(form, "input", NULL);
+        html_attr(n, "type", "text");
+        html_id(n, id);
+        html_attr(n, "name", posted ? "doc" : "reason");
+        html_attr(n, "required", "required");
+        html_attr(n, "autocomplete", "off");
+        if (again)
+            html_attr_clean(n, "value", posted ? again->doc : again->reason);
+    }
+    snprintf(id, sizeof(id), "%s-reviewer", name);
+    html_attr(html_el_clean(form, "label", NULL, "Your name"), "for", id);
+    n = html_el(form, "input", NULL);
+    html_attr(n, "type", "text");
+    html_id(n, id);
+    html_attr(n, "name", "reviewer");
+    html_attr(n, "required", "required");
+    html_attr(n, "pattern", "[A-Za-z0-9._@-]{1,64}");
+    html_attr(n, "title", "letters, digits, . _ - @");
+    if (reviewer && *reviewer)
+        html_attr_clean(n, "value", reviewer);
+    snprintf(id, sizeof(id), "%s-note", name);
+    html_attr(html_el_clean(form, "label", NULL, "Note (why; goes into the audit trail)"), "for",
+              id);
+    n = html_el(form, "textarea", NULL);
+    html_id(n, id);
+    html_attr(n, "name", "note");
+    html_attr(n, "rows", "2");
+    html_attr(n, "required", "required");
+    if (again && again->note)
+        html_text_clean(n, again->note);
+    html_el_clean(form, "button", NULL, spec->button);
+}
+
+/* The forms of the decisions the item's state allows; v: the decision just taken, if any. */
 static void decision_forms(struct serve_ctx *c, xmlNodePtr parent, const struct review_item *r,
                            const struct verdict_view *v)
 {
-    static const struct {
-        enum review_action action;
-        const char *title, *help, *button;
-    } forms[] = {
-        {REVIEW_POSTED, "Posted in the ERP as document",
-         "apbot looks the invoice's key up in the ERP and records it only when the ERP holds it "
-         "as this document with the invoice's amount. This needs the ERP.",
-         "Check in the ERP and record"},
-        {REVIEW_REQUEUE, "Requeue",
-         "Back to the bot: it looks the key up in the ERP again before it would post anything.",
-         "Requeue"},
-        {REVIEW_REJECT, "Reject",
-         "A business exception: the invoice will not be booked. Give the reason.", "Reject"},
-    };
     const struct store_item *it = &r->item;
-    xmlNodePtr sec, box, form, n;
-    char action[64], ver[32], why[256];
-    const char *reviewer = v->reviewer && *v->reviewer ? v->reviewer : c->reviewer;
+    const char *reviewer = v && v->reviewer && *v->reviewer ? v->reviewer : c->reviewer;
+    xmlNodePtr sec, box;
+    char why[256];
 
     sec = html_el(parent, "section", "decide no-print");
     html_id(sec, "decide");
     html_el_clean(sec, "h2", NULL, "Decide");
     box = html_el(sec, "div", "decisions");
-    snprintf(action, sizeof(action), "/item/%lld/decide", (long long)it->id);
-    snprintf(ver, sizeof(ver), "%lld", (long long)r->version);
-    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
-        const char *name = review_action_name(forms[i].action);
-        bool again = v->present && v->action && strcmp(v->action, name) == 0;
-        char id[64];
-        if (review_allowed(it->state, forms[i].action, it->erp_doc, why, sizeof(why)) != APBOT_OK)
+    for (size_t i = 0; i < sizeof(decision_specs) / sizeof(decision_specs[0]); i++) {
+        const struct decision_spec *spec = &decision_specs[i];
+        const char *name = review_action_name(spec->action);
+        bool again = v && v->action && strcmp(v->action, name) == 0;
+        if (review_allowed(it->state, spec->action, it->erp_doc, why, sizeof(why)) != APBOT_OK)
             continue;
-        form = html_el(box, "form", "decision");
-        snprintf(id, sizeof(id), "form-%s", name);
-        html_id(form, id);
-        html_attr(form, "method", "post");
-        html_attr(form, "action", action);
-        html_el_clean(form, "h3", NULL, forms[i].title);
-        html_el_clean(form, "p", "help", forms[i].help);
-        n = html_el(form, "input", NULL);
-        html_attr(n, "type", "hidden");
-        html_attr(n, "name", "csrf");
-        html_attr(n, "value", c->csrf);
-        n = html_el(form, "input", NULL);
-        html_attr(n, "type", "hidden");
-        html_attr(n, "name", "version");
-        html_attr(n, "value", ver);
-        n = html_el(form, "input", NULL);
-        html_attr(n, "type", "hidden");
-        html_attr(n, "name", "action");
-        html_attr(n, "value", name);
-        if (forms[i].action == REVIEW_POSTED || forms[i].action == REVIEW_REJECT) {
-            const bool posted = forms[i].action == REVIEW_POSTED;
-            snprintf(id, sizeof(id), "%s-%s", name, posted ? "doc" : "reason");
-            html_attr(html_el_clean(form, "label", NULL, posted ? "Document number" : "Reason"),
-                      "for", id);
-            n = html_el(form, "input", NULL);
-            html_attr(n, "type", "text");
-            html_id(n, id);
-            html_attr(n, "name", posted ? "doc" : "reason");
-            html_attr(n, "required", "required");
-            html_attr(n, "autocomplete", "off");
-            if (again)
-                html_attr_clean(n, "value", posted ? v->doc : v->reason);
-        }
-        snprintf(id, sizeof(id), "%s-reviewer", name);
-        html_attr(html_el_clean(form, "label", NULL, "Your name"), "for", id);
-        n = html_el(form, "input", NULL);
-        html_attr(n, "type", "text");
-        html_id(n, id);
-        html_attr(n, "name", "reviewer");
-        html_attr(n, "required", "required");
-        html_attr(n, "pattern", "[A-Za-z0-9._@-]{1,64}");
-        html_attr(n, "title", "letters, digits, . _ - @");
-        if (reviewer && *reviewer)
-            html_attr_clean(n, "value", reviewer);
-        snprintf(id, sizeof(id), "%s-note", name);
-        html_attr(html_el_clean(form, "label", NULL, "Note (why; goes into the audit trail)"),
-                  "for", id);
-        n = html_el(form, "textarea", NULL);
-        html_id(n, id);
-        html_attr(n, "name", "note");
-        html_attr(n, "rows", "2");
-        html_attr(n, "required", "required");
-        if (again && v->note)
-            html_text_clean(n, v->note);
-        html_el_clean(form, "button", NULL, forms[i].button);
+        decision_form(c, box, r, spec, again ? v : NULL, reviewer);
     }
 }
 
+/* What became of a decision, and what the ERP answered when it was asked. */
 static void verdict_banner(struct serve_ctx *c, xmlNodePtr parent, const struct verdict_view *v)
 {
     const struct review_result *res = v->res;
@@ -209,137 +335,22 @@ static void verdict_banner(struct serve_ctx *c, xmlNodePtr parent, const struct 
     }
 }
 
-static enum MHD_Result item_page(struct serve_ctx *c, int64_t id, const struct verdict_view *v,
-                                 int status)
+/* The item's events, oldest first. */
+static void item_timeline(xmlNodePtr parent, const struct review_item *r)
 {
-    struct review_item r;
-    struct store *st;
-    struct invoice inv;
-    struct serve_page p;
-    char err[APBOT_ERR_LEN], buf[512], a1[48], when[32], title[64];
-    xmlNodePtr sec, dl, table, tr, h;
-    bool have_inv;
-    int rc;
+    static const char *const cols[] = {"When", "From", "To", "Event", "By", "Detail"};
+    xmlNodePtr sec, table, tr;
+    char when[32];
 
-    st = serve_store_open(c, err, sizeof(err));
-    if (!st)
-        return serve_store_failed(c, err);
-    rc = review_item_load(st, id, &r, err, sizeof(err));
-    store_close(st);
-    if (rc == APBOT_E_NOTFOUND) {
-        snprintf(buf, sizeof(buf), "There is no item #%lld in the queue.", (long long)id);
-        return serve_simple_page(c, MHD_HTTP_NOT_FOUND, "No such item", buf);
-    }
-    if (rc != APBOT_OK)
-        return serve_store_failed(c, err);
-    have_inv = invoice_from_json(r.item.payload, &inv, err, sizeof(err)) == APBOT_OK;
-
-    snprintf(title, sizeof(title), "Item #%lld", (long long)id);
-    serve_page_start(&p, c, title, NULL);
-    p.status = status;
-    h = html_el(p.main, "h1", NULL);
-    html_textf_clean(h, "Item #%lld: ", (long long)id);
-    html_id(html_el_clean(h, "span", "state", machine_state_name(r.item.state)), "item-state");
-    if (v && v->present)
-        verdict_banner(c, p.main, v);
-
-    /* the invoice */
-    sec = html_el(p.main, "section", "invoice");
-    html_id(sec, "invoice");
-    html_el_clean(sec, "h2", NULL, "Invoice");
-    dl = html_el(sec, "dl", "fields");
-    dl_row(dl, "Vendor", r.item.vendor_id);
-    {
-        xmlNodePtr dd;
-        html_el_clean(dl, "dt", NULL, "Vendor name");
-        dd = html_el_clean(dl, "dd", NULL, r.item.vendor_name ? r.item.vendor_name : "-");
-        html_id(dd, "vendor-name");
-    }
-    dl_row(dl, "Invoice number", r.item.invoice_number);
-    dl_row(dl, "Type", r.item.doc_type);
-    dl_row(dl, "Issued", r.item.issue_date);
-    dl_row(dl, "Due", have_inv ? inv.due_date : NULL);
-    if (have_inv) {
-        snprintf(buf, sizeof(buf), "%s %s", money_text(inv.net_total, inv.exponent, a1, sizeof(a1)),
-                 inv.currency);
-        dl_row(dl, "Net", buf);
-        snprintf(buf, sizeof(buf), "%s %s", money_text(inv.tax_total, inv.exponent, a1, sizeof(a1)),
-                 inv.currency);
-        dl_row(dl, "Tax", buf);
-    }
-    snprintf(buf, sizeof(buf), "%s %s", money_text(r.item.total, r.item.exponent, a1, sizeof(a1)),
-             r.item.currency);
-    {
-        xmlNodePtr dd;
-        html_el_clean(dl, "dt", NULL, "Payable");
-        dd = html_el_clean(dl, "dd", "amount", buf);
-        html_id(dd, "payable");
-    }
-    dl_row(dl, "Key", r.item.key);
-    dl_row(dl, "ERP document", r.item.erp_doc);
-    {
-        xmlNodePtr dd;
-        html_el_clean(dl, "dt", NULL, "Reason");
-        dd = html_el_clean(dl, "dd", NULL, r.item.reason ? r.item.reason : "-");
-        html_id(dd, "reason");
-    }
-    dl_row(dl, "Source", r.item.source);
-    snprintf(buf, sizeof(buf), "%s (waiting %s)",
-             report_local_time(r.item.created_at, "-", when, sizeof(when)),
-             report_format_age(c->now - r.item.created_at, a1, sizeof(a1)));
-    dl_row(dl, "Received", buf);
-    dl_row(dl, "Last change", report_local_time(r.item.updated_at, "-", when, sizeof(when)));
-    snprintf(buf, sizeof(buf), "posts %d, lookup cycles %d, transient attempts %d",
-             r.item.counters.posts, r.item.counters.cycles, r.item.counters.attempts);
-    dl_row(dl, "Counters", buf);
-    snprintf(buf, sizeof(buf), "%lld", (long long)r.version);
-    dl_row(dl, "Version", buf);
-
-    if (have_inv && inv.n_lines > 0) {
-        table = html_el(sec, "table", "lines");
-        html_id(table, "lines");
-        tr = html_el(table, "tr", NULL);
-        {
-            static const char *const cols[] = {"#",   "Description", "G/L account", "Quantity",
-                                               "Net", "Tax",         "Tax category"};
-            for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
-                html_el_clean(tr, "th", NULL, cols[i]);
-        }
-        for (size_t i = 0; i < inv.n_lines; i++) {
-            const struct invoice_line *l = &inv.lines[i];
-            tr = html_el(table, "tr", NULL);
-            snprintf(buf, sizeof(buf), "%zu", i + 1);
-            html_el_clean(tr, "td", NULL, buf);
-            html_el_clean(tr, "td", NULL, l->description);
-            html_el_clean(tr, "td", NULL, l->gl_account);
-            html_el_clean(tr, "td", NULL, l->quantity);
-            html_el_clean(tr, "td", "amount", money_text(l->net, inv.exponent, a1, sizeof(a1)));
-            html_el_clean(tr, "td", "amount", money_text(l->tax, inv.exponent, a1, sizeof(a1)));
-            html_el_clean(tr, "td", NULL, l->tax_category);
-        }
-    }
-    if (have_inv)
-        invoice_done(&inv);
-
-    if (r.item.state == MACHINE_MANUAL_REVIEW || r.item.state == MACHINE_BUSINESS_EXCEPTION) {
-        struct verdict_view none = {0};
-        decision_forms(c, p.main, &r, v ? v : &none);
-    }
-
-    /* the timeline */
-    sec = html_el(p.main, "section", "timeline");
+    sec = html_el(parent, "section", "timeline");
     html_id(sec, "timeline");
     html_el_clean(sec, "h2", NULL, "Timeline");
     table = html_el(sec, "table", "events");
     tr = html_el(table, "tr", NULL);
-    html_el_clean(tr, "th", NULL, "When");
-    html_el_clean(tr, "th", NULL, "From");
-    html_el_clean(tr, "th", NULL, "To");
-    html_el_clean(tr, "th", NULL, "Event");
-    html_el_clean(tr, "th", NULL, "By");
-    html_el_clean(tr, "th", NULL, "Detail");
-    for (size_t i = 0; i < r.n_events; i++) {
-        const struct review_event *e = &r.events[i];
+    for (size_t i = 0; i < sizeof(cols) / sizeof(cols[0]); i++)
+        html_el_clean(tr, "th", NULL, cols[i]);
+    for (size_t i = 0; i < r->n_events; i++) {
+        const struct review_event *e = &r->events[i];
         tr = html_el(table, "tr", "event");
         html_el_clean(tr, "td", NULL, report_local_time(e->at, "-", when, sizeof(when)));
         html_el_clean(tr, "td", NULL, e->from ? e->from : "-");
@@ -348,18 +359,77 @@ static enum MHD_Result item_page(struct serve_ctx *c, int64_t id, const struct v
         html_el_clean(tr, "td", "actor", e->actor);
         html_el_clean(tr, "td", "detail", e->detail);
     }
+}
 
-    /* every ERP exchange */
-    sec = html_el(p.main, "section", "evidence");
+/* Every exchange with the ERP recorded for the item. */
+static void item_evidence(struct serve_ctx *c, xmlNodePtr parent, const struct review_item *r)
+{
+    xmlNodePtr sec = html_el(parent, "section", "evidence");
+    char buf[64];
+
     html_id(sec, "evidence");
-    snprintf(buf, sizeof(buf), "ERP exchanges (%zu)", r.n_evidence);
+    snprintf(buf, sizeof(buf), "ERP exchanges (%zu)", r->n_evidence);
     html_el_clean(sec, "h2", NULL, buf);
-    if (r.n_evidence == 0)
+    if (r->n_evidence == 0)
         html_el_clean(sec, "p", NULL, "None recorded.");
-    for (size_t i = 0; i < r.n_evidence; i++)
-        exchange_view(c, sec, &r.evidence[i]);
-    review_item_done(&r);
+    for (size_t i = 0; i < r->n_evidence; i++)
+        exchange_view(c, sec, &r->evidence[i]);
+}
+
+static enum MHD_Result item_render(struct serve_ctx *c, const struct item_view *iv,
+                                   const struct verdict_view *v, int status)
+{
+    const struct review_item *r = &iv->r;
+    struct serve_page p;
+    xmlNodePtr sec, h;
+    char title[64];
+
+    snprintf(title, sizeof(title), "Item #%lld", (long long)r->item.id);
+    serve_page_start(&p, c, title, NULL);
+    p.status = status;
+    h = html_el(p.main, "h1", NULL);
+    html_textf_clean(h, "Item #%lld: ", (long long)r->item.id);
+    html_id(html_el_clean(h, "span", "state", machine_state_name(r->item.state)), "item-state");
+    if (v)
+        verdict_banner(c, p.main, v);
+
+    sec = html_el(p.main, "section", "invoice");
+    html_id(sec, "invoice");
+    html_el_clean(sec, "h2", NULL, "Invoice");
+    item_fields(c, sec, iv);
+    if (iv->have_inv)
+        item_lines(sec, &iv->inv);
+    if (r->item.state == MACHINE_MANUAL_REVIEW || r->item.state == MACHINE_BUSINESS_EXCEPTION)
+        decision_forms(c, p.main, r, v);
+    item_timeline(p.main, r);
+    item_evidence(c, p.main, r);
     return serve_page_send(c, &p);
+}
+
+/* The item page, after a decision when v is not NULL (sent with status). */
+static enum MHD_Result item_page(struct serve_ctx *c, int64_t id, const struct verdict_view *v,
+                                 int status)
+{
+    struct item_view iv;
+    struct store *st;
+    char err[APBOT_ERR_LEN], buf[96];
+    enum MHD_Result res;
+    int rc;
+
+    st = serve_store_open(c, err, sizeof(err));
+    if (!st)
+        return serve_store_failed(c, err);
+    rc = item_load(st, id, &iv, err, sizeof(err));
+    store_close(st);
+    if (rc == APBOT_E_NOTFOUND) {
+        snprintf(buf, sizeof(buf), "There is no item #%lld in the queue.", (long long)id);
+        return serve_simple_page(c, MHD_HTTP_NOT_FOUND, "No such item", buf);
+    }
+    if (rc != APBOT_OK)
+        return serve_store_failed(c, err);
+    res = item_render(c, &iv, v, status);
+    item_view_done(&iv);
+    return res;
 }
 
 enum MHD_Result serve_item(struct serve_ctx *c, int64_t id)
@@ -438,108 +508,132 @@ static void form_done(struct form *f)
     }
 }
 
+/* What a posted form asks for: the decision, and what the reviewer typed. */
+struct decide_args {
+    struct form f; /* owns every string below */
+    struct review_decision d;
+    const char *action; /* the action as posted */
+};
+
+/* Reads a posted decision on item id (a->f is then to be freed with form_done, whatever the
+ * return). Returns 0, or the status of a refusal with its text in *why: a CSRF token that is
+ * not the session's, a version that is not a positive number. */
+static int decide_args(struct serve_ctx *c, int64_t id, const char *body, struct decide_args *a,
+                       const char **why)
+{
+    struct review_decision *d = &a->d;
+    const char *csrf, *version;
+    char *endp = NULL;
+    long long ver;
+
+    form_parse(&a->f, body);
+    csrf = form_get(&a->f, "csrf");
+    if (!csrf || strlen(csrf) != 64 || CRYPTO_memcmp(csrf, c->csrf, 64) != 0) {
+        *why = "This form is not from this page's session (its CSRF token is missing or wrong). "
+               "Open the item again and decide there.";
+        return MHD_HTTP_FORBIDDEN;
+    }
+    version = form_get(&a->f, "version");
+    a->action = form_get(&a->f, "action");
+    ver = version ? strtoll(version, &endp, 10) : 0;
+    if (!version || !endp || *endp || ver <= 0) {
+        *why = "The form does not say which version of the item it was made for.";
+        return MHD_HTTP_BAD_REQUEST;
+    }
+    memset(d, 0, sizeof(*d));
+    d->id = id;
+    d->action = review_action_from_name(a->action);
+    d->doc = d->action == REVIEW_POSTED ? form_get(&a->f, "doc") : NULL;
+    d->reason = d->action == REVIEW_REJECT ? form_get(&a->f, "reason") : NULL;
+    d->operator_name = form_get(&a->f, "reviewer");
+    d->note = form_get(&a->f, "note");
+    d->require_note = true;
+    d->expect_version = ver;
+    return 0;
+}
+
+/* The answer's status for a decision's verdict. */
+static int decide_status(const struct review_result *res)
+{
+    switch (res->verdict) {
+    case REVIEW_DONE:
+        return MHD_HTTP_OK;
+    case REVIEW_INVALID:
+        return MHD_HTTP_BAD_REQUEST;
+    case REVIEW_REFUSED:
+        return res->not_found ? MHD_HTTP_NOT_FOUND : MHD_HTTP_CONFLICT;
+    case REVIEW_UNVERIFIABLE:
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    case REVIEW_FAILED:
+        break;
+    }
+    return MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+/* One line per decision in the log (every text escaped). */
+static void decide_log(struct serve_ctx *c, const struct review_decision *d,
+                       const struct review_result *res)
+{
+    static const char *const verdicts[] = {"done", "invalid", "refused", "unverifiable", "failed"};
+    FILE *log = c->s->opt->log;
+    char *m, *who;
+
+    if (!log)
+        return;
+    m = text_escape(res->message, 2048, 0);
+    who = text_escape(d->operator_name, 128, 0);
+    fprintf(log, "apbot serve: item=%lld decision=%s by=%s verdict=%s: %s\n", (long long)d->id,
+            review_action_name(d->action), who,
+            (size_t)res->verdict < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[res->verdict]
+                                                                          : "?",
+            m);
+    fflush(log);
+    free(m);
+    free(who);
+}
+
 enum MHD_Result serve_decide(struct serve_ctx *c, int64_t id, const char *body)
 {
-    struct form f;
-    struct review_decision d;
+    struct decide_args a;
     struct review_result res;
     struct verdict_view v;
     struct store *st;
-    const char *csrf, *version, *action_s, *note;
-    char err[APBOT_ERR_LEN], *endp = NULL;
-    long long ver;
-    int status;
-    enum MHD_Result rc;
+    const char *why = NULL;
+    char err[APBOT_ERR_LEN];
+    enum MHD_Result out;
+    int status, rc;
 
-    form_parse(&f, body);
-    csrf = form_get(&f, "csrf");
-    if (!csrf || strlen(csrf) != 64 || CRYPTO_memcmp(csrf, c->csrf, 64) != 0) {
-        form_done(&f);
-        return serve_simple_page(
-            c, MHD_HTTP_FORBIDDEN, "Refused",
-            "This form is not from this page's session (its CSRF token is missing "
-            "or wrong). Open the item again and decide there.");
+    status = decide_args(c, id, body, &a, &why);
+    if (status != 0) {
+        form_done(&a.f);
+        return serve_simple_page(c, status, "Refused", why);
     }
-    version = form_get(&f, "version");
-    action_s = form_get(&f, "action");
-    ver = version ? strtoll(version, &endp, 10) : 0;
-    if (!version || !endp || *endp || ver <= 0) {
-        form_done(&f);
-        return serve_simple_page(
-            c, MHD_HTTP_BAD_REQUEST, "Refused",
-            "The form does not say which version of the item it was made for.");
-    }
-    note = form_get(&f, "note");
-    memset(&d, 0, sizeof(d));
-    d.id = id;
-    d.action = review_action_from_name(action_s);
-    d.doc = form_get(&f, "doc");
-    d.reason = form_get(&f, "reason");
-    d.operator_name = form_get(&f, "reviewer");
-    d.note = note;
-    d.require_note = true;
-    d.expect_version = ver;
-    if (d.action != REVIEW_POSTED)
-        d.doc = NULL;
-    if (d.action != REVIEW_REJECT)
-        d.reason = NULL;
-
     st = serve_store_open(c, err, sizeof(err));
     if (!st) {
-        form_done(&f);
+        form_done(&a.f);
         return serve_store_failed(c, err);
     }
-    if (review_decide(st, c->s->opt->flow, c->s->opt->erp_url, &d, &res) != APBOT_OK) {
-        store_close(st);
-        form_done(&f);
+    rc = review_decide(st, c->s->opt->flow, c->s->opt->erp_url, &a.d, &res);
+    store_close(st);
+    if (rc != APBOT_OK) {
+        form_done(&a.f);
         return serve_simple_page(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Error", "internal error");
     }
-    store_close(st);
-    switch (res.verdict) {
-    case REVIEW_DONE:
-        status = MHD_HTTP_OK;
-        snprintf(c->reviewer, sizeof(c->reviewer), "%s", d.operator_name);
+    if (res.verdict == REVIEW_DONE) {
+        snprintf(c->reviewer, sizeof(c->reviewer), "%s", a.d.operator_name);
         c->set_reviewer = true;
-        break;
-    case REVIEW_INVALID:
-        status = MHD_HTTP_BAD_REQUEST;
-        break;
-    case REVIEW_REFUSED:
-        status = res.not_found ? MHD_HTTP_NOT_FOUND : MHD_HTTP_CONFLICT;
-        break;
-    case REVIEW_UNVERIFIABLE:
-        status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        break;
-    case REVIEW_FAILED:
-    default:
-        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        break;
     }
-    if (c->s->opt->log) {
-        char *m = text_escape(res.message, 2048, 0);
-        char *who = text_escape(d.operator_name, 128, 0);
-        static const char *const verdicts[] = {"done", "invalid", "refused", "unverifiable",
-                                               "failed"};
-        fprintf(c->s->opt->log, "apbot serve: item=%lld decision=%s by=%s verdict=%s: %s\n",
-                (long long)id, review_action_name(d.action), who,
-                (size_t)res.verdict < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[res.verdict]
-                                                                             : "?",
-                m);
-        fflush(c->s->opt->log);
-        free(m);
-        free(who);
-    }
+    decide_log(c, &a.d, &res);
     memset(&v, 0, sizeof(v));
-    v.present = true;
     v.id = id;
     v.res = &res;
-    v.action = action_s;
-    v.doc = d.doc;
-    v.reason = d.reason;
-    v.reviewer = d.operator_name;
-    v.note = note;
-    rc = item_page(c, id, &v, status);
+    v.action = a.action;
+    v.doc = a.d.doc;
+    v.reason = a.d.reason;
+    v.reviewer = a.d.operator_name;
+    v.note = a.d.note;
+    out = item_page(c, id, &v, decide_status(&res));
     review_result_done(&res);
-    form_done(&f);
-    return rc;
+    form_done(&a.f);
+    return out;
 }
