@@ -345,79 +345,128 @@ static int64_t item_id_of(const char *url, bool *ret_decide)
     return 0;
 }
 
+/* The request's context: its session (the cookie when this server made it, else a new one),
+ * the session's CSRF token and the reviewer cookie when it holds a usable name. */
+static void ctx_init(struct serve_ctx *c, struct serve_server *s, struct MHD_Connection *conn)
+{
+    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, SESSION_COOKIE);
+    const char *rev = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, REVIEWER_COOKIE);
+
+    memset(c, 0, sizeof(*c));
+    c->s = s;
+    c->conn = conn;
+    c->now = store_now_ms();
+    if (session_valid(s, cookie)) {
+        snprintf(c->sid, sizeof(c->sid), "%s", cookie);
+    } else {
+        session_new(s, c->sid);
+        c->new_sid = true;
+    }
+    csrf_of(s, c->sid, c->csrf);
+    if (rev && review_name_ok(rev))
+        snprintf(c->reviewer, sizeof(c->reviewer), "%s", rev);
+}
+
+/* Why a request is refused: the answer's status, the page's title and what it says. */
+struct refusal {
+    int status;
+    const char *title, *what;
+};
+
+static bool refuse(struct refusal *no, int status, const char *title, const char *what)
+{
+    no->status = status;
+    no->title = title;
+    no->what = what;
+    return false;
+}
+
+/* The guards of every request: the Host on loopback, HTTP Basic when there is a password, the
+ * method (GET, HEAD or POST), the body's size. */
+static bool request_ok(const struct serve_ctx *c, const char *method, const struct req *rq,
+                       struct refusal *no)
+{
+    const struct serve_server *s = c->s;
+    const char *host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Host");
+
+    if (!serve_host_ok(host, &s->addr, s->port))
+        return refuse(no, MHD_HTTP_MISDIRECTED_REQUEST, "Refused",
+                      "This page answers only to its own loopback address.");
+    if (s->opt->password && *s->opt->password &&
+        !serve_basic_ok(MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
+                        s->opt->password))
+        return refuse(no, MHD_HTTP_UNAUTHORIZED, "Sign in",
+                      "This page needs the review password (HTTP Basic).");
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 && strcmp(method, "POST") != 0)
+        return refuse(no, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused", "Only GET and POST.");
+    if (rq->too_big)
+        return refuse(no, MHD_HTTP_CONTENT_TOO_LARGE, "Refused", "The form is too large.");
+    return true;
+}
+
+/* The guards of a POST: only a decision (decide_path), from the page's form (its content
+ * type), from the page's own origin (Origin or Referer, and Sec-Fetch-Site), in a session this
+ * server made. The form's CSRF token is checked with the form (serve_decide). */
+static bool post_ok(const struct serve_ctx *c, bool decide_path, struct refusal *no)
+{
+    const char *host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Host");
+    const char *type = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Type");
+    const char *site = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
+
+    if (!decide_path)
+        return refuse(no, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused", "Only decisions are posted.");
+    if (!type || strncasecmp(type, "application/x-www-form-urlencoded", 33) != 0)
+        return refuse(no, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "Refused",
+                      "A decision comes from the page's form.");
+    if (!serve_origin_ok(MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin"),
+                         MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Referer"), host) ||
+        (site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0))
+        return refuse(no, MHD_HTTP_FORBIDDEN, "Refused",
+                      "A decision must come from this page, not from another site.");
+    if (c->new_sid)
+        return refuse(no, MHD_HTTP_FORBIDDEN, "Refused",
+                      "This form is not from this page's session. Open the item again and "
+                      "decide there.");
+    return true;
+}
+
+/* A GET (or HEAD): the page at url. */
+static enum MHD_Result route_get(struct serve_ctx *c, const char *url)
+{
+    bool decide_path = false;
+    int64_t id = item_id_of(url, &decide_path);
+
+    if (strcmp(url, "/") == 0)
+        return serve_today(c);
+    if (strcmp(url, "/queue") == 0)
+        return serve_queue(c);
+    if (strcmp(url, "/report") == 0)
+        return serve_report(c);
+    if (strcmp(url, "/app.css") == 0)
+        return serve_send_css(c);
+    if (id > 0 && !decide_path)
+        return serve_item(c, id);
+    return serve_simple_page(c, MHD_HTTP_NOT_FOUND, "Not found", "There is no such page.");
+}
+
+/* A whole request: its context, the guards, then the page or the decision. */
 static enum MHD_Result handle(struct serve_server *s, struct MHD_Connection *conn, const char *url,
                               const char *method, struct req *rq)
 {
     struct serve_ctx c;
-    const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
-    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, SESSION_COOKIE);
-    const char *rev = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, REVIEWER_COOKIE);
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    bool post = strcmp(method, "POST") == 0;
+    struct refusal no;
     bool decide_path = false;
     int64_t id;
 
-    memset(&c, 0, sizeof(c));
-    c.s = s;
-    c.conn = conn;
-    c.now = store_now_ms();
-    if (session_valid(s, cookie)) {
-        snprintf(c.sid, sizeof(c.sid), "%s", cookie);
-    } else {
-        session_new(s, c.sid);
-        c.new_sid = true;
-    }
-    csrf_of(s, c.sid, c.csrf);
-    if (rev && review_name_ok(rev))
-        snprintf(c.reviewer, sizeof(c.reviewer), "%s", rev);
-
-    if (!serve_host_ok(host, &s->addr, s->port))
-        return serve_simple_page(&c, MHD_HTTP_MISDIRECTED_REQUEST, "Refused",
-                                 "This page answers only to its own loopback address.");
-    if (s->opt->password && *s->opt->password &&
-        !serve_basic_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
-                        s->opt->password))
-        return serve_simple_page(&c, MHD_HTTP_UNAUTHORIZED, "Sign in",
-                                 "This page needs the review password (HTTP Basic).");
-    if (!get && !post)
-        return serve_simple_page(&c, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused", "Only GET and POST.");
-    if (rq->too_big)
-        return serve_simple_page(&c, MHD_HTTP_CONTENT_TOO_LARGE, "Refused",
-                                 "The form is too large.");
-
+    ctx_init(&c, s, conn);
+    if (!request_ok(&c, method, rq, &no))
+        return serve_simple_page(&c, no.status, no.title, no.what);
+    if (strcmp(method, "POST") != 0)
+        return route_get(&c, url);
     id = item_id_of(url, &decide_path);
-    if (post) {
-        const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
-        const char *site = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
-        if (!decide_path)
-            return serve_simple_page(&c, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused",
-                                     "Only decisions are posted.");
-        if (!type || strncasecmp(type, "application/x-www-form-urlencoded", 33) != 0)
-            return serve_simple_page(&c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "Refused",
-                                     "A decision comes from the page's form.");
-        if (!serve_origin_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin"),
-                             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Referer"), host) ||
-            (site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0))
-            return serve_simple_page(&c, MHD_HTTP_FORBIDDEN, "Refused",
-                                     "A decision must come from this page, not from another site.");
-        if (c.new_sid)
-            return serve_simple_page(
-                &c, MHD_HTTP_FORBIDDEN, "Refused",
-                "This form is not from this page's session. Open the item again "
-                "and decide there.");
-        return serve_decide(&c, id, apbot_buf_str(&rq->body));
-    }
-    if (strcmp(url, "/") == 0)
-        return serve_today(&c);
-    if (strcmp(url, "/queue") == 0)
-        return serve_queue(&c);
-    if (strcmp(url, "/report") == 0)
-        return serve_report(&c);
-    if (strcmp(url, "/app.css") == 0)
-        return serve_send_css(&c);
-    if (id > 0 && !decide_path)
-        return serve_item(&c, id);
-    return serve_simple_page(&c, MHD_HTTP_NOT_FOUND, "Not found", "There is no such page.");
+    if (!post_ok(&c, decide_path, &no))
+        return serve_simple_page(&c, no.status, no.title, no.what);
+    return serve_decide(&c, id, apbot_buf_str(&rq->body));
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -455,14 +504,49 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+/* The socket address to bind for a, its port included. APBOT_E_INVAL when a->host is no
+ * address. */
+static int listen_sockaddr(const struct serve_addr *a, struct sockaddr_storage *ss, char *err,
+                           size_t errlen)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (a->ipv6) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons(a->port);
+        if (inet_pton(AF_INET6, a->host, &a6->sin6_addr) != 1)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad address %s", a->host);
+    } else {
+        struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons(a->port);
+        if (inet_pton(AF_INET, a->host, &a4->sin_addr) != 1)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad address %s", a->host);
+    }
+    return APBOT_OK;
+}
+
+/* libmicrohttpd on sa: a thread per connection, at most 64 connections (32 from one address),
+ * idle ones closed after 60 s, 128 KiB of memory each. NULL when it cannot listen. */
+static struct MHD_Daemon *start_daemon(struct serve_server *s, const struct sockaddr *sa)
+{
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+
+    if (s->addr.ipv6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(
+        flags, s->addr.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
+}
+
 int serve_run(const struct serve_options *opt, char *err, size_t errlen)
 {
     struct serve_server s;
+    struct sockaddr_storage ss;
     struct MHD_Daemon *d;
-    struct sockaddr_in a4;
-    struct sockaddr_in6 a6;
     const union MHD_DaemonInfo *info;
-    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
     int rc;
 
     memset(&s, 0, sizeof(s));
@@ -478,26 +562,10 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
     s.erp_password = getenv("APBOT_ERP_PASSWORD");
     xmlInitParser();
 
-    memset(&a4, 0, sizeof(a4));
-    memset(&a6, 0, sizeof(a6));
-    if (s.addr.ipv6) {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = htons(s.addr.port);
-        if (inet_pton(AF_INET6, s.addr.host, &a6.sin6_addr) != 1)
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad address %s", s.addr.host);
-        flags |= MHD_USE_IPv6;
-    } else {
-        a4.sin_family = AF_INET;
-        a4.sin_port = htons(s.addr.port);
-        if (inet_pton(AF_INET, s.addr.host, &a4.sin_addr) != 1)
-            return apbot_fail(err, errlen, APBOT_E_INVAL, "bad address %s", s.addr.host);
-    }
-    d = MHD_start_daemon(flags, s.addr.port, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR,
-                         s.addr.ipv6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned int)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)32,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60,
-                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
+    rc = listen_sockaddr(&s.addr, &ss, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    d = start_daemon(&s, (const struct sockaddr *)&ss);
     if (!d)
         return apbot_fail(err, errlen, APBOT_E_IO, "cannot listen on %s:%u (in use?)", s.addr.host,
                           (unsigned)s.addr.port);
