@@ -34,6 +34,7 @@
 #include "apbot/store.h"
 #include "base/unittest.h"
 
+#define SERVE_BODY_MAX 16384 /* bytes of a POST body at most */
 #define SESSION_COOKIE "apbot_review"
 #define REVIEWER_COOKIE "apbot_reviewer"
 

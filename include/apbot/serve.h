@@ -37,7 +37,6 @@ struct flow;
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:8470"
 #define SERVE_PASSWORD_MIN 12 /* bytes of APBOT_REVIEW_PASSWORD at least */
-#define SERVE_BODY_MAX 16384  /* bytes of a POST body at most */
 
 /* Where to listen, parsed. */
 struct serve_addr {
