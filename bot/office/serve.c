@@ -6,10 +6,10 @@
  * What it guards, in the order a request meets it: the Host header on loopback (DNS
  * rebinding), HTTP Basic when a password is set, the method and body size, then for a POST
  * the form's content type, its origin, the session cookie (random, signed with a key made at
- * start) and the CSRF token derived from it. Pages are never cached, never framed and run no
- * script (Content-Security-Policy without script-src). Each request opens the queue itself
- * and closes it when answered, so a running `apbot run` is never held up for longer than one
- * of the store's own transactions.
+ * start) and the CSRF token derived from it (checked with the form, serve_item.c). Pages are
+ * never cached, never framed and run no script (Content-Security-Policy without script-src).
+ * Each request opens the queue itself and closes it when answered, so a running `apbot run`
+ * is never held up for longer than one of the store's own transactions.
  */
 #include "office/serve-int.h"
 
@@ -22,6 +22,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

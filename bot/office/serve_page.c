@@ -11,7 +11,6 @@
 
 #include "apbot/buf.h"
 #include "apbot/flow.h"
-#include "apbot/mem.h"
 #include "apbot/report.h"
 #include "apbot/store.h"
 #include "office/report_html.h"

@@ -11,7 +11,6 @@
 
 #include "apbot/buf.h"
 #include "apbot/machine.h"
-#include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/report.h"
 #include "apbot/review.h"
