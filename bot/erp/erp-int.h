@@ -37,6 +37,8 @@ struct erp_session {
     void *evidence_ctx;
     erp_trace_fn trace;
     void *trace_ctx;
+    erp_gate_fn gate; /* erp_set_gate: before every request that may change the ERP */
+    void *gate_ctx;
 };
 
 /* ---- reading one answer ------------------------------------------------------------------ */

@@ -120,9 +120,18 @@ void erp_set_trace(struct erp_session *s, erp_trace_fn fn, void *ctx)
     s->trace_ctx = ctx;
 }
 
-struct http_session *erp_http(struct erp_session *s)
+/* The http gate of a session with an erp gate: pages the flow only reads pass. */
+static bool session_gate(void *ctx, const struct http_request *req, char *why, size_t whylen)
 {
-    return s->http;
+    const struct erp_session *s = ctx;
+    return req->reads_only || s->gate(s->gate_ctx, why, whylen);
+}
+
+void erp_set_gate(struct erp_session *s, erp_gate_fn fn, void *ctx)
+{
+    s->gate = fn;
+    s->gate_ctx = fn ? ctx : NULL;
+    http_set_gate(s->http, fn ? session_gate : NULL, s);
 }
 
 const char *erp_base_url(const struct erp_session *s)
@@ -892,6 +901,28 @@ int erp_login(struct erp_session *s, char *err, size_t errlen)
                         "login refused: the ERP answered the login with its login page %d times",
                         ERP_LOGIN_ATTEMPTS);
     }
+    return rc;
+}
+
+/* ---- asking whether the ERP answers ------------------------------------------------------ */
+
+int erp_probe(struct erp_session *s, char *transport, size_t len)
+{
+    const struct flow_login *l = &s->flow->login;
+    char *url = erp_url(s, l->present && l->get ? l->get : "/");
+    struct http_response r;
+    int rc = APBOT_E_INVAL;
+
+    transport[0] = '\0';
+    memset(&r, 0, sizeof(r));
+    if (url)
+        rc = http_get(s->http, url, &r);
+    if (rc == APBOT_OK) {
+        snprintf(transport, len, "%s: %s", http_transport_name(r.transport), r.detail);
+        erp_mask_into(s, transport, len);
+    }
+    http_response_done(&r);
+    free(url);
     return rc;
 }
 

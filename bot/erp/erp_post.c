@@ -476,7 +476,7 @@ static struct decide_post step_fetch(struct post_run *pr, size_t i)
     }
     struct http_request req = {.method = "GET", .url = url, .reads_only = true};
     pr->ret->exchanges++;
-    rc = http_request(erp_http(pr->s), &req, &r);
+    rc = http_request(pr->s->http, &req, &r);
     if (rc != APBOT_OK) {
         facts.transport = DECIDE_TR_NOT_SENT;
         snprintf(what, sizeof(what), "refused before sending: %s", apbot_strerror(rc));
@@ -680,7 +680,7 @@ static bool submit_send(struct post_run *pr, struct submit *sb, struct decide_po
     if (commit)
         pr->ret->commit_sent = true;
     pr->ret->exchanges++;
-    int hrc = http_request(erp_http(pr->s), &sb->req, &sb->r);
+    int hrc = http_request(pr->s->http, &sb->req, &sb->r);
     if (commit && (hrc != APBOT_OK || sb->r.transport == HTTP_NOT_SENT))
         pr->ret->commit_sent = false;
     if (hrc == APBOT_OK)

@@ -6,7 +6,7 @@
  * One worker thread per ERP session (the flow's max-sessions, or --concurrency); a limiter
  * lets only as many work at once as the ERP can take (fixed, or adaptive with --concurrency
  * auto: limiter.h). Each worker owns a store connection and an ERP session, and is blocking:
- * one exchange at a time, interrupted by the shared abort flag that http.c polls. Per item
+ * one exchange at a time, interrupted by the shared abort flag its exchanges poll. Per item
  * the worker learns an event from the ERP - a lookup (checking, reconciling, and finishing
  * when claimed), the post through every step (erp_post_run), or the follow-up steps on a
  * saved document - and hands it to the one state setter (transition_apply), which asks the
@@ -55,7 +55,6 @@
 #include "erp/erp_post.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
-#include "web/http.h"
 
 #define RUNNER_EXCERPT_MAX 1024   /* bytes of page text kept per exchange */
 #define RUNNER_SUSPECT_FAILURES 3 /* unanswered in a row: stop claiming, probe instead */
@@ -526,9 +525,9 @@ static void run_fail(struct runner *r, const char *msg)
 /*
  * The worker's writes are deferred (STORE_DEFERRED: committed, visible, kept by a crash of
  * this process, on disk at the next sync): this makes them durable. It runs before every
- * request of the worker's session that may change the ERP (the http gate: anything but the
- * GET of a page the flow only reads - a lookup, a listing, the page a step fills in) and
- * before the worker waits, so that nothing that could book reaches the ERP while a state
+ * request of the worker's session that may change the ERP (its gate, erp_set_gate: anything
+ * but the GET of a page the flow only reads - a lookup, a listing, the page a step fills in)
+ * and before the worker waits, so that nothing that could book reaches the ERP while a state
  * change before it is not on disk: the intent to post is on disk before the filled form is
  * sent. What a power loss could take (a claim, a lookup's "not found", a completion) changes
  * nothing in the ERP and is found again by the restart's lookup. Changes with no such request
@@ -548,9 +547,10 @@ static bool worker_durable(struct worker *w, char *why, size_t whylen)
     return false;
 }
 
-static bool worker_gate(void *ctx, const struct http_request *req, char *why, size_t whylen)
+/* The session's gate (erp_set_gate): before every request that may change the ERP. */
+static bool worker_gate(void *ctx, char *why, size_t whylen)
 {
-    return req->reads_only || worker_durable(ctx, why, whylen);
+    return worker_durable(ctx, why, whylen);
 }
 
 /* ---- evidence --------------------------------------------------------------------------- */
@@ -1342,19 +1342,11 @@ static void worker_let_go(struct worker *w, struct store_item *it)
 /* While the ERP seems silent: no claims, just a probe of the login page now and then. */
 static void worker_probe(struct worker *w, int *probes)
 {
-    const struct flow *f = w->r->flow;
-    char *url = erp_url(w->erp, f->login.present && f->login.get ? f->login.get : "/");
-    struct http_response resp;
-    memset(&resp, 0, sizeof(resp));
-    if (url && http_get(erp_http(w->erp), url, &resp) == APBOT_OK) {
+    char transport[320];
+    if (erp_probe(w->erp, transport, sizeof(transport)) == APBOT_OK) {
         w->stats.exchanges++;
-        char t[320];
-        snprintf(t, sizeof(t), "%s: %s", http_transport_name(resp.transport), resp.detail);
-        breaker_count(w->r, t);
-        (void)0; /* a long silence may have ended the session: the next exchange finds out */
+        breaker_count(w->r, transport);
     }
-    http_response_done(&resp);
-    free(url);
     int64_t pause = runner_backoff_ms(100, RUNNER_PROBE_CAP_MS, (*probes)++, 0, rng_next(&w->rng));
     worker_sleep(w, pause < 50 ? 50 : pause);
 }
@@ -1386,7 +1378,7 @@ static void *worker_main(void *arg)
         goto out;
     }
     erp_set_evidence(w->erp, on_erp_evidence, w);
-    http_set_gate(erp_http(w->erp), worker_gate, w);
+    erp_set_gate(w->erp, worker_gate, w);
 
     while (!stopping(r) || w->have_next) {
         struct store_item it;

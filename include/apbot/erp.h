@@ -39,7 +39,6 @@
 struct flow;
 struct invoice;
 struct flow_table;
-struct http_session;
 
 struct erp_session;
 
@@ -100,8 +99,18 @@ void erp_set_retries(struct erp_session *s, int retries);
 /* Sets (or clears with fn NULL) the evidence callback. */
 void erp_set_evidence(struct erp_session *s, erp_evidence_fn fn, void *ctx);
 
-/* The underlying HTTP session (owned by s). */
-struct http_session *erp_http(struct erp_session *s);
+/*
+ * The gate every request of the session that may change the ERP passes before anything of it
+ * is sent: a login, a submitted form, a step of a post, a probe - anything but the GET of a
+ * page the flow only reads (a lookup, a listing, the page a step fills in). fn returns false to
+ * hold the request back: it is then not sent, its transport "not-sent: " with fn's reason
+ * (written into why, at most whylen bytes). The runner makes its queue's deferred writes
+ * durable here, so that nothing that could book leaves while a state change before it is not
+ * on disk (the intent to post before the filled form). fn NULL removes the gate.
+ */
+typedef bool (*erp_gate_fn)(void *ctx, char *why, size_t whylen);
+void erp_set_gate(struct erp_session *s, erp_gate_fn fn, void *ctx);
+
 /* True after a successful erp_login until a session marker (or a failed login, or a post that
  * lost its session) said the session is gone; lookups, listings and posts log in again by
  * themselves when it is false. */
@@ -168,6 +177,19 @@ int erp_login(struct erp_session *s, char *err, size_t errlen) APBOT_MUST_USE;
  * or the login page every time): the credentials will not work; stop the run now, from any
  * session. False after any other outcome (a missing form is systemic too, but not a refusal). */
 bool erp_login_refused(const struct erp_session *s);
+
+/*
+ * Asks whether the ERP answers at all, for a caller that holds back while it seems silent: one
+ * GET of the flow's login page (<login get>, as written), or of the base URL's "/" for a flow
+ * without a login, on the session (its cookies, its gate). The answer is not read: no page, no
+ * exchange reported to the evidence or trace callbacks, the login state untouched (a long
+ * silence may have ended the session: the next lookup or post finds out). Writes the
+ * exchange's transport and curl's detail, "answered: ", "not-sent: <detail>" or
+ * "unknown: <detail>" (secrets masked), into transport (capacity len > 0). Returns APBOT_OK
+ * whenever the exchange was classified, whatever its transport; otherwise nothing was sent
+ * (the URL does not resolve or is refused: APBOT_E_INVAL, APBOT_E_ORIGIN) and transport is "".
+ */
+int erp_probe(struct erp_session *s, char *transport, size_t len) APBOT_MUST_USE;
 
 /* One result row of a lookup or listing. Strings are heap-owned (erp_hits_done frees them);
  * any may be NULL when the flow has no such column or the cell is empty. */
