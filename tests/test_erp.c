@@ -25,6 +25,7 @@
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
+#include "erp/erp-int.h"
 #include "helpers/pagesrv.h"
 #include "web/http.h"
 

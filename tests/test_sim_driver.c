@@ -23,6 +23,7 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/money.h"
+#include "erp/erp-int.h"
 #include "erp/erp_post.h"
 #include "helpers/e2e.h"
 #include "helpers/sim_client.h"

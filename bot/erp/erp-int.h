@@ -165,4 +165,10 @@ struct page_form;
  * way). Heap; NULL when longer than 64 KiB. */
 char *erp_form_get_url(const struct page_form *form);
 
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/* erp_list_range of the one day date ("YYYY-MM-DD"). */
+int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
+                 char *err, size_t errlen) APBOT_MUST_USE;
+#endif
+
 #endif

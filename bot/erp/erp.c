@@ -325,26 +325,6 @@ bool erp_view_session_gone(struct erp_view *v, const struct flow *f)
     return false;
 }
 
-bool erp_is_session_expired(const struct erp_session *s, const char *body, size_t len)
-{
-    /* Only markers whose one condition is the body pattern can be judged from a body alone;
-     * markers by status or redirect need the whole response. */
-    struct http_response r;
-    struct erp_view v;
-    bool gone = false;
-    memset(&r, 0, sizeof(r));
-    r.body = (char *)(uintptr_t)body;
-    r.body_len = body ? len : 0;
-    erp_view_init(&v, s, &r);
-    for (size_t i = 0; body && i < s->flow->n_session_expired && !gone; i++) {
-        const struct flow_marker *m = &s->flow->session_expired[i];
-        if (m->body && !m->status && !m->redirect)
-            gone = erp_view_body(&v, m->body, m->raw, "session marker", NULL) == MATCH_FOUND;
-    }
-    erp_view_done(&v);
-    return gone;
-}
-
 /* ---- reporting exchanges ----------------------------------------------------------------- */
 
 void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *step,

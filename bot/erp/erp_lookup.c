@@ -17,6 +17,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
+#include "base/unittest.h"
 #include "erp/decide.h"
 #include "web/http.h"
 #include "web/page.h"
@@ -856,8 +857,8 @@ int erp_list_range(struct erp_session *s, const char *from, const char *to, erp_
     return rc;
 }
 
-int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
-                 char *err, size_t errlen)
+UNITTEST int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx,
+                          int *ret_pages, char *err, size_t errlen)
 {
     return erp_list_range(s, date, date, fn, ctx, ret_pages, err, errlen);
 }

@@ -119,9 +119,6 @@ bool erp_logged_in(const struct erp_session *s);
 const char *erp_base_url(const struct erp_session *s);
 /* Resolves an expanded flow URL ("/erp/x?y" or absolute) against the base URL. Heap. */
 char *erp_url(const struct erp_session *s, const char *expanded);
-/* True when body carries one of the flow's session markers that are a body pattern alone
- * (markers by status or redirect need the whole answer: they are judged inside the session). */
-bool erp_is_session_expired(const struct erp_session *s, const char *body, size_t len);
 
 /*
  * One exchange explained, for `apbot flow trace`: what was asked, what was found on the page,
@@ -280,14 +277,11 @@ int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv
  * without a list operation, a bad date or a range that ends before it starts.
  *
  * One walk with ${from}/${to} when the list URL has them, else each day in turn with ${date}
- * (at most 62 days, else APBOT_E_LIMIT). erp_list_day(s, d, ...) is erp_list_range(s, d, d,
- * ...).
+ * (at most 62 days, else APBOT_E_LIMIT). One day d is the range d..d.
  */
 typedef int (*erp_row_fn)(void *ctx, const struct erp_row *row);
 int erp_list_range(struct erp_session *s, const char *from, const char *to, erp_row_fn fn,
                    void *ctx, int *ret_pages, char *err, size_t errlen) APBOT_MUST_USE;
-int erp_list_day(struct erp_session *s, const char *date, erp_row_fn fn, void *ctx, int *ret_pages,
-                 char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
  * Parses an amount as a result table shows it (the table's decimal and grouping
