@@ -12,8 +12,9 @@
 #include <time.h>
 
 #include "apbot/mem.h"
+#include "base/unittest.h"
 
-void limiter_core_init(struct limiter_core *c, int max, int initial)
+UNITTEST void limiter_core_init(struct limiter_core *c, int max, int initial)
 {
     memset(c, 0, sizeof(*c));
     c->max = max < 1 ? 1 : max;
@@ -22,7 +23,8 @@ void limiter_core_init(struct limiter_core *c, int max, int initial)
     c->slow_start = true;
 }
 
-unsigned limiter_kind(const char *step)
+/* The kind of a request from its step name ("lookup", "post", ...). */
+static unsigned limiter_kind(const char *step)
 {
     unsigned h = 2166136261u; /* FNV-1a */
     for (const char *p = step ? step : ""; *p; p++) {
@@ -30,6 +32,12 @@ unsigned limiter_kind(const char *step)
         h *= 16777619u;
     }
     return h;
+}
+
+UNITTEST bool limiter_overloaded(int refusals, int answers)
+{
+    return refusals >= LIMITER_REFUSALS_MIN &&
+           (double)refusals >= LIMITER_REFUSAL_SHARE * (double)(answers > 0 ? answers : 1);
 }
 
 /* Ends a round: grows, holds or shrinks the limit from what the round showed. */
@@ -73,14 +81,8 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
     c->round_start_ms = now_ms;
 }
 
-bool limiter_overloaded(int refusals, int answers)
-{
-    return refusals >= LIMITER_REFUSALS_MIN &&
-           (double)refusals >= LIMITER_REFUSAL_SHARE * (double)(answers > 0 ? answers : 1);
-}
-
-int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
-                        enum limiter_signal sig, int64_t now_ms)
+UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
+                                 enum limiter_signal sig, int64_t now_ms)
 {
     unsigned k = kind % LIMITER_KINDS;
     double lat = latency_ms < 1 ? 1.0 : (double)latency_ms;
@@ -164,7 +166,7 @@ void limiter_free(struct limiter *l)
     free(l);
 }
 
-bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
+UNITTEST bool limiter_acquire(struct limiter *l, const atomic_bool *stop)
 {
     return limiter_acquire_as(l, stop, true);
 }
@@ -198,7 +200,7 @@ bool limiter_acquire_as(struct limiter *l, const atomic_bool *stop, bool warm)
     return ok;
 }
 
-int limiter_waiting(struct limiter *l, bool warm)
+UNITTEST int limiter_waiting(struct limiter *l, bool warm)
 {
     pthread_mutex_lock(&l->mu);
     int n = warm ? l->waiting_warm : l->waiting_cold;

@@ -101,36 +101,20 @@ struct limiter_core {
     bool slow_start; /* doubling until the first round that shows a queue or a refusal */
 };
 
-/* Starts at `initial` (clamped to 1..max). Cannot fail. */
-void limiter_core_init(struct limiter_core *c, int max, int initial);
-/* One answer of kind (any int, hashed) with its latency at time now_ms (any monotonic ms).
- * Returns the limit after it. Pure. */
-int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
-                        enum limiter_signal sig, int64_t now_ms);
-
-/* Whether a round with `refusals` of `answers` (refusals included) means overload. Pure. */
-bool limiter_overloaded(int refusals, int answers);
-
-/* The kind of a request from its step name ("lookup", "post", ...). Pure. */
-unsigned limiter_kind(const char *step);
-
 struct limiter;
 
 /* A limiter for `max` sessions: adaptive (starting at min(max, 2)) or fixed at max. */
 int limiter_new(int max, bool adaptive, struct limiter **ret) APBOT_MUST_USE;
 void limiter_free(struct limiter *l); /* NULL is fine */
-/* Waits until fewer than `limit` sessions work (true), or stop is raised (false). */
-bool limiter_acquire(struct limiter *l, const atomic_bool *stop);
 /*
- * limiter_acquire for a session that is warm (logged in) or cold (must log in first): a cold
- * one gets a place only while no warm one waits for it. With an adaptive limit below the
- * number of workers, places went to whichever worker woke first, so every worker logged in
- * once in turn: month-end, auto at 7 of 16 workers, 20 logins where a fixed 8 made 13 - a
- * login costs the ERP as much slot time as an invoice's search and form (4% of a run).
+ * Waits until fewer than `limit` sessions work (true), or stop is raised (false), for a session
+ * that is warm (logged in) or cold (must log in first): a cold one gets a place only while no
+ * warm one waits for it. With an adaptive limit below the number of workers, places went to
+ * whichever worker woke first, so every worker logged in once in turn: month-end, auto at 7 of
+ * 16 workers, 20 logins where a fixed 8 made 13 - a login costs the ERP as much slot time as an
+ * invoice's search and form (4% of a run).
  */
 bool limiter_acquire_as(struct limiter *l, const atomic_bool *stop, bool warm);
-/* How many warm or cold sessions wait in limiter_acquire_as (for tests). */
-int limiter_waiting(struct limiter *l, bool warm);
 void limiter_release(struct limiter *l);
 /* Whether a worker holding a place may keep it for another item: the places taken are within
  * the current limit (a lowered limit takes the place back at the worker's next release). */
@@ -142,5 +126,20 @@ void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
 int limiter_limit(struct limiter *l);
 /* The limit's history for the log: true (and old/new) once per change since the last call. */
 bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q);
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/* Starts at `initial` (clamped to 1..max). Cannot fail. */
+void limiter_core_init(struct limiter_core *c, int max, int initial);
+/* One answer of kind (any int, hashed) with its latency at time now_ms (any monotonic ms).
+ * Returns the limit after it. Pure. */
+int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_ms,
+                        enum limiter_signal sig, int64_t now_ms);
+/* Whether a round with `refusals` of `answers` (refusals included) means overload. Pure. */
+bool limiter_overloaded(int refusals, int answers);
+/* limiter_acquire_as for a warm session. */
+bool limiter_acquire(struct limiter *l, const atomic_bool *stop);
+/* How many warm or cold sessions wait in limiter_acquire_as. */
+int limiter_waiting(struct limiter *l, bool warm);
+#endif
 
 #endif
