@@ -1,0 +1,188 @@
+/*
+ * runner-int.h - what the parts of `apbot run` share, and nothing else includes.
+ *
+ * runner.c holds the run: its set-up, the worker pool (one thread per ERP session, with its
+ * store connection, its login, its claims, its probes of a silent ERP and the gate that makes
+ * its writes durable), the calling thread's watch and the stop; job.c one claimed item's job
+ * (the lookup, the post, the follow-up steps, the evidence of their exchanges, every change
+ * through the one state setter); runlog.c the terminal's progress line and the key=value log;
+ * breaker.c the circuit breaker and the run's failure; settle.c the settle delay learnt from
+ * late commits.
+ */
+#ifndef APBOT_RUNNER_INT_H
+#define APBOT_RUNNER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apbot/clock.h"
+#include "apbot/flow.h"
+#include "apbot/machine.h"
+#include "apbot/runner.h"
+#include "apbot/store.h"
+#include "queue/transition.h"
+
+struct erp_exchange;
+struct erp_lookup_result;
+struct erp_session;
+struct limiter;
+
+#define RUNNER_LEASE_MARGIN_MS 2000 /* a lease outlasts one exchange by this much */
+
+/* The numbers a run uses: the flow's policy with the options' overrides applied. */
+struct runner_policy {
+    long settle_ms, lease_ms, timeout_ms, connect_timeout_ms;
+    long backoff_base_ms, backoff_cap_ms, poll_ms;
+    struct machine_policy machine;
+    int breaker_failures;
+    long breaker_window_ms;
+};
+
+struct worker;
+
+/* What the workers share. Fields above `abort_io` are written before the threads start. */
+struct runner {
+    const struct runner_options *opt;
+    struct flow *flow;           /* as loaded */
+    struct flow run_flow;        /* shallow copy with the policy overrides, for erp_open */
+    const char *base_url;        /* the effective ERP URL (flow's or the override) */
+    const char *user, *password; /* for masking in evidence only (erp reads the env) */
+    struct runner_policy pol;
+    char owner[128];
+    int64_t started_mono;
+    struct limiter *limiter;
+
+    atomic_int abort_io;       /* written by the calling thread only; workers' exchanges poll it */
+    atomic_bool stop;          /* workers: finish the current item and leave */
+    atomic_int running;        /* workers still in their loop */
+    _Atomic int64_t settle_ms; /* the settle delay in force (raised by late commits) */
+    _Atomic int64_t max_late;  /* the longest late commit seen (ms) */
+    atomic_bool login_ok_once; /* a login succeeded in this run */
+
+    pthread_mutex_t login_mu; /* until a login succeeded: one login attempt at a time */
+    pthread_cond_t login_cv;
+    bool login_busy;
+
+    pthread_mutex_t term_mu; /* the terminal: log lines scrolled above the progress line */
+    char progress[400];
+
+    pthread_mutex_t mu; /* guards everything below */
+    int unanswered;     /* consecutive unanswered exchanges across workers */
+    int64_t first_unanswered_mono;
+    char last_unanswered[256];
+    bool tripped;
+    char trip_msg[512];
+    bool failed;
+    char fail_msg[512];
+    struct runner_stats totals; /* workers add theirs when they leave */
+};
+
+struct worker {
+    struct runner *r;
+    int index;
+    pthread_t thread;
+    bool started;
+    char owner[160];
+    char actor[200];
+    struct store *st;
+    struct erp_session *erp;
+    int login_fails;
+    int form_streak; /* post pages in a row without the flow's form or field */
+    uint64_t rng;
+    struct runner_stats stats;
+    /* the item in hand, for evidence (0 when none) */
+    int64_t item_id;
+    bool reconciling;
+    /* its exchanges not stored yet (evidence_put): stored with its next state change, or on
+     * their own before the committing request and when the item leaves the worker */
+    struct store_evidence *pending;
+    size_t n_pending, cap_pending;
+    int64_t retry_after_ms; /* of the event being applied, for the backoff */
+    /* the item claimed with the last change (job_apply, store_apply_claim), next in hand:
+     * its limiter place is the one the worker already holds */
+    struct store_item next;
+    bool have_next;
+};
+
+static inline int64_t mono_ms(void)
+{
+    return apbot_clock_mono_ms();
+}
+
+static inline bool stopping(const struct runner *r)
+{
+    return atomic_load(&r->stop);
+}
+
+/* Items new, checking, posting, reconciling or finishing. */
+static inline int64_t pending_of(const struct store_counts *c)
+{
+    return c->by_state[MACHINE_NEW] + c->by_state[MACHINE_CHECKING] + c->by_state[MACHINE_POSTING] +
+           c->by_state[MACHINE_RECONCILING] + c->by_state[MACHINE_FINISHING];
+}
+
+/* ---- the worker (runner.c) --------------------------------------------------------------- */
+
+enum login_rc { LOGIN_OK, LOGIN_TRANSIENT, LOGIN_SYSTEMIC };
+
+/* Logs the worker's session in, one session at a time until a login succeeded in the run; a
+ * refused login trips the breaker. */
+enum login_rc worker_login(struct worker *w);
+/* Sleeps up to ms, returning early when the run stops; what the worker wrote goes to disk
+ * first. */
+void worker_sleep(struct worker *w, int64_t ms);
+/* The one state setter's environment for the worker (its store, owner, backoff and log). */
+struct transition_env worker_env(struct worker *w);
+
+/* ---- one claimed item (job.c) ------------------------------------------------------------ */
+
+/* Drives one claimed item (*it, which the job owns now) until it leaves the worker's hands. */
+void job_run(struct worker *w, struct store_item *it);
+/* The ERP session's evidence callback (ctx: the worker): counts the exchange for the breaker
+ * and the limiter, and keeps it for the item in hand. */
+void job_evidence(void *ctx, const struct erp_exchange *ev);
+/* Drops the exchanges not stored yet and frees their list. */
+void job_evidence_free(struct worker *w);
+
+/* ---- the terminal and the log (runlog.c) ------------------------------------------------- */
+
+/* A run-level message (start, breaker, stop, warnings) as one key=value line; warnings and
+ * errors also appear above the progress line on a terminal. */
+void runlog_msg(struct runner *r, const char *level, const char *what, const char *detail);
+/* The one setter's log callback (ctx: the worker): one line per state change, and the
+ * worker's counts. */
+void runlog_transition(void *ctx, const struct transition_log *l);
+/* The recovery's log callback (ctx: the runner; the calling thread). */
+void runlog_recovery(void *ctx, const struct transition_log *l);
+/* Redraws the progress line: what is settled, what is pending, the sessions at work; final
+ * ends it. */
+void runlog_progress(struct runner *r, const struct store_counts *c, int64_t elapsed_ms,
+                     bool final);
+/* Logs a change of the adaptive limit (once per change). */
+void runlog_limit(struct runner *r);
+
+/* ---- the circuit breaker and the run's failure (breaker.c) ------------------------------- */
+
+/* Stops the run as systemic (the first message is kept). */
+void breaker_trip(struct runner *r, const char *msg);
+/* Counts one exchange by its transport ("answered", "not-sent: ...", "unknown: ..."). */
+void breaker_count(struct runner *r, const char *transport);
+/* True while the ERP seems silent: no claims, probes instead. */
+bool breaker_suspect(struct runner *r);
+/* Stops the run as failed (the queue, a worker's set-up; the first message is kept). */
+void runner_fail(struct runner *r, const char *msg);
+
+/* ---- the settle delay (settle.c) --------------------------------------------------------- */
+
+/* Raises the settle delay in force as late_ms demands (runner_settle_in_force), logging why.
+ * Returns the delay in force. */
+int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why);
+/* A reconciliation of item it found its document booked at `booked` (the ERP's clock, as
+ * the lookup res showed it): learns how late the ERP committed it. */
+void settle_observe(struct worker *w, const struct store_item *it, const char *booked,
+                    const struct erp_lookup_result *res);
+
+#endif
