@@ -43,7 +43,8 @@ struct runner_policy {
 
 struct worker;
 
-/* What the workers share. Fields above `abort_io` are written before the threads start. */
+/* What the workers share. Fields above `abort_io` are written before the threads start (st and
+ * recovery are the calling thread's alone). */
 struct runner {
     const struct runner_options *opt;
     struct flow *flow;           /* as loaded */
@@ -54,6 +55,10 @@ struct runner {
     char owner[128];
     int64_t started_mono;
     struct limiter *limiter;
+    struct worker *workers;
+    int n_workers;
+    struct store *st;               /* the calling thread's (recovery, counts) */
+    struct transition_env recovery; /* the calling thread's recovery of expired leases */
 
     atomic_int abort_io;       /* written by the calling thread only; workers' exchanges poll it */
     atomic_bool stop;          /* workers: finish the current item and leave */

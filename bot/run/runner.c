@@ -290,82 +290,117 @@ static void worker_idle(struct worker *w)
     worker_sleep(w, pause < 5 ? 5 : pause);
 }
 
-static void *worker_main(void *arg)
+/* Opens the worker's store connection and ERP session; false (the run failed) when either
+ * cannot be had. */
+static bool worker_open(struct worker *w)
 {
-    struct worker *w = arg;
     struct runner *r = w->r;
     char err[APBOT_ERR_LEN];
-    int probes = 0;
 
     if (store_open(r->opt->db_path, &w->st, err, sizeof(err)) != APBOT_OK) {
         runner_fail(r, err);
-        goto out;
+        return false;
     }
     (void)store_set_durability(w->st, STORE_DEFERRED); /* made durable by worker_durable */
     if (erp_open(&r->run_flow, r->base_url, &r->abort_io, &w->erp, err, sizeof(err)) != APBOT_OK) {
         runner_fail(r, err);
-        goto out;
+        return false;
     }
     erp_set_evidence(w->erp, job_evidence, w);
     erp_set_gate(w->erp, worker_gate, w);
+    return true;
+}
 
-    while (!stopping(r) || w->have_next) {
-        struct store_item it;
-        if (w->have_next) {
-            /* Claimed with the last change, in the place this worker holds. Run even when
-             * the run stops (the job hands it back untouched), but not into an ERP under
-             * suspicion: back to the queue untouched, no attempt spent. */
-            it = w->next;
-            memset(&w->next, 0, sizeof(w->next));
-            w->have_next = false;
-            if (breaker_suspect(r) && !stopping(r)) {
-                worker_let_go(w, &it);
-                limiter_release(r->limiter);
-                continue;
-            }
-            job_run(w, &it);
-            if (!w->have_next)
-                limiter_release(r->limiter);
-            continue;
-        }
-        if (breaker_suspect(r)) {
-            worker_probe(w, &probes);
-            continue;
-        }
-        probes = 0;
-        /* Only as many sessions work as the limit allows (the ERP's capacity); logged-in
-         * sessions first, so that a limit below the workers does not log every one in. */
-        if (!limiter_acquire_as(r->limiter, &r->stop, erp_logged_in(w->erp)))
-            break;
-        if (!erp_logged_in(w->erp)) {
-            enum login_rc lr = worker_login(w);
-            if (lr != LOGIN_OK) {
-                limiter_release(r->limiter);
-                if (lr == LOGIN_SYSTEMIC)
-                    break;
-                worker_sleep(w, runner_backoff_ms(r->pol.backoff_base_ms, r->pol.backoff_cap_ms,
-                                                  w->login_fails, 0, rng_next(&w->rng)));
-                continue;
-            }
-        }
-        struct transition_env env = worker_env(w);
-        int rc = transition_claim(&env, NULL, r->pol.lease_ms, &it, err, sizeof(err));
-        if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
-            limiter_release(r->limiter);
-            worker_idle(w);
-            continue;
-        }
-        if (rc != APBOT_OK) {
-            limiter_release(r->limiter);
-            runner_fail(r, err);
-            break;
-        }
-        job_run(w, &it);
-        if (!w->have_next)
-            limiter_release(r->limiter);
+/* Runs the item claimed with the last change, in the place this worker holds. Run even when
+ * the run stops (the job hands it back untouched), but not into an ERP under suspicion: back
+ * to the queue untouched, no attempt spent. */
+static void worker_run_next(struct worker *w)
+{
+    struct runner *r = w->r;
+    struct store_item it = w->next;
+
+    memset(&w->next, 0, sizeof(w->next));
+    w->have_next = false;
+    if (breaker_suspect(r) && !stopping(r)) {
+        worker_let_go(w, &it);
+        limiter_release(r->limiter);
+        return;
     }
-out:
-    if (w->have_next) { /* not reached by the loop above; belt and braces */
+    job_run(w, &it);
+    if (!w->have_next)
+        limiter_release(r->limiter);
+}
+
+/*
+ * One turn of a worker with no item in hand: a probe while the ERP seems silent; else a place
+ * in the limit, a login if the session needs one, a claim and its job. Returns false when the
+ * worker leaves (the run stops, a login was refused, the queue failed).
+ */
+static bool worker_turn(struct worker *w, int *probes)
+{
+    struct runner *r = w->r;
+    char err[APBOT_ERR_LEN];
+    struct store_item it;
+
+    if (breaker_suspect(r)) {
+        worker_probe(w, probes);
+        return true;
+    }
+    *probes = 0;
+    /* Only as many sessions work as the limit allows (the ERP's capacity); logged-in
+     * sessions first, so that a limit below the workers does not log every one in. */
+    if (!limiter_acquire_as(r->limiter, &r->stop, erp_logged_in(w->erp)))
+        return false;
+    if (!erp_logged_in(w->erp)) {
+        enum login_rc lr = worker_login(w);
+        if (lr != LOGIN_OK) {
+            limiter_release(r->limiter);
+            if (lr == LOGIN_SYSTEMIC)
+                return false;
+            worker_sleep(w, runner_backoff_ms(r->pol.backoff_base_ms, r->pol.backoff_cap_ms,
+                                              w->login_fails, 0, rng_next(&w->rng)));
+            return true;
+        }
+    }
+    struct transition_env env = worker_env(w);
+    int rc = transition_claim(&env, NULL, r->pol.lease_ms, &it, err, sizeof(err));
+    if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
+        limiter_release(r->limiter);
+        worker_idle(w);
+        return true;
+    }
+    if (rc != APBOT_OK) {
+        limiter_release(r->limiter);
+        runner_fail(r, err);
+        return false;
+    }
+    job_run(w, &it);
+    if (!w->have_next)
+        limiter_release(r->limiter);
+    return true;
+}
+
+/* Adds a worker's counts to the run's (under r->mu). */
+static void stats_add(struct runner_stats *t, const struct runner_stats *s)
+{
+    t->claims += s->claims;
+    t->transitions += s->transitions;
+    t->lookups += s->lookups;
+    t->posts_sent += s->posts_sent;
+    t->exchanges += s->exchanges;
+    t->syncs += s->syncs;
+    t->logins += s->logins;
+    t->completed += s->completed;
+    t->business_exception += s->business_exception;
+    t->manual_review += s->manual_review;
+}
+
+/* Closes what the worker opened, its last writes on disk, and adds its counts to the run's. */
+static void worker_leave(struct worker *w)
+{
+    struct runner *r = w->r;
+
+    if (w->have_next) { /* not reached by the worker's loop; belt and braces */
         w->have_next = false;
         worker_let_go(w, &w->next);
         limiter_release(r->limiter);
@@ -378,22 +413,26 @@ out:
     store_close(w->st);
     w->st = NULL;
     pthread_mutex_lock(&r->mu);
-    struct runner_stats *t = &r->totals;
-    t->claims += w->stats.claims;
-    t->transitions += w->stats.transitions;
-    t->lookups += w->stats.lookups;
-    t->posts_sent += w->stats.posts_sent;
-    t->exchanges += w->stats.exchanges;
-    t->syncs += w->stats.syncs;
-    t->logins += w->stats.logins;
-    t->completed += w->stats.completed;
-    t->business_exception += w->stats.business_exception;
-    t->manual_review += w->stats.manual_review;
+    stats_add(&r->totals, &w->stats);
     pthread_mutex_unlock(&r->mu);
     atomic_fetch_sub(&r->running, 1);
-    return NULL;
 }
 
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    int probes = 0;
+
+    if (worker_open(w))
+        while (!stopping(w->r) || w->have_next) {
+            if (w->have_next)
+                worker_run_next(w);
+            else if (!worker_turn(w, &probes))
+                break;
+        }
+    worker_leave(w);
+    return NULL;
+}
 /* ---- the calling thread ----------------------------------------------------------------- */
 
 static long pick(long override, long flow_value, long fallback)
@@ -452,25 +491,10 @@ static void make_owner(struct runner *r)
              (uint32_t)seed_random());
 }
 
-int runner_run(const struct runner_options *opt, struct runner_stats *ret)
+/* A runner for opt, nothing loaded yet. */
+static struct runner *run_new(const struct runner_options *opt)
 {
-    struct runner_stats dummy;
-    struct runner *r = NULL;
-    struct worker *workers = NULL;
-    struct store *st = NULL;
-    char err[APBOT_ERR_LEN] = "";
-    int rc = APBOT_OK;
-    int n = 0;
-
-    if (!ret)
-        ret = &dummy;
-    memset(ret, 0, sizeof(*ret));
-    ret->stop = RUNNER_STOP_ERROR;
-    if (!opt || !opt->flow_path || !opt->db_path || opt->concurrency < 0 || opt->max_seconds < 0) {
-        snprintf(ret->message, sizeof(ret->message), "run: flow and database are required");
-        return APBOT_E_INVAL;
-    }
-    r = apbot_xcalloc(1, sizeof(*r));
+    struct runner *r = apbot_xcalloc(1, sizeof(*r));
     r->opt = opt;
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->term_mu, NULL);
@@ -481,11 +505,19 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     atomic_init(&r->abort_io, 0);
     atomic_init(&r->login_ok_once, false);
     r->started_mono = mono_ms();
+    return r;
+}
 
-    rc = flow_load(opt->flow_path, &r->flow, err, sizeof(err));
+/* Loads the flow and sets the run's policy, owner and sessions (the limiter). */
+static int run_setup(struct runner *r, struct runner_stats *ret)
+{
+    const struct runner_options *opt = r->opt;
+    char err[APBOT_ERR_LEN] = "";
+
+    int rc = flow_load(opt->flow_path, &r->flow, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "flow %.100s: %.400s", opt->flow_path, err);
-        goto out;
+        return rc;
     }
     r->base_url = opt->erp_url && *opt->erp_url ? opt->erp_url : r->flow->base_url;
     r->user = getenv("APBOT_ERP_USER");
@@ -494,26 +526,31 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     make_owner(r);
 
     int max_sessions = r->flow->policy.max_sessions > 0 ? r->flow->policy.max_sessions : 1;
-    n = opt->concurrency > 0 ? opt->concurrency : max_sessions;
-    if (n > max_sessions)
-        n = max_sessions;
-    rc = limiter_new(n, opt->concurrency == 0, &r->limiter);
-    if (rc != APBOT_OK)
-        goto out;
+    int n = opt->concurrency > 0 ? opt->concurrency : max_sessions;
+    r->n_workers = n > max_sessions ? max_sessions : n;
+    return limiter_new(r->n_workers, opt->concurrency == 0, &r->limiter);
+}
 
-    rc = store_open(opt->db_path, &st, err, sizeof(err));
+/* Opens the queue for the calling thread, takes up what earlier runs learnt of late commits,
+ * recovers the items of vanished runners and logs the start. */
+static int run_open_queue(struct runner *r, struct runner_stats *ret)
+{
+    const struct runner_options *opt = r->opt;
+    char err[APBOT_ERR_LEN] = "";
+
+    int rc = store_open(opt->db_path, &r->st, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "%s", err);
-        goto out;
+        return rc;
     }
     /* What earlier runs learnt about this ERP's late commits holds from the start. */
     struct store_late_commit late;
-    if (store_late_commit(st, r->flow->name, &late, NULL, 0) == APBOT_OK && late.max_ms > 0) {
+    if (store_late_commit(r->st, r->flow->name, &late, NULL, 0) == APBOT_OK && late.max_ms > 0) {
         atomic_store(&r->max_late, late.max_ms);
         settle_adapt(r, late.max_ms, "seen in an earlier run");
     }
-    struct transition_env renv = {
-        .st = st,
+    r->recovery = (struct transition_env){
+        .st = r->st,
         .policy = &r->pol.machine,
         .settle_ms = atomic_load(&r->settle_ms),
         .actor = "recovery",
@@ -521,22 +558,27 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         .ctx = r,
     };
     int recovered = 0;
-    rc = transition_recover(&renv, NULL, &recovered, err, sizeof(err));
+    rc = transition_recover(&r->recovery, NULL, &recovered, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "recovery: %.400s", err);
-        goto out;
+        return rc;
     }
 
     char line[512];
     snprintf(line, sizeof(line),
              "owner=%s sessions=%d%s erp=%s recovered=%d settle_ms=%" PRId64 " timeout_ms=%ld",
-             r->owner, n, opt->concurrency == 0 ? " (adaptive)" : "",
+             r->owner, r->n_workers, opt->concurrency == 0 ? " (adaptive)" : "",
              r->base_url ? r->base_url : "-", recovered, atomic_load(&r->settle_ms),
              r->pol.timeout_ms);
     runlog_msg(r, "info", "run started", line);
+    return APBOT_OK;
+}
 
-    workers = apbot_xcalloc((size_t)n, sizeof(*workers));
-    uint64_t seed = opt->seed ? opt->seed : seed_random();
+/* Starts the workers; one that cannot start fails the run (the watch sees it). */
+static void run_start(struct runner *r)
+{
+    r->workers = apbot_xcalloc((size_t)r->n_workers, sizeof(*r->workers));
+    uint64_t seed = r->opt->seed ? r->opt->seed : seed_random();
     /* Workers must not take SIGINT/SIGTERM: the calling thread turns them into a stop. */
     sigset_t block, old;
     sigemptyset(&block);
@@ -544,8 +586,8 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &block, &old);
-    for (int i = 0; i < n; i++) {
-        struct worker *w = &workers[i];
+    for (int i = 0; i < r->n_workers; i++) {
+        struct worker *w = &r->workers[i];
         w->r = r;
         w->index = i;
         w->rng = seed + (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
@@ -560,70 +602,85 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
         w->started = true;
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
 
-    /* Watch: clock, cancel, breaker, queue, recovery, progress. */
-    enum runner_stop why = RUNNER_STOP_CANCEL;
+/* Whether the run must stop now, and why: a failure, the breaker, the cancel flag, the clock,
+ * or no worker left. */
+static bool run_must_stop(struct runner *r, int64_t now, enum runner_stop *why)
+{
+    const struct runner_options *opt = r->opt;
+
+    pthread_mutex_lock(&r->mu);
+    bool tripped = r->tripped, failed = r->failed;
+    pthread_mutex_unlock(&r->mu);
+    if (failed)
+        *why = RUNNER_STOP_ERROR;
+    else if (tripped)
+        *why = RUNNER_STOP_SYSTEMIC;
+    else if (opt->cancel && *opt->cancel)
+        *why = RUNNER_STOP_CANCEL;
+    else if (opt->max_seconds > 0 && now - r->started_mono >= opt->max_seconds * 1000)
+        *why = RUNNER_STOP_TIME;
+    else if (atomic_load(&r->running) == 0) {
+        *why = RUNNER_STOP_ERROR;
+        runner_fail(r, "every worker stopped");
+    } else
+        return false;
+    return true;
+}
+
+/* Hands the items whose runner vanished (their lease ran out) back to the queue. */
+static void run_recover(struct runner *r)
+{
+    char err[APBOT_ERR_LEN];
+    int nrec = 0;
+    r->recovery.settle_ms = atomic_load(&r->settle_ms);
+    if (transition_recover(&r->recovery, NULL, &nrec, err, sizeof(err)) != APBOT_OK)
+        runlog_msg(r, "warn", "recovery", err);
+}
+
+/* The calling thread's watch, until the run must stop (returned: why): clock, cancel,
+ * breaker, queue, recovery, progress. */
+static enum runner_stop run_watch(struct runner *r)
+{
+    const struct runner_options *opt = r->opt;
+    char err[APBOT_ERR_LEN];
+    enum runner_stop why;
     int64_t last_recover = mono_ms(), last_progress = 0, last_count = 0;
     struct store_counts counts;
+
     memset(&counts, 0, sizeof(counts));
     for (;;) {
         int64_t now = mono_ms();
-        int64_t elapsed = now - r->started_mono;
-        pthread_mutex_lock(&r->mu);
-        bool tripped = r->tripped, failed = r->failed;
-        pthread_mutex_unlock(&r->mu);
-        if (failed) {
-            why = RUNNER_STOP_ERROR;
-            break;
-        }
-        if (tripped) {
-            why = RUNNER_STOP_SYSTEMIC;
-            break;
-        }
-        if (opt->cancel && *opt->cancel) {
-            why = RUNNER_STOP_CANCEL;
-            break;
-        }
-        if (opt->max_seconds > 0 && elapsed >= opt->max_seconds * 1000) {
-            why = RUNNER_STOP_TIME;
-            break;
-        }
-        if (atomic_load(&r->running) == 0) {
-            why = RUNNER_STOP_ERROR;
-            runner_fail(r, "every worker stopped");
-            break;
-        }
+        if (run_must_stop(r, now, &why))
+            return why;
         if (now - last_recover >= RUNNER_RECOVER_EVERY_MS) {
             last_recover = now;
-            int nrec = 0;
-            renv.settle_ms = atomic_load(&r->settle_ms);
-            if (transition_recover(&renv, NULL, &nrec, err, sizeof(err)) != APBOT_OK)
-                runlog_msg(r, "warn", "recovery", err);
+            run_recover(r);
         }
         runlog_limit(r);
         /* A few index probes, not a count of the whole queue (100,000 rows at month-end). */
         if (opt->until_empty && now - last_count >= 250) {
             last_count = now;
             bool any = true;
-            if (store_pending(st, &any, err, sizeof(err)) == APBOT_OK && !any) {
-                why = RUNNER_STOP_EMPTY;
-                break;
-            }
+            if (store_pending(r->st, &any, err, sizeof(err)) == APBOT_OK && !any)
+                return RUNNER_STOP_EMPTY;
         }
         if (opt->progress && now - last_progress >= RUNNER_PROGRESS_EVERY_MS) {
             last_progress = now;
-            if (store_counts(st, &counts, err, sizeof(err)) == APBOT_OK)
-                runlog_progress(r, &counts, elapsed, false);
+            if (store_counts(r->st, &counts, err, sizeof(err)) == APBOT_OK)
+                runlog_progress(r, &counts, now - r->started_mono, false);
         }
         sleep_ms(RUNNER_TICK_MS);
     }
+}
 
-    /* Stop: in-flight exchanges are cut short, items handed back by their workers. */
-    atomic_store(&r->stop, true);
-    atomic_store(&r->abort_io, 1);
-    for (int i = 0; i < n; i++)
-        if (workers[i].started)
-            pthread_join(workers[i].thread, NULL);
+/* What the run did, into ret: the workers' counts, why it stopped (a tripped breaker counts
+ * as systemic unless the run failed) and the queue at the end. Returns why. */
+static enum runner_stop run_result(struct runner *r, enum runner_stop why, struct runner_stats *ret)
+{
+    char err[APBOT_ERR_LEN];
+    struct store_counts counts;
 
     pthread_mutex_lock(&r->mu);
     *ret = r->totals;
@@ -635,40 +692,79 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     else if (why == RUNNER_STOP_ERROR)
         snprintf(ret->message, sizeof(ret->message), "%s", r->fail_msg);
     pthread_mutex_unlock(&r->mu);
-    ret->workers = n;
+    ret->workers = r->n_workers;
     ret->limit = limiter_limit(r->limiter);
     ret->settle_ms = atomic_load(&r->settle_ms);
     ret->max_late_commit_ms = atomic_load(&r->max_late);
-    if (store_counts(st, &counts, err, sizeof(err)) == APBOT_OK) {
+    if (store_counts(r->st, &counts, err, sizeof(err)) == APBOT_OK) {
         ret->pending = pending_of(&counts);
-        if (opt->progress)
+        if (r->opt->progress)
             runlog_progress(r, &counts, mono_ms() - r->started_mono, true);
     }
     ret->elapsed_ms = mono_ms() - r->started_mono;
-    rc = why == RUNNER_STOP_SYSTEMIC ? APBOT_E_SYSTEMIC
-         : why == RUNNER_STOP_ERROR  ? APBOT_E_DB
-                                     : APBOT_OK;
+    return why;
+}
+
+/* Stops the run: in-flight exchanges are cut short, items handed back by their workers; then
+ * what it did goes to ret and the log. */
+static int run_stop(struct runner *r, enum runner_stop why, struct runner_stats *ret)
+{
+    atomic_store(&r->stop, true);
+    atomic_store(&r->abort_io, 1);
+    for (int i = 0; i < r->n_workers; i++)
+        if (r->workers[i].started)
+            pthread_join(r->workers[i].thread, NULL);
+
+    why = run_result(r, why, ret);
+    bool bad = why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR;
+    char line[512];
     snprintf(line, sizeof(line),
              "stop=%s completed=%" PRId64 " business_exception=%" PRId64 " manual_review=%" PRId64
              " pending=%" PRId64 " elapsed_ms=%" PRId64 " settle_ms=%" PRId64
              " sessions=%d exchanges=%" PRId64 " syncs=%" PRId64,
              runner_stop_name(why), ret->completed, ret->business_exception, ret->manual_review,
              ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit, ret->exchanges, ret->syncs);
-    runlog_msg(r, why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR ? "error" : "info",
-               "run stopped", line);
-    if (ret->message[0] && why != RUNNER_STOP_SYSTEMIC && why != RUNNER_STOP_ERROR)
+    runlog_msg(r, bad ? "error" : "info", "run stopped", line);
+    if (ret->message[0] && !bad)
         runlog_msg(r, "info", "reason", ret->message);
-out:
-    free(workers);
-    store_close(st);
-    if (r) {
-        limiter_free(r->limiter);
-        flow_free(r->flow);
-        pthread_cond_destroy(&r->login_cv);
-        pthread_mutex_destroy(&r->login_mu);
-        pthread_mutex_destroy(&r->term_mu);
-        pthread_mutex_destroy(&r->mu);
-        free(r);
+    return why == RUNNER_STOP_SYSTEMIC ? APBOT_E_SYSTEMIC
+           : why == RUNNER_STOP_ERROR  ? APBOT_E_DB
+                                       : APBOT_OK;
+}
+
+static void run_free(struct runner *r)
+{
+    free(r->workers);
+    store_close(r->st);
+    limiter_free(r->limiter);
+    flow_free(r->flow);
+    pthread_cond_destroy(&r->login_cv);
+    pthread_mutex_destroy(&r->login_mu);
+    pthread_mutex_destroy(&r->term_mu);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+int runner_run(const struct runner_options *opt, struct runner_stats *ret)
+{
+    struct runner_stats dummy;
+
+    if (!ret)
+        ret = &dummy;
+    memset(ret, 0, sizeof(*ret));
+    ret->stop = RUNNER_STOP_ERROR;
+    if (!opt || !opt->flow_path || !opt->db_path || opt->concurrency < 0 || opt->max_seconds < 0) {
+        snprintf(ret->message, sizeof(ret->message), "run: flow and database are required");
+        return APBOT_E_INVAL;
     }
+    struct runner *r = run_new(opt);
+    int rc = run_setup(r, ret);
+    if (rc == APBOT_OK)
+        rc = run_open_queue(r, ret);
+    if (rc == APBOT_OK) {
+        run_start(r);
+        rc = run_stop(r, run_watch(r), ret);
+    }
+    run_free(r);
     return rc;
 }
