@@ -9,8 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "apbot/runner.h"
 #include "helpers/xorshift.h"
+#include "run/runner-int.h"
 
 static void test_runner_backoff_full_jitter_bounds(void **state)
 {

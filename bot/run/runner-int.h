@@ -31,6 +31,8 @@ struct erp_session;
 struct limiter;
 
 #define RUNNER_LEASE_MARGIN_MS 2000 /* a lease outlasts one exchange by this much */
+/* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
+#define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
 
 /* The numbers a run uses: the flow's policy with the options' overrides applied. */
 struct runner_policy {
@@ -141,6 +143,15 @@ enum login_rc worker_login(struct worker *w);
 void worker_sleep(struct worker *w, int64_t ms);
 /* The one state setter's environment for the worker (its store, owner, backoff and log). */
 struct transition_env worker_env(struct worker *w);
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/*
+ * Full-jitter backoff: a uniform draw in [0, min(cap, base * 2^n)] milliseconds, raised to
+ * retry_after_ms (at most RUNNER_RETRY_AFTER_MAX_MS) when that is larger. rnd is a uniform
+ * 64-bit random value. Pure.
+ */
+int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd);
+#endif
 
 /* ---- one claimed item (job.c) ------------------------------------------------------------ */
 

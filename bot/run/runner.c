@@ -31,6 +31,7 @@
 #include "apbot/flow.h"
 #include "apbot/mem.h"
 #include "apbot/store.h"
+#include "base/unittest.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
 #include "run/runner-int.h"
@@ -90,7 +91,9 @@ static uint64_t seed_random(void)
     return v;
 }
 
-int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd)
+/* Full jitter on attempt n, Retry-After if larger (runner-int.h). */
+UNITTEST int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms,
+                                   uint64_t rnd)
 {
     int64_t ceiling = base_ms > 0 ? base_ms : 0;
     int64_t cap = cap_ms > 0 ? cap_ms : 0;

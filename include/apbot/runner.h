@@ -5,11 +5,12 @@
  * the multi-step web form, the durable intent before the form is sent, reconciliation after
  * every ambiguous outcome, backoff with full jitter, crash recovery of expired leases and a
  * circuit breaker that stops the run when the ERP as a whole is unusable. It runs one worker
- * thread per ERP session, each with its own store connection and HTTP session; the calling
+ * thread per ERP session, each with its own store connection and ERP session; the calling
  * thread watches the clock, the cancel flag, the breaker and the progress line. Every state
- * change goes through machine_next() and store_apply(); every ERP exchange of an item leaves
- * evidence. Secrets come from the options or APBOT_ERP_USER / APBOT_ERP_PASSWORD and are
- * masked in evidence excerpts and logs.
+ * change goes through the one state setter (transition_apply: machine_next() and the store);
+ * every ERP exchange of an item leaves evidence. The ERP credentials come from APBOT_ERP_USER
+ * and APBOT_ERP_PASSWORD only, never from options or files, and are masked in evidence
+ * excerpts and logs.
  */
 #ifndef APBOT_RUNNER_H
 #define APBOT_RUNNER_H
@@ -90,7 +91,7 @@ struct runner_stats {
  * circuit breaker trips. Returns APBOT_OK for the first three (ret->stop says which),
  * APBOT_E_SYSTEMIC when the breaker tripped (in-flight items given back: see docs/design.md),
  * or another error for a failed setup or database (ret->message says why). The caller
- * must have called http_global_init(). ret may be NULL.
+ * must have called apbot_global_init(). ret may be NULL.
  */
 int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT_MUST_USE;
 
@@ -101,16 +102,5 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT
  * share it.
  */
 int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms);
-
-/* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
-#define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
-
-/*
- * Full-jitter backoff: a uniform draw in [0, min(cap, base * 2^n)] milliseconds, raised to
- * retry_after_ms (at most RUNNER_RETRY_AFTER_MAX_MS) when that is larger. rnd is a uniform
- * 64-bit random value. Pure. The ERP credentials always come from APBOT_ERP_USER and
- * APBOT_ERP_PASSWORD, never from options or files.
- */
-int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd);
 
 #endif
