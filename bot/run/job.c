@@ -284,6 +284,49 @@ static bool lookup_reads_amount(const struct flow *f)
 }
 
 /*
+ * What the lookup's hit means for the item in hand: found (or found-unfinished, the document
+ * in j->doc, a late commit learnt from it when reconciling) when it books this invoice;
+ * found-conflict for two documents with the key or one that books something else;
+ * lookup-failed for a hit without a document number.
+ */
+static enum machine_event lookup_hit(struct job *j, const struct erp_lookup_result *res)
+{
+    struct worker *w = j->w;
+    const struct erp_row *row = &res->hits.rows[0];
+    /* The one rule for "this record books this invoice" (docmatch.h); a flow that reads no
+     * amount from the ERP at all chose to trust its key alone. */
+    const struct store_item *it = &j->item;
+    struct docmatch_invoice mine =
+        docmatch_invoice_of(it->vendor_id, it->currency, it->exponent, it->total, it->doc_type);
+    struct docmatch_record rec;
+    docmatch_record_of_row(row, &rec);
+    unsigned diff, ignore = lookup_reads_amount(w->r->flow) ? 0u : DOCMATCH_NO_AMOUNT;
+    if (res->hits.n > 1) {
+        snprintf(j->detail, sizeof(j->detail), "%zu ERP documents carry this key (%s, %s)",
+                 res->hits.n, row->doc ? row->doc : "?",
+                 res->hits.rows[1].doc ? res->hits.rows[1].doc : "?");
+        return MACHINE_EV_FOUND_CONFLICT;
+    }
+    if (!row->doc) {
+        snprintf(j->detail, sizeof(j->detail), "a hit without a document number");
+        return MACHINE_EV_LOOKUP_FAILED;
+    }
+    if ((diff = docmatch_compare(&mine, &rec) & ~ignore) != DOCMATCH_SAME) {
+        char what[300];
+        docmatch_describe(diff, &mine, &rec, what, sizeof(what));
+        snprintf(j->detail, sizeof(j->detail), "ERP document %s: %s", row->doc, what);
+        return MACHINE_EV_FOUND_CONFLICT;
+    }
+    bool unfinished = res->answer == ERP_FOUND_UNFINISHED;
+    snprintf(j->doc, sizeof(j->doc), "%s", row->doc);
+    snprintf(j->detail, sizeof(j->detail), "found as %s%s", row->doc,
+             unfinished ? " (saved, not finished)" : "");
+    if (j->item.state == MACHINE_RECONCILING)
+        settle_observe(w, &j->item, row->booked, res);
+    return unfinished ? MACHINE_EV_FOUND_UNFINISHED : MACHINE_EV_FOUND;
+}
+
+/*
  * Looks the key up and returns found, found-unfinished, found-conflict, not-found or
  * lookup-failed; `released` when the run is stopping or the breaker tripped meanwhile.
  */
@@ -331,40 +374,9 @@ static enum machine_event job_lookup(struct job *j)
         ev = MACHINE_EV_NOT_FOUND;
         break;
     case ERP_FOUND:
-    case ERP_FOUND_UNFINISHED: {
-        const struct erp_row *row = &res.hits.rows[0];
-        /* The one rule for "this record books this invoice" (docmatch.h); a flow that reads no
-         * amount from the ERP at all chose to trust its key alone. */
-        const struct store_item *it = &j->item;
-        struct docmatch_invoice mine =
-            docmatch_invoice_of(it->vendor_id, it->currency, it->exponent, it->total, it->doc_type);
-        struct docmatch_record rec;
-        docmatch_record_of_row(row, &rec);
-        unsigned diff, ignore = lookup_reads_amount(w->r->flow) ? 0u : DOCMATCH_NO_AMOUNT;
-        if (res.hits.n > 1) {
-            snprintf(j->detail, sizeof(j->detail), "%zu ERP documents carry this key (%s, %s)",
-                     res.hits.n, row->doc ? row->doc : "?",
-                     res.hits.rows[1].doc ? res.hits.rows[1].doc : "?");
-            ev = MACHINE_EV_FOUND_CONFLICT;
-        } else if (!row->doc) {
-            snprintf(j->detail, sizeof(j->detail), "a hit without a document number");
-            ev = MACHINE_EV_LOOKUP_FAILED;
-        } else if ((diff = docmatch_compare(&mine, &rec) & ~ignore) != DOCMATCH_SAME) {
-            char what[300];
-            docmatch_describe(diff, &mine, &rec, what, sizeof(what));
-            snprintf(j->detail, sizeof(j->detail), "ERP document %s: %s", row->doc, what);
-            ev = MACHINE_EV_FOUND_CONFLICT;
-        } else {
-            bool unfinished = res.answer == ERP_FOUND_UNFINISHED;
-            snprintf(j->doc, sizeof(j->doc), "%s", row->doc);
-            snprintf(j->detail, sizeof(j->detail), "found as %s%s", row->doc,
-                     unfinished ? " (saved, not finished)" : "");
-            ev = unfinished ? MACHINE_EV_FOUND_UNFINISHED : MACHINE_EV_FOUND;
-            if (j->item.state == MACHINE_RECONCILING)
-                settle_observe(w, &j->item, row->booked, &res);
-        }
+    case ERP_FOUND_UNFINISHED:
+        ev = lookup_hit(j, &res);
         break;
-    }
     }
     erp_lookup_result_done(&res);
     return ev;

@@ -158,16 +158,10 @@ void worker_sleep(struct worker *w, int64_t ms)
 
 /* ---- login ------------------------------------------------------------------------------ */
 
-/*
- * Logs the worker's session in. Until a login has succeeded in this run, sessions log in one
- * at a time, so a wrong password is tried once, not once per session; a refused login trips
- * the breaker at once.
- */
-enum login_rc worker_login(struct worker *w)
+/* Until a login has succeeded in this run, one session at a time logs in: waits for the turn
+ * (or a stop). True when this session took the turn: it gives it back with login_turn_end. */
+static bool login_turn_take(struct runner *r)
 {
-    struct runner *r = w->r;
-    char err[APBOT_ERR_LEN];
-
     pthread_mutex_lock(&r->login_mu);
     while (!atomic_load(&r->login_ok_once) && r->login_busy && !stopping(r)) {
         struct timespec ts;
@@ -183,13 +177,34 @@ enum login_rc worker_login(struct worker *w)
     if (gated)
         r->login_busy = true;
     pthread_mutex_unlock(&r->login_mu);
+    return gated;
+}
+
+/* Gives the turn back; ok: the login succeeded, and sessions no longer take turns. */
+static void login_turn_end(struct runner *r, bool ok)
+{
+    pthread_mutex_lock(&r->login_mu);
+    r->login_busy = false;
+    if (ok)
+        atomic_store(&r->login_ok_once, true);
+    pthread_cond_broadcast(&r->login_cv);
+    pthread_mutex_unlock(&r->login_mu);
+}
+
+/*
+ * Logs the worker's session in. Until a login has succeeded in this run, sessions log in one
+ * at a time, so a wrong password is tried once, not once per session; a refused login trips
+ * the breaker at once.
+ */
+enum login_rc worker_login(struct worker *w)
+{
+    struct runner *r = w->r;
+    char err[APBOT_ERR_LEN];
+
+    bool gated = login_turn_take(r);
     if (stopping(r)) {
-        if (gated) {
-            pthread_mutex_lock(&r->login_mu);
-            r->login_busy = false;
-            pthread_cond_broadcast(&r->login_cv);
-            pthread_mutex_unlock(&r->login_mu);
-        }
+        if (gated)
+            login_turn_end(r, false);
         return LOGIN_TRANSIENT;
     }
 
@@ -201,14 +216,8 @@ enum login_rc worker_login(struct worker *w)
         snprintf(msg, sizeof(msg), "login refused: %s", err);
         breaker_trip(r, msg);
     }
-    if (gated) {
-        pthread_mutex_lock(&r->login_mu);
-        r->login_busy = false;
-        if (rc == APBOT_OK)
-            atomic_store(&r->login_ok_once, true);
-        pthread_cond_broadcast(&r->login_cv);
-        pthread_mutex_unlock(&r->login_mu);
-    }
+    if (gated)
+        login_turn_end(r, rc == APBOT_OK);
     if (rc == APBOT_OK) {
         w->login_fails = 0;
         w->stats.logins++;
