@@ -40,6 +40,8 @@ struct flow_ctx {
     size_t text_len;
     size_t *line_starts; /* offset of each line in text */
     size_t n_lines;
+    const char **sessions; /* ${session.NAME}s the login and its calls capture (borrowed) */
+    size_t n_sessions;
 };
 
 /* ---- flow.c ------------------------------------------------------------------------------ */
@@ -90,8 +92,11 @@ enum {
     FLOW_P_DETAIL_URL = 1 << 3,  /* <detail get> */
     FLOW_P_STEP_URL = 1 << 4,
     FLOW_P_STEP_FIELD = 1 << 5,
-    FLOW_P_LINES = 1 << 6, /* a field inside <lines> */
-    FLOW_P_LIST_URL = 1 << 7,
+    FLOW_P_LINES = 1 << 6,    /* a field inside <lines> (or a JSON body's {"$each-line": ...}) */
+    FLOW_P_LIST_URL = 1 << 7, /* <list>'s URL and request */
+    FLOW_P_HEADER = 1 << 8,   /* an <erp><header> value */
+    FLOW_P_CALL = 1 << 9,     /* a <then> call after the login */
+    FLOW_P_RESOLVE = 1 << 10, /* a <resolve>'s request */
 };
 
 /* What a template may refer to where it sits. Zero-initialise, then set what applies. */
@@ -103,6 +108,9 @@ struct flow_scope {
     size_t n_captures;
     const struct flow_table *rows; /* columns usable as ${row.COLUMN} (detail get) */
     const char *hint;              /* appended to "not captured" messages, or NULL */
+    const char *const *sessions;   /* NAMEs usable as ${session.NAME} (captured before here) */
+    size_t n_sessions;
+    bool json_value; /* the template is a whole string of a JSON body: json:TYPE may end it */
 };
 
 /*
@@ -115,6 +123,23 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
 /* True when the template has a placeholder of variable `var`: the exact name, or with a name
  * ending in '.' ("row.", "line.") any variable of that family. */
 bool flow_tpl_uses(const char *tmpl, const char *var);
+
+/* The placeholder a JSON body's string consists of, when it is one placeholder whose last
+ * formatter is json:TYPE: the TYPE's name (static) and, in *ret_plain, the template without
+ * that formatter (heap). NULL otherwise (*ret_plain untouched). */
+const char *flow_tpl_json_type(const char *tmpl, char **ret_plain);
+
+/* ---- flow_json.c ----------------------------------------------------------------------- */
+
+/* A <json> element's text as a template (jansson's tree, numbers kept exact: web/jdoc.h), or
+ * NULL with a problem recorded. The caller owns the reference (json_decref). */
+struct json_t *flow_json_compile(struct flow_ctx *c, const char *text, long line, const char *what);
+/* Checks every string of a JSON template as a template at its place ({"$each-line": ...} in a
+ * post step's body makes line.* available inside it). */
+void flow_json_check(struct flow_ctx *c, const struct json_t *tpl, const struct flow_scope *sc,
+                     long line, const char *what);
+/* flow_tpl_uses over every string of a JSON template. */
+bool flow_json_uses(const struct json_t *tpl, const char *var);
 
 /* A date pattern: literal text plus %d %m %Y %y %%. */
 bool flow_date_pattern_ok(const char *s, size_t len);

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/text.h"
@@ -247,6 +249,12 @@ void flow_problems_out(struct flow_ctx *c, char *err, size_t errlen)
 
 /* ---- freeing ----------------------------------------------------------------------------- */
 
+static void flow_json_cond_done(struct flow_json_cond *j)
+{
+    free(j->pointer);
+    match_free(j->re);
+}
+
 static void flow_rules_free(struct flow_rule *r, size_t n)
 {
     for (size_t i = 0; r && i < n; i++) {
@@ -254,6 +262,10 @@ static void flow_rules_free(struct flow_rule *r, size_t n)
         free(r[i].status);
         match_free(r[i].url);
         match_free(r[i].body);
+        for (size_t k = 0; r[i].json && k < r[i].n_json; k++)
+            flow_json_cond_done(&r[i].json[k]);
+        free(r[i].json);
+        free(r[i].reason);
     }
     free(r);
 }
@@ -265,6 +277,23 @@ static void flow_fields_free(struct flow_field *fd, size_t n)
         free(fd[i].value);
     }
     free(fd);
+}
+
+static void flow_captures_free(struct flow_capture *cp, size_t n)
+{
+    for (size_t i = 0; cp && i < n; i++) {
+        free(cp[i].name);
+        free(cp[i].pointer);
+        match_free(cp[i].re);
+    }
+    free(cp);
+}
+
+static void flow_send_done(struct flow_send *s)
+{
+    free(s->url);
+    json_decref(s->json);
+    flow_fields_free(s->fields, s->n_fields);
 }
 
 static void flow_form_done(struct flow_form *fm)
@@ -279,9 +308,11 @@ static void flow_form_done(struct flow_form *fm)
 static void flow_table_done(struct flow_table *t)
 {
     free(t->rows);
+    free(t->pointer);
     for (size_t i = 0; t->cols && i < t->n_cols; i++) {
         free(t->cols[i].name);
         free(t->cols[i].xpath);
+        free(t->cols[i].pointer);
     }
     free(t->cols);
     free(t->empty);
@@ -295,12 +326,10 @@ static void flow_step_done(struct flow_step *s)
     free(s->name);
     free(s->get);
     flow_form_done(&s->form);
+    flow_send_done(&s->send);
     flow_rules_free(s->rules, s->n_rules);
-    for (size_t i = 0; s->captures && i < s->n_captures; i++) {
-        free(s->captures[i].name);
-        match_free(s->captures[i].re);
-    }
-    free(s->captures);
+    flow_captures_free(s->captures, s->n_captures);
+    free(s->resolves);
 }
 
 void flow_free(struct flow *f)
@@ -317,17 +346,38 @@ void flow_free(struct flow *f)
         match_free(f->session_expired[i].body);
     }
     free(f->session_expired);
+    for (size_t i = 0; f->headers && i < f->n_headers; i++) {
+        free(f->headers[i].name);
+        free(f->headers[i].prefix);
+        free(f->headers[i].value);
+    }
+    free(f->headers);
     free(f->login.method);
     free(f->login.get);
     flow_form_done(&f->login.form);
+    flow_send_done(&f->login.send);
     match_free(f->login.success);
     free(f->login.success_status);
+    flow_json_cond_done(&f->login.success_json);
+    flow_captures_free(f->login.captures, f->login.n_captures);
     flow_rules_free(f->login.rules, f->login.n_rules);
+    for (size_t i = 0; f->login.then && i < f->login.n_then; i++) {
+        struct flow_call *t = &f->login.then[i];
+        free(t->name);
+        flow_send_done(&t->send);
+        free(t->success_status);
+        flow_json_cond_done(&t->success_json);
+        match_free(t->success);
+        flow_captures_free(t->captures, t->n_captures);
+    }
+    free(f->login.then);
     free(f->lookup.get);
+    flow_send_done(&f->lookup.send);
     flow_table_done(&f->lookup.table);
     free(f->lookup.key_column);
     flow_fields_free(f->lookup.expect, f->lookup.n_expect);
     free(f->lookup.detail.get);
+    flow_send_done(&f->lookup.detail.send);
     flow_table_done(&f->lookup.detail.table);
     free(f->lookup.finished.name);
     free(f->lookup.finished.value);
@@ -336,6 +386,17 @@ void flow_free(struct flow *f)
     free(f->steps);
     flow_rules_free(f->outcomes, f->n_outcomes);
     free(f->list.get);
+    flow_send_done(&f->list.send);
     flow_table_done(&f->list.table);
+    for (size_t i = 0; f->resolves && i < f->n_resolves; i++) {
+        struct flow_resolve *r = &f->resolves[i];
+        free(r->name);
+        free(r->code);
+        free(r->get);
+        flow_send_done(&r->send);
+        flow_table_done(&r->table);
+        free(r->match_column);
+    }
+    free(f->resolves);
     free(f);
 }

@@ -23,6 +23,8 @@
 
 #include "apbot/buf.h"
 #include "apbot/mem.h"
+#include "web/http.h"
+#include "web/jdoc.h"
 #include "web/match.h"
 #include "flow-int.h"
 
@@ -589,7 +591,68 @@ static bool flow_table_has(const struct flow_table *t, const char *name)
     return false;
 }
 
-static void flow_check_table(struct flow_ctx *c, const struct flow_table *t, const char *what)
+/* The templates of a <send> at its place: the URL, and the JSON body or the fields. */
+static void flow_check_send(struct flow_ctx *c, const struct flow_send *s,
+                            const struct flow_scope *url, const struct flow_scope *body,
+                            const char *what)
+{
+    char msg[160];
+
+    if (!s->present)
+        return;
+    snprintf(msg, sizeof(msg), "%s send url", what);
+    flow_tpl_check(c, s->url, url, s->line, msg);
+    snprintf(msg, sizeof(msg), "%s send body", what);
+    if (s->json)
+        flow_json_check(c, s->json, body, s->line, msg);
+    flow_check_fields(c, s->fields, s->n_fields, body, msg);
+}
+
+/* True when the send's URL or body uses variable var. */
+static bool flow_send_uses(const struct flow_send *s, const char *var)
+{
+    if (!s->present)
+        return false;
+    if (flow_tpl_uses(s->url, var) || (s->json && flow_json_uses(s->json, var)))
+        return true;
+    for (size_t i = 0; i < s->n_fields; i++)
+        if (flow_tpl_uses(s->fields[i].value, var))
+            return true;
+    return false;
+}
+
+/* A table read from JSON has a rows pointer and pointer columns; one read from HTML rows and
+ * XPath columns (an HTML lookup table also its empty marker). */
+static bool flow_check_table_kind(struct flow_ctx *c, const struct flow_table *t, bool detail,
+                                  bool need_empty, const char *what)
+{
+    bool ok = true;
+    for (size_t i = 0; i < t->n_cols; i++)
+        if ((t->json && !t->cols[i].pointer) || (!t->json && !t->cols[i].xpath)) {
+            flow_problem(c, t->cols[i].line, "column '%s': %s (the %s is read from %s)",
+                         t->cols[i].name ? t->cols[i].name : "",
+                         t->json ? "give pointer=\"/...\", not xpath" : "give xpath=, not pointer",
+                         what, t->json ? "a JSON answer" : "an HTML page");
+            ok = false;
+        }
+    if (t->json && (t->empty || t->next || t->screen))
+        flow_problem(c, t->line,
+                     "%s: empty, next and screen are XPath for HTML pages; a JSON table's rows "
+                     "are the array at pointer= (an empty array is no results, no array there "
+                     "is no answer)",
+                     what);
+    if (!detail && !t->json && !t->rows)
+        flow_problem(c, t->line, "%s: give rows=\"XPATH\" or pointer=\"/...\"", what);
+    if (!t->json && need_empty && !t->empty)
+        flow_problem(c, t->line,
+                     "%s: an HTML lookup table needs empty=\"XPATH\" (what a results page without "
+                     "hits shows: no rows alone never proves an absence)",
+                     what);
+    return ok;
+}
+
+static void flow_check_table_as(struct flow_ctx *c, const struct flow_table *t, const char *what,
+                                bool known_names)
 {
     char msg[128];
 
@@ -619,7 +682,7 @@ static void flow_check_table(struct flow_ctx *c, const struct flow_table *t, con
         for (size_t j = 0; j < i; j++)
             twice =
                 twice || (col->name && t->cols[j].name && strcmp(col->name, t->cols[j].name) == 0);
-        if (!known)
+        if (!known && known_names)
             flow_problem(c, col->line,
                          "column '%s': unknown name (use doc, reference, vendor, vendor_name, "
                          "invoice_number, date, due_date, amount, currency, doc_type, booked, "
@@ -630,6 +693,11 @@ static void flow_check_table(struct flow_ctx *c, const struct flow_table *t, con
         snprintf(msg, sizeof(msg), "column '%s'", col->name ? col->name : "");
         flow_check_xpath(c, col->xpath, col->line, msg);
     }
+}
+
+static void flow_check_table(struct flow_ctx *c, const struct flow_table *t, const char *what)
+{
+    flow_check_table_as(c, t, what, true);
 }
 
 /* True when base_url carries credentials: "scheme://user[:pass]@host...". */
@@ -671,10 +739,62 @@ static void flow_check_erp(struct flow_ctx *c)
     if (!f->login.present && !f->basic_auth)
         flow_problem(c, f->line,
                      "flow: no <login> and no <http-basic/>: how does apbot authenticate?");
-    if (f->login.present && !f->login.has_form && !f->basic_auth)
+    if (f->login.present && !f->login.has_form && !f->login.send.present && !f->basic_auth)
         flow_problem(c, f->login.line,
                      "login: a login without <form> sends no credentials: add <http-basic/> to "
                      "<erp> (or a <form> with ${secret.user} and ${secret.password})");
+    if (f->login.send.present && !f->basic_auth &&
+        !flow_send_uses(&f->login.send, "secret.password"))
+        flow_problem(c, f->login.line,
+                     "login: its <send> carries no ${secret.password} and the flow has no "
+                     "<http-basic/>: how does it authenticate?");
+}
+
+/* The headers every request after the login carries (checked once the session's captures are
+ * known). */
+static void flow_check_headers(struct flow_ctx *c)
+{
+    const struct flow *f = c->f;
+
+    for (size_t i = 0; i < f->n_headers; i++) {
+        const struct flow_header *h = &f->headers[i];
+        struct flow_scope sc = {
+            .place = FLOW_P_HEADER, .sessions = c->sessions, .n_sessions = c->n_sessions};
+        char msg[160];
+        snprintf(msg, sizeof(msg), "header '%s'", h->name ? h->name : "");
+        if (!h->name || !http_header_ok(h->name, "x"))
+            flow_problem(c, h->line,
+                         "%s: not a header apbot may set (a token name; Host, Content-Length, "
+                         "Content-Type, Cookie and the like are the session's own)",
+                         msg);
+        if ((h->prefix && (strchr(h->prefix, '\r') || strchr(h->prefix, '\n'))))
+            flow_problem(c, h->line, "%s: a prefix with a line break", msg);
+        flow_tpl_check(c, h->value, &sc, h->line, msg);
+    }
+}
+
+/* The session's captures (login, then calls): a group of their name where a pattern must find
+ * it, each name once; they join c->sessions, usable after here. */
+static void flow_check_session_captures(struct flow_ctx *c, const struct flow_capture *cp, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (!cp[k].name)
+            continue;
+        if (cp[k].re && flow_group_yield(cp[k].re, cp[k].name) == FLOW_GROUP_ABSENT &&
+            !cp[k].pointer)
+            flow_problem(c, cp[k].line, "capture '%s': the pattern needs a (?<%s>...) group",
+                         cp[k].name, cp[k].name);
+        bool twice = false;
+        for (size_t j = 0; j < c->n_sessions; j++)
+            twice = twice || strcmp(c->sessions[j], cp[k].name) == 0;
+        if (twice) {
+            flow_problem(c, cp[k].line, "capture '%s': the session captures it already",
+                         cp[k].name);
+            continue;
+        }
+        c->sessions = apbot_xrealloc(c->sessions, (c->n_sessions + 1) * sizeof(*c->sessions));
+        c->sessions[c->n_sessions++] = cp[k].name;
+    }
 }
 
 static void flow_check_login(struct flow_ctx *c)
@@ -691,7 +811,20 @@ static void flow_check_login(struct flow_ctx *c)
                      l->success_status);
     if (l->has_form)
         flow_check_form(c, &l->form, &field, "login");
+    flow_check_send(c, &l->send, &url, &field, "login");
     flow_check_rules(c, l->rules, l->n_rules, FLOW_RULES_LOGIN, "<login>");
+    flow_check_session_captures(c, l->captures, l->n_captures);
+    for (size_t i = 0; i < l->n_then; i++) {
+        const struct flow_call *t = &l->then[i];
+        struct flow_scope sc = {
+            .place = FLOW_P_CALL, .sessions = c->sessions, .n_sessions = c->n_sessions};
+        char msg[160];
+        snprintf(msg, sizeof(msg), "then '%s'", t->name ? t->name : "");
+        flow_check_send(c, &t->send, &sc, &sc, msg);
+        if (t->success_status && !match_status_valid(t->success_status))
+            flow_problem(c, t->line, "%s success: bad status spec '%s'", msg, t->success_status);
+        flow_check_session_captures(c, t->captures, t->n_captures);
+    }
 }
 
 /* True when the lookup can read column `name` from its table or its detail page. */
@@ -706,13 +839,30 @@ static void flow_check_lookup(struct flow_ctx *c)
     const struct flow_lookup *lk = &c->f->lookup;
     struct flow_scope sc = {.place = FLOW_P_LOOKUP};
 
+    sc.sessions = c->sessions;
+    sc.n_sessions = c->n_sessions;
+    if (!lk->get == !lk->send.present)
+        flow_problem(c, lk->line, "lookup: give get=\"URL\" or <send>, one of the two");
     flow_tpl_check(c, lk->get, &sc, lk->line, "lookup get");
+    flow_check_send(c, &lk->send, &sc, &sc, "lookup");
+    flow_check_table_kind(c, &lk->table, false, true, "lookup table");
     flow_check_table(c, &lk->table, "lookup table");
     if (!flow_table_has(&lk->table, "doc"))
         flow_problem(c, lk->table.line, "lookup table: needs a 'doc' column (the document number)");
     if (lk->detail.present) {
-        struct flow_scope ds = {.place = FLOW_P_DETAIL_URL, .rows = &lk->table};
+        struct flow_scope ds = {.place = FLOW_P_DETAIL_URL,
+                                .rows = &lk->table,
+                                .sessions = c->sessions,
+                                .n_sessions = c->n_sessions};
+        if (!lk->detail.get == !lk->detail.send.present)
+            flow_problem(c, lk->detail.table.line,
+                         "detail: give get=\"URL\" or <send>, one of the two");
         flow_tpl_check(c, lk->detail.get, &ds, lk->detail.table.line, "detail get");
+        flow_check_send(c, &lk->detail.send, &ds, &ds, "detail");
+        flow_check_table_kind(c, &lk->detail.table, true, false, "detail");
+        if (lk->detail.send.present && !flow_send_uses(&lk->detail.send, "row."))
+            flow_problem(c, lk->detail.table.line,
+                         "detail send: use ${row.COLUMN} to ask for each candidate's own record");
         if (lk->detail.get && !flow_tpl_uses(lk->detail.get, "row."))
             flow_problem(c, lk->detail.table.line,
                          "detail get: use ${row.COLUMN} (e.g. ${row.doc|url}) to open each "
@@ -821,12 +971,86 @@ static void flow_check_doc_yield(struct flow_ctx *c, const struct flow_rule *r, 
     if (doc_elsewhere || flow_problem_at(c, r->line)) /* a broken pattern said enough */
         return;
     g = r->body ? flow_group_yield(r->body, "doc") : FLOW_GROUP_ABSENT;
+    for (size_t k = 0; k < r->n_json && g != FLOW_GROUP_NONEMPTY; k++)
+        if (r->json[k].re && !r->json[k].absent) {
+            enum flow_group gj = flow_group_yield(r->json[k].re, "doc");
+            if (gj != FLOW_GROUP_ABSENT)
+                g = gj;
+        }
     if (g != FLOW_GROUP_NONEMPTY)
         flow_problem(c, r->line,
                      "rule '%s': a %s rule must yield the document number, but %s: give it a "
                      "(?<doc>...) group that cannot match the empty string, or %s",
                      r->name ? r->name : "", flow_outcome_name(r->outcome), flow_group_why(g),
                      elsewhere);
+}
+
+/* True when step s's templates use variable var. */
+static bool flow_step_uses(const struct flow_step *s, const char *var)
+{
+    if (flow_tpl_uses(s->get, var) || flow_send_uses(&s->send, var))
+        return true;
+    for (size_t k = 0; k < s->form.n_fields; k++)
+        if (flow_tpl_uses(s->form.fields[k].value, var))
+            return true;
+    for (size_t k = 0; k < s->form.lines.n_fields; k++)
+        if (flow_tpl_uses(s->form.lines.fields[k].value, var) ||
+            flow_tpl_uses(s->form.lines.fields[k].name, var))
+            return true;
+    return false;
+}
+
+/* Records which resolves step i uses (${ref.NAME.*}): the post resolves them before sending
+ * anything of the step. */
+static void flow_step_resolves(struct flow_ctx *c, size_t i)
+{
+    struct flow_step *s = &c->f->steps[i];
+
+    for (size_t r = 0; r < c->f->n_resolves; r++) {
+        char var[160];
+        if (!c->f->resolves[r].name)
+            continue;
+        snprintf(var, sizeof(var), "ref.%s.", c->f->resolves[r].name);
+        if (!flow_step_uses(s, var))
+            continue;
+        s->resolves = apbot_xrealloc(s->resolves, (s->n_resolves + 1) * sizeof(*s->resolves));
+        s->resolves[s->n_resolves++] = r;
+    }
+}
+
+/* Resolves: a unique name, a code that names what to look up, a request using ${code}, a
+ * table with the match column. */
+static void flow_check_resolves(struct flow_ctx *c)
+{
+    struct flow *f = c->f;
+
+    for (size_t i = 0; i < f->n_resolves; i++) {
+        struct flow_resolve *r = &f->resolves[i];
+        struct flow_scope code = {.place = FLOW_P_STEP_FIELD};
+        struct flow_scope req = {
+            .place = FLOW_P_RESOLVE, .sessions = c->sessions, .n_sessions = c->n_sessions};
+        char msg[160];
+
+        snprintf(msg, sizeof(msg), "resolve '%s'", r->name ? r->name : "");
+        for (size_t j = 0; j < i; j++)
+            if (r->name && f->resolves[j].name && strcmp(r->name, f->resolves[j].name) == 0)
+                flow_problem(c, r->line, "%s: the name is used twice", msg);
+        r->per_line = r->code && flow_tpl_uses(r->code, "line.");
+        if (r->per_line)
+            code.place = FLOW_P_LINES;
+        flow_tpl_check(c, r->code, &code, r->line, msg);
+        flow_tpl_check(c, r->get, &req, r->line, msg);
+        flow_check_send(c, &r->send, &req, &req, msg);
+        if (!(r->get && flow_tpl_uses(r->get, "code")) && !flow_send_uses(&r->send, "code"))
+            flow_problem(c, r->line, "%s: its request must ask for ${code}", msg);
+        flow_check_table_kind(c, &r->table, false, false, msg);
+        flow_check_table_as(c, &r->table, msg, false);
+        if (r->match_column && !flow_table_has(&r->table, r->match_column))
+            flow_problem(c, r->line,
+                         "%s: match-column '%s' is not a column of its table (a hit is believed "
+                         "only when that column equals the code exactly)",
+                         msg, r->match_column);
+    }
 }
 
 static void flow_check_post(struct flow_ctx *c)
@@ -858,6 +1082,8 @@ static void flow_check_post(struct flow_ctx *c)
                 avail[url.n_captures++] = ps.captures[j];
         }
         url.captures = avail;
+        url.sessions = c->sessions;
+        url.n_sessions = c->n_sessions;
         if (after)
             url.hint = " (a follow-up step is re-run on DOC after a lookup, where only ${doc} and "
                        "values captured after the committing step are known)";
@@ -866,24 +1092,37 @@ static void flow_check_post(struct flow_ctx *c)
 
         snprintf(msg, sizeof(msg), "step '%s'", s->name ? s->name : "");
         flow_tpl_check(c, s->get, &url, s->line, msg);
-        if (i == 0 && !s->get)
-            flow_problem(c, s->line, "%s: the first step needs get=\"URL\" to fetch the form", msg);
-        if (followers && i == ps.ci + 1 && !(s->get && flow_tpl_uses(s->get, "doc")))
+        if (i == 0 && !s->get && !s->send.present)
             flow_problem(c, s->line,
-                         "%s: the first step after the committing one must fetch its page by "
-                         "the document, get=\"...${doc}...\" (follow-up steps are re-run on the "
-                         "saved document, never by posting again)",
+                         "%s: the first step needs get=\"URL\" to fetch the form (or a <send>)",
+                         msg);
+        if (followers && i == ps.ci + 1 && !(s->get && flow_tpl_uses(s->get, "doc")) &&
+            !flow_send_uses(&s->send, "doc"))
+            flow_problem(c, s->line,
+                         "%s: the first step after the committing one must name the document: "
+                         "get=\"...${doc}...\" or a <send> using ${doc} (follow-up steps are "
+                         "re-run on the saved document, never by posting again)",
                          msg);
         for (size_t j = 0; j < i; j++)
             if (s->name && f->steps[j].name && strcmp(s->name, f->steps[j].name) == 0) {
                 flow_problem(c, s->line, "step name '%s' is used twice", s->name);
                 break;
             }
-        flow_check_form(c, &s->form, &field, msg);
+        if (s->send.present)
+            flow_check_send(c, &s->send, &url, &field, msg);
+        else
+            flow_check_form(c, &s->form, &field, msg);
         for (size_t k = 0; k < s->form.n_fields; k++)
             key_written = key_written || flow_tpl_uses(s->form.fields[k].value, "key");
         for (size_t k = 0; k < s->form.lines.n_fields; k++)
             key_written = key_written || flow_tpl_uses(s->form.lines.fields[k].value, "key");
+        key_written = key_written || flow_send_uses(&s->send, "key");
+        flow_step_resolves(c, i);
+        if (s->repeat_until_lines && s->send.present)
+            flow_problem(c, s->line,
+                         "%s: repeat=\"until-lines\" repeats a form's update; a <send> step "
+                         "sends its body once, lines and all ({\"$each-line\": ...})",
+                         msg);
         if (s->repeat_until_lines && ps.has_commit && i >= ps.ci)
             flow_problem(c, s->line,
                          "%s: repeat=\"until-lines\" only before the committing step (a "
@@ -953,21 +1192,35 @@ static void flow_check_list(struct flow_ctx *c)
     struct flow_scope sc = {.place = FLOW_P_LIST_URL};
     bool day, from, to;
 
+    sc.sessions = c->sessions;
+    sc.n_sessions = c->n_sessions;
+    if (!ls->get == !ls->send.present)
+        flow_problem(c, ls->line, "list: give get=\"URL\" or <send>, one of the two");
     flow_tpl_check(c, ls->get, &sc, ls->line, "list get");
-    day = ls->get && flow_tpl_uses(ls->get, "date");
-    from = ls->get && flow_tpl_uses(ls->get, "from");
-    to = ls->get && flow_tpl_uses(ls->get, "to");
-    if (ls->get && !day && !(from && to))
+    flow_check_send(c, &ls->send, &sc, &sc, "list");
+    day = flow_tpl_uses(ls->get, "date") || flow_send_uses(&ls->send, "date");
+    from = flow_tpl_uses(ls->get, "from") || flow_send_uses(&ls->send, "from");
+    to = flow_tpl_uses(ls->get, "to") || flow_send_uses(&ls->send, "to");
+    bool paged = flow_tpl_uses(ls->get, "page") || flow_send_uses(&ls->send, "page") ||
+                 flow_tpl_uses(ls->get, "offset") || flow_send_uses(&ls->send, "offset");
+    if ((ls->get || ls->send.present) && !day && !(from && to))
         flow_problem(c, ls->line,
-                     "list: get must use ${date} (one day) or both ${from} and ${to} (a range)");
+                     "list: its request must use ${date} (one day) or both ${from} and ${to} (a "
+                     "range)");
     else if (day && (from || to))
         flow_problem(c, ls->line, "list: get uses ${date} and a range (${from}/${to}): pick one");
+    flow_check_table_kind(c, &ls->table, false, false, "list table");
     flow_check_table(c, &ls->table, "list table");
     if (!flow_table_has(&ls->table, "doc"))
         flow_problem(c, ls->table.line, "list table: needs a 'doc' column (the document number)");
-    if (ls->table.next == NULL && ls->get && !flow_tpl_uses(ls->get, "page") && ls->max_pages > 1)
+    if (ls->table.next == NULL && !paged && ls->max_pages > 1)
         flow_problem(c, ls->line,
-                     "list: max-pages > 1 needs ${page} in get or a next link in the table");
+                     "list: max-pages > 1 needs ${page} or ${offset} in its request, or a next "
+                     "link in the table");
+    if ((flow_tpl_uses(ls->get, "offset") || flow_send_uses(&ls->send, "offset") ||
+         flow_tpl_uses(ls->get, "limit") || flow_send_uses(&ls->send, "limit")) &&
+        ls->page_size <= 0)
+        flow_problem(c, ls->line, "list: ${offset} and ${limit} need page-size=\"N\"");
 }
 
 /* Relations between policy numbers, checked on the final numbers (defaults included). */
@@ -1039,6 +1292,8 @@ void flow_check(struct flow_ctx *c)
 {
     flow_check_erp(c);
     flow_check_login(c);
+    flow_check_headers(c);
+    flow_check_resolves(c);
     flow_check_lookup(c);
     flow_check_post(c);
     flow_check_list(c);

@@ -25,9 +25,12 @@
 #include <libxml/tree.h>
 #include <libxml/xmlerror.h>
 
+#include <jansson.h>
+
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "web/jdoc.h"
 #include "web/match.h"
 #include "flow-int.h"
 
@@ -240,22 +243,63 @@ static void flow_build_form(struct flow_ctx *c, xmlNode *n, struct flow_form *fm
     }
 }
 
+/* A <json pointer="..." [absent]>pattern</json> condition of a rule, or a <success json="...">
+ * attribute with the success element's pattern. */
+static void flow_build_json_cond(struct flow_ctx *c, char *pointer, const char *pattern,
+                                 bool absent, long line, const char *what, struct flow_json_cond *j)
+{
+    char w[200];
+
+    j->pointer = pointer;
+    j->absent = absent;
+    j->line = (int)line;
+    snprintf(w, sizeof(w), "%s json \"%s\"", what, pointer ? pointer : "");
+    if (pointer && !jdoc_pointer_ok(pointer))
+        flow_problem(c, line,
+                     "%s: not a JSON pointer (RFC 6901: \"\" or \"/a/0/b\", \"~\" only as ~0 "
+                     "or ~1)",
+                     w);
+    if (*pattern && absent)
+        flow_problem(c, line, "%s: absent=\"true\" with a pattern (nothing to match)", w);
+    else if (*pattern)
+        j->re = flow_pattern(c, pattern, line, w);
+}
+
 static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
 {
     char *outcome = flow_prop(n, "outcome");
     char *url = flow_prop(n, "url");
-    char *pattern = flow_text(n);
+    char *pattern = NULL;
     enum flow_outcome o = flow_outcome_from_name(outcome);
     char what[160];
+    size_t cap = 0;
+    bool success_json = false;
 
     r->name = flow_prop(n, "name");
     r->status = flow_prop(n, "status");
     r->raw = flow_prop_true(n, "raw");
+    r->reason = flow_prop(n, "reason");
     r->line = flow_line(c, n);
     r->outcome = o == FLOW_OUT__COUNT ? FLOW_OUT_UNKNOWN : o;
     snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
     if (o == FLOW_OUT__COUNT)
         flow_problem(c, r->line, "%s: unknown outcome '%s'", what, outcome ? outcome : "");
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (!flow_is(k, "json") ||
+            !flow_room(c, (void **)&r->json, &cap, r->n_json, sizeof(*r->json), flow_line(c, k),
+                       "JSON conditions in one rule"))
+            continue;
+        struct flow_json_cond *j = &r->json[r->n_json++];
+        char *jp = flow_text(k);
+        memset(j, 0, sizeof(*j));
+        flow_build_json_cond(c, flow_prop(k, "pointer"), jp, flow_prop_true(k, "absent"),
+                             flow_line(c, k), what, j);
+        /* a present value matched by a pattern needing text says more than a status alone */
+        success_json = success_json || (j->re && !j->absent && !match_exec(j->re, "", 0, NULL));
+        free(jp);
+    }
+    /* with JSON conditions the element's text is theirs, not a body pattern */
+    pattern = r->n_json ? apbot_xstrdup("") : flow_text(n);
     if (*pattern)
         r->body = flow_pattern(c, pattern, r->line, what);
     if (url) {
@@ -263,13 +307,13 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
         snprintf(uwhat, sizeof(uwhat), "%s url", what);
         r->url = flow_pattern(c, url, r->line, uwhat);
     }
-    if (!*pattern && !r->status && !url)
+    if (!*pattern && !r->status && !url && !r->n_json)
         flow_problem(c, r->line,
                      "%s: matches every answer; give it a status, a url, a pattern or more", what);
-    else if ((o == FLOW_OUT_COMPLETED || o == FLOW_OUT_SAVED) && !*pattern && !url)
+    else if ((o == FLOW_OUT_COMPLETED || o == FLOW_OUT_SAVED) && !*pattern && !url && !success_json)
         flow_problem(c, r->line,
-                     "%s: a %s rule needs a pattern or a url: a status alone would be a "
-                     "catch-all success",
+                     "%s: a %s rule needs a pattern, a url or a JSON value it matches: a status "
+                     "(or a value merely present) would be a catch-all success",
                      what, flow_outcome_name(o));
     free(outcome);
     free(url);
@@ -319,6 +363,10 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
 
     t->line = flow_line(c, n);
     t->rows = flow_prop(n, "rows");
+    t->pointer = flow_prop(n, "pointer");
+    t->json = t->pointer != NULL;
+    if (t->pointer && !jdoc_pointer_ok(t->pointer))
+        flow_problem(c, t->line, "table pointer \"%s\": not a JSON pointer (RFC 6901)", t->pointer);
     t->empty = flow_prop(n, "empty");
     t->next = flow_prop(n, "next");
     t->screen = flow_prop(n, "screen");
@@ -341,8 +389,106 @@ static void flow_build_table(struct flow_ctx *c, xmlNode *n, struct flow_table *
         col = &t->cols[t->n_cols++];
         col->name = flow_prop(k, "name");
         col->xpath = flow_prop(k, "xpath");
+        col->pointer = flow_prop(k, "pointer");
         col->line = flow_line(c, k);
+        if (col->pointer && !jdoc_pointer_ok(col->pointer))
+            flow_problem(c, col->line, "column '%s': pointer \"%s\" is not a JSON pointer",
+                         col->name ? col->name : "", col->pointer);
     }
+}
+
+/* A <send>: its URL, method, and a JSON body or form fields. */
+static void flow_build_send(struct flow_ctx *c, xmlNode *n, struct flow_send *s)
+{
+    char *method = flow_prop(n, "method");
+    size_t cap = 0;
+
+    s->present = true;
+    s->url = flow_prop(n, "url");
+    s->line = flow_line(c, n);
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "json")) {
+            char *text = flow_text(k);
+            s->json = flow_json_compile(c, text, flow_line(c, k), "send");
+            free(text);
+        }
+    }
+    (void)flow_build_fields(c, flow_first(n), &s->fields, &s->n_fields, &cap);
+    s->post = method ? strcmp(method, "POST") == 0 : (s->json || s->n_fields);
+    if (!s->post && (s->json || s->n_fields))
+        flow_problem(c, s->line,
+                     "send: method=\"GET\" with a body (a GET carries its values in "
+                     "the URL)");
+    free(method);
+}
+
+/* The <send> among n's children, if any. */
+static void flow_find_send(struct flow_ctx *c, xmlNode *n, struct flow_send *s)
+{
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k))
+        if (flow_is(k, "send"))
+            flow_build_send(c, k, s);
+}
+
+/* A <capture>: a (?<NAME>...) pattern, or a JSON pointer (and optionally a pattern on its
+ * value's text); secret marks a session token. */
+static void flow_build_capture(struct flow_ctx *c, xmlNode *r, struct flow_capture *cp)
+{
+    char *pat = flow_text(r), what[160];
+
+    memset(cp, 0, sizeof(*cp));
+    cp->name = flow_prop(r, "name");
+    cp->raw = flow_prop_true(r, "raw");
+    cp->secret = flow_prop_true(r, "secret");
+    cp->pointer = flow_prop(r, "json");
+    cp->line = flow_line(c, r);
+    snprintf(what, sizeof(what), "capture '%s'", cp->name ? cp->name : "");
+    if (cp->pointer && !jdoc_pointer_ok(cp->pointer))
+        flow_problem(c, cp->line, "%s: json \"%s\" is not a JSON pointer (RFC 6901)", what,
+                     cp->pointer);
+    if (*pat)
+        cp->re = flow_pattern(c, pat, cp->line, what);
+    else if (!cp->pointer)
+        flow_problem(c, cp->line,
+                     "%s: empty pattern (it needs a (?<%s>...) group, or json=\"...\")", what,
+                     cp->name ? cp->name : "name");
+    free(pat);
+}
+
+/* Appends the <capture> children of n to *caps. */
+static void flow_build_captures(struct flow_ctx *c, xmlNode *n, struct flow_capture **caps,
+                                size_t *n_caps)
+{
+    size_t cap = 0;
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (!flow_is(k, "capture") || !flow_room(c, (void **)caps, &cap, *n_caps, sizeof(**caps),
+                                                 flow_line(c, k), "captures in one place"))
+            continue;
+        flow_build_capture(c, k, &(*caps)[(*n_caps)++]);
+    }
+}
+
+/* A <success>: status, JSON condition and pattern, at least one given. */
+static void flow_build_success(struct flow_ctx *c, xmlNode *k, char **ret_status,
+                               struct flow_json_cond *ret_json, struct match_re **ret_re,
+                               bool *ret_raw, const char *what)
+{
+    char *pat = flow_text(k);
+    char *json = flow_prop(k, "json");
+
+    *ret_status = flow_prop(k, "status");
+    *ret_raw = flow_prop_true(k, "raw");
+    if (json) {
+        flow_build_json_cond(c, json, pat, false, flow_line(c, k), what, ret_json);
+    } else if (*pat) {
+        *ret_re = flow_pattern(c, pat, flow_line(c, k), what);
+    }
+    if (!*pat && !*ret_status && !json)
+        flow_problem(c, flow_line(c, k),
+                     "%s: give a status, a pattern, a json pointer or more (what does a good "
+                     "answer look like?)",
+                     what);
+    free(pat);
 }
 
 /* A <session-expired> marker: status, redirect and body, all that are given must match. */
@@ -369,7 +515,7 @@ static void flow_build_marker(struct flow_ctx *c, xmlNode *k, struct flow_marker
 static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
 {
     struct flow *f = c->f;
-    size_t cap = 0;
+    size_t cap = 0, hcap = 0;
 
     f->base_url = flow_prop(n, "base-url");
     f->erp_line = flow_line(c, n);
@@ -385,6 +531,29 @@ static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
             free(verify);
         } else if (flow_is(k, "http-basic")) {
             f->basic_auth = true;
+        } else if (flow_is(k, "json-values")) {
+            char *dec = flow_prop(k, "decimal"), *date = flow_prop(k, "date");
+            f->json_decimal = !dec                         ? FLOW_JSON_DECIMAL_STRING
+                              : strcmp(dec, "number") == 0 ? FLOW_JSON_DECIMAL_NUMBER
+                              : strcmp(dec, "tagged") == 0 ? FLOW_JSON_DECIMAL_TAGGED
+                                                           : FLOW_JSON_DECIMAL_STRING;
+            f->json_date =
+                date && strcmp(date, "tagged") == 0 ? FLOW_JSON_DATE_TAGGED : FLOW_JSON_DATE_ISO;
+            free(dec);
+            free(date);
+        } else if (flow_is(k, "header")) {
+            if (!flow_room(c, (void **)&f->headers, &hcap, f->n_headers, sizeof(*f->headers),
+                           flow_line(c, k), "<header> elements"))
+                continue;
+            struct flow_header *h = &f->headers[f->n_headers++];
+            char *enc = flow_prop(k, "encode");
+            memset(h, 0, sizeof(*h));
+            h->name = flow_prop(k, "name");
+            h->prefix = flow_prop(k, "prefix");
+            h->value = flow_text(k);
+            h->base64 = enc && strcmp(enc, "base64") == 0;
+            h->line = flow_line(c, k);
+            free(enc);
         } else if (flow_is(k, "session-expired")) {
             if (!flow_room(c, (void **)&f->session_expired, &cap, f->n_session_expired,
                            sizeof(*f->session_expired), flow_line(c, k),
@@ -399,6 +568,7 @@ static void flow_build_erp(struct flow_ctx *c, xmlNode *n)
 static void flow_build_login(struct flow_ctx *c, xmlNode *n)
 {
     struct flow_login *l = &c->f->login;
+    size_t ccap = 0, tcap = 0;
     xmlNode *k;
 
     l->present = true;
@@ -409,17 +579,16 @@ static void flow_build_login(struct flow_ctx *c, xmlNode *n)
         if (flow_is(k, "form")) {
             l->has_form = true;
             flow_build_form(c, k, &l->form);
+        } else if (flow_is(k, "send")) {
+            flow_build_send(c, k, &l->send);
         } else if (flow_is(k, "success")) {
-            char *pat = flow_text(k);
-            l->success_status = flow_prop(k, "status");
-            l->success_raw = flow_prop_true(k, "raw");
-            if (*pat)
-                l->success = flow_pattern(c, pat, flow_line(c, k), "login success");
-            else if (!l->success_status)
-                flow_problem(c, flow_line(c, k),
-                             "login success: give a status, a pattern or both (what does a "
-                             "good login answer look like?)");
-            free(pat);
+            flow_build_success(c, k, &l->success_status, &l->success_json, &l->success,
+                               &l->success_raw, "login success");
+        } else if (flow_is(k, "capture")) {
+            if (!flow_room(c, (void **)&l->captures, &ccap, l->n_captures, sizeof(*l->captures),
+                           flow_line(c, k), "captures of the login"))
+                continue;
+            flow_build_capture(c, k, &l->captures[l->n_captures++]);
         }
     }
     if (l->has_form && l->method)
@@ -427,9 +596,30 @@ static void flow_build_login(struct flow_ctx *c, xmlNode *n)
                      "login: method=\"%s\" is for a login without <form> (a form says its own "
                      "method)",
                      l->method);
-    if (!l->has_form && !l->method)
+    if (l->send.present && (l->get || l->method))
+        flow_problem(c, l->line,
+                     "login: get and method are for a login page or request; with <send> the "
+                     "request is composed there");
+    if (!l->send.present && !l->get)
+        flow_problem(c, l->line, "login: give get=\"URL\" (the login page or request) or <send>");
+    if (!l->has_form && !l->send.present && !l->method)
         l->method = apbot_xstrdup("GET");
-    (void)flow_build_rules(c, k, &l->rules, &l->n_rules);
+    k = flow_build_rules(c, k, &l->rules, &l->n_rules);
+    for (; k; k = flow_next(k)) {
+        if (!flow_is(k, "then") || !flow_room(c, (void **)&l->then, &tcap, l->n_then,
+                                              sizeof(*l->then), flow_line(c, k), "<then> calls"))
+            continue;
+        struct flow_call *t = &l->then[l->n_then++];
+        memset(t, 0, sizeof(*t));
+        t->name = flow_prop(k, "name");
+        t->line = flow_line(c, k);
+        flow_find_send(c, k, &t->send);
+        for (xmlNode *s = flow_first(k); s; s = flow_next(s))
+            if (flow_is(s, "success"))
+                flow_build_success(c, s, &t->success_status, &t->success_json, &t->success,
+                                   &t->success_raw, "then success");
+        flow_build_captures(c, k, &t->captures, &t->n_captures);
+    }
 }
 
 static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
@@ -450,10 +640,16 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (flow_is(k, "table")) {
             flow_build_table(c, k, &lk->table);
+        } else if (flow_is(k, "send")) {
+            flow_build_send(c, k, &lk->send);
         } else if (flow_is(k, "detail")) {
             lk->detail.present = true;
             lk->detail.get = flow_prop(k, "get");
+            flow_find_send(c, k, &lk->detail.send);
             flow_build_table(c, k, &lk->detail.table);
+            /* a detail's columns say how its answer is read: JSON when they have pointers */
+            lk->detail.table.json =
+                lk->detail.table.n_cols > 0 && lk->detail.table.cols[0].pointer != NULL;
         } else if (flow_is(k, "expect")) {
             if (!flow_room(c, (void **)&lk->expect, &cap, lk->n_expect, sizeof(*lk->expect),
                            flow_line(c, k), "<expect> elements"))
@@ -470,7 +666,6 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
 static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
 {
     char *repeat = flow_prop(k, "repeat");
-    size_t cap = 0;
     xmlNode *r;
 
     s->name = flow_prop(k, "name");
@@ -479,34 +674,19 @@ static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
     s->commits = flow_prop_true(k, "commits");
     s->repeat_until_lines = repeat && strcmp(repeat, "until-lines") == 0;
     free(repeat);
-    for (r = flow_first(k); r && !flow_is(r, "form"); r = flow_next(r))
+    for (r = flow_first(k); r && !flow_is(r, "form") && !flow_is(r, "send"); r = flow_next(r))
         ;
-    if (r)
+    if (r && flow_is(r, "form"))
         flow_build_form(c, r, &s->form);
-    r = flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
-    for (; r; r = flow_next(r)) {
-        struct flow_capture *cp;
-        char *pat, what[160];
-
-        if (!flow_is(r, "capture"))
-            continue;
-        if (!flow_room(c, (void **)&s->captures, &cap, s->n_captures, sizeof(*s->captures),
-                       flow_line(c, r), "captures in one step"))
-            continue;
-        cp = &s->captures[s->n_captures++];
-        memset(cp, 0, sizeof(*cp));
-        cp->name = flow_prop(r, "name");
-        cp->raw = flow_prop_true(r, "raw");
-        cp->line = flow_line(c, r);
-        pat = flow_text(r);
-        snprintf(what, sizeof(what), "capture '%s'", cp->name ? cp->name : "");
-        if (*pat)
-            cp->re = flow_pattern(c, pat, cp->line, what);
-        else
-            flow_problem(c, cp->line, "%s: empty pattern (it needs a (?<%s>...) group)", what,
-                         cp->name ? cp->name : "name");
-        free(pat);
-    }
+    else if (r)
+        flow_build_send(c, r, &s->send);
+    if (s->send.present && s->get)
+        flow_problem(c, s->line,
+                     "step '%s': get fetches a page to fill a <form>; a <send> step sends its "
+                     "request as it is (drop get)",
+                     s->name ? s->name : "");
+    (void)flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
+    flow_build_captures(c, k, &s->captures, &s->n_captures);
 }
 
 static void flow_build_post(struct flow_ctx *c, xmlNode *n)
@@ -540,11 +720,38 @@ static void flow_build_list(struct flow_ctx *c, xmlNode *n)
     ls->get = flow_prop(n, "get");
     flow_number(c, n, "max-pages", 1, 10000, &v, "list");
     ls->max_pages = (int)v;
+    flow_number(c, n, "page-size", 1, 100000, &ls->page_size, "list");
     ls->by = b == FLOW_LIST_BY__COUNT ? FLOW_LIST_BY_BOOKED : b;
     free(by);
-    for (xmlNode *k = flow_first(n); k; k = flow_next(k))
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (flow_is(k, "table"))
             flow_build_table(c, k, &ls->table);
+        else if (flow_is(k, "send"))
+            flow_build_send(c, k, &ls->send);
+    }
+}
+
+static void flow_build_resolve(struct flow_ctx *c, xmlNode *n, struct flow_resolve *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->name = flow_prop(n, "name");
+    r->code = flow_prop(n, "code");
+    r->get = flow_prop(n, "get");
+    r->match_column = flow_prop(n, "match-column");
+    r->max_entries = 10000;
+    r->line = flow_line(c, n);
+    flow_number(c, n, "max-entries", 1, 1000000, &r->max_entries, "resolve");
+    if (!r->match_column)
+        r->match_column = apbot_xstrdup("code");
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (flow_is(k, "send"))
+            flow_build_send(c, k, &r->send);
+        else if (flow_is(k, "table"))
+            flow_build_table(c, k, &r->table);
+    }
+    if (!r->get == !r->send.present)
+        flow_problem(c, r->line, "resolve '%s': give get=\"URL\" or <send>, one of the two",
+                     r->name ? r->name : "");
 }
 
 static void flow_policy_num(struct flow_ctx *c, xmlNode *n, const char *attr, long min, long max,
@@ -617,6 +824,7 @@ static void flow_build(struct flow_ctx *c, xmlNode *root)
 {
     struct flow *f = c->f;
     xmlNode *policy = NULL;
+    size_t rcap = 0;
 
     f->name = flow_prop(root, "name");
     f->line = flow_line(c, root);
@@ -628,6 +836,10 @@ static void flow_build(struct flow_ctx *c, xmlNode *root)
             flow_build_login(c, k);
         else if (flow_is(k, "lookup"))
             flow_build_lookup(c, k);
+        else if (flow_is(k, "resolve") &&
+                 flow_room(c, (void **)&f->resolves, &rcap, f->n_resolves, sizeof(*f->resolves),
+                           flow_line(c, k), "<resolve> elements"))
+            flow_build_resolve(c, k, &f->resolves[f->n_resolves++]);
         else if (flow_is(k, "post"))
             flow_build_post(c, k);
         else if (flow_is(k, "list"))
@@ -776,6 +988,7 @@ out:
     flow_free(c.f);
     xmlFreeDoc(doc);
     flow_problems_free(&c);
+    free(c.sessions);
     free(c.line_starts);
     apbot_buf_done(&text);
     return rc;

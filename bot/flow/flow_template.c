@@ -60,6 +60,12 @@ enum flow_var_id {
     FLOW_V_FROM,
     FLOW_V_TO,
     FLOW_V_PAGE,
+    FLOW_V_OFFSET,
+    FLOW_V_LIMIT,
+    FLOW_V_SESSION, /* session.NAME */
+    FLOW_V_COOKIE,  /* cookie.NAME */
+    FLOW_V_REF,     /* ref.NAME.COLUMN */
+    FLOW_V_CODE,
     FLOW_V__COUNT
 };
 
@@ -72,6 +78,10 @@ enum flow_kind {
 /* Families of places (flow-int.h's FLOW_P_ bits). */
 #define FLOW_P_STEPS (FLOW_P_STEP_URL | FLOW_P_STEP_FIELD | FLOW_P_LINES)
 #define FLOW_P_ITEM (FLOW_P_LOOKUP | FLOW_P_DETAIL_URL | FLOW_P_STEPS)
+/* Every request after the login's own. */
+#define FLOW_P_SESSION                                                                             \
+    (FLOW_P_HEADER | FLOW_P_CALL | FLOW_P_RESOLVE | FLOW_P_ITEM | FLOW_P_LIST_URL)
+#define FLOW_P_ANY (FLOW_P_LOGIN_URL | FLOW_P_LOGIN_FIELD | FLOW_P_SESSION)
 
 static const struct {
     const char *name; /* ending in '.': a prefix, the rest of the name is the key */
@@ -103,12 +113,18 @@ static const struct {
     [FLOW_V_DOC] = {"doc", FLOW_K_TEXT, FLOW_P_STEPS},
     [FLOW_V_CAPTURE] = {"capture.", FLOW_K_TEXT, FLOW_P_STEPS},
     [FLOW_V_ROW] = {"row.", FLOW_K_TEXT, FLOW_P_DETAIL_URL},
-    [FLOW_V_SECRET_USER] = {"secret.user", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD},
-    [FLOW_V_SECRET_PASSWORD] = {"secret.password", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD},
+    [FLOW_V_SECRET_USER] = {"secret.user", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD | FLOW_P_HEADER},
+    [FLOW_V_SECRET_PASSWORD] = {"secret.password", FLOW_K_TEXT, FLOW_P_LOGIN_FIELD | FLOW_P_HEADER},
     [FLOW_V_DATE] = {"date", FLOW_K_DATE, FLOW_P_LIST_URL},
     [FLOW_V_FROM] = {"from", FLOW_K_DATE, FLOW_P_LIST_URL},
     [FLOW_V_TO] = {"to", FLOW_K_DATE, FLOW_P_LIST_URL},
     [FLOW_V_PAGE] = {"page", FLOW_K_TEXT, FLOW_P_LIST_URL},
+    [FLOW_V_OFFSET] = {"offset", FLOW_K_TEXT, FLOW_P_LIST_URL},
+    [FLOW_V_LIMIT] = {"limit", FLOW_K_TEXT, FLOW_P_LIST_URL},
+    [FLOW_V_SESSION] = {"session.", FLOW_K_TEXT, FLOW_P_SESSION},
+    [FLOW_V_COOKIE] = {"cookie.", FLOW_K_TEXT, FLOW_P_ANY},
+    [FLOW_V_REF] = {"ref.", FLOW_K_TEXT, FLOW_P_STEPS},
+    [FLOW_V_CODE] = {"code", FLOW_K_TEXT, FLOW_P_RESOLVE},
 };
 _Static_assert(sizeof(flow_vars_table) / sizeof(flow_vars_table[0]) == FLOW_V__COUNT,
                "every flow variable needs a table row");
@@ -122,6 +138,7 @@ enum flow_fmt_id {
     FLOW_F_LOWER,
     FLOW_F_TRUNC,
     FLOW_F_URL,
+    FLOW_F_JSON, /* json:TYPE, last in a JSON body's whole-string placeholder (flow_json.c) */
     FLOW_F__COUNT
 };
 
@@ -133,7 +150,12 @@ static const struct {
     [FLOW_F_ABS] = {"abs", false},     [FLOW_F_MAP] = {"map", true},
     [FLOW_F_UPPER] = {"upper", false}, [FLOW_F_LOWER] = {"lower", false},
     [FLOW_F_TRUNC] = {"trunc", true},  [FLOW_F_URL] = {"url", false},
+    [FLOW_F_JSON] = {"json", true},
 };
+
+/* The types json:TYPE names. */
+static const char *const flow_json_types[] = {"string", "int",  "number", "decimal",
+                                              "date",   "bool", "raw"};
 _Static_assert(sizeof(flow_fmts_table) / sizeof(flow_fmts_table[0]) == FLOW_F__COUNT,
                "every formatter needs a table row");
 
@@ -320,13 +342,23 @@ static const char *flow_var_hint(int v)
     switch ((enum flow_var_id)v) {
     case FLOW_V_SECRET_USER:
     case FLOW_V_SECRET_PASSWORD:
-        return " (secrets only go into login form field values, never into URLs, lookups, post "
-               "steps or lists)";
+        return " (secrets only go into the login's field values and body and into <header> "
+               "values, never into URLs, lookups, post steps or lists)";
     case FLOW_V_DATE:
     case FLOW_V_FROM:
     case FLOW_V_TO:
     case FLOW_V_PAGE:
-        return " (only in <list get>)";
+    case FLOW_V_OFFSET:
+    case FLOW_V_LIMIT:
+        return " (only in <list>)";
+    case FLOW_V_SESSION:
+        return " (only after the login or <then> call that captures it)";
+    case FLOW_V_REF:
+        return " (only in post steps)";
+    case FLOW_V_CODE:
+        return " (only in <resolve>'s request)";
+    case FLOW_V_COOKIE:
+        return "";
     case FLOW_V_LINE_N:
     case FLOW_V_LINE_NET:
     case FLOW_V_LINE_TAX:
@@ -369,6 +401,100 @@ static bool flow_names_have(const char *const *names, size_t n, const char *key,
     return false;
 }
 
+/* The resolve of the flow named by the first n bytes of name, or NULL. */
+static const struct flow_resolve *flow_resolve_named(const struct flow *f, const char *name,
+                                                     size_t n)
+{
+    for (size_t i = 0; f && i < f->n_resolves; i++)
+        if (f->resolves[i].name && strlen(f->resolves[i].name) == n &&
+            memcmp(f->resolves[i].name, name, n) == 0)
+            return &f->resolves[i];
+    return NULL;
+}
+
+/* ${ref.NAME.COLUMN}: a resolve of that name with that column, one per line only in lines. */
+static void flow_ref_check(struct flow_ctx *c, const char *key, size_t klen,
+                           const struct flow_scope *sc, long line, const char *what)
+{
+    const char *dot = memchr(key, '.', klen);
+    const struct flow_resolve *r = dot ? flow_resolve_named(c->f, key, (size_t)(dot - key)) : NULL;
+    bool col = false;
+
+    if (!dot || dot == key || dot + 1 == key + klen) {
+        flow_problem(c, line, "%s: ${ref.%.*s}: write ${ref.NAME.COLUMN}", what, (int)klen, key);
+        return;
+    }
+    if (!r) {
+        flow_problem(c, line, "%s: ${ref.%.*s}: no <resolve name=\"%.*s\">", what, (int)klen, key,
+                     (int)(dot - key), key);
+        return;
+    }
+    for (size_t i = 0; i < r->table.n_cols; i++)
+        col = col || (r->table.cols[i].name &&
+                      strlen(r->table.cols[i].name) == (size_t)(key + klen - dot - 1) &&
+                      memcmp(r->table.cols[i].name, dot + 1, (size_t)(key + klen - dot - 1)) == 0);
+    if (!col)
+        flow_problem(c, line, "%s: ${ref.%.*s}: resolve '%s' has no column '%.*s'", what, (int)klen,
+                     key, r->name, (int)(key + klen - dot - 1), dot + 1);
+    else if (r->per_line && !(sc->place & FLOW_P_LINES))
+        flow_problem(c, line,
+                     "%s: ${ref.%.*s}: resolve '%s' looks up one code per invoice line (its code "
+                     "uses line.*): use it inside <lines> or {\"$each-line\": ...}",
+                     what, (int)klen, key, r->name);
+}
+
+/* The variables usable in scope sc, as a list for a message ("key, invoice.number, ..."). */
+static const char *flow_vars_here(const struct flow_scope *sc, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < FLOW_V__COUNT && at + 1 < len; i++) {
+        if (!(flow_vars_table[i].where & sc->place))
+            continue;
+        const char *n = flow_vars_table[i].name;
+        bool prefix = n[strlen(n) - 1] == '.';
+        int w = snprintf(buf + at, len - at, "%s%s%s", at ? ", " : "", n,
+                         prefix ? (i == FLOW_V_REF ? "NAME.COLUMN" : "NAME") : "");
+        if (w < 0 || (size_t)w >= len - at)
+            break;
+        at += (size_t)w;
+    }
+    return at ? buf : "none";
+}
+
+/* json:TYPE: a known type, last, and the whole of a JSON body's string; decimal and date take
+ * the kind of value they encode. */
+static void flow_json_fmt_check(struct flow_ctx *c, const struct flow_ph *ph, size_t i, int kind,
+                                bool allowed, long line, const char *what)
+{
+    const char *arg = ph->fmt[i].arg;
+    size_t alen = ph->fmt[i].arg_len;
+    const char *type = NULL;
+
+    for (size_t t = 0; t < sizeof(flow_json_types) / sizeof(flow_json_types[0]); t++)
+        if (strlen(flow_json_types[t]) == alen && memcmp(flow_json_types[t], arg, alen) == 0)
+            type = flow_json_types[t];
+    if (!type) {
+        flow_problem(c, line,
+                     "%s: json:%.*s: unknown type (string, int, number, decimal, date, bool, raw)",
+                     what, (int)alen, arg);
+        return;
+    }
+    if (!allowed || i + 1 != ph->n_fmt) {
+        flow_problem(c, line,
+                     "%s: json:%s only in a JSON body, last in a placeholder that is the whole "
+                     "string (\"${...|json:%s}\"): the string then becomes that JSON value",
+                     what, type, type);
+        return;
+    }
+    if (strcmp(type, "decimal") == 0 && kind == FLOW_K_DATE)
+        flow_problem(c, line, "%s: json:decimal of a date (${%.*s})", what, (int)ph->var_len,
+                     ph->var);
+    if (strcmp(type, "date") == 0 && kind == FLOW_K_AMOUNT)
+        flow_problem(c, line, "%s: json:date of an amount (${%.*s})", what, (int)ph->var_len,
+                     ph->var);
+}
+
 /* Checks that variable v (key: the rest of a prefix name) may be used in scope sc. */
 static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t klen,
                            const struct flow_scope *sc, long line, const char *what)
@@ -401,6 +527,16 @@ static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t kl
         if (!flow_names_have(sc->captures, sc->n_captures, key, klen))
             flow_problem(c, line, "%s: ${capture.%.*s}: no earlier step captures '%.*s'%s", what,
                          (int)klen, key, (int)klen, key, hint);
+        break;
+    case FLOW_V_SESSION:
+        if (!flow_names_have(sc->sessions, sc->n_sessions, key, klen))
+            flow_problem(c, line,
+                         "%s: ${session.%.*s}: no <capture name=\"%.*s\"> of the login or of a "
+                         "<then> call before here",
+                         what, (int)klen, key, (int)klen, key);
+        break;
+    case FLOW_V_REF:
+        flow_ref_check(c, key, klen, sc, line, what);
         break;
     case FLOW_V_ROW:
         for (size_t i = 0; sc->rows && i < sc->rows->n_cols; i++)
@@ -436,6 +572,10 @@ static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t kl
     case FLOW_V_FROM:
     case FLOW_V_TO:
     case FLOW_V_PAGE:
+    case FLOW_V_OFFSET:
+    case FLOW_V_LIMIT:
+    case FLOW_V_COOKIE:
+    case FLOW_V_CODE:
     case FLOW_V__COUNT:
         break;
     }
@@ -463,12 +603,15 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
         }
         v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
         if (v < 0) {
-            flow_problem(c, line, "%s: unknown variable ${%.*s}", what, (int)ph.var_len, ph.var);
+            char known[1024];
+            flow_problem(c, line, "%s: unknown variable ${%.*s} (here: %s)", what, (int)ph.var_len,
+                         ph.var, flow_vars_here(sc, known, sizeof(known)));
             p = next;
             continue;
         }
         flow_var_check(c, v, key, klen, sc, line, what);
         kind = flow_vars_table[v].kind;
+        bool whole = p == tmpl && *next == '\0';
         for (size_t i = 0; i < ph.n_fmt; i++) {
             int fid = flow_fmt_lookup(ph.fmt[i].name, ph.fmt[i].name_len);
             const char *arg = ph.fmt[i].arg;
@@ -476,8 +619,12 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
             long n;
 
             if (fid < 0) {
-                flow_problem(c, line, "%s: unknown formatter '%.*s' in ${%.*s...}", what,
-                             (int)ph.fmt[i].name_len, ph.fmt[i].name, (int)ph.var_len, ph.var);
+                flow_problem(
+                    c, line,
+                    "%s: unknown formatter '%.*s' in ${%.*s...} (formatters: date:PATTERN, "
+                    "amount:DG, abs, map:a=b,..., upper, lower, trunc:N, url, and in a "
+                    "JSON body json:TYPE)",
+                    what, (int)ph.fmt[i].name_len, ph.fmt[i].name, (int)ph.var_len, ph.var);
                 kind = FLOW_K_TEXT;
                 continue;
             }
@@ -542,12 +689,45 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
             case FLOW_F_URL:
                 kind = FLOW_K_TEXT;
                 break;
+            case FLOW_F_JSON:
+                flow_json_fmt_check(c, &ph, i, kind, sc->json_value && whole, line, what);
+                kind = FLOW_K_TEXT;
+                break;
             case FLOW_F__COUNT:
                 break;
             }
         }
         p = next;
     }
+}
+
+const char *flow_tpl_json_type(const char *tmpl, char **ret_plain)
+{
+    struct flow_ph ph;
+    const char *why;
+
+    if (!tmpl || strncmp(tmpl, "${", 2) != 0)
+        return NULL;
+    const char *next = flow_ph_parse(tmpl + 2, &ph, &why);
+    if (!next || *next || ph.n_fmt == 0)
+        return NULL;
+    size_t last = ph.n_fmt - 1;
+    if (ph.fmt[last].name_len != 4 || memcmp(ph.fmt[last].name, "json", 4) != 0)
+        return NULL;
+    const char *type = NULL;
+    for (size_t t = 0; t < sizeof(flow_json_types) / sizeof(flow_json_types[0]); t++)
+        if (strlen(flow_json_types[t]) == ph.fmt[last].arg_len &&
+            memcmp(flow_json_types[t], ph.fmt[last].arg, ph.fmt[last].arg_len) == 0)
+            type = flow_json_types[t];
+    if (!type)
+        return NULL;
+    /* the template up to the '|' before json, then the closing brace */
+    size_t head = (size_t)(ph.fmt[last].name - 1 - tmpl);
+    char *plain = apbot_xmalloc(head + 2);
+    memcpy(plain, tmpl, head);
+    memcpy(plain + head, "}", 2);
+    *ret_plain = plain;
+    return type;
 }
 
 bool flow_tpl_uses(const char *tmpl, const char *var)
@@ -747,6 +927,28 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
     case FLOW_V_PAGE:
         snprintf(num, 32, "%d", vars->page);
         s = num;
+        break;
+    case FLOW_V_OFFSET:
+    case FLOW_V_LIMIT:
+        if (vars->page_size > 0) {
+            long page = vars->page > 0 ? vars->page : 1;
+            snprintf(num, 32, "%ld",
+                     v == FLOW_V_LIMIT ? vars->page_size : (page - 1) * vars->page_size);
+            s = num;
+        }
+        break;
+    case FLOW_V_SESSION:
+        s = flow_named(vars->session_names, vars->session_values, vars->n_session, key, klen);
+        break;
+    case FLOW_V_COOKIE:
+    case FLOW_V_REF:
+        /* the whole name, prefix included: the caller's lookup tells the families apart */
+        if (vars->find)
+            s = vars->find(vars->find_ctx, key - strlen(flow_vars_table[v].name),
+                           klen + strlen(flow_vars_table[v].name), vars->line_n);
+        break;
+    case FLOW_V_CODE:
+        s = vars->code;
         break;
     case FLOW_V__COUNT:
         return apbot_fail(err, errlen, APBOT_E_BUG, "bad variable");
@@ -954,6 +1156,10 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
             return rc;
         flow_fmt_url(val);
         return APBOT_OK;
+    case FLOW_F_JSON:
+        /* flow_json_expand takes it off before expanding; anywhere else it is refused at load */
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "json:%.*s outside a JSON body", (int)alen,
+                          arg);
     case FLOW_F__COUNT:
         break;
     }

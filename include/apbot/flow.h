@@ -18,10 +18,22 @@
  *   doc, capture.NAME ....................................... post steps after the step that
  *                                                           captures them
  *   row.COLUMN ............................................. only in <detail get>
- *   secret.user, secret.password ............................ only login form field values
- *   date, from, to, page .................................... only in <list get>
+ *   secret.user, secret.password ............................ only login field values and
+ *                                                           bodies, and <header> values
+ *   date, from, to, page, offset, limit ..................... only in <list>
+ *   session.NAME ........................................... after the login (and its <then>
+ *                                                           call) that captures it: headers,
+ *                                                           lookup, post, list, resolve
+ *   cookie.NAME ............................................. wherever a request is composed
+ *   ref.NAME.COLUMN ......................................... post steps: a column of what
+ *                                                           <resolve name="NAME"> found
+ *                                                           (inside lines when its code is
+ *                                                           one per line)
+ *   code .................................................... only in <resolve>'s request
  * Formatters: date:<pattern of %d %m %Y %y %%>, amount:<dec><group> ("amount:,." gives
- * 1.234,56), abs, map:a=b,c=d (no mapping: APBOT_E_DATA), upper, lower, trunc:N, url.
+ * 1.234,56), abs, map:a=b,c=d (no mapping: APBOT_E_DATA), upper, lower, trunc:N, url, and in
+ * a JSON body, last and alone in its string, json:TYPE (string, int, number, decimal, date,
+ * bool, raw): the string becomes a JSON value of that type (an empty value becomes null).
  * The key is cut to policy.key_length characters.
  */
 #ifndef APBOT_FLOW_H
@@ -35,6 +47,7 @@
 struct match_re;
 struct invoice;
 struct invoice_line;
+struct json_t; /* jansson's value (web/jdoc.h): a JSON body template, numbers kept exact */
 
 /* What a response means. If you add one, add its name in flow.c. */
 enum flow_outcome {
@@ -59,16 +72,31 @@ const char *flow_outcome_name(enum flow_outcome o); /* "completed", "rejected", 
  * values blanked (page_rule_text), unless its element says raw="true" (the `raw` fields).
  */
 
+/* A condition on a JSON answer (<json pointer="...">): the value at the RFC 6901 pointer is
+ * there and its text (a string as it is, a number as written, true/false/null, an object or
+ * array as compact JSON) matches re (NULL: any value); with absent, nothing is there. An answer
+ * that is not JSON (an HTML error page, a cut text) meets no condition, not even an absent one:
+ * a rule with one never matches it. */
+struct flow_json_cond {
+    char *pointer;
+    struct match_re *re;
+    bool absent;
+    int line;
+};
+
 /* One ordered outcome rule: every condition given must match (NULL = not a condition); a
  * loaded rule has at least one. */
 struct flow_rule {
     char *name; /* for evidence, e.g. "posted-banner" */
     enum flow_outcome outcome;
-    char *status;          /* match_status spec, or NULL */
-    struct match_re *url;  /* on the final URL after redirects, or NULL */
-    struct match_re *body; /* on the body, or NULL */
-    bool raw;              /* body pattern sees the raw page, not the blanked one */
-    int line;              /* line in the flow file */
+    char *status;                /* match_status spec, or NULL */
+    struct match_re *url;        /* on the final URL after redirects, or NULL */
+    struct match_re *body;       /* on the body, or NULL */
+    bool raw;                    /* body pattern sees the raw page, not the blanked one */
+    struct flow_json_cond *json; /* conditions on a JSON answer, all of which must hold */
+    size_t n_json;
+    char *reason; /* the reason told to a clerk when the rule's patterns name none, or NULL */
+    int line;     /* line in the flow file */
 };
 
 /* A marker of "the session is gone" (<session-expired>): every condition given must match;
@@ -127,11 +155,26 @@ struct flow_form {
     int line;
 };
 
-/* A value read from a step's answer when the step goes on: the (?<name>...) group. */
+/* A value read from an answer: the (?<name>...) group of re on the page, or the value at a
+ * JSON pointer (its text; with re, re's group of the name on that text). */
 struct flow_capture {
-    char *name; /* ${capture.NAME}; "doc" is also ${doc} */
+    char *name; /* ${capture.NAME} (a step's; "doc" is also ${doc}) or ${session.NAME} */
     struct match_re *re;
+    char *pointer; /* JSON: where the value is, or NULL */
     bool raw;
+    bool secret; /* a session token: masked wherever the session reports (as the password) */
+    int line;
+};
+
+/* A request the flow composes itself (<send>), without fetching a page first: to url, with a
+ * JSON body (a template: see flow_json_expand) or form fields, or none (a GET). */
+struct flow_send {
+    bool present;
+    char *url;                 /* template */
+    bool post;                 /* POST (the default with a body or fields), else GET */
+    struct json_t *json;       /* the JSON body's template, or NULL */
+    struct flow_field *fields; /* an x-www-form-urlencoded body, when no JSON */
+    size_t n_fields;
     int line;
 };
 
@@ -140,6 +183,7 @@ struct flow_step {
     char *name;
     char *get; /* URL template to fetch the page first, or NULL: use the last answer */
     struct flow_form form;
+    struct flow_send send;   /* instead of get and form: the request the step sends as it is */
     bool commits;            /* true on the step whose submit may book the document; steps before it
                               * can never book, so an ambiguous answer there is "not sent" */
     bool repeat_until_lines; /* submit again while the answer's form lacks a line's controls
@@ -148,18 +192,25 @@ struct flow_step {
     size_t n_rules;
     struct flow_capture *captures; /* applied in order when the step goes on */
     size_t n_captures;
+    size_t *resolves; /* indexes into flow.resolves of those the step's templates use */
+    size_t n_resolves;
     int line;
 };
 
 struct flow_column {
-    char *name;  /* "doc", "reference", "amount", "vendor", "status", ... */
-    char *xpath; /* relative to the row (absolute on a detail page) */
+    char *name;    /* "doc", "reference", "amount", "vendor", "status", ... */
+    char *xpath;   /* relative to the row (absolute on a detail page), or NULL */
+    char *pointer; /* JSON: the value's pointer relative to the row (to the answer in a detail) */
     int line;
 };
 
-/* A result table: rows by XPath, named columns, an explicit "no results" marker. */
+/* A result table: rows by XPath, named columns, an explicit "no results" marker; or, on a JSON
+ * answer, rows as the elements of the array at `pointer` (an empty array is no results; no
+ * array there is no results screen). */
 struct flow_table {
-    char *rows; /* XPath of the row nodes (NULL in a detail) */
+    char *rows;    /* XPath of the row nodes (NULL in a detail or a JSON table) */
+    char *pointer; /* JSON: the rows' array, or NULL for an HTML table */
+    bool json;     /* read from JSON (pointer and the columns' pointers) */
     struct flow_column *cols;
     size_t n_cols;
     char *empty;         /* XPath that exists on an answered page with no hits, or NULL */
@@ -177,26 +228,85 @@ struct flow_table {
  * the row's. Only cols, the amount/date formats and line of the table are used. */
 struct flow_detail {
     bool present;
-    char *get; /* URL template using ${row.*} */
+    char *get;             /* URL template using ${row.*} */
+    struct flow_send send; /* instead of get */
     struct flow_table table;
+};
+
+/* A request after the login whose answer the session keeps (<then>): the context object a
+ * single-page ERP wants echoed in every call, a CSRF token. A failure is a failed login. */
+struct flow_call {
+    char *name;
+    struct flow_send send;
+    char *success_status;               /* status spec the answer must have, or NULL */
+    struct flow_json_cond success_json; /* a JSON condition it must meet (pointer NULL: none) */
+    struct match_re *success;           /* a pattern it must match, or NULL */
+    bool success_raw;
+    struct flow_capture *captures; /* ${session.NAME} */
+    size_t n_captures;
+    int line;
+};
+
+/* One line of every request after the login (<header>): name: prefix + the template's value,
+ * base64-encoded when base64. Sent only once every ${session.*} it uses is known. */
+struct flow_header {
+    char *name;
+    char *prefix; /* or NULL */
+    char *value;  /* template */
+    bool base64;
+    int line;
+};
+
+/* Reference data (<resolve>): a code the invoice carries (a vendor number, a G/L account) turned
+ * into the ERP's ids by a search, once per run per code (cached), its columns then read as
+ * ${ref.NAME.COLUMN}. A code the ERP does not hold is a business exception naming it. */
+struct flow_resolve {
+    char *name;
+    char *code;    /* template: the code (invoice values; line.* for one per line) */
+    bool per_line; /* code uses line.*: resolved for each line, used inside lines */
+    char *get;     /* URL template with ${code}, or NULL with send */
+    struct flow_send send;
+    struct flow_table table;
+    char *match_column; /* the column that must equal the code exactly ("code" by default) */
+    long max_entries;   /* codes kept per run (default 10000) */
+    int line;
+};
+
+/* How the ERP writes typed values in JSON (<json-values>), for json:decimal and json:date and
+ * when reading amounts and dates back. */
+enum flow_json_decimal {
+    FLOW_JSON_DECIMAL_STRING = 0, /* "120.50" */
+    FLOW_JSON_DECIMAL_NUMBER,     /* 120.50, as written */
+    FLOW_JSON_DECIMAL_TAGGED,     /* {"__class__": "Decimal", "decimal": "120.50"} */
+};
+enum flow_json_date {
+    FLOW_JSON_DATE_ISO = 0, /* "2026-03-15" */
+    FLOW_JSON_DATE_TAGGED,  /* {"__class__": "date", "year": 2026, "month": 3, "day": 15} */
 };
 
 struct flow_login {
     bool present;  /* false: no login request (HTTP Basic only, or open) */
     bool has_form; /* false: the login is the one request `method` to `get` (Basic rides on it) */
     char *method;  /* without a form: "GET" (default) or "POST" (no body); NULL with a form */
-    char *get;     /* URL of the login page, or of the login request */
+    char *get;     /* URL of the login page, or of the login request; NULL with send */
     struct flow_form form;    /* when has_form */
+    struct flow_send send;    /* a composed login request (a JSON call), instead of get */
     struct match_re *success; /* pattern on the answer after logging in, or NULL */
-    char *success_status;     /* status spec the answer must have, or NULL (one of the two) */
+    char *success_status;     /* status spec the answer must have, or NULL (one of the three) */
+    struct flow_json_cond success_json; /* a JSON condition it must meet (pointer NULL: none) */
     bool success_raw;
+    struct flow_capture *captures; /* ${session.NAME} from the login's answer */
+    size_t n_captures;
     struct flow_rule *rules; /* e.g. refused credentials -> stop the run */
     size_t n_rules;
+    struct flow_call *then; /* calls after the login, in order */
+    size_t n_then;
     int line;
 };
 
 struct flow_lookup {
-    char *get; /* URL template, e.g. ".../search?reference=${key|url}" */
+    char *get; /* URL template, e.g. ".../search?reference=${key|url}"; NULL with send */
+    struct flow_send send; /* a composed search request (a JSON call), instead of get */
     struct flow_table table;
     char *key_column;          /* column (of the table or the detail) compared exactly with the
                                 * (cut) key before a hit counts; NULL only when n_expect > 0 */
@@ -220,9 +330,13 @@ enum flow_list_by {
 };
 
 struct flow_list {
-    char *get; /* URL template with ${date} (one day) or ${from}/${to} (a range), ${page} */
+    char *get; /* URL template with ${date} (one day) or ${from}/${to} (a range), ${page};
+                * NULL with send */
+    struct flow_send send; /* a composed request (a JSON call), instead of get */
     struct flow_table table;
-    int max_pages; /* bound on pages read */
+    int max_pages;  /* bound on pages read */
+    long page_size; /* rows a page holds (${limit}; ${offset} = (page - 1) * page_size), 0 =
+                     * not given; a page with fewer rows is the last */
     enum flow_list_by by;
     int line;
 };
@@ -258,6 +372,10 @@ struct flow {
     bool tls_verify; /* false only with an explicit opt-out in the flow */
     char *ca_file;   /* or NULL */
     bool basic_auth; /* send APBOT_ERP_USER/PASSWORD as HTTP Basic on every request */
+    enum flow_json_decimal json_decimal;
+    enum flow_json_date json_date;
+    struct flow_header *headers; /* sent on every request after the login */
+    size_t n_headers;
     struct flow_marker *session_expired; /* any one matching: the session is gone */
     size_t n_session_expired;
     struct flow_login login;
@@ -267,6 +385,8 @@ struct flow {
     struct flow_rule *outcomes; /* final outcome rules for the post (the last step's answer) */
     size_t n_outcomes;
     struct flow_list list;
+    struct flow_resolve *resolves; /* reference data the post steps use */
+    size_t n_resolves;
     struct flow_policy policy;
     /* lines in the flow file, for messages (0 when absent) */
     int line, erp_line, post_line, outcomes_line, policy_line;
@@ -301,8 +421,19 @@ struct flow_vars {
     const char *const *row_names; /* row.COLUMN = row_values[i] (a lookup candidate's cells) */
     const char *const *row_values;
     size_t n_row;
-    const struct invoice_line *line; /* line.*: the line being filled in a <lines> */
-    size_t line_n;                   /* its number, 1-based; 0 = none */
+    const struct invoice_line *line;  /* line.*: the line being filled in a <lines> */
+    size_t line_n;                    /* its number, 1-based; 0 = none */
+    long page_size;                   /* list: ${limit}, and ${offset} = (page - 1) * page_size */
+    const char *code;                 /* ${code}: the code a <resolve> looks up */
+    const char *const *session_names; /* session.NAME = session_values[i] */
+    const char *const *session_values;
+    size_t n_session;
+    /* ref.NAME.COLUMN and cookie.NAME are asked of the caller: var is the whole variable name
+     * ("ref.party.id", "cookie.csrftoken", len bytes), line_n the line being expanded (0 for
+     * none). The text is borrowed until the expansion returns; NULL is empty. No I/O: a
+     * caller resolves what a request needs before expanding it. */
+    const char *(*find)(void *ctx, const char *var, size_t len, size_t line_n);
+    void *find_ctx;
 };
 
 /*
@@ -314,6 +445,20 @@ struct flow_vars {
  */
 int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *vars, char **ret,
                 char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Expands a JSON body template (struct flow_send's json) into JSON text (heap, *ret_len bytes
+ * without the NUL): a string that is one placeholder ending in |json:TYPE becomes a JSON value
+ * of that type (decimal and date in the ERP's encoding, <json-values>; an empty value null),
+ * every other string is expanded as text and stays one JSON string (quotes, backslashes and
+ * line breaks escaped: a value can never break out of it), {"$each-line": T} becomes an array
+ * of T expanded once per invoice line (with line.* set), numbers stay as written. Errors as
+ * flow_expand, and APBOT_E_INVAL for a value that is not of its type (an id that is not an
+ * integer, raw text that is not JSON), APBOT_E_LIMIT past FLOW_JSON_MAX bytes.
+ */
+#define FLOW_JSON_MAX (1024 * 1024)
+int flow_json_expand(const struct flow *f, const struct json_t *tpl, const struct flow_vars *vars,
+                     char **ret, size_t *ret_len, char *err, size_t errlen) APBOT_MUST_USE;
 
 /* tmpl itself when it has no placeholder ("${") and is not too long to expand: flow_expand
  * would give a copy of it, whatever the vars. NULL otherwise (expand it). */
