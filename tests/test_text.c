@@ -77,9 +77,35 @@ static void test_text_mask_into_as_before(void **state)
     assert_string_equal(one, "a");
 }
 
+/* RFC 4648, section 10, and a session header's text */
+static void test_text_base64(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"", ""},
+        {"f", "Zg=="},
+        {"fo", "Zm8="},
+        {"foo", "Zm9v"},
+        {"foob", "Zm9vYg=="},
+        {"fooba", "Zm9vYmE="},
+        {"foobar", "Zm9vYmFy"},
+        {"clerk:1:s3cr3t", "Y2xlcms6MTpzM2NyM3Q="},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *b = text_base64(cases[i][0], strlen(cases[i][0]));
+        assert_string_equal(b, cases[i][1]);
+        free(b);
+    }
+    const unsigned char bin[] = {0xff, 0xfe, 0x00, 0x80};
+    char *b = text_base64(bin, sizeof(bin));
+    assert_string_equal(b, "//4AgA==");
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_base64),
         cmocka_unit_test(test_text_mask_into_as_before),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

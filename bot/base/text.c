@@ -156,3 +156,24 @@ void text_cut_utf8(char *s, size_t max)
         n--;
     s[n] = '\0';
 }
+
+char *text_base64(const void *s, size_t n)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = s;
+    char *out = apbot_xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n)
+            v |= p[i + 2];
+        *o++ = abc[(v >> 18) & 63];
+        *o++ = abc[(v >> 12) & 63];
+        *o++ = i + 1 < n ? abc[(v >> 6) & 63] : '=';
+        *o++ = i + 2 < n ? abc[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}

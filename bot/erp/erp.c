@@ -1,10 +1,13 @@
 /*
- * erp.c - an ERP session driven by a flow: credentials, the login (by form, or one request
- * with HTTP Basic riding on it), fetching a screen with bounded re-logins when a session
- * marker says the session is gone, and the reporting of every exchange to the evidence and
- * trace callbacks with the secrets masked. The result tables (lookup, listing) are read in
- * erp_lookup.c, the post in erp_post.c; what a hit or an answer means for an item is the
- * caller's business. It never logs.
+ * erp.c - an ERP session driven by a flow: credentials, the login (by form, one request with
+ * HTTP Basic riding on it, or a composed request such as a JSON call, then the calls that
+ * follow it), what the session keeps from it (${session.*} captures, the headers made of them,
+ * sent on every later request), fetching a screen or a JSON answer with bounded re-logins when
+ * a session marker says the session is gone, and the reporting of every exchange to the
+ * evidence and trace callbacks with the secrets masked (the password, the user, secret
+ * captures and the headers). The result tables (lookup, listing) are read in erp_lookup.c, the
+ * post in erp_post.c, reference data in erp_resolve.c; what a hit or an answer means for an
+ * item is the caller's business. It never logs.
  */
 #include "apbot/erp.h"
 
@@ -13,14 +16,18 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "apbot/buf.h"
 #include "apbot/flow.h"
 #include "apbot/mem.h"
 #include "apbot/text.h"
 #include "web/http.h"
+#include "web/jdoc.h"
 #include "web/match.h"
 #include "web/page.h"
 #include "erp-int.h"
+#include "erp_resolve.h"
 
 /* Attempts when the ERP answers a login with its login page again. */
 #define ERP_LOGIN_ATTEMPTS 3
@@ -92,15 +99,50 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     return APBOT_OK;
 }
 
+/* Forgets what the last login captured and the headers made of it. */
+static void session_forget(struct erp_session *s)
+{
+    for (size_t i = 0; i < s->n_sess; i++) {
+        free(s->sess_names[i]);
+        wipe_free(s->sess_values[i]);
+    }
+    free(s->sess_names);
+    free(s->sess_values);
+    s->sess_names = s->sess_values = NULL;
+    s->n_sess = 0;
+    for (size_t i = 0; i < s->n_headers; i++) {
+        free((char *)s->headers[i].name);
+        wipe_free((char *)s->headers[i].value);
+    }
+    free(s->headers);
+    s->headers = NULL;
+    s->n_headers = 0;
+    s->n_secrets = 0;
+    for (size_t i = 0; i < s->n_cookie_tmp; i++)
+        wipe_free(s->cookie_tmp[i]);
+    s->n_cookie_tmp = 0;
+}
+
 void erp_close(struct erp_session *s)
 {
     if (!s)
         return;
+    session_forget(s);
+    if (s->own_refs)
+        erp_refs_free(s->refs);
     http_session_free(s->http);
     free(s->base_url);
     wipe_free(s->user);
     wipe_free(s->password);
     free(s);
+}
+
+void erp_set_refs(struct erp_session *s, struct erp_refs *refs)
+{
+    if (s->own_refs)
+        erp_refs_free(s->refs);
+    s->refs = refs;
+    s->own_refs = false;
 }
 
 void erp_set_retries(struct erp_session *s, int retries)
@@ -188,12 +230,21 @@ void erp_text_copy(char *dst, size_t cap, const char *s)
 
 char *erp_mask(const struct erp_session *s, const char *text)
 {
-    return text_mask(text, s ? s->password : NULL, s ? s->user : NULL);
+    char *m = text_mask(text, s ? s->password : NULL, s ? s->user : NULL);
+    /* the session's own secrets (a token, the headers made of it), two at a time */
+    for (size_t i = 0; m && s && i < s->n_secrets; i += 2) {
+        char *n = text_mask(m, s->secrets[i], i + 1 < s->n_secrets ? s->secrets[i + 1] : NULL);
+        free(m);
+        m = n;
+    }
+    return m;
 }
 
 void erp_mask_into(const struct erp_session *s, char *buf, size_t len)
 {
     text_mask_into(buf, len, s ? s->password : NULL, s ? s->user : NULL);
+    for (size_t i = 0; s && i < s->n_secrets; i += 2)
+        text_mask_into(buf, len, s->secrets[i], i + 1 < s->n_secrets ? s->secrets[i + 1] : NULL);
 }
 
 /* ---- reading one answer ------------------------------------------------------------------ */
@@ -210,6 +261,8 @@ void erp_view_done(struct erp_view *v)
 {
     free(v->blank);
     v->blank = NULL;
+    jdoc_free(v->json);
+    v->json = NULL;
 }
 
 /* erp_view_body without recording an abort: the caller names the pattern only then. */
@@ -256,6 +309,83 @@ enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, 
     return o;
 }
 
+const struct json_t *erp_view_json(struct erp_view *v)
+{
+    if (!v->json_tried) {
+        const struct http_response *r = v->r;
+        v->json_tried = true;
+        if (!r || !r->body) {
+            snprintf(v->json_why, sizeof(v->json_why), "no answer");
+        } else {
+            struct jdoc_limits lim = jdoc_limits_for(r->body_len);
+            if (jdoc_parse(r->body, r->body_len, &lim, &v->json, v->json_why,
+                           sizeof(v->json_why)) != APBOT_OK)
+                v->json = NULL;
+        }
+    }
+    return v->json ? jdoc_root(v->json) : NULL;
+}
+
+/* The text the patterns of a JSON condition see: bounded like a page's rule text. */
+#define ERP_JSON_TEXT_MAX (1024 * 1024)
+
+/* One JSON condition on the answer: MATCH_FOUND (holds, groups in *ret_m when asked),
+ * MATCH_NONE, or MATCH_ABORTED (its pattern ran out of budget). No JSON: MATCH_NONE. */
+static enum match_outcome view_json_cond(struct erp_view *v, const struct flow_json_cond *j,
+                                         struct match_result **ret_m)
+{
+    const json_t *root = erp_view_json(v);
+    if (!root)
+        return MATCH_NONE;
+    const json_t *at = jdoc_at(root, j->pointer);
+    if (j->absent)
+        return at ? MATCH_NONE : MATCH_FOUND;
+    if (!at)
+        return MATCH_NONE;
+    if (!j->re)
+        return MATCH_FOUND;
+    char *text = jdoc_text(at, ERP_JSON_TEXT_MAX);
+    if (!text)
+        return MATCH_NONE; /* larger than any value a rule looks at */
+    enum match_outcome o = match_run(j->re, text, strlen(text), &v->budget, ret_m);
+    free(text);
+    return o;
+}
+
+char *erp_view_capture(struct erp_view *v, const struct flow_capture *c)
+{
+    struct match_result *m = NULL;
+    char *value = NULL;
+
+    if (c->pointer) {
+        const json_t *root = erp_view_json(v);
+        const json_t *at = root ? jdoc_at(root, c->pointer) : NULL;
+        if (!at || jdoc_kind(at) == JDOC_NULL)
+            return NULL;
+        char *text = jdoc_text(at, ERP_JSON_TEXT_MAX);
+        if (!text || !c->re)
+            return text;
+        enum match_outcome o = match_run(c->re, text, strlen(text), &v->budget, &m);
+        free(text);
+        if (o == MATCH_ABORTED)
+            view_aborted(v, "capture ", c->name, 0);
+    } else if (c->re) {
+        char what[96];
+        snprintf(what, sizeof(what), "capture %s", c->name ? c->name : "?");
+        if (erp_view_body(v, c->re, c->raw, what, &m) != MATCH_FOUND) {
+            match_result_free(m);
+            return NULL;
+        }
+    }
+    value = m ? match_group(m, c->name) : NULL;
+    match_result_free(m);
+    if (value && !*value) {
+        free(value);
+        value = NULL;
+    }
+    return value;
+}
+
 const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rule *rules, size_t n,
                                        struct match_result **ret_m)
 {
@@ -285,6 +415,22 @@ const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rul
             }
             if (o != MATCH_FOUND)
                 continue;
+        }
+        bool all = true;
+        for (size_t k = 0; k < rule->n_json && all; k++) {
+            struct match_result *jm = NULL;
+            enum match_outcome o = view_json_cond(v, &rule->json[k], &jm);
+            if (o == MATCH_ABORTED) {
+                match_result_free(m);
+                view_aborted(v, "rule ", name, 0);
+                return NULL;
+            }
+            all = o == MATCH_FOUND;
+            m = match_result_join(m, jm);
+        }
+        if (!all) {
+            match_result_free(m);
+            continue;
         }
         *ret_m = m;
         return rule;
@@ -490,6 +636,229 @@ static void report_now(const struct erp_session *s, struct erp_xch *x, const cha
     erp_xch_done(x);
 }
 
+/* ---- composing requests ------------------------------------------------------------------ */
+
+const char *erp_find_cookie(void *ctx, const char *var, size_t len, size_t line_n)
+{
+    struct erp_session *s = ctx;
+    char name[256];
+    (void)line_n;
+    if (!s || len <= 7 || len - 7 >= sizeof(name) || memcmp(var, "cookie.", 7) != 0)
+        return NULL;
+    memcpy(name, var + 7, len - 7);
+    name[len - 7] = '\0';
+    char *v = http_session_cookie(s->http, name);
+    if (!v)
+        return NULL;
+    if (s->n_cookie_tmp == sizeof(s->cookie_tmp) / sizeof(s->cookie_tmp[0])) {
+        wipe_free(s->cookie_tmp[0]);
+        memmove(s->cookie_tmp, s->cookie_tmp + 1, (s->n_cookie_tmp - 1) * sizeof(char *));
+        s->n_cookie_tmp--;
+    }
+    s->cookie_tmp[s->n_cookie_tmp++] = v;
+    return v;
+}
+
+void erp_vars_session(struct erp_session *s, struct flow_vars *v, bool with_secrets)
+{
+    v->session_names = (const char *const *)s->sess_names;
+    v->session_values = (const char *const *)s->sess_values;
+    v->n_session = s->n_sess;
+    if (!v->find) {
+        v->find = erp_find_cookie;
+        v->find_ctx = s;
+    }
+    if (with_secrets) {
+        v->user = s->user;
+        v->password = s->password;
+    }
+}
+
+void erp_send_done(struct erp_send *r)
+{
+    if (!r)
+        return;
+    free(r->url);
+    if (r->body)
+        explicit_bzero(r->body, r->body_len);
+    free(r->body);
+    for (size_t i = 0; i < r->n_fields; i++)
+        wipe_free((char *)r->fields[i].value);
+    free(r->fields);
+    memset(r, 0, sizeof(*r));
+}
+
+int erp_send_prepare(struct erp_session *s, const struct flow_send *send,
+                     const struct flow_vars *vars, bool reads_only, struct erp_send *ret, char *err,
+                     size_t errlen)
+{
+    char *tmpl = NULL;
+    int rc;
+
+    memset(ret, 0, sizeof(*ret));
+    rc = flow_expand(s->flow, send->url, vars, &tmpl, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    ret->url = erp_url(s, tmpl);
+    free(tmpl);
+    if (!ret->url) {
+        erp_send_done(ret);
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "the request's URL does not resolve");
+    }
+    if (send->json) {
+        rc = flow_json_expand(s->flow, send->json, vars, &ret->body, &ret->body_len, err, errlen);
+    } else if (send->n_fields) {
+        ret->fields = apbot_xcalloc(send->n_fields, sizeof(*ret->fields));
+        for (size_t i = 0; i < send->n_fields && rc == APBOT_OK; i++) {
+            char *value = NULL;
+            ret->fields[i].name = send->fields[i].name;
+            rc = flow_expand(s->flow, send->fields[i].value, vars, &value, err, errlen);
+            ret->fields[i].value = value;
+            ret->n_fields = i + 1;
+        }
+    }
+    if (rc != APBOT_OK) {
+        erp_send_done(ret);
+        return rc;
+    }
+    ret->req = (struct http_request){
+        .method = send->post ? "POST" : "GET",
+        .url = ret->url,
+        .body = ret->body,
+        .body_len = ret->body_len,
+        .content_type = ret->body ? "application/json" : NULL,
+        .fields = ret->fields,
+        .n_fields = ret->n_fields,
+        .reads_only = reads_only,
+        .fresh = send->post,
+    };
+    return APBOT_OK;
+}
+
+int erp_request(struct erp_session *s, const struct http_request *req, struct http_response *ret)
+{
+    if (s->n_headers == 0 || req->n_headers > 0)
+        return http_request(s->http, req, ret);
+    struct http_request with = *req;
+    with.headers = s->headers;
+    with.n_headers = s->n_headers;
+    return http_request(s->http, &with, ret);
+}
+
+/* The text of a JSON value as a table cell: null is no cell; a number as written; a string as
+ * it is; a decimal or a date in the ERP's tagged encoding as its text ("120.50",
+ * "2026-03-15"); anything else as compact JSON. Heap, NULL for none. */
+char *erp_json_cell(const struct json_t *v)
+{
+    if (!v || jdoc_kind(v) == JDOC_NULL)
+        return NULL;
+    if (jdoc_kind(v) == JDOC_OBJECT) {
+        const char *cls = json_string_value(json_object_get(v, "__class__"));
+        if (cls && strcmp(cls, "Decimal") == 0) {
+            const json_t *d = json_object_get(v, "decimal");
+            if (json_is_string(d) && jdoc_kind(d) == JDOC_STRING)
+                return apbot_xstrdup(json_string_value(d));
+        }
+        if (cls && strcmp(cls, "date") == 0) {
+            const char *y = jdoc_number_text(json_object_get(v, "year"));
+            const char *m = jdoc_number_text(json_object_get(v, "month"));
+            const char *d = jdoc_number_text(json_object_get(v, "day"));
+            if (y && m && d && strlen(y) == 4 && strlen(m) <= 2 && strlen(d) <= 2 &&
+                !strchr(m, '.') && !strchr(d, '.') && m[0] != '-' && d[0] != '-') {
+                char b[16];
+                snprintf(b, sizeof(b), "%s-%s%s-%s%s", y, strlen(m) == 1 ? "0" : "", m,
+                         strlen(d) == 1 ? "0" : "", d);
+                return apbot_xstrdup(b);
+            }
+        }
+    }
+    return jdoc_text(v, ERP_JSON_TEXT_MAX);
+}
+
+/* ---- what the session keeps from its login ----------------------------------------------- */
+
+/* Sets ${session.name} (a secret one is masked wherever the session reports). */
+static void session_set(struct erp_session *s, const char *name, char *value, bool secret)
+{
+    size_t i = 0;
+    while (i < s->n_sess && strcmp(s->sess_names[i], name) != 0)
+        i++;
+    if (i == s->n_sess) {
+        s->sess_names = apbot_xrealloc(s->sess_names, (s->n_sess + 1) * sizeof(char *));
+        s->sess_values = apbot_xrealloc(s->sess_values, (s->n_sess + 1) * sizeof(char *));
+        s->sess_names[s->n_sess] = apbot_xstrdup(name);
+        s->sess_values[s->n_sess] = NULL;
+        s->n_sess++;
+    } else {
+        /* a secret it replaces may be in the mask list: the list is rebuilt below */
+        for (size_t k = 0; k < s->n_secrets; k++)
+            if (s->secrets[k] == s->sess_values[i])
+                s->secrets[k] = "";
+        wipe_free(s->sess_values[i]);
+    }
+    s->sess_values[i] = value;
+    if (secret && *value && s->n_secrets < ERP_SECRETS_MAX)
+        s->secrets[s->n_secrets++] = value;
+}
+
+/* The captures of an answer into the session. */
+static void session_capture(struct erp_session *s, struct erp_view *v,
+                            const struct flow_capture *cp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *value = erp_view_capture(v, &cp[i]);
+        if (value)
+            session_set(s, cp[i].name, value, cp[i].secret);
+    }
+}
+
+/* Composes the flow's headers from what the session knows; a header using a ${session.*} not
+ * captured yet waits for it. The composed values are secrets (a session token). */
+static void session_headers(struct erp_session *s)
+{
+    const struct flow *f = s->flow;
+    struct flow_vars vars;
+
+    for (size_t i = 0; i < s->n_headers; i++) {
+        for (size_t k = 0; k < s->n_secrets; k++)
+            if (s->secrets[k] == s->headers[i].value)
+                s->secrets[k] = "";
+        free((char *)s->headers[i].name);
+        wipe_free((char *)s->headers[i].value);
+    }
+    s->n_headers = 0;
+    memset(&vars, 0, sizeof(vars));
+    erp_vars_session(s, &vars, true);
+    for (size_t i = 0; i < f->n_headers; i++) {
+        const struct flow_header *h = &f->headers[i];
+        bool ready = true;
+        for (const char *p = strstr(h->value, "${session."); p && ready;
+             p = strstr(p + 1, "${session.")) {
+            const char *name = p + 10;
+            size_t len = strcspn(name, "|}");
+            bool have = false;
+            for (size_t k = 0; k < s->n_sess && !have; k++)
+                have = strlen(s->sess_names[k]) == len && memcmp(s->sess_names[k], name, len) == 0;
+            ready = have;
+        }
+        char *value = NULL;
+        if (!ready || flow_expand(f, h->value, &vars, &value, NULL, 0) != APBOT_OK)
+            continue;
+        char *enc = h->base64 ? text_base64(value, strlen(value)) : NULL;
+        size_t n = (h->prefix ? strlen(h->prefix) : 0) + strlen(enc ? enc : value) + 1;
+        char *line = apbot_xmalloc(n);
+        snprintf(line, n, "%s%s", h->prefix ? h->prefix : "", enc ? enc : value);
+        wipe_free(value);
+        wipe_free(enc);
+        s->headers = apbot_xrealloc(s->headers, (s->n_headers + 1) * sizeof(*s->headers));
+        s->headers[s->n_headers].name = apbot_xstrdup(h->name);
+        s->headers[s->n_headers].value = line;
+        s->n_headers++;
+        if (s->n_secrets < ERP_SECRETS_MAX)
+            s->secrets[s->n_secrets++] = line;
+    }
+}
+
 /* ---- login ------------------------------------------------------------------------------- */
 
 /* True when a login field's template or value carries a secret. */
@@ -585,8 +954,19 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
         report_now(s, &x, "refused", NULL, why);
         goto out;
     }
-    bool ok = (l->success || l->success_status) &&
+    bool ok = (l->success || l->success_status || l->success_json.pointer) &&
               (!l->success_status || match_status(l->success_status, r->status));
+    if (ok && l->success_json.pointer) {
+        enum match_outcome o = view_json_cond(&v, &l->success_json, NULL);
+        if (o == MATCH_ABORTED) {
+            snprintf(why, sizeof(why), "login: the success condition stopped: %s",
+                     match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+            rc = APBOT_E_NET;
+            report_now(s, &x, "failed", "success", why);
+            goto out;
+        }
+        ok = o == MATCH_FOUND;
+    }
     if (ok && l->success) {
         enum match_outcome o = erp_view_body(&v, l->success, l->success_raw, "login success", NULL);
         if (o == MATCH_ABORTED) {
@@ -623,6 +1003,12 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
     rc = APBOT_E_SYSTEMIC;
     report_now(s, &x, "failed", NULL, why);
 out:
+    if (rc == APBOT_OK) {
+        /* what the session keeps of the answer (a token, a CSRF value) and the headers made
+         * of it; a capture that finds nothing leaves its header unsent, which the ERP answers */
+        session_capture(s, &v, l->captures, l->n_captures);
+        session_headers(s);
+    }
     erp_view_done(&v);
     if (rc != APBOT_OK)
         apbot_fail(err, errlen, rc, "%s", why);
@@ -834,6 +1220,112 @@ out:
     return rc;
 }
 
+/* The login as a composed request (a JSON call): credentials in its body, only to the origin. */
+static int login_send(struct erp_session *s, char *err, size_t errlen)
+{
+    const struct flow_login *l = &s->flow->login;
+    struct flow_vars vars;
+    struct erp_send sr;
+    struct http_response r;
+    char why[300];
+    int rc;
+
+    memset(&vars, 0, sizeof(vars));
+    erp_vars_session(s, &vars, true);
+    rc = erp_send_prepare(s, &l->send, &vars, false, &sr, why, sizeof(why));
+    if (rc != APBOT_OK) {
+        struct erp_xch x;
+        erp_xch_begin(s, &x, "login", l->send.post ? "POST" : "GET", l->send.url, NULL, NULL, why);
+        report_now(s, &x, "failed", NULL, "the login request cannot be composed");
+        return apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "login: %s", why);
+    }
+    memset(&r, 0, sizeof(r));
+    rc = http_request(s->http, &sr.req, &r);
+    if (rc != APBOT_OK) {
+        struct erp_xch x;
+        erp_xch_begin(s, &x, "login", sr.req.method, sr.url, NULL, NULL, apbot_strerror(rc));
+        report_now(s, &x, "failed", NULL, "the login request was refused before sending");
+        erp_send_done(&sr);
+        return apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login: %s",
+                          apbot_strerror(rc));
+    }
+    rc = login_answer(s, &r, sr.req.method, sr.url, NULL, err, errlen);
+    http_response_done(&r);
+    erp_send_done(&sr);
+    return rc;
+}
+
+/*
+ * One call after the login (<then>): it must answer with its success marker; its captures
+ * join the session's. APBOT_OK; APBOT_E_NET (not answered, 429/5xx, the session gone, a pattern
+ * over its budget); APBOT_E_SYSTEMIC (an answer without the success marker: the ERP is not what
+ * the flow describes).
+ */
+static int login_then(struct erp_session *s, const struct flow_call *t, char *err, size_t errlen)
+{
+    struct flow_vars vars;
+    struct erp_send sr;
+    struct http_response r;
+    struct erp_view v;
+    struct erp_xch x;
+    char step[80], why[400];
+    int rc;
+
+    snprintf(step, sizeof(step), "login %s", t->name ? t->name : "call");
+    memset(&vars, 0, sizeof(vars));
+    erp_vars_session(s, &vars, false);
+    rc = erp_send_prepare(s, &t->send, &vars, true, &sr, why, sizeof(why));
+    if (rc != APBOT_OK) {
+        erp_xch_begin(s, &x, step, t->send.post ? "POST" : "GET", t->send.url, NULL, NULL, why);
+        report_now(s, &x, "failed", NULL, "the request cannot be composed");
+        return apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "%s: %s", step, why);
+    }
+    memset(&r, 0, sizeof(r));
+    rc = erp_request(s, &sr.req, &r);
+    if (rc != APBOT_OK) {
+        erp_xch_begin(s, &x, step, sr.req.method, sr.url, NULL, NULL, apbot_strerror(rc));
+        report_now(s, &x, "failed", NULL, "refused before sending");
+        erp_send_done(&sr);
+        return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s", step, apbot_strerror(rc));
+    }
+    erp_xch_begin(s, &x, step, sr.req.method, sr.url, &r, NULL, NULL);
+    erp_view_init(&v, s, &r);
+    if (r.transport != HTTP_ANSWERED || r.status == 429 || r.status >= 500 ||
+        erp_view_session_gone(&v, s->flow)) {
+        snprintf(why, sizeof(why), "%s: %s", step,
+                 r.transport != HTTP_ANSWERED ? http_transport_name(r.transport)
+                                              : "answered without its result");
+        rc = APBOT_E_NET;
+    } else {
+        bool ok = !t->success_status || match_status(t->success_status, r.status);
+        enum match_outcome o = MATCH_FOUND;
+        if (ok && t->success_json.pointer)
+            o = view_json_cond(&v, &t->success_json, NULL);
+        if (ok && o == MATCH_FOUND && t->success)
+            o = erp_view_body(&v, t->success, t->success_raw, "then success", NULL);
+        if (o == MATCH_ABORTED) {
+            snprintf(why, sizeof(why), "%s: its success condition stopped", step);
+            rc = APBOT_E_NET;
+        } else if (!ok || o != MATCH_FOUND) {
+            snprintf(why, sizeof(why), "%s: the answer (HTTP %ld) lacks its success marker", step,
+                     r.status);
+            rc = APBOT_E_SYSTEMIC;
+        } else {
+            session_capture(s, &v, t->captures, t->n_captures);
+            session_headers(s);
+            snprintf(why, sizeof(why), "%s: done", step);
+            rc = APBOT_OK;
+        }
+    }
+    report_now(s, &x, rc == APBOT_OK ? "answered" : "failed", NULL, why);
+    erp_view_done(&v);
+    http_response_done(&r);
+    erp_send_done(&sr);
+    if (rc != APBOT_OK)
+        apbot_fail(err, errlen, rc, "%s", why);
+    return rc;
+}
+
 /* One login attempt (see login_answer for the codes). */
 static int login_once(struct erp_session *s, char *err, size_t errlen)
 {
@@ -844,11 +1336,20 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
     int rc;
 
     s->logged_in = false;
+    session_forget(s);
     if (!l->present) {
         s->logged_in = true;
         return APBOT_OK;
     }
     http_session_clear_cookies(s->http);
+    if (l->send.present) {
+        rc = login_send(s, err, errlen);
+        for (size_t i = 0; rc == APBOT_OK && i < l->n_then; i++)
+            rc = login_then(s, &l->then[i], err, errlen);
+        if (rc == APBOT_OK)
+            s->logged_in = true;
+        return rc;
+    }
     memset(&vars, 0, sizeof(vars));
     rc = flow_expand(f, l->get, &vars, &tmpl_url, err, errlen);
     if (rc != APBOT_OK)
@@ -859,6 +1360,8 @@ static int login_once(struct erp_session *s, char *err, size_t errlen)
         return apbot_fail(err, errlen, APBOT_E_SYSTEMIC, "the login URL does not resolve");
     rc = l->has_form ? login_form(s, url, err, errlen) : login_request(s, url, err, errlen);
     free(url);
+    for (size_t i = 0; rc == APBOT_OK && i < l->n_then; i++)
+        rc = login_then(s, &l->then[i], err, errlen);
     if (rc == APBOT_OK)
         s->logged_in = true;
     return rc;
@@ -908,21 +1411,36 @@ int erp_probe(struct erp_session *s, char *transport, size_t len)
 
 /* ---- fetching a screen ------------------------------------------------------------------- */
 
-int erp_fetch(struct erp_session *s, const char *step, const char *url, struct page **ret_page,
-              struct erp_xch *ret_x, struct erp_fetch_info *ret_info, char *err, size_t errlen)
+void erp_read_done(struct erp_read *a)
+{
+    if (!a)
+        return;
+    page_free(a->page);
+    jdoc_free(a->json);
+    memset(a, 0, sizeof(*a));
+}
+
+int erp_fetch_req(struct erp_session *s, const char *step, const char *url,
+                  const struct flow_send *send, const struct flow_vars *vars, bool json,
+                  struct erp_read *ret, struct erp_xch *ret_x, struct erp_fetch_info *ret_info,
+                  char *err, size_t errlen)
 {
     int relogins = 0, retries = 0;
     int rc;
 
+    memset(ret, 0, sizeof(*ret));
     memset(ret_info, 0, sizeof(*ret_info));
     ret_info->retry_after_s = -1;
     for (;;) {
         struct http_response r;
         struct erp_view v;
         struct erp_xch x;
+        struct erp_send sr;
         struct page *p = NULL;
+        struct jdoc *doc = NULL;
         char why[400];
 
+        memset(&sr, 0, sizeof(sr));
         if (!s->logged_in) {
             rc = erp_login(s, err, errlen);
             if (rc == APBOT_E_NET && retries < s->retries) {
@@ -933,11 +1451,25 @@ int erp_fetch(struct erp_session *s, const char *step, const char *url, struct p
                 return rc == APBOT_E_SYSTEMIC ? rc : APBOT_E_NET;
         }
         memset(&r, 0, sizeof(r));
-        const struct http_request req = {.method = "GET", .url = url, .reads_only = true};
-        rc = http_request(s->http, &req, &r);
+        struct http_request req = {.method = "GET", .url = url, .reads_only = true};
+        if (send) {
+            /* expanded after the login: the session's captures are in it */
+            struct flow_vars sv = vars ? *vars : (struct flow_vars){0};
+            erp_vars_session(s, &sv, false);
+            rc = erp_send_prepare(s, send, &sv, true, &sr, why, sizeof(why));
+            if (rc != APBOT_OK) {
+                erp_xch_begin(s, &x, step, send->post ? "POST" : "GET", send->url, NULL, NULL, why);
+                report_now(s, &x, "failed", NULL, "the request cannot be composed");
+                return apbot_fail(err, errlen, rc == APBOT_E_DATA ? rc : APBOT_E_NET, "%s: %s",
+                                  step, why);
+            }
+            req = sr.req;
+        }
+        rc = erp_request(s, &req, &r);
         if (rc != APBOT_OK) {
-            erp_xch_begin(s, &x, step, "GET", url, NULL, NULL, apbot_strerror(rc));
+            erp_xch_begin(s, &x, step, req.method, req.url, NULL, NULL, apbot_strerror(rc));
             report_now(s, &x, "failed", NULL, "refused before sending");
+            erp_send_done(&sr);
             return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s", step, apbot_strerror(rc));
         }
         ret_info->status = r.status;
@@ -954,17 +1486,19 @@ int erp_fetch(struct erp_session *s, const char *step, const char *url, struct p
             snprintf(why, sizeof(why), "%s: %s stopped (%s): the answer is unknown", step,
                      v.aborted_what,
                      match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
-            erp_xch_begin(s, &x, step, "GET", url, &r, NULL, NULL);
+            erp_xch_begin(s, &x, step, req.method, req.url, &r, NULL, NULL);
             report_now(s, &x, "failed", v.aborted_what, why);
             erp_view_done(&v);
             http_response_done(&r);
+            erp_send_done(&sr);
             return apbot_fail(err, errlen, APBOT_E_NET, "%s", why);
         }
         if (gone) {
-            erp_xch_begin(s, &x, step, "GET", url, &r, NULL, NULL);
+            erp_xch_begin(s, &x, step, req.method, req.url, &r, NULL, NULL);
             report_now(s, &x, "session-expired", NULL, "a session marker matched");
             erp_view_done(&v);
             http_response_done(&r);
+            erp_send_done(&sr);
             s->logged_in = false;
             if (relogins++ < ERP_RELOGIN_MAX)
                 continue;
@@ -976,23 +1510,33 @@ int erp_fetch(struct erp_session *s, const char *step, const char *url, struct p
             snprintf(why, sizeof(why), "%s: HTTP %ld", step, r.status);
             goto failed;
         }
-        if (page_parse(r.body, r.body_len, r.effective_url ? r.effective_url : url, &p, NULL, 0) !=
-            APBOT_OK) {
+        if (json) {
+            struct jdoc_limits lim = jdoc_limits_for(r.body_len);
+            char jwhy[200];
+            if (jdoc_parse(r.body, r.body_len, &lim, &doc, jwhy, sizeof(jwhy)) != APBOT_OK) {
+                snprintf(why, sizeof(why), "%s: the answer is not JSON (%s)", step, jwhy);
+                goto failed;
+            }
+        } else if (page_parse(r.body, r.body_len, r.effective_url ? r.effective_url : req.url, &p,
+                              NULL, 0) != APBOT_OK) {
             snprintf(why, sizeof(why), "%s: the page cannot be read", step);
             goto failed;
         }
-        erp_xch_begin(s, ret_x, step, "GET", url, &r, p, NULL);
+        erp_xch_begin(s, ret_x, step, req.method, req.url, &r, p, NULL);
         ret_info->answered = true;
         ret_info->date_ms = r.date_ms;
-        ret_info->final_url = apbot_xstrdup(r.effective_url ? r.effective_url : url);
+        ret_info->final_url = apbot_xstrdup(r.effective_url ? r.effective_url : req.url);
         erp_view_done(&v);
         http_response_done(&r);
-        *ret_page = p;
+        erp_send_done(&sr);
+        ret->page = p;
+        ret->json = doc;
         return APBOT_OK;
     failed:
-        erp_xch_begin(s, &x, step, "GET", url, &r, NULL, NULL);
+        erp_xch_begin(s, &x, step, req.method, req.url, &r, NULL, NULL);
         report_now(s, &x, "failed", NULL, why);
         erp_view_done(&v);
+        erp_send_done(&sr);
         bool transient = r.transport != HTTP_ANSWERED || r.status == 429 || r.status >= 500;
         long ra = r.retry_after_s;
         http_response_done(&r);
@@ -1002,4 +1546,14 @@ int erp_fetch(struct erp_session *s, const char *step, const char *url, struct p
         }
         return apbot_fail(err, errlen, APBOT_E_NET, "%s", why);
     }
+}
+
+int erp_fetch(struct erp_session *s, const char *step, const char *url, struct page **ret_page,
+              struct erp_xch *ret_x, struct erp_fetch_info *ret_info, char *err, size_t errlen)
+{
+    struct erp_read a;
+    int rc = erp_fetch_req(s, step, url, NULL, NULL, false, &a, ret_x, ret_info, err, errlen);
+    if (rc == APBOT_OK)
+        *ret_page = a.page;
+    return rc;
 }

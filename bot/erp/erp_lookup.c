@@ -1,15 +1,19 @@
 /*
  * erp_lookup.c - reading the ERP's result tables: the check-before-post lookup (pages through
  * the table's next link, the results-screen marker, a page that may be cut, each candidate's
- * detail page, exact compares, <finished>) and the listing of a date range. The facts a
- * lookup gathered go to decide_lookup(), which alone says whether they prove an absence; this
- * file only fetches, parses and counts honestly.
+ * detail page, exact compares, <finished>) and the listing of a date range. A table is read
+ * from an HTML page (rows by XPath) or from a JSON answer (the elements of an array, columns by
+ * pointer); on JSON, the array being there is the results screen and its being empty the
+ * no-results marker. The facts a lookup gathered go to decide_lookup(), which alone says
+ * whether they prove an absence; this file only fetches, parses and counts honestly.
  */
 #include "apbot/erp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "apbot/buf.h"
 #include "apbot/clock.h"
@@ -20,6 +24,7 @@
 #include "base/unittest.h"
 #include "erp/decide.h"
 #include "web/http.h"
+#include "web/jdoc.h"
 #include "web/page.h"
 #include "erp-int.h"
 
@@ -215,6 +220,51 @@ static char *next_href(const struct page *p, const char *xpath)
     return page_string(p, expr);
 }
 
+/* ---- rows of an answer ------------------------------------------------------------------- */
+
+int erp_read_rows(const struct erp_read *a, const struct flow_table *t, erp_cells_fn fn, void *ctx,
+                  size_t *ret_n, char *err, size_t errlen)
+{
+    *ret_n = 0;
+    if (a->page) {
+        const char **xp = table_xpaths(t);
+        int rc = page_rows(a->page, t->rows, xp, t->n_cols, fn, ctx, ret_n, err, errlen);
+        free(xp);
+        return rc;
+    }
+    const json_t *rows = a->json ? jdoc_at(jdoc_root(a->json), t->pointer) : NULL;
+    if (!json_is_array(rows))
+        return apbot_fail(err, errlen, APBOT_E_PARSE, "the answer has no rows array at %s",
+                          t->pointer ? t->pointer : "?");
+    char **cells = apbot_xcalloc(t->n_cols ? t->n_cols : 1, sizeof(*cells));
+    size_t i;
+    json_t *row;
+    int stop = 0;
+    json_array_foreach((json_t *)rows, i, row)
+    {
+        for (size_t k = 0; k < t->n_cols; k++)
+            cells[k] = erp_json_cell(jdoc_at(row, t->cols[k].pointer));
+        stop = fn(ctx, (const char *const *)cells, t->n_cols);
+        for (size_t k = 0; k < t->n_cols; k++) {
+            free(cells[k]);
+            cells[k] = NULL;
+        }
+        (*ret_n)++;
+        if (stop)
+            break;
+    }
+    free(cells);
+    return stop ? stop : APBOT_OK;
+}
+
+char *erp_read_cell(const struct erp_read *a, const struct flow_column *col)
+{
+    if (a->page)
+        return col->xpath ? page_string(a->page, col->xpath) : NULL;
+    return a->json && col->pointer ? erp_json_cell(jdoc_at(jdoc_root(a->json), col->pointer))
+                                   : NULL;
+}
+
 /* ---- the lookup -------------------------------------------------------------------------- */
 
 /* The rows of every page read, as the table shows them. */
@@ -304,14 +354,15 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
                         char *err, size_t errlen)
 {
     const struct flow_table *t = &lr->lk->table;
+    const struct flow_send *send = lr->lk->send.present ? &lr->lk->send : NULL;
     const int max_pages = lr->lk->max_pages > 0 ? lr->lk->max_pages : 5;
-    const char **xp = table_xpaths(t);
-    char *url = apbot_xstrdup(first_url);
+    char *url = first_url ? apbot_xstrdup(first_url) : NULL;
     int rc = APBOT_OK;
 
     rr->n_cols = t->n_cols;
-    for (int page_no = 1; url; page_no++) {
+    for (int page_no = 1; url || (send && page_no == 1); page_no++) {
         struct page *p = NULL;
+        struct erp_read a;
         struct erp_xch x;
         struct erp_fetch_info info;
         char ferr[APBOT_ERR_LEN] = "";
@@ -319,7 +370,9 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
         char note[160];
 
         memset(&x, 0, sizeof(x));
-        rc = erp_fetch(lr->s, "lookup", url, &p, &x, &info, ferr, sizeof(ferr));
+        rc = erp_fetch_req(lr->s, "lookup", url, page_no == 1 ? send : NULL, &lr->vars, t->json, &a,
+                           &x, &info, ferr, sizeof(ferr));
+        p = a.page;
         lr->ret->http_status = info.status;
         lr->ret->retry_after_s = info.retry_after_s;
         if (rc == APBOT_OK && info.date_ms > 0) {
@@ -327,6 +380,10 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
             lr->ret->erp_date_mono = apbot_clock_mono_ms();
         }
         if (rc == APBOT_E_SYSTEMIC) {
+            apbot_fail(err, errlen, rc, "%s", ferr);
+            break;
+        }
+        if (rc == APBOT_E_DATA) {
             apbot_fail(err, errlen, rc, "%s", ferr);
             break;
         }
@@ -339,6 +396,16 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
         }
         free(url);
         url = NULL;
+        if (t->json) {
+            /* the rows array is the results screen; empty, the no-results marker */
+            const json_t *arr = jdoc_at(jdoc_root(a.json), t->pointer);
+            if (!json_is_array(arr)) {
+                lr->facts.screen_ok = false;
+                run_fail_detail(lr, "the lookup's answer has no rows array at %s", t->pointer);
+            } else if (json_array_size(arr) == 0) {
+                lr->facts.empty_marker = true;
+            }
+        }
         if (t->screen && !page_has(p, t->screen)) {
             char num[16];
             snprintf(num, sizeof(num), "%d", page_no);
@@ -347,7 +414,8 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
         }
         if (t->empty && page_has(p, t->empty))
             lr->facts.empty_marker = true;
-        if (page_rows(p, t->rows, xp, t->n_cols, collect_row, rr, &n_rows, NULL, 0) != APBOT_OK ||
+        if ((lr->facts.screen_ok &&
+             erp_read_rows(&a, t, collect_row, rr, &n_rows, NULL, 0) != APBOT_OK) ||
             rr->overflow) {
             lr->facts.answered = false;
             run_fail_detail(lr, "%s",
@@ -356,7 +424,7 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
         }
         n_rows = rr->n - before;
         lr->facts.rows += n_rows;
-        char *next = t->next ? next_href(p, t->next) : NULL;
+        char *next = t->next && p ? next_href(p, t->next) : NULL;
         const bool has_next = next && *next;
         if (t->max_rows > 0 && (long)n_rows >= t->max_rows && !has_next) {
             lr->facts.cut = true;
@@ -381,11 +449,10 @@ static int lookup_pages(struct lookup_run *lr, const char *first_url, struct raw
         }
         free(next);
         free(info.final_url);
-        page_free(p);
+        erp_read_done(&a);
         erp_xch_done(&x);
     }
     free(url);
-    free(xp);
     return rc;
 }
 
@@ -411,16 +478,18 @@ static int open_detail(struct lookup_run *lr, const char *const *row_cells, stru
     vars.row_names = names;
     vars.row_values = values;
     vars.n_row = t->n_cols;
-    if (flow_expand(lr->f, d->get, &vars, &tmpl, ferr, sizeof(ferr)) != APBOT_OK ||
-        !(url = erp_url(lr->s, tmpl))) {
+    erp_vars_session(lr->s, &vars, false); /* a re-login may have renewed them */
+    if (d->get && (flow_expand(lr->f, d->get, &vars, &tmpl, ferr, sizeof(ferr)) != APBOT_OK ||
+                   !(url = erp_url(lr->s, tmpl)))) {
         run_fail_detail(lr, "detail URL: %s", ferr[0] ? ferr : "does not resolve");
         goto out;
     }
-    struct page *p = NULL;
+    struct erp_read a;
     struct erp_xch x;
     struct erp_fetch_info info;
     memset(&x, 0, sizeof(x));
-    rc = erp_fetch(lr->s, "detail", url, &p, &x, &info, ferr, sizeof(ferr));
+    rc = erp_fetch_req(lr->s, "detail", url, d->send.present ? &d->send : NULL, &vars,
+                       d->table.json, &a, &x, &info, ferr, sizeof(ferr));
     if (rc == APBOT_E_SYSTEMIC) {
         apbot_fail(err, errlen, rc, "%s", ferr);
         goto out;
@@ -432,14 +501,14 @@ static int open_detail(struct lookup_run *lr, const char *const *row_cells, stru
         goto out;
     }
     for (size_t i = 0; i < d->table.n_cols; i++) {
-        char *v = page_string(p, d->table.cols[i].xpath);
+        char *v = erp_read_cell(&a, &d->table.cols[i]);
         cells_set(c, d->table.cols[i].name, v, &d->table);
         free(v);
     }
     erp_xch_outcome(lr->s, &x, "answered", NULL, "a candidate's detail page");
     pending_push(lr->s, &lr->pend, &x);
     free(info.final_url);
-    page_free(p);
+    erp_read_done(&a);
     erp_xch_done(&x);
     *ret_ok = true;
 out:
@@ -558,7 +627,7 @@ int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv
         return apbot_fail(err, errlen, APBOT_E_INVAL, "erp_lookup: no result");
     memset(ret, 0, sizeof(*ret));
     ret->retry_after_s = -1;
-    if (!lk || !lk->get || !lk->table.rows)
+    if (!lk || (!lk->get && !lk->send.present) || (!lk->table.rows && !lk->table.json))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "the flow has no lookup");
     if (!key || !*key)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "lookup without a key");
@@ -590,12 +659,27 @@ int erp_lookup(struct erp_session *s, const char *key, const struct invoice *inv
         if (rc != APBOT_OK)
             goto out;
     }
-    rc = flow_expand(f, lk->get, &lr.vars, &tmpl_url, err, errlen);
-    if (rc != APBOT_OK)
-        goto out;
-    url = erp_url(s, tmpl_url);
+    if (lk->get) {
+        /* a URL with ${session.*} needs the session's values: log in first */
+        if (!s->logged_in && strstr(lk->get, "${session.")) {
+            rc = erp_login(s, err, errlen);
+            if (rc != APBOT_OK) {
+                if (rc == APBOT_E_SYSTEMIC)
+                    goto out;
+                ret->answer = ERP_FAILED;
+                snprintf(ret->detail, sizeof(ret->detail), "the login failed");
+                rc = APBOT_OK;
+                goto out;
+            }
+        }
+        erp_vars_session(s, &lr.vars, false);
+        rc = flow_expand(f, lk->get, &lr.vars, &tmpl_url, err, errlen);
+        if (rc != APBOT_OK)
+            goto out;
+        url = erp_url(s, tmpl_url);
+    }
     cut = flow_key_cut(f, key);
-    if (!url || !cut) {
+    if ((lk->get && !url) || !cut) {
         rc = apbot_fail(err, errlen, APBOT_E_INVAL, "lookup URL does not resolve");
         goto out;
     }
@@ -686,15 +770,16 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
 {
     const struct flow *f = s->flow;
     const struct flow_list *ls = &f->list;
-    const bool by_template = strstr(ls->get, "${page") != NULL;
+    const bool by_template = ls->paged;
     const int max_pages = ls->max_pages > 0 ? ls->max_pages : 100;
     struct list_walk w = {.s = s, .t = &ls->table, .fn = fn, .ctx = ctx};
-    const char **xp = table_xpaths(w.t);
     char *url = NULL;
     int rc = APBOT_OK;
 
+    vars.page_size = ls->page_size;
     for (int page_no = 1;; page_no++) {
         struct page *p = NULL;
+        struct erp_read a;
         struct erp_xch x;
         struct erp_fetch_info info;
         char *next = NULL;
@@ -702,7 +787,9 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
         bool more;
         char note[160];
 
-        if (!url) {
+        vars.page = page_no;
+        erp_vars_session(s, &vars, false); /* a re-login may have renewed them */
+        if (!url && !ls->send.present) {
             char *tmpl_url = NULL;
             vars.page = page_no;
             rc = flow_expand(f, ls->get, &vars, &tmpl_url, err, errlen);
@@ -716,11 +803,13 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
             }
         }
         memset(&x, 0, sizeof(x));
-        rc = erp_fetch(s, "list", url, &p, &x, &info, err, errlen);
+        rc = erp_fetch_req(s, "list", url, ls->send.present ? &ls->send : NULL, &vars, w.t->json,
+                           &a, &x, &info, err, errlen);
         if (rc != APBOT_OK)
             break;
+        p = a.page;
         (*pages)++;
-        rc = page_rows(p, w.t->rows, xp, w.t->n_cols, list_row, &w, &n_rows, err, errlen);
+        rc = erp_read_rows(&a, w.t, list_row, &w, &n_rows, err, errlen);
         if (rc != APBOT_OK || w.stop) {
             erp_xch_outcome(s, &x, w.stop ? "answered" : "failed", NULL,
                             w.stop ? "the caller stopped the walk" : "the table cannot be read");
@@ -728,7 +817,7 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
             rc = w.stop ? w.stop : APBOT_E_NET;
             goto next_page;
         }
-        if (n_rows == 0 && w.t->empty && !page_has(p, w.t->empty)) {
+        if (p && n_rows == 0 && w.t->empty && !page_has(p, w.t->empty)) {
             erp_xch_outcome(s, &x, "failed", NULL, "neither rows nor the no-results marker");
             erp_xch_report(s, &x, NULL, NULL);
             rc = apbot_fail(err, errlen, APBOT_E_NET,
@@ -737,9 +826,11 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
                             page_no, label);
             goto next_page;
         }
-        if (w.t->next) {
+        if (w.t->next && p) {
             next = next_href(p, w.t->next);
             more = next != NULL && *next;
+        } else if (ls->page_size > 0) {
+            more = by_template && (long)n_rows >= ls->page_size; /* a short page is the last */
         } else {
             more = by_template && n_rows > 0;
         }
@@ -767,7 +858,7 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
     next_page:
         free(next);
         free(info.final_url);
-        page_free(p);
+        erp_read_done(&a);
         erp_xch_done(&x);
         if (rc == -1) {
             rc = APBOT_OK;
@@ -777,7 +868,6 @@ static int list_walk(struct erp_session *s, struct flow_vars vars, const char *l
             break;
     }
     free(url);
-    free(xp);
     return rc;
 }
 
@@ -820,7 +910,7 @@ int erp_list_range(struct erp_session *s, const char *from, const char *to, erp_
 
     if (ret_pages)
         *ret_pages = 0;
-    if (!ls || !ls->get || !ls->table.rows || !fn)
+    if (!ls || (!ls->get && !ls->send.present) || (!ls->table.rows && !ls->table.json) || !fn)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "the flow has no list operation");
     if (!from || !to || !invoice_date_valid(from) || !invoice_date_valid(to))
         return apbot_fail(err, errlen, APBOT_E_INVAL, "list: bad date");
@@ -830,7 +920,8 @@ int erp_list_range(struct erp_session *s, const char *from, const char *to, erp_
 
     struct flow_vars vars;
     memset(&vars, 0, sizeof(vars));
-    if (strstr(ls->get, "${from") || strstr(ls->get, "${to")) {
+    erp_vars_session(s, &vars, false);
+    if (ls->range) {
         char label[40];
         snprintf(label, sizeof(label), "%s..%s", from, to);
         vars.from = from;

@@ -1,8 +1,10 @@
 /*
- * erp_post.c - one post of one invoice through a flow's steps (see erp_post.h): fetch each
- * step's page, fill its form (fields, per-line fields, select options by value or label, the
- * button by name and value), submit it (the committing request sent once, http.h's fresh), read
- * the answer with the step's rules, the outcomes, the captures and the session markers, and
+ * erp_post.c - one post of one invoice through a flow's steps (see erp_post.h): resolve the
+ * codes a step needs as ids (erp_resolve.h), fetch each step's page and fill its form (fields,
+ * per-line fields, select options by value or label, the button by name and value) - or compose
+ * the step's request as the flow writes it (<send>: a JSON call, or fields without a page) -
+ * submit it (the committing request sent once, http.h's fresh), read the answer with the step's
+ * rules (on the page or on the JSON), the outcomes, the captures and the session markers, and
  * hand the facts of every exchange to decide_post(), whose verdict alone says what happens
  * next. This file fetches, fills and reads; it never decides what an answer means.
  */
@@ -21,6 +23,7 @@
 #include "web/match.h"
 #include "web/page.h"
 #include "erp-int.h"
+#include "erp_resolve.h"
 
 /* Values captured over one post (doc included); flow check caps captures far below this. */
 #define POST_CAPTURES_MAX 64
@@ -45,7 +48,16 @@ struct post_run {
     size_t n_caps;
     char doc[128];
     bool have_doc;
-    struct page *cur; /* the page the next step without `get` works on */
+    struct page *cur;      /* the page the next step without `get` works on */
+    struct post_ref *refs; /* per resolve of the flow: what it found for this invoice */
+};
+
+/* What one resolve found for this invoice: one row, or one per line (its code uses line.*). */
+struct post_ref {
+    bool have;
+    char **values;  /* one per column of the resolve's table */
+    char ***lines;  /* per line: one per column */
+    size_t n_lines; /* lines resolved */
 };
 
 /* What filling a form found (a data error or a form that is not as the flow says). */
@@ -111,6 +123,36 @@ static void fill_problem(struct fill *fl, bool data, const char *fmt, const char
     free(mb);
 }
 
+/* ${ref.NAME.COLUMN} from what the step's resolves found (line_n for one per line), and
+ * ${cookie.NAME} from the session. */
+static const char *post_find(void *ctx, const char *var, size_t len, size_t line_n)
+{
+    const struct post_run *pr = ctx;
+    if (len > 4 && memcmp(var, "ref.", 4) == 0) {
+        const char *name = var + 4, *dot = memchr(name, '.', len - 4);
+        if (!dot)
+            return NULL;
+        size_t nlen = (size_t)(dot - name), clen = (size_t)(var + len - dot - 1);
+        for (size_t r = 0; r < pr->f->n_resolves; r++) {
+            const struct flow_resolve *rs = &pr->f->resolves[r];
+            if (strlen(rs->name) != nlen || memcmp(rs->name, name, nlen) != 0 || !pr->refs[r].have)
+                continue;
+            for (size_t k = 0; k < rs->table.n_cols; k++) {
+                if (strlen(rs->table.cols[k].name) != clen ||
+                    memcmp(rs->table.cols[k].name, dot + 1, clen) != 0)
+                    continue;
+                if (!rs->per_line)
+                    return pr->refs[r].values[k];
+                return line_n >= 1 && line_n <= pr->refs[r].n_lines
+                           ? pr->refs[r].lines[line_n - 1][k]
+                           : NULL;
+            }
+        }
+        return NULL;
+    }
+    return erp_find_cookie(pr->s, var, len, line_n);
+}
+
 static void vars_of(const struct post_run *pr, struct flow_vars *v)
 {
     memset(v, 0, sizeof(*v));
@@ -120,6 +162,22 @@ static void vars_of(const struct post_run *pr, struct flow_vars *v)
     v->capture_names = pr->cap_names;
     v->capture_values = (const char *const *)pr->cap_values;
     v->n_captures = pr->n_caps;
+    v->find = post_find;
+    v->find_ctx = (void *)pr;
+    erp_vars_session(pr->s, v, false);
+}
+
+static void post_refs_free(struct post_run *pr)
+{
+    for (size_t r = 0; pr->refs && r < pr->f->n_resolves; r++) {
+        size_t n = pr->f->resolves[r].table.n_cols;
+        erp_ref_values_free(pr->refs[r].values, n);
+        for (size_t l = 0; l < pr->refs[r].n_lines; l++)
+            erp_ref_values_free(pr->refs[r].lines[l], n);
+        free(pr->refs[r].lines);
+    }
+    free(pr->refs);
+    pr->refs = NULL;
 }
 
 static void capture_set(struct post_run *pr, const char *name, const char *value)
@@ -476,7 +534,7 @@ static struct decide_post step_fetch(struct post_run *pr, size_t i)
     }
     struct http_request req = {.method = "GET", .url = url, .reads_only = true};
     pr->ret->exchanges++;
-    rc = http_request(pr->s->http, &req, &r);
+    rc = erp_request(pr->s, &req, &r);
     if (rc != APBOT_OK) {
         facts.transport = DECIDE_TR_NOT_SENT;
         snprintf(what, sizeof(what), "refused before sending: %s", apbot_strerror(rc));
@@ -571,8 +629,50 @@ struct submit {
     char *get_url; /* a GET form's URL with its fields */
     char what[512];
     const char *method;
-    bool doc_by_rule; /* the rule's (?<doc>) gave the document number */
+    bool doc_by_rule;    /* the rule's (?<doc>) gave the document number */
+    struct erp_send snd; /* a <send> step's request, composed */
 };
+
+/* Where the exchange went, for the record: the composed URL, the GET form's or the action. */
+static const char *submit_url(const struct submit *sb)
+{
+    if (sb->st->send.present)
+        return sb->snd.url ? sb->snd.url : sb->st->send.url;
+    return sb->get_url ? sb->get_url : (sb->form.action ? sb->form.action : "");
+}
+
+/* What was (or would have been) submitted, for a trace: the form's controls, or a composed
+ * request's body or fields (masked by the exchange). */
+static void submit_trace(struct post_run *pr, struct submit *sb)
+{
+    sb->x.form = apbot_xstrdup(sb->st->form.xpath);
+    if (!tracing(pr))
+        return;
+    if (!sb->st->send.present) {
+        if (sb->form.n)
+            trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+        return;
+    }
+    if (sb->snd.body)
+        erp_xch_control(pr->s, &sb->x, "(JSON body)", sb->snd.body, "the step's <send>");
+    for (size_t k = 0; k < sb->snd.n_fields; k++)
+        erp_xch_control(pr->s, &sb->x, sb->snd.fields[k].name, sb->snd.fields[k].value,
+                        "the step's <send>");
+}
+
+/* A <send> step's request composed from the invoice, the captures, the session and the
+ * resolved ids; problems land in sb->fl as a fill's do. */
+static void submit_compose(struct post_run *pr, struct submit *sb)
+{
+    struct flow_vars vars;
+    char why[400];
+
+    vars_of(pr, &vars);
+    sb->method = sb->st->send.post ? "POST" : "GET";
+    int rc = erp_send_prepare(pr->s, &sb->st->send, &vars, false, &sb->snd, why, sizeof(why));
+    if (rc != APBOT_OK)
+        fill_problem(&sb->fl, rc == APBOT_E_DATA, "%s%s", why, NULL);
+}
 
 /* Finds the step's form on the current page and fills it as the flow says, presses its button
  * and, for a GET form, builds its URL. Problems land in sb->fl (data_error: the invoice's
@@ -628,11 +728,8 @@ static struct decide_post submit_unfilled(struct post_run *pr, struct submit *sb
     snprintf(sb->what, sizeof(sb->what), "%s", m_what);
     free(m_what);
     struct decide_post d = decide_post(&sb->facts);
-    erp_xch_begin(pr->s, &sb->x, st->name, sb->method, sb->form.action ? sb->form.action : "", NULL,
-                  NULL, "not submitted");
-    sb->x.form = apbot_xstrdup(st->form.xpath);
-    if (sb->form.n)
-        trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+    erp_xch_begin(pr->s, &sb->x, st->name, sb->method, submit_url(sb), NULL, NULL, "not submitted");
+    submit_trace(pr, sb);
     report(pr, &sb->x, d, NULL, sb->what);
     if (sb->fl.data_error) {
         snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", sb->what);
@@ -657,18 +754,19 @@ static bool submit_send(struct post_run *pr, struct submit *sb, struct decide_po
         ret_d->relogin = false;
         ret_d->why = "stopped before the committing request: nothing was sent";
         /* What would have been sent, for `flow trace --dry-run`. */
-        erp_xch_begin(pr->s, &sb->x, st->name, sb->method,
-                      sb->get_url ? sb->get_url : sb->form.action, NULL, NULL,
+        erp_xch_begin(pr->s, &sb->x, st->name, sb->method, submit_url(sb), NULL, NULL,
                       "stopped before the committing request");
-        sb->x.form = apbot_xstrdup(st->form.xpath);
-        trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+        submit_trace(pr, sb);
         report(pr, &sb->x, *ret_d, NULL, NULL);
         set_detail(pr, st->name, ret_d->why, NULL);
         return false;
     }
     sb->req = (struct http_request){
         .method = sb->method, .url = sb->get_url ? sb->get_url : sb->form.action, .fresh = commit};
-    if (!sb->get_url) {
+    if (st->send.present) {
+        sb->req = sb->snd.req;
+        sb->req.fresh = sb->req.fresh || commit;
+    } else if (!sb->get_url) {
         sb->fields = apbot_xcalloc(sb->form.n ? sb->form.n : 1, sizeof(*sb->fields));
         for (size_t k = 0; k < sb->form.n; k++) {
             sb->fields[k].name = sb->form.names[k];
@@ -680,7 +778,7 @@ static bool submit_send(struct post_run *pr, struct submit *sb, struct decide_po
     if (commit)
         pr->ret->commit_sent = true;
     pr->ret->exchanges++;
-    int hrc = http_request(pr->s->http, &sb->req, &sb->r);
+    int hrc = erp_request(pr->s, &sb->req, &sb->r);
     if (commit && (hrc != APBOT_OK || sb->r.transport == HTTP_NOT_SENT))
         pr->ret->commit_sent = false;
     if (hrc == APBOT_OK)
@@ -689,8 +787,7 @@ static bool submit_send(struct post_run *pr, struct submit *sb, struct decide_po
     snprintf(sb->what, sizeof(sb->what), "refused before sending: %s", apbot_strerror(hrc));
     *ret_d = decide_post(&sb->facts);
     erp_xch_begin(pr->s, &sb->x, st->name, sb->method, sb->req.url, NULL, NULL, sb->what);
-    sb->x.form = apbot_xstrdup(st->form.xpath);
-    trace_controls(pr, &sb->x, &sb->form, &sb->fl);
+    submit_trace(pr, sb);
     report(pr, &sb->x, *ret_d, NULL, sb->what);
     set_detail(pr, st->name, ret_d->why, sb->what);
     return false;
@@ -703,15 +800,9 @@ static void submit_captures(struct post_run *pr, struct submit *sb)
     const struct flow_step *st = sb->st;
     for (size_t k = 0; k < st->n_captures; k++) {
         const struct flow_capture *c = &st->captures[k];
-        struct match_result *cm = NULL;
-        char cwhat[96];
-        snprintf(cwhat, sizeof(cwhat), "capture %s", c->name);
-        enum match_outcome o = erp_view_body(&sb->v, c->re, c->raw, cwhat, &cm);
-        char *g = o == MATCH_FOUND ? match_group(cm, c->name) : NULL;
-        match_result_free(cm);
-        if (!g || !*g) {
+        char *g = erp_view_capture(&sb->v, c);
+        if (!g) {
             sb->facts.captures_ok = false;
-            free(g);
             continue;
         }
         capture_set(pr, c->name, g);
@@ -762,10 +853,13 @@ static void submit_read(struct post_run *pr, struct submit *sb)
     facts->doc = pr->have_doc;
     facts->match_aborted = v->aborted;
     const struct http_response *r = &sb->r;
-    if (r->status >= 200 && r->status < 300 && r->body &&
-        page_parse(r->body, r->body_len, r->effective_url ? r->effective_url : sb->req.url, &sb->p,
-                   NULL, 0) == APBOT_OK)
-        facts->page_ok = true;
+    if (r->status >= 200 && r->status < 300 && r->body) {
+        if (st->send.present && st->send.json)
+            facts->page_ok = erp_view_json(v) != NULL; /* a JSON call: its answer is JSON */
+        else if (page_parse(r->body, r->body_len, r->effective_url ? r->effective_url : sb->req.url,
+                            &sb->p, NULL, 0) == APBOT_OK)
+            facts->page_ok = true;
+    }
     if (v->aborted)
         snprintf(sb->what, sizeof(sb->what), "%s stopped: %s", v->aborted_what,
                  match_budget_reason(&v->budget) ? match_budget_reason(&v->budget) : "aborted");
@@ -812,8 +906,7 @@ static void submit_conclude(struct post_run *pr, struct submit *sb, struct decid
         for (size_t c = 0; c < pr->n_caps; c++)
             if (strcmp(pr->cap_names[c], st->captures[k].name) == 0)
                 erp_xch_capture(pr->s, x, pr->cap_names[c], pr->cap_values[c]);
-    x->form = apbot_xstrdup(st->form.xpath);
-    trace_controls(pr, x, &sb->form, &sb->fl);
+    submit_trace(pr, sb);
     report(pr, x, d, rule ? rule->name : (sb->v.aborted ? sb->v.aborted_what : NULL),
            again ? "a line row is still missing: the step is submitted again" : sb->what);
     if (rule)
@@ -823,7 +916,9 @@ static void submit_conclude(struct post_run *pr, struct submit *sb, struct decid
     if (d.verdict == DECIDE_REJECTED && rule) {
         char *g = sb->m ? match_group(sb->m, "reason") : NULL;
         snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s",
-                 g && *g ? g : (rule->name ? rule->name : "rejected"));
+                 g && *g        ? g
+                 : rule->reason ? rule->reason
+                                : (rule->name ? rule->name : "rejected"));
         erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
         free(g);
     }
@@ -857,7 +952,10 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     sb.facts.doc = pr->have_doc;
     sb.facts.captures_ok = true;
 
-    submit_fill(pr, &sb);
+    if (sb.st->send.present)
+        submit_compose(pr, &sb);
+    else
+        submit_fill(pr, &sb);
     if (sb.fl.data_error || sb.fl.fill_error) {
         d = submit_unfilled(pr, &sb);
     } else if (submit_send(pr, &sb, &d)) {
@@ -874,8 +972,86 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     http_response_done(&sb.r);
     free(sb.fields);
     free(sb.get_url);
+    erp_send_done(&sb.snd);
     fill_done(&sb.fl);
     page_form_done(&sb.form);
+    return d;
+}
+
+/* The facts of a step that could not start because a code it needs was not resolved. */
+static struct decide_post resolve_failed(struct post_run *pr, size_t i, int rc, const char *why)
+{
+    struct decide_post_facts facts;
+    memset(&facts, 0, sizeof(facts));
+    facts.phase = phase_of(pr, i);
+    facts.last = i + 1 == pr->f->n_steps;
+    facts.doc = pr->have_doc;
+    facts.captures_ok = true;
+    if (rc == APBOT_E_DATA)
+        facts.data_error = true; /* the invoice's code: a business exception naming it */
+    else
+        facts.transport = DECIDE_TR_NOT_SENT; /* nothing of the step went out */
+    struct decide_post d = decide_post(&facts);
+    if (rc == APBOT_E_DATA) {
+        erp_text_copy(pr->ret->reason, sizeof(pr->ret->reason), why);
+        erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
+        pr->ret->data_error = true;
+    }
+    if (rc == APBOT_E_SYSTEMIC)
+        d.relogin = true;
+    set_detail(pr, pr->f->steps[i].name, d.why, why);
+    return d;
+}
+
+/* One resolve for this invoice: its code (for each line when it is one per line) turned into
+ * the ERP's row. */
+static int resolve_one(struct post_run *pr, size_t r, char *err, size_t errlen)
+{
+    const struct flow_resolve *rs = &pr->f->resolves[r];
+    struct post_ref *ref = &pr->refs[r];
+    struct flow_vars vars;
+    size_t n = rs->per_line ? pr->inv->n_lines : 1;
+    int rc = APBOT_OK;
+
+    vars_of(pr, &vars);
+    if (rs->per_line)
+        ref->lines = apbot_xcalloc(n ? n : 1, sizeof(*ref->lines));
+    for (size_t l = 0; l < n && rc == APBOT_OK; l++) {
+        char *code = NULL, **values = NULL;
+        if (rs->per_line) {
+            vars.line = &pr->inv->lines[l];
+            vars.line_n = l + 1;
+        }
+        rc = flow_expand(pr->f, rs->code, &vars, &code, err, errlen);
+        if (rc == APBOT_OK)
+            rc = erp_resolve(pr->s, r, code, &values, err, errlen);
+        free(code);
+        if (rc != APBOT_OK)
+            break;
+        if (rs->per_line)
+            ref->lines[ref->n_lines++] = values;
+        else
+            ref->values = values;
+    }
+    ref->have = rc == APBOT_OK;
+    return rc;
+}
+
+/* Resolves what step i uses that this post has not resolved yet. DECIDE_NEXT when all is known. */
+static struct decide_post step_resolve(struct post_run *pr, size_t i)
+{
+    const struct flow_step *st = &pr->f->steps[i];
+    struct decide_post d = {.verdict = DECIDE_NEXT, .why = "resolved"};
+    char err[APBOT_ERR_LEN] = "";
+
+    for (size_t k = 0; k < st->n_resolves; k++) {
+        size_t r = st->resolves[k];
+        if (pr->refs[r].have)
+            continue;
+        int rc = resolve_one(pr, r, err, sizeof(err));
+        if (rc != APBOT_OK)
+            return resolve_failed(pr, i, rc, err);
+    }
     return d;
 }
 
@@ -896,6 +1072,11 @@ static struct decide_post run_steps(struct post_run *pr, size_t start)
             d.why = "stopped before the committing request: nothing was sent";
             set_detail(pr, st->name, d.why, NULL);
             return d;
+        }
+        if (st->n_resolves) {
+            d = step_resolve(pr, i);
+            if (d.verdict != DECIDE_NEXT)
+                return d;
         }
         if (st->get) {
             d = step_fetch(pr, i);
@@ -950,6 +1131,7 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
     pr.hooks = hooks;
     pr.ret = ret;
     pr.ci = ci;
+    pr.refs = apbot_xcalloc(f->n_resolves ? f->n_resolves : 1, sizeof(*pr.refs));
     size_t start = 0;
     if (from == ERP_POST_FROM_FOLLOWUPS) {
         capture_set(&pr, "doc", doc);
@@ -1004,5 +1186,6 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
         s->logged_in = false;
     captures_clear(&pr, false);
     page_free(pr.cur);
+    post_refs_free(&pr);
     return APBOT_OK;
 }

@@ -1203,6 +1203,8 @@ static void flow_check_list(struct flow_ctx *c)
     to = flow_tpl_uses(ls->get, "to") || flow_send_uses(&ls->send, "to");
     bool paged = flow_tpl_uses(ls->get, "page") || flow_send_uses(&ls->send, "page") ||
                  flow_tpl_uses(ls->get, "offset") || flow_send_uses(&ls->send, "offset");
+    c->f->list.paged = paged;
+    c->f->list.range = from || to;
     if ((ls->get || ls->send.present) && !day && !(from && to))
         flow_problem(c, ls->line,
                      "list: its request must use ${date} (one day) or both ${from} and ${to} (a "

@@ -22,8 +22,8 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
-#include "flow-int.h"
 #include "web/jdoc.h"
+#include "flow-int.h"
 
 #define FLOW_JSON_EACH_LINE "$each-line"
 #define FLOW_JSON_TEMPLATE_MAX (256 * 1024) /* bytes of a <json> element's text */

@@ -29,6 +29,7 @@ struct erp_exchange;
 struct erp_lookup_result;
 struct erp_session;
 struct limiter;
+struct erp_refs;
 
 #define RUNNER_LEASE_MARGIN_MS 2000 /* a lease outlasts one exchange by this much */
 /* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
@@ -57,6 +58,7 @@ struct runner {
     char owner[128];
     int64_t started_mono;
     struct limiter *limiter;
+    struct erp_refs *refs; /* the run's reference data (<resolve>), shared by the sessions */
     struct worker *workers;
     int n_workers;
     struct store *st;               /* the calling thread's (recovery, counts) */

@@ -32,6 +32,7 @@
 #include "apbot/mem.h"
 #include "apbot/store.h"
 #include "base/unittest.h"
+#include "erp/erp_resolve.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
 #include "run/runner-int.h"
@@ -320,6 +321,7 @@ static bool worker_open(struct worker *w)
     }
     erp_set_evidence(w->erp, job_evidence, w);
     erp_set_gate(w->erp, worker_gate, w);
+    erp_set_refs(w->erp, w->r->refs);
     return true;
 }
 
@@ -540,6 +542,7 @@ static int run_setup(struct runner *r, struct runner_stats *ret)
     int max_sessions = r->flow->policy.max_sessions > 0 ? r->flow->policy.max_sessions : 1;
     int n = opt->concurrency > 0 ? opt->concurrency : max_sessions;
     r->n_workers = n > max_sessions ? max_sessions : n;
+    r->refs = erp_refs_new();
     return limiter_new(r->n_workers, opt->concurrency == 0, &r->limiter);
 }
 
@@ -749,6 +752,7 @@ static void run_free(struct runner *r)
     free(r->workers);
     store_close(r->st);
     limiter_free(r->limiter);
+    erp_refs_free(r->refs);
     flow_free(r->flow);
     pthread_cond_destroy(&r->login_cv);
     pthread_mutex_destroy(&r->login_mu);

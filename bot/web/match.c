@@ -628,6 +628,45 @@ char *match_group(const struct match_result *m, const char *name)
     return NULL;
 }
 
+struct match_result *match_result_join(struct match_result *a, struct match_result *b)
+{
+    if (!b)
+        return a;
+    if (!a)
+        return b;
+    for (size_t i = 0; i < b->n; i++) {
+        bool set = false;
+        for (size_t k = 0; k < a->n && !set; k++)
+            set = a->groups[k].value && strcmp(a->groups[k].name, b->groups[i].name) == 0;
+        if (set || !b->groups[i].value)
+            continue;
+        a->groups = apbot_xrealloc(a->groups, (a->n + 1) * sizeof(*a->groups));
+        a->groups[a->n].name = b->groups[i].name;
+        a->groups[a->n].value = b->groups[i].value;
+        a->n++;
+        b->groups[i].name = NULL;
+        b->groups[i].value = NULL;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->groups[i].name);
+        free(b->groups[i].value);
+    }
+    free(b->groups);
+    free(b);
+    /* a group a left unset and b set: a's unset one comes first, so say b's */
+    for (size_t i = 0; i < a->n; i++) {
+        if (a->groups[i].value)
+            continue;
+        for (size_t k = i + 1; k < a->n; k++)
+            if (a->groups[k].value && strcmp(a->groups[k].name, a->groups[i].name) == 0) {
+                a->groups[i].value = a->groups[k].value;
+                a->groups[k].value = NULL;
+                break;
+            }
+    }
+    return a;
+}
+
 void match_result_free(struct match_result *m)
 {
     if (!m)

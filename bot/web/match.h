@@ -90,6 +90,9 @@ bool match_exec(const struct match_re *re, const char *subject, size_t len,
 /* Named group value (heap copy) or NULL when unset/unknown. */
 char *match_group(const struct match_result *m, const char *name);
 void match_result_free(struct match_result *m);
+/* The groups of a and b as one result (a's first; a group b sets that a left unset is b's).
+ * Takes both (either may be NULL); the result is freed with match_result_free. */
+struct match_result *match_result_join(struct match_result *a, struct match_result *b);
 
 /* For tests and evidence: the needle set match_compile derived (match.c), one literal string
  * per top-level alternative, of which every match contains one; match_run answers MATCH_NONE

@@ -337,6 +337,8 @@ struct flow_list {
     int max_pages;  /* bound on pages read */
     long page_size; /* rows a page holds (${limit}; ${offset} = (page - 1) * page_size), 0 =
                      * not given; a page with fewer rows is the last */
+    bool paged;     /* the request pages by ${page} or ${offset} (set by the checks) */
+    bool range;     /* the request takes ${from} and ${to}, not one ${date} (set by the checks) */
     enum flow_list_by by;
     int line;
 };

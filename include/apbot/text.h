@@ -40,4 +40,7 @@ void text_mask_into(char *buf, size_t len, const char *a, const char *b);
 /* Cuts s in place to at most max bytes, never inside a UTF-8 sequence. */
 void text_cut_utf8(char *s, size_t max);
 
+/* The n bytes at s in standard base64 (RFC 4648, with padding). Heap, never NULL. */
+char *text_base64(const void *s, size_t n);
+
 #endif
