@@ -334,6 +334,15 @@ static void test_flow_json_values_refused(void **state)
     assert_int_equal(flow_json_expand(f, f->steps[1].send.json, &v, &body, &len, err, sizeof(err)),
                      APBOT_E_INVAL);
     assert_non_null(strstr(err, "not JSON"));
+    /* a value that is not UTF-8 never goes into JSON (found by fuzz_jtemplate:
+     * corpus/jtemplate/regress-not-utf8) */
+    v.key = "AP1-\xdf\x22-not-utf8";
+    v.session_values = NULL;
+    v.n_session = 0;
+    assert_int_equal(flow_json_expand(f, f->steps[0].send.json, &v, &body, &len, err, sizeof(err)),
+                     APBOT_E_INVAL);
+    assert_non_null(strstr(err, "not UTF-8"));
+    v.key = NULL;
     /* a document type the map has no entry for: the invoice's, a business exception */
     inv.doc_type = (enum invoice_doc_type)7;
     v.session_values = NULL;

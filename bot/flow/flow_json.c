@@ -154,9 +154,13 @@ static int jx_puts(struct flow_jx *x, const char *s)
     return jx_put(x, s, strlen(s));
 }
 
-/* A JSON string of the text s. */
+/* A JSON string of the text s, which must be UTF-8 (JSON is; an ERP would refuse the call or,
+ * worse, store something else): a value that is not is refused, never sent. */
 static int jx_string(struct flow_jx *x, const char *s)
 {
+    if (!invoice_utf8_valid(s))
+        return apbot_fail(x->err, x->errlen, APBOT_E_INVAL,
+                          "a value that is not UTF-8 cannot go into a JSON body");
     json_t *v = json_string_nocheck(s);
     if (!v)
         abort(); /* jansson fails only on out-of-memory (mem.h's policy) */

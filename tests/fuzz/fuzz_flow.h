@@ -43,7 +43,7 @@
  * shown; nothing a terminal would act on (no C0 control, DEL or C1 control), so that a flow
  * file can neither forge a line of the report nor send escape sequences.
  */
-static void fuzz_flow_err_check(const char *path, const char *err)
+static inline void fuzz_flow_err_check(const char *path, const char *err)
 {
     size_t pl = strlen(path);
     const char *line = err;
@@ -72,8 +72,8 @@ static void fuzz_flow_err_check(const char *path, const char *err)
 }
 
 /* flow_load on data[0..size): APBOT_OK and *ret, or flow_load's error (checked above). */
-static int fuzz_flow_load(const void *data, size_t size, struct flow **ret, char *err,
-                          size_t errlen)
+static inline int fuzz_flow_load(const void *data, size_t size, struct flow **ret, char *err,
+                                 size_t errlen)
 {
     int fd = memfd_create("fuzz-flow.xml", MFD_CLOEXEC);
     if (fd < 0)
@@ -100,7 +100,7 @@ struct fuzz_vars {
     const char *row_names[3], *row_values[3];
 };
 
-static void fuzz_sample_invoice(struct invoice *inv)
+static inline void fuzz_sample_invoice(struct invoice *inv)
 {
     static const struct invoice_line lines[2] = {
         {.description = "Paper A4 & toner, 80 g/m²",
@@ -127,7 +127,7 @@ static void fuzz_sample_invoice(struct invoice *inv)
 }
 
 /* Reads every variable's value off the input (one line each; amounts as 8 bytes). */
-static void fuzz_vars_read(struct fuzz_vars *fv, struct fuzz_in *in)
+static inline void fuzz_vars_read(struct fuzz_vars *fv, struct fuzz_in *in)
 {
     static const char *const ccys[] = {"EUR", "JPY", "KWD", "USD", "CHF", "XXX"};
     memset(fv, 0, sizeof(*fv));
@@ -200,7 +200,7 @@ static void fuzz_vars_read(struct fuzz_vars *fv, struct fuzz_in *in)
     };
 }
 
-static void fuzz_vars_done(struct fuzz_vars *fv)
+static inline void fuzz_vars_done(struct fuzz_vars *fv)
 {
     invoice_done(&fv->inv);
     invoice_done(&fv->sample);
@@ -215,8 +215,8 @@ static const uint8_t fuzz_good_values[] =
 
 /* One template under the properties above; login = it is a login form field, strict = the
  * values are well-formed. */
-static void fuzz_expand_one(const struct flow *f, const char *tmpl, const struct flow_vars *v,
-                            bool login, bool strict)
+static inline void fuzz_expand_one(const struct flow *f, const char *tmpl,
+                                   const struct flow_vars *v, bool login, bool strict)
 {
     if (!tmpl)
         return;
@@ -256,8 +256,8 @@ static void fuzz_expand_one(const struct flow *f, const char *tmpl, const struct
     free(out);
 }
 
-static void fuzz_expand_fields(const struct flow *f, const struct flow_field *fd, size_t n,
-                               const struct flow_vars *v, bool login, bool strict)
+static inline void fuzz_expand_fields(const struct flow *f, const struct flow_field *fd, size_t n,
+                                      const struct flow_vars *v, bool login, bool strict)
 {
     for (size_t i = 0; i < n; i++) {
         fuzz_expand_one(f, fd[i].name, v, false, strict); /* a field name is never a secret */
@@ -265,8 +265,8 @@ static void fuzz_expand_fields(const struct flow *f, const struct flow_field *fd
     }
 }
 
-static void fuzz_expand_form(const struct flow *f, const struct flow_form *fm,
-                             const struct flow_vars *v, bool login, bool strict)
+static inline void fuzz_expand_form(const struct flow *f, const struct flow_form *fm,
+                                    const struct flow_vars *v, bool login, bool strict)
 {
     fuzz_expand_fields(f, fm->fields, fm->n_fields, v, login, strict);
     if (fm->lines.present)
@@ -274,7 +274,7 @@ static void fuzz_expand_form(const struct flow *f, const struct flow_form *fm,
 }
 
 /* Every template of a loaded flow, with the properties above (strict: v is well-formed). */
-static void fuzz_expand_all(const struct flow *f, const struct flow_vars *v, bool strict)
+static inline void fuzz_expand_all(const struct flow *f, const struct flow_vars *v, bool strict)
 {
     fuzz_expand_one(f, f->login.get, v, false, strict);
     if (f->login.present && f->login.has_form)
@@ -298,7 +298,7 @@ static void fuzz_expand_all(const struct flow *f, const struct flow_vars *v, boo
 }
 
 /* What every loaded flow has (flow.h's promises). */
-static void fuzz_flow_invariants(const struct flow *f)
+static inline void fuzz_flow_invariants(const struct flow *f)
 {
     FUZZ_CHECK(f->name && f->base_url);
     size_t commits = 0;
