@@ -1,7 +1,8 @@
 /*
  * test_sim_admin.c - the simulated ERP as a whole: the built-in master data equals
  * fixtures/erp-sim/master.ini, the shipped scenarios load, the admin endpoints (ledger CSV,
- * stats, drift book/delete, admin off, bad input), a file ledger survives a restart, the
+ * stats, drift book/delete, one document with every column, admin off, bad input), a file
+ * ledger survives a restart, the
  * capacity model queues beyond its slots, the same seed and request sequence give the same
  * ledger and faults, a bounded fuzz run of random requests leaves the server answering, and
  * the erp-sim program prints its address and stops on SIGTERM.
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "helpers/sim_client.h"
@@ -196,6 +198,109 @@ static void test_sim_admin_endpoints(void **state)
     assert_int_equal(simc_request(port, "GET", "/_sim/ledger.csv", NULL, 5000, &status, NULL), 0);
     assert_int_equal(status, 404);
     assert_int_equal(simc_fault(port, "overload503", 1), -1);
+    sim_stop(s);
+}
+
+/* GET /_sim/document?doc=DOC (doc=AP-... or its number) into a parsed object, or NULL with
+ * *ret_status. */
+static json_t *sim_document(unsigned short port, const char *doc, long *ret_status)
+{
+    char path[256], *body = NULL;
+    char *q = simc_escape(doc);
+    snprintf(path, sizeof path, "/_sim/document?doc=%s", q);
+    free(q);
+    assert_int_equal(simc_request(port, "GET", path, NULL, 5000, ret_status, &body), 0);
+    json_t *d = *ret_status == 200 ? json_loads(body, 0, NULL) : NULL;
+    free(body);
+    return d;
+}
+
+/* One booking with every column the ledger keeps, memo included, and its lines: an acme post
+ * with a memo, a classic draft booked by hand; by number; 404 and 400. */
+static void test_sim_admin_document(void **state)
+{
+    (void)state;
+    struct sim *s = start(fast, 1, true);
+    unsigned short port = sim_port(s);
+    long status = 0;
+    struct simc_session *ss = simc_session_new(port, 5000);
+    assert_int_equal(simc_login(ss, "clerk", "acme-demo"), 0);
+    char fields[2048], doc[64];
+    simc_fields(fields, sizeof fields, "DOC-1", "AP1-document");
+    const char *memo = "Memo \"quoted\" \\ back\nnext line: Grüße";
+    char *m = simc_escape(memo);
+    char *cut = strstr(fields, "&memo=test"); /* simc_fields' memo, replaced */
+    assert_non_null(cut);
+    snprintf(cut, sizeof fields - (size_t)(cut - fields), "&memo=%s&taxAmount=234%%2C56", m);
+    free(m);
+    assert_int_equal(simc_post_invoice(ss, fields, doc, sizeof doc), 0);
+    simc_session_free(ss);
+    json_t *d = sim_document(port, doc, &status);
+    assert_int_equal(status, 200);
+    assert_non_null(d);
+    static const char *const texts[][2] = {
+        {"doc_type", "KR"},          {"vendor_no", "100001"},        {"vendor_id", "V-000001"},
+        {"invoice_number", "DOC-1"}, {"invoice_date", "2026-11-03"}, {"due_date", "2026-12-03"},
+        {"currency", "EUR"},         {"gl_account", "6000"},         {"reference", "AP1-document"},
+        {"status", "posted"}};
+    assert_string_equal(json_string_value(json_object_get(d, "doc")), doc);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *v = json_string_value(json_object_get(d, texts[i][0]));
+        if (!v || strcmp(v, texts[i][1]) != 0)
+            fail_msg("%s: %s, want %s", texts[i][0], v ? v : "(none)", texts[i][1]);
+    }
+    assert_string_equal(json_string_value(json_object_get(d, "memo")), memo);
+    assert_int_equal(json_integer_value(json_object_get(d, "amount")), 123456);
+    assert_int_equal(json_integer_value(json_object_get(d, "tax")), 23456);
+    assert_int_equal(json_integer_value(json_object_get(d, "exp")), 2);
+    const char *at = json_string_value(json_object_get(d, "booked_at"));
+    assert_non_null(at);
+    assert_int_equal(strlen(at), strlen("2026-11-30T14:03:07"));
+    assert_true(strncmp(json_string_value(json_object_get(d, "booked_date")), at, 10) == 0);
+    assert_true(json_integer_value(json_object_get(d, "booked_ms")) > 0);
+    json_t *lines = json_object_get(d, "lines");
+    assert_int_equal(json_array_size(lines), 1);
+    json_t *ln = json_array_get(lines, 0);
+    assert_int_equal(json_integer_value(json_object_get(ln, "line")), 1);
+    assert_string_equal(json_string_value(json_object_get(ln, "gl_account")), "6000");
+    assert_int_equal(json_integer_value(json_object_get(ln, "amount")), 100000);
+    /* the acme single line's text is the memo, cut to 60 characters */
+    assert_string_equal(json_string_value(json_object_get(ln, "description")), memo);
+    /* by its number (the spa UI's id), the same */
+    json_t *by_number = sim_document(port, strrchr(doc, '-') + 1, &status);
+    assert_int_equal(status, 200);
+    assert_true(json_equal(d, by_number));
+    json_decref(by_number);
+    json_decref(d);
+    /* none: 404; no doc: 400 */
+    assert_null(sim_document(port, "AP-2026-999999", &status));
+    assert_int_equal(status, 404);
+    assert_null(sim_document(port, "999999", &status));
+    assert_int_equal(status, 404);
+    assert_int_equal(simc_request(port, "GET", "/_sim/document", NULL, 5000, &status, NULL), 0);
+    assert_int_equal(status, 400);
+    sim_stop(s);
+
+    /* the classic UI: a draft booked by hand */
+    struct sim_options opt = {
+        .port = 0, .scenario_text = fast, .admin = true, .ui = SIM_UI_CLASSIC};
+    char err[256];
+    assert_int_equal(sim_start(&opt, &s, err, sizeof err), 0);
+    port = sim_port(s);
+    char *body = NULL;
+    assert_int_equal(simc_request(port, "POST", "/_sim/book",
+                                  "vendor_id=100021&invoice_number=C-1&invoice_date=2026-11-05"
+                                  "&currency=USD&amount=10.00&reference=R&status=draft",
+                                  5000, &status, &body),
+                     0);
+    assert_int_equal(status, 200);
+    d = sim_document(port, body, &status);
+    free(body);
+    assert_int_equal(status, 200);
+    assert_string_equal(json_string_value(json_object_get(d, "status")), "draft");
+    assert_string_equal(json_string_value(json_object_get(d, "memo")), "");
+    assert_int_equal(json_array_size(json_object_get(d, "lines")), 1);
+    json_decref(d);
     sim_stop(s);
 }
 
@@ -919,6 +1024,7 @@ int main(void)
         cmocka_unit_test(test_sim_master_builtin_matches_file),
         cmocka_unit_test(test_sim_scenarios_load),
         cmocka_unit_test(test_sim_admin_endpoints),
+        cmocka_unit_test(test_sim_admin_document),
         cmocka_unit_test(test_sim_admin_lines_status_amend),
         cmocka_unit_test(test_sim_db_migrates_old_ledger),
         cmocka_unit_test(test_sim_db_file_survives_restart),
