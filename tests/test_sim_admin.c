@@ -940,12 +940,14 @@ static void test_sim_program(void **state)
     const char *bin = getenv("ERPSIM_BIN");
     if (!bin || access(bin, X_OK) != 0)
         skip();
-    /* each user interface: its own login screen answers, the other's does not exist */
-    static const char *const uis[] = {"acme", "classic"};
-    static const char *const logins[] = {"/erp/login", "/login.pl"};
+    /* each user interface: its own login screen (the spa's client page) answers, another's does
+     * not exist */
+    static const char *const uis[] = {"acme", "classic", "spa"};
+    static const char *const logins[] = {"/erp/login", "/login.pl", "/"};
+    static const char *const others[] = {"/login.pl", "/erp/login", "/login.pl"};
     pid_t pid;
     int wstatus = 0;
-    for (int u = 0; u < 2; u++) {
+    for (int u = 0; u < 3; u++) {
         int fds[2];
         assert_int_equal(pipe(fds), 0);
         pid = fork();
@@ -970,7 +972,7 @@ static void test_sim_program(void **state)
             simc_request((unsigned short)port, "GET", logins[u], NULL, 5000, &status, NULL), 0);
         assert_int_equal(status, 200);
         assert_int_equal(
-            simc_request((unsigned short)port, "GET", logins[1 - u], NULL, 5000, &status, NULL), 0);
+            simc_request((unsigned short)port, "GET", others[u], NULL, 5000, &status, NULL), 0);
         assert_int_equal(status, 404);
         assert_int_equal(simc_count_rows((unsigned short)port), 0);
         assert_int_equal(kill(pid, SIGTERM), 0);

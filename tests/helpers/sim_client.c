@@ -118,6 +118,41 @@ int simc_request(unsigned short port, const char *method, const char *path, cons
     return simc_request_headers(port, method, path, body, timeout_ms, ret_status, ret_body, NULL);
 }
 
+int simc_request_extra(unsigned short port, const char *method, const char *path,
+                       const char *const *req_headers, const char *body, long timeout_ms,
+                       long *ret_status, char **ret_body, char **ret_headers)
+{
+    CURL *h = curl_easy_init();
+    struct simc_buf b = {NULL, 0, false}, hd = {NULL, 0, false};
+    struct curl_slist *list = NULL;
+    if (!h)
+        return (int)CURLE_FAILED_INIT;
+    for (size_t i = 0; req_headers && req_headers[i]; i++) {
+        struct curl_slist *more = curl_slist_append(list, req_headers[i]);
+        if (!more) {
+            curl_slist_free_all(list);
+            curl_easy_cleanup(h);
+            return (int)CURLE_OUT_OF_MEMORY;
+        }
+        list = more;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    int rc = perform(h, port, method, path, body, timeout_ms, ret_status, &b, &hd);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(list);
+    if (ret_body)
+        *ret_body = b.data;
+    else
+        free(b.data);
+    if (ret_headers)
+        *ret_headers = hd.data;
+    else
+        free(hd.data);
+    return rc;
+}
+
 /* An admin call that must answer 200. Body in *ret (may be NULL). */
 static int admin_call(unsigned short port, const char *method, const char *path, const char *body,
                       char **ret)

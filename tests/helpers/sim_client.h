@@ -3,8 +3,9 @@
  * (fixtures/erp-sim, started in-process with sim_start or as the erp-sim program): the admin
  * ground truth (/_sim/ledger.csv, /_sim/lines.csv, /_sim/stats), forcing faults and changing
  * scenario keys, drift bookings and amendments, and a cookie-keeping clerk session that can
- * fill in the acme UI's two-step AP entry or log in to the classic UI (HTTP Basic). Only talks
- * to 127.0.0.1. Admin helpers need the sim started with admin enabled.
+ * fill in the acme UI's two-step AP entry or log in to the classic UI (HTTP Basic), and plain
+ * requests with headers of one's own (the spa UI's JSON-RPC). Only talks to 127.0.0.1. Admin
+ * helpers need the sim started with admin enabled.
  */
 #ifndef APBOT_TESTS_SIM_CLIENT_H
 #define APBOT_TESTS_SIM_CLIENT_H
@@ -57,6 +58,14 @@ int simc_request(unsigned short port, const char *method, const char *path, cons
 int simc_request_headers(unsigned short port, const char *method, const char *path,
                          const char *body, long timeout_ms, long *ret_status, char **ret_body,
                          char **ret_headers);
+
+/* The same with extra request headers: `req_headers` a NULL-terminated list of "Name: value"
+ * lines (may be NULL; "Name:" removes a header libcurl would send). method may also be another
+ * than GET and POST (sent without a body). For the spa UI's JSON-RPC endpoint, which wants
+ * Content-Type: application/json and an Authorization header. */
+int simc_request_extra(unsigned short port, const char *method, const char *path,
+                       const char *const *req_headers, const char *body, long timeout_ms,
+                       long *ret_status, char **ret_body, char **ret_headers);
 
 /* ---- clerk session ---------------------------------------------------------------------- */
 
