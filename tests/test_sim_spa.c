@@ -10,8 +10,8 @@
  * order, wrong JSON types as server exceptions with nothing booked, strings stored byte for
  * byte, no duplicate protection), post (number, idempotent), every commit fault on create and
  * post, the HTML pages beside JSON (400, 401, 403, 404, 405, 413, 415, 429, 500, 503),
- * overload and down, reposts_of_booked and the statistics' routes. Each test runs its own
- * in-process simulator.
+ * overload and down, reposts_of_booked and the statistics' routes, and a bounded fuzz run of
+ * mutated calls. Each test runs its own in-process simulator.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "helpers/sim_client.h"
+#include "helpers/xorshift.h"
 #include "sim.h"
 
 static const char fast[] = "slots = 4\n"
@@ -432,6 +433,25 @@ static void test_spa_client_page_and_script(void **state)
     assert_null(strstr(body, "http://"));
     free(body);
     free(headers);
+    /* both are the files under fixtures/erp-sim/spa/, byte for byte */
+    static const char *const files[][2] = {{"/", "index.html"}, {"/app.js", "app.js"}};
+    for (int i = 0; i < 2; i++) {
+        char path[1024];
+        const char *dir = getenv("APBOT_FIXTURES");
+        snprintf(path, sizeof path, "%s/erp-sim/spa/%s", dir ? dir : "fixtures", files[i][1]);
+        FILE *fp = fopen(path, "rb");
+        if (!fp)
+            skip();
+        char *want = calloc(1, 1 << 20);
+        assert_non_null(want);
+        size_t n = fread(want, 1, (1 << 20) - 1, fp);
+        fclose(fp);
+        assert_int_equal(raw(f, "GET", files[i][0], NULL, NULL, &body, NULL), 200);
+        assert_int_equal(strlen(body), n);
+        assert_memory_equal(body, want, n);
+        free(want);
+        free(body);
+    }
 }
 
 /* ---- envelope and HTTP pages --------------------------------------------------------------- */
@@ -1592,6 +1612,164 @@ static void test_spa_stats_routes(void **state)
     free(json);
 }
 
+/* ---- fuzz ------------------------------------------------------------------------------------ */
+
+/* A random JSON value, at most depth levels deep: every type, tagged values with junk in them,
+ * texts with quotes, backslashes, control characters and non-ASCII letters. */
+static json_t *random_value(uint64_t *rng, int depth)
+{
+    static const char *const texts[] = {
+        "",      "x", "100001", "6000", "EUR", "%",    "_",      "\\",   "\"", "ü",   "\n",
+        "AP1-k", "=", "ilike",  "in",   "id",  "code", "create", "12.5", "-0", "1e3", "2026-11-03"};
+    switch (xorshift_below(rng, depth > 0 ? 12 : 8)) {
+    case 0:
+        return json_null();
+    case 1:
+        return json_boolean(xorshift_below(rng, 2));
+    case 2:
+        return json_integer((json_int_t)xorshift64(rng) % 5000 - 100);
+    case 3:
+        return json_real((double)xorshift_below(rng, 1000) / 7.0);
+    case 4:
+        return json_string(texts[xorshift_below(rng, sizeof texts / sizeof texts[0])]);
+    case 5:
+        return dec(texts[xorshift_below(rng, sizeof texts / sizeof texts[0])]);
+    case 6:
+        return json_pack("{s:s,s:I,s:I,s:I}", "__class__", "date", "year",
+                         (json_int_t)xorshift_below(rng, 3100), "month",
+                         (json_int_t)xorshift_below(rng, 14), "day",
+                         (json_int_t)xorshift_below(rng, 33));
+    case 7:
+        return json_integer(xorshift_below(rng, 2) ? ACCOUNT_6000 : PARTY_100001);
+    case 8:
+    case 9: {
+        json_t *a = json_array();
+        for (uint32_t i = xorshift_below(rng, 4); i > 0; i--)
+            json_array_append_new(a, random_value(rng, depth - 1));
+        return a;
+    }
+    default: {
+        json_t *o = json_object();
+        for (uint32_t i = xorshift_below(rng, 4); i > 0; i--)
+            json_object_set_new(o, texts[xorshift_below(rng, sizeof texts / sizeof texts[0])],
+                                random_value(rng, depth - 1));
+        return o;
+    }
+    }
+}
+
+/* Replaces one random node of v (an array element or an object member, at any depth) by a random
+ * value, or deletes it. */
+static void mutate(json_t *v, uint64_t *rng)
+{
+    for (int depth = 0; depth < 8; depth++) {
+        size_t n = json_is_array(v)    ? json_array_size(v)
+                   : json_is_object(v) ? json_object_size(v)
+                                       : 0;
+        if (n == 0)
+            return;
+        size_t i = xorshift_below(rng, (uint32_t)n);
+        json_t *child;
+        const char *key = NULL;
+        if (json_is_array(v)) {
+            child = json_array_get(v, i);
+        } else {
+            void *it = json_object_iter(v);
+            while (i-- > 0)
+                it = json_object_iter_next(v, it);
+            key = json_object_iter_key(it);
+            child = json_object_iter_value(it);
+        }
+        bool descend = (json_is_array(child) || json_is_object(child)) && xorshift_below(rng, 3);
+        if (descend) {
+            v = child;
+            continue;
+        }
+        if (xorshift_below(rng, 5) == 0) {
+            if (key)
+                json_object_del(v, key);
+            else
+                json_array_remove(v, i);
+        } else if (key) {
+            json_object_set_new(v, key, random_value(rng, 2));
+        } else {
+            json_array_set_new(v, i, random_value(rng, 2));
+        }
+        return;
+    }
+}
+
+static void test_spa_fuzz(void **state)
+{
+    struct fx *f = *state;
+    uint64_t rng = 0x5eed5a11ULL;
+    login(f);
+    static const char *const methods[] = {
+        "model.party.party.search_read",       "model.account.account.search_read",
+        "model.currency.currency.search_read", "model.account.invoice.search_read",
+        "model.account.invoice.create",        "model.account.invoice.post",
+        "model.account.invoice.create",        "common.db.login",
+        "model.res.user.get_preferences",      "model.account.journal.search_read"};
+    int results = 0, user_errors = 0, exceptions = 0, pages = 0;
+    for (int i = 0; i < 300; i++) {
+        const char *method = methods[xorshift_below(&rng, sizeof methods / sizeof methods[0])];
+        json_t *params;
+        if (strstr(method, ".create"))
+            params = json_pack("[[o],O]", invoice("AP1-fuzz", "FZ"), f->context);
+        else if (strstr(method, ".post"))
+            params = json_pack("[[i,i],O]", 1, 2, f->context);
+        else if (strstr(method, "login"))
+            params = json_pack("[s,{s:s},s]", "clerk", "password", "acme-demo", "en");
+        else if (strstr(method, "preferences"))
+            params = json_pack("[b,{}]", 1);
+        else
+            params =
+                json_pack("[[[s,s,s],[s,s,o]],i,i,[[s,s]],[s,s],O]", "code", "ilike", "%1%", "id",
+                          ">=", json_integer(1), 0, 50, "id", "DESC", "code", "id", f->context);
+        for (uint32_t m = 1 + xorshift_below(&rng, 3); m > 0; m--)
+            mutate(params, &rng);
+        json_t *req =
+            json_pack("{s:I,s:s,s:o}", "id", (json_int_t)i, "method", method, "params", params);
+        char *text = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        assert_non_null(text);
+        if (xorshift_below(&rng, 10) == 0) /* a cut or a damaged body (or method) now and then */
+            text[xorshift_below(&rng, (uint32_t)strlen(text))] =
+                xorshift_below(&rng, 2) ? '\0' : '}';
+        const char *hdrs[] = {"Content-Type: application/json",
+                              xorshift_below(&rng, 8) ? f->auth : "X-None: 1", NULL};
+        char *body = NULL;
+        long st = raw(f, "POST", "/acme/", hdrs, text, &body, NULL);
+        free(text);
+        if (!(st == 200 || st == 400 || st == 401 || st == 403 || st == 429))
+            fail_msg("call %d (%s) answered %ld: %.200s", i, method, st, body ? body : "");
+        if (st == 200) {
+            json_t *ans = json_loads(body, 0, NULL);
+            if (!ans || json_integer_value(json_object_get(ans, "id")) != i ||
+                (!json_object_get(ans, "result") && !json_is_array(json_object_get(ans, "error"))))
+                fail_msg("call %d (%s): not an answer: %.200s", i, method, body);
+            const char *name = error_name(ans);
+            results += !*name;
+            user_errors += strcmp(name, "UserError") == 0;
+            exceptions += *name && strcmp(name, "UserError") != 0;
+            json_decref(ans);
+        } else {
+            pages++;
+        }
+        free(body);
+        if (st == 401 && xorshift_below(&rng, 2))
+            login(f); /* a mutated login may have logged a session out */
+    }
+    print_message("fuzz: %d results, %d user errors, %d server exceptions, %d pages; %d drafts\n",
+                  results, user_errors, exceptions, pages, simc_count_rows(f->port));
+    /* the server still works */
+    login(f);
+    json_decref(result(f, "model.account.journal.search_read", json_pack("[[]]")));
+    char *csv = NULL;
+    assert_int_equal(simc_lines(f->port, &csv), 0);
+    free(csv);
+}
+
 static void test_spa_scenario_key(void **state)
 {
     (void)state;
@@ -1640,6 +1818,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_spa_overload_and_down, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spa_reposts_of_booked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spa_stats_routes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spa_fuzz, setup, teardown),
         cmocka_unit_test(test_spa_scenario_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
