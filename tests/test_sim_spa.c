@@ -609,10 +609,11 @@ static void test_spa_login_delay_resets(void **state)
     json_decref(ans);
     long long t0 = now_ms();
     login(f); /* waits 200 ms, then a success resets the run */
-    assert_true(now_ms() - t0 >= 190);
+    long long slow = now_ms() - t0;
+    assert_true(slow >= 190);
     t0 = now_ms();
     login(f);
-    assert_true(now_ms() - t0 < 190);
+    assert_true(now_ms() - t0 < slow); /* no wait (relative: the machine may be busy) */
 }
 
 static void test_spa_unauthorized(void **state)
@@ -1037,7 +1038,7 @@ static void test_spa_invoice_fields(void **state)
 static void test_spa_index_lag(void **state)
 {
     struct fx *f = *state;
-    assert_int_equal(simc_set(f->port, "index_lag_ms", "600"), 0);
+    assert_int_equal(simc_set(f->port, "index_lag_ms", "1500"), 0);
     login(f);
     long long id = create_ok(f, invoice("AP1-lag", "INV-L"));
     /* not yet by reference; at once by id */
@@ -1045,7 +1046,7 @@ static void test_spa_index_lag(void **state)
         count_of(f, "account.invoice", json_pack("[[s,s,s]]", "reference", "=", "AP1-lag")), 0);
     assert_int_equal(
         count_of(f, "account.invoice", json_pack("[[s,s,I]]", "id", "=", (json_int_t)id)), 1);
-    sleep_ms(700);
+    sleep_ms(1600);
     assert_int_equal(
         count_of(f, "account.invoice", json_pack("[[s,s,s]]", "reference", "=", "AP1-lag")), 1);
     assert_int_equal(simc_stat(f->port, "search"), 3);
