@@ -141,6 +141,7 @@ struct erp_xch {
     char *first_location;
     char *excerpt;
     char *form;
+    char *body; /* a composed request's body (masked), for a trace */
     struct erp_xctl *controls;
     size_t n_controls, cap_controls;
     char *rule;
@@ -160,6 +161,8 @@ void erp_xch_outcome(const struct erp_session *s, struct erp_xch *x, const char 
                      const char *rule, const char *why);
 void erp_xch_control(const struct erp_session *s, struct erp_xch *x, const char *name,
                      const char *value, const char *source);
+/* Keeps a masked copy of a composed request's body in x, when the session is traced. */
+void erp_xch_body(const struct erp_session *s, struct erp_xch *x, const char *body);
 void erp_xch_capture(const struct erp_session *s, struct erp_xch *x, const char *name,
                      const char *value);
 /* Hands x to the evidence callback and to trace_fn (NULL: the session's trace callback). */

@@ -538,6 +538,14 @@ void erp_xch_control(const struct erp_session *s, struct erp_xch *x, const char 
     c->source = apbot_xstrdup(source ? source : "");
 }
 
+void erp_xch_body(const struct erp_session *s, struct erp_xch *x, const char *body)
+{
+    if (!body || x->body)
+        return;
+    free(x->body);
+    x->body = erp_mask(s, body);
+}
+
 void erp_xch_capture(const struct erp_session *s, struct erp_xch *x, const char *name,
                      const char *value)
 {
@@ -588,6 +596,7 @@ void erp_xch_report(const struct erp_session *s, const struct erp_xch *x, erp_tr
         .redirects = x->redirects,
         .first_location = x->first_location,
         .form = x->form,
+        .body = x->body,
         .controls = ctl,
         .n_controls = x->n_controls,
         .rule = x->rule,
@@ -610,6 +619,7 @@ void erp_xch_done(struct erp_xch *x)
     free(x->first_location);
     free(x->excerpt);
     free(x->form);
+    free(x->body);
     for (size_t i = 0; i < x->n_controls; i++) {
         free(x->controls[i].name);
         free(x->controls[i].value);
@@ -878,8 +888,23 @@ static bool carries_secret(const struct erp_session *s, const char *tmpl, const 
  * APBOT_E_BUSY (the ERP answered with its login page again: ambiguous, tried again a bounded
  * number of times). Reports the exchange x.
  */
+/* What the session keeps of a good login answer (a token, a CSRF value) and the headers made
+ * of it, shown in the exchange (secrets masked); a capture that finds nothing leaves its header
+ * unsent, which the ERP answers. */
+static void login_keep(struct erp_session *s, struct erp_view *v, struct erp_xch *x,
+                       const struct flow_capture *cp, size_t n)
+{
+    session_capture(s, v, cp, n);
+    session_headers(s);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < s->n_sess; k++)
+            if (strcmp(s->sess_names[k], cp[i].name) == 0)
+                erp_xch_capture(s, x, cp[i].name, s->sess_values[k]);
+}
+
 static int login_answer(struct erp_session *s, const struct http_response *r, const char *method,
-                        const char *url, const struct page_form *form, char *err, size_t errlen)
+                        const char *url, const struct page_form *form, const char *body, char *err,
+                        size_t errlen)
 {
     const bool by_form = form != NULL;
     const struct flow_login *l = &s->flow->login;
@@ -891,6 +916,8 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
     int rc;
 
     erp_xch_begin(s, &x, "login", method, url, r, NULL, NULL);
+    if (s->trace)
+        erp_xch_body(s, &x, body);
     if (form) {
         /* every control submitted, secrets masked by erp_xch_control */
         x.form = apbot_xstrdup(l->form.xpath);
@@ -927,6 +954,7 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
         case FLOW_OUT_COMPLETED:
             snprintf(why, sizeof(why), "logged in (rule %s)", name);
             rc = APBOT_OK;
+            login_keep(s, &v, &x, l->captures, l->n_captures);
             report_now(s, &x, "logged-in", name, why);
             goto out;
         case FLOW_OUT_REJECTED:
@@ -981,6 +1009,7 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
     if (ok) {
         snprintf(why, sizeof(why), "logged in (HTTP %ld)", r->status);
         rc = APBOT_OK;
+        login_keep(s, &v, &x, l->captures, l->n_captures);
         report_now(s, &x, "logged-in", NULL, why);
         goto out;
     }
@@ -1003,12 +1032,6 @@ static int login_answer(struct erp_session *s, const struct http_response *r, co
     rc = APBOT_E_SYSTEMIC;
     report_now(s, &x, "failed", NULL, why);
 out:
-    if (rc == APBOT_OK) {
-        /* what the session keeps of the answer (a token, a CSRF value) and the headers made
-         * of it; a capture that finds nothing leaves its header unsent, which the ERP answers */
-        session_capture(s, &v, l->captures, l->n_captures);
-        session_headers(s);
-    }
     erp_view_done(&v);
     if (rc != APBOT_OK)
         apbot_fail(err, errlen, rc, "%s", why);
@@ -1031,7 +1054,7 @@ static int login_request(struct erp_session *s, const char *url, char *err, size
         return apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login: %s",
                           apbot_strerror(rc));
     }
-    rc = login_answer(s, &r, method, url, NULL, err, errlen);
+    rc = login_answer(s, &r, method, url, NULL, NULL, err, errlen);
     http_response_done(&r);
     return rc;
 }
@@ -1208,7 +1231,7 @@ static int login_form(struct erp_session *s, const char *url, char *err, size_t 
                         apbot_strerror(rc));
         goto out;
     }
-    rc = login_answer(s, &r2, is_get ? "GET" : "POST", form.action, &form, err, errlen);
+    rc = login_answer(s, &r2, is_get ? "GET" : "POST", form.action, &form, NULL, err, errlen);
 out:
     free(fields);
     if (get_url)
@@ -1249,7 +1272,7 @@ static int login_send(struct erp_session *s, char *err, size_t errlen)
         return apbot_fail(err, errlen, rc == APBOT_E_ORIGIN ? APBOT_E_SYSTEMIC : rc, "login: %s",
                           apbot_strerror(rc));
     }
-    rc = login_answer(s, &r, sr.req.method, sr.url, NULL, err, errlen);
+    rc = login_answer(s, &r, sr.req.method, sr.url, NULL, sr.body, err, errlen);
     http_response_done(&r);
     erp_send_done(&sr);
     return rc;
@@ -1289,6 +1312,8 @@ static int login_then(struct erp_session *s, const struct flow_call *t, char *er
         return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s", step, apbot_strerror(rc));
     }
     erp_xch_begin(s, &x, step, sr.req.method, sr.url, &r, NULL, NULL);
+    if (s->trace)
+        erp_xch_body(s, &x, sr.body);
     erp_view_init(&v, s, &r);
     if (r.transport != HTTP_ANSWERED || r.status == 429 || r.status >= 500 ||
         erp_view_session_gone(&v, s->flow)) {
@@ -1311,8 +1336,7 @@ static int login_then(struct erp_session *s, const struct flow_call *t, char *er
                      r.status);
             rc = APBOT_E_SYSTEMIC;
         } else {
-            session_capture(s, &v, t->captures, t->n_captures);
-            session_headers(s);
+            login_keep(s, &v, &x, t->captures, t->n_captures);
             snprintf(why, sizeof(why), "%s: done", step);
             rc = APBOT_OK;
         }
@@ -1468,6 +1492,8 @@ int erp_fetch_req(struct erp_session *s, const char *step, const char *url,
         rc = erp_request(s, &req, &r);
         if (rc != APBOT_OK) {
             erp_xch_begin(s, &x, step, req.method, req.url, NULL, NULL, apbot_strerror(rc));
+            if (s->trace)
+                erp_xch_body(s, &x, sr.body);
             report_now(s, &x, "failed", NULL, "refused before sending");
             erp_send_done(&sr);
             return apbot_fail(err, errlen, APBOT_E_NET, "%s: %s", step, apbot_strerror(rc));
@@ -1495,6 +1521,8 @@ int erp_fetch_req(struct erp_session *s, const char *step, const char *url,
         }
         if (gone) {
             erp_xch_begin(s, &x, step, req.method, req.url, &r, NULL, NULL);
+            if (s->trace)
+                erp_xch_body(s, &x, sr.body);
             report_now(s, &x, "session-expired", NULL, "a session marker matched");
             erp_view_done(&v);
             http_response_done(&r);
@@ -1523,6 +1551,8 @@ int erp_fetch_req(struct erp_session *s, const char *step, const char *url,
             goto failed;
         }
         erp_xch_begin(s, ret_x, step, req.method, req.url, &r, p, NULL);
+        if (s->trace)
+            erp_xch_body(s, ret_x, sr.body);
         ret_info->answered = true;
         ret_info->date_ms = r.date_ms;
         ret_info->final_url = apbot_xstrdup(r.effective_url ? r.effective_url : req.url);
@@ -1534,6 +1564,8 @@ int erp_fetch_req(struct erp_session *s, const char *step, const char *url,
         return APBOT_OK;
     failed:
         erp_xch_begin(s, &x, step, req.method, req.url, &r, NULL, NULL);
+        if (s->trace)
+            erp_xch_body(s, &x, sr.body);
         report_now(s, &x, "failed", NULL, why);
         erp_view_done(&v);
         erp_send_done(&sr);

@@ -654,7 +654,7 @@ static void submit_trace(struct post_run *pr, struct submit *sb)
         return;
     }
     if (sb->snd.body)
-        erp_xch_control(pr->s, &sb->x, "(JSON body)", sb->snd.body, "the step's <send>");
+        erp_xch_body(pr->s, &sb->x, sb->snd.body);
     for (size_t k = 0; k < sb->snd.n_fields; k++)
         erp_xch_control(pr->s, &sb->x, sb->snd.fields[k].name, sb->snd.fields[k].value,
                         "the step's <send>");

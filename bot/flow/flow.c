@@ -132,6 +132,16 @@ size_t flow_commit_index(const struct flow *f)
     return 0;
 }
 
+bool flow_has_lookup(const struct flow *f)
+{
+    return f && (f->lookup.get || f->lookup.send.present);
+}
+
+bool flow_has_list(const struct flow *f)
+{
+    return f && (f->list.get || f->list.send.present);
+}
+
 /* The one place of the policy defaults; each is explained at struct flow_policy. */
 struct flow_policy flow_policy_default(void)
 {

@@ -743,7 +743,7 @@ static int check_absent_completed(struct build *b, struct ritem *it, char *err, 
 
     memset(&n, 0, sizeof(n));
     n.item = it;
-    if (!b->flow->lookup.get) {
+    if (!flow_has_lookup(b->flow)) {
         n.kind = REPORT_MISSING;
         n.detail = xprintf("Completed here as document %s, but the ERP's listing for %s does "
                            "not show it (the flow has no lookup to search other days).",
@@ -838,9 +838,10 @@ static void review_hint(struct build *b, struct ritem *it)
         add_finding(b, &n);
         return;
     }
-    if (!b->flow->lookup.get || b->r->sum.lookups >= b->max_lookups) {
-        n.detail = xprintf("Not checked in the ERP (%s).",
-                           b->flow->lookup.get ? "lookup budget spent" : "the flow has no lookup");
+    if (!flow_has_lookup(b->flow) || b->r->sum.lookups >= b->max_lookups) {
+        n.detail =
+            xprintf("Not checked in the ERP (%s).",
+                    flow_has_lookup(b->flow) ? "lookup budget spent" : "the flow has no lookup");
         add_finding(b, &n);
         return;
     }
@@ -1755,7 +1756,7 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
     struct store_counts counts;
     int rc;
 
-    if (!f->list.get)
+    if (!flow_has_list(f))
         return apbot_fail(err, errlen, APBOT_E_INVAL,
                           "report: the flow has no list operation to read the day's records");
     rc = build_start(&b, st, f, opt, &counts, err, errlen);

@@ -60,7 +60,7 @@ static int day_load(struct serve_ctx *c, struct store *st, const char *date, str
     memset(&opt, 0, sizeof(opt));
     opt.date = date;
     opt.now = c->now;
-    rc = f && f->list.get ? erp_open(f, c->s->opt->erp_url, NULL, &erp, err, errlen)
+    rc = flow_has_list(f) ? erp_open(f, c->s->opt->erp_url, NULL, &erp, err, errlen)
                           : apbot_fail(err, errlen, APBOT_E_INVAL,
                                        "the flow has no list operation to read the day's records");
     if (rc == APBOT_OK) {

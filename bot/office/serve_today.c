@@ -41,7 +41,7 @@ static struct report *today_report(struct serve_ctx *c, struct store *st, const 
     opt.now = c->now;
     opt.max_lookups = -1; /* the hints are on the report page, not here */
     erp_err[0] = '\0';
-    if (f && f->list.get) {
+    if (flow_has_list(f)) {
         rc = erp_open(f, c->s->opt->erp_url, NULL, &erp, err, sizeof(err));
         if (rc == APBOT_OK)
             rc = report_build(st, erp, f, &opt, &r, err, sizeof(err));

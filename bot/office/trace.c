@@ -25,6 +25,7 @@
 #define TRACE_VALUE_COL 34
 #define TRACE_EXCERPT_MAX 400
 #define TRACE_TEXT_MAX 600
+#define TRACE_BODY_MAX 8192 /* a composed request's body: the author checks every value */
 /* Controls whose flow field is looked for: a form has far fewer. */
 #define TRACE_NAMES_MAX 20000
 
@@ -245,6 +246,14 @@ static void group_header(struct trace_printer *p, const char *group)
         if (f->login.has_form)
             snprintf(line, sizeof(line),
                      "login (line %d): fetch the login page, fill its form, submit", f->login.line);
+        else if (f->login.send.present)
+            snprintf(line, sizeof(line),
+                     "login (line %d): one composed %s request%s; what it captures (%zu value%s) "
+                     "and the %zu header%s made of it ride on every later request",
+                     f->login.line, f->login.send.json ? "JSON" : "form",
+                     f->basic_auth ? ", HTTP Basic on it" : "", f->login.n_captures,
+                     f->login.n_captures == 1 ? "" : "s", f->n_headers,
+                     f->n_headers == 1 ? "" : "s");
         else
             snprintf(line, sizeof(line),
                      "login (line %d): one %s request, no form%s; the session cookie it answers "
@@ -253,6 +262,11 @@ static void group_header(struct trace_printer *p, const char *group)
                      f->basic_auth ? ", HTTP Basic on it" : "");
         if (f->login.has_form)
             names_build(p, &f->login.form);
+    } else if (strncmp(group, "login ", 6) == 0 && f) {
+        snprintf(line, sizeof(line), "login, then '%s': a call the session keeps values of", g + 6);
+    } else if (strncmp(group, "resolve ", 8) == 0 && f) {
+        snprintf(line, sizeof(line),
+                 "%s: the ERP's id for a code of the invoice, asked once per run and code", g);
     } else if (strcmp(group, "lookup") == 0 && f) {
         snprintf(line, sizeof(line),
                  "lookup (line %d): search for the key, compare the %s column exactly%s",
@@ -335,16 +349,30 @@ static void print_controls(struct trace_printer *p, const struct erp_trace *t)
     }
 }
 
-/* "status 200 + url + pattern": the conditions a rule gives (all of them matched). */
+/* "status 200 + url + pattern + JSON /result/0": the conditions a rule gives (all of them
+ * matched). */
 static void rule_conditions(const struct flow_rule *r, char *dst, size_t len)
 {
     char st[64] = "";
+    size_t at;
     if (r->status)
         esc(st, sizeof(st), r->status);
     snprintf(dst, len, "%s%s%s%s%s%s", r->status ? "status " : "", st,
              r->status && (r->url || r->body) ? " + " : "", r->url ? "final URL" : "",
              r->url && r->body ? " + " : "",
              r->body ? (r->raw ? "pattern on the raw page" : "pattern on the page") : "");
+    at = strlen(dst);
+    for (size_t k = 0; k < r->n_json && at + 1 < len; k++) {
+        char ptr[96];
+        esc(ptr, sizeof(ptr), r->json[k].pointer);
+        int w = snprintf(dst + at, len - at, "%sJSON %s%s", at ? " + " : "", ptr,
+                         r->json[k].absent ? " absent"
+                         : r->json[k].re   ? " matching"
+                                           : " present");
+        if (w < 0 || (size_t)w >= len - at)
+            break;
+        at += (size_t)w;
+    }
 }
 
 /* Outcomes after which the answer's text helps the author most. */
@@ -367,7 +395,8 @@ void trace_print(void *printer, const struct erp_trace *t)
     struct trace_printer *p = printer;
     char url[1024], tr[400], text[TRACE_TEXT_MAX], rule[128];
     const char *group = group_of(t->step);
-    const bool submit = t->form != NULL;
+    size_t si0 = 0;
+    const bool submit = t->form != NULL || (t->body && step_named(p->f, t->step, &si0));
     size_t si = 0;
     const struct flow_step *st = step_named(p->f, t->step, &si);
     const bool commit_step = st && p->f && si == flow_commit_index(p->f);
@@ -395,8 +424,12 @@ void trace_print(void *printer, const struct erp_trace *t)
     else if (submit && commit_step)
         fprintf(p->out, "   COMMITTING REQUEST (sent once)");
     fputc('\n', p->out);
-    if (submit)
+    if (submit && t->form)
         print_controls(p, t);
+    if (t->body) {
+        char body[TRACE_BODY_MAX];
+        fprintf(p->out, "    body      %s\n", esc(body, sizeof(body), t->body));
+    }
 
     /* the answer */
     esc(tr, sizeof(tr), t->transport);
@@ -430,10 +463,16 @@ void trace_print(void *printer, const struct erp_trace *t)
         char stt[64] = "";
         if (l->success_status)
             esc(stt, sizeof(stt), l->success_status);
-        fprintf(
-            p->out, "    success   <success> (login at line %d) matched on %s%s%s%s\n", l->line,
-            l->success_status ? "status " : "", stt, l->success_status && l->success ? " + " : "",
-            l->success ? (l->success_raw ? "pattern on the raw page" : "pattern on the page") : "");
+        char ptr[96] = "";
+        if (l->success_json.pointer)
+            esc(ptr, sizeof(ptr), l->success_json.pointer);
+        fprintf(p->out, "    success   <success> (login at line %d) matched on %s%s%s%s%s%s%s\n",
+                l->line, l->success_status ? "status " : "", stt,
+                l->success_status && (l->success || l->success_json.pointer) ? " + " : "",
+                l->success ? (l->success_raw ? "pattern on the raw page" : "pattern on the page")
+                           : "",
+                l->success_json.pointer ? "JSON " : "", ptr,
+                l->success_json.pointer && l->success_json.re ? " matching" : "");
     } else if (t->status > 0 && !not_sent && st && t->outcome && strcmp(t->outcome, "next") != 0) {
         fprintf(p->out, "    rule      none matched\n");
     }

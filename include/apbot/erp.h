@@ -140,6 +140,8 @@ struct erp_trace {
     long redirects;             /* redirects followed */
     const char *first_location; /* Location of the first redirect hop, or NULL */
     const char *form;           /* XPath of the form filled for this exchange, or NULL */
+    const char *body;           /* the body of a request the flow composed (<send>: a JSON
+                                 * call), secrets masked, or NULL */
     const struct erp_trace_control *controls; /* every control submitted, in order */
     size_t n_controls;
     const char *rule;    /* the rule that matched, or NULL */

@@ -405,6 +405,9 @@ void flow_free(struct flow *f); /* NULL is fine */
 
 /* Index of the committing step (a loaded flow has exactly one); 0 for a flow without. */
 size_t flow_commit_index(const struct flow *f);
+/* Whether the flow can look a key up / list a day (by a GET or a composed request). */
+bool flow_has_lookup(const struct flow *f);
+bool flow_has_list(const struct flow *f);
 
 /* Values the templates can use. Any pointer may be NULL and any count 0 (the variable is then
  * empty). Borrowed: nothing is kept after flow_expand returns. */

@@ -63,7 +63,9 @@ void e2e_start_ui(struct e2e *e, enum sim_ui ui, const char *scenario, const cha
         e2e_die("mkdtemp", e->dir);
     snprintf(e->db, sizeof(e->db), "%s/queue.db", e->dir);
     e2e_src_path(e->flow, sizeof(e->flow),
-                 ui == SIM_UI_CLASSIC ? "flows/classic.xml" : "flows/acme.xml");
+                 ui == SIM_UI_CLASSIC ? "flows/classic.xml"
+                 : ui == SIM_UI_SPA   ? "flows/spa.xml"
+                                      : "flows/acme.xml");
 
     struct store *st = NULL;
     if (store_open(e->db, &st, err, sizeof(err)) != APBOT_OK)

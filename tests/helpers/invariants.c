@@ -253,7 +253,7 @@ static int check_item(void *ctx, const struct store_item *it)
             bool amount_ok = money_parse(fld(hit, L_AMOUNT), it->currency, MONEY_PLAIN,
                                          MONEY_ROUND_REFUSE, &amount, NULL, 0) == APBOT_OK &&
                              abs64(amount) == abs64(it->total);
-            if (!it->erp_doc || strcmp(it->erp_doc, fld(hit, L_DOC)) != 0 || !amount_ok) {
+            if (!it->erp_doc || !simc_doc_same(fld(hit, L_DOC), it->erp_doc) || !amount_ok) {
                 r->completed_mismatch++;
                 problem(r,
                         "item %" PRId64 " (%s): queue says doc %s amount %" PRId64

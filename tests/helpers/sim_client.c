@@ -785,3 +785,21 @@ long long simc_stat_tls(unsigned short port, const char *ca_pem, const char *key
     free(json);
     return v;
 }
+
+bool simc_doc_same(const char *ledger_doc, const char *erp_doc)
+{
+    if (!ledger_doc || !erp_doc)
+        return false;
+    if (strcmp(ledger_doc, erp_doc) == 0)
+        return true;
+    const char *seq = strrchr(ledger_doc, '-');
+    if (!seq || !erp_doc[0] || erp_doc[0] == '0')
+        return false;
+    for (const char *p = erp_doc; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    seq++;
+    while (*seq == '0')
+        seq++;
+    return strcmp(seq, erp_doc) == 0;
+}

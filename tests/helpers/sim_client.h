@@ -10,6 +10,7 @@
 #ifndef APBOT_TESTS_SIM_CLIENT_H
 #define APBOT_TESTS_SIM_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* ---- admin (ground truth and fault control) -------------------------------------------- */
@@ -128,5 +129,10 @@ int simc_ledger_tls(unsigned short port, const char *ca_pem, char **ret_csv);
 int simc_count_rows_tls(unsigned short port, const char *ca_pem);
 int simc_count_reference_tls(unsigned short port, const char *ca_pem, const char *reference);
 long long simc_stat_tls(unsigned short port, const char *ca_pem, const char *key);
+
+/* True when the bot's document erp_doc names the ledger's document ledger_doc: the same text,
+ * or (the single-page UI shows its documents by id) the ledger's sequence number as an integer
+ * ("123" for AP-2026-000123). */
+bool simc_doc_same(const char *ledger_doc, const char *erp_doc);
 
 #endif
