@@ -79,8 +79,11 @@ struct soak_opts {
                       * that is too short for the ERP's late commits) */
     uint64_t seed;   /* round i runs seed + i */
     int jobs;
-    bool keep;  /* keep passing rounds' directories too */
-    bool quiet; /* no per-round lines */
+    bool keep;   /* keep passing rounds' directories too */
+    bool quiet;  /* no per-round lines */
+    int ui;      /* >= 0: every round on this simulator UI (--ui); -1: drawn per round */
+    bool report; /* after each round, the day's report must be clean (--report) */
+    int kills;   /* > 0: exactly this many kills a round (--kills); 0: drawn */
     char dir[256];
     char apbot[512];
     char src[512];
@@ -279,7 +282,8 @@ static const char *const fault_names[] = {
 /* Draws the scenario and the policy numbers of a round. */
 static void plan_erp(struct round_plan *p, struct rng *r)
 {
-    p->ui = rng_percent(r, 50) ? SIM_UI_CLASSIC : SIM_UI_ACME;
+    static const enum sim_ui uis[] = {SIM_UI_ACME, SIM_UI_CLASSIC, SIM_UI_SPA};
+    p->ui = uis[rng_range(r, 0, 2)];
     apbot_buf_init(&p->scenario, 16384);
 
     long post_max = rng_range(r, 10, 80);
@@ -306,6 +310,9 @@ static void plan_erp(struct round_plan *p, struct rng *r)
     scn_add(p, "late_commit_ms = %ld\n", late);
     if (p->ui == SIM_UI_ACME) {
         scn_add(p, "post_redirect = %s\n", rng_percent(r, 40) ? "on" : "off");
+    } else if (p->ui == SIM_UI_SPA) {
+        /* writes refused after an idle pause while reads still work */
+        scn_add(p, "write_idle_s = %ld\n", rng_range(r, 1, 10));
     } else {
         static const char *const answers[] = {"message", "redirect", "mixed"};
         scn_add(p, "approve_answer = %s\n", answers[rng_range(r, 0, 2)]);
@@ -367,7 +374,7 @@ static void plan_invoice(struct round_plan *p, struct rng *r, int i, struct invo
         pi->kind = PLAN_REFUSED;
     else if (roll < 15)
         pi->kind = PLAN_HELD;
-    else if (roll < 18 && p->ui == SIM_UI_CLASSIC)
+    else if (roll < 18 && p->ui != SIM_UI_ACME)
         pi->kind = PLAN_HELD_DRAFT;
 
     snprintf(vendor, sizeof(vendor), "%ld", 100001 + rng_range(r, 0, 39));
@@ -482,8 +489,7 @@ static void fail(struct round *rd, const char *fmt, ...)
 static int round_flow(struct round *rd)
 {
     char src[700];
-    snprintf(src, sizeof(src), "%s/flows/%s.xml", rd->o->src,
-             rd->plan.ui == SIM_UI_CLASSIC ? "classic" : "acme");
+    snprintf(src, sizeof(src), "%s/flows/%s.xml", rd->o->src, sim_ui_name(rd->plan.ui));
     char *flow = read_file(src, SOAK_FLOW_MAX);
     if (!flow) {
         fail(rd, "cannot read %s", src);
@@ -843,6 +849,38 @@ static void round_check(struct round *rd)
     store_close(st);
 }
 
+/*
+ * The day's reconciliation report of the round, which must be clean (exit 0): every booking of
+ * the day an item's, each once, with its amount. Only for an ERP that lists by booking day
+ * (acme, spa): classic lists by invoice date, which the round draws over four months.
+ */
+static void round_report(struct round *rd)
+{
+    char log[400];
+    snprintf(log, sizeof(log), "%s/report.txt", rd->dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execl(rd->o->apbot, rd->o->apbot, "--db", rd->db, "report", "--flow", rd->flow, "--erp",
+              rd->url, (char *)NULL);
+        _exit(127);
+    }
+    int code = 0;
+    if (pid < 0) {
+        fail(rd, "fork: %s", strerror(errno));
+    } else if (!wait_child(pid, 120000, &code)) {
+        kill_child(pid);
+        fail(rd, "apbot report did not finish");
+    } else if (code != 0) {
+        fail(rd, "the day's report is not clean (exit %d, report.txt)", code);
+    }
+}
+
 /* Keeps the simulator's side of a failed round next to the queue and the logs. */
 static void round_dump(struct round *rd)
 {
@@ -883,6 +921,10 @@ static void round_run(const struct soak_opts *o, long index, uint64_t seed,
     rd.plan.seed = seed;
     struct rng r = {.s = seed};
     plan_erp(&rd.plan, &r);
+    if (o->ui >= 0)
+        rd.plan.ui = (enum sim_ui)o->ui;
+    if (o->kills > 0)
+        rd.plan.kills = o->kills;
     if (o->settle_ms > 0) {
         struct round_plan *p = &rd.plan;
         p->settle_ms = o->settle_ms;
@@ -928,6 +970,8 @@ static void round_run(const struct soak_opts *o, long index, uint64_t seed,
     if (round_finish(&rd) != 0 || soak_interrupted)
         goto out;
     round_check(&rd);
+    if (o->report && res->ok == 1 && rd.plan.ui != SIM_UI_CLASSIC)
+        round_report(&rd);
 
 out:
     if (soak_interrupted && res->ok == 1)
@@ -963,7 +1007,7 @@ static void worker(const struct soak_opts *o, struct soak_shared *sh, int fd, in
 }
 
 struct totals {
-    long rounds, acme, classic, failed, interrupted;
+    long rounds, acme, classic, spa, failed, interrupted;
     long kills, kills_post, runs, invoices, bookings, completed, be, mr, duplicates, lost,
         misjudged, ambiguous, recovered, reposted;
     long long reposts;
@@ -992,6 +1036,8 @@ static void add_round(struct totals *t, const struct round_result *res)
     t->rounds++;
     if (res->ui == SIM_UI_CLASSIC)
         t->classic++;
+    else if (res->ui == SIM_UI_SPA)
+        t->spa++;
     else
         t->acme++;
     t->failed += res->ok == 0;
@@ -1021,7 +1067,7 @@ static void usage(FILE *out)
             "usage: chaos-soak [--rounds N] [--minutes M | --seconds T] [--seed S] [--jobs J]\n"
             "                  [--dir DIR]"
             " [--keep] [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet]\n"
-            "                  [--settle-ms N]\n"
+            "                  [--settle-ms N] [--ui acme|classic|spa] [--kills N] [--report]\n"
             "\n"
             "The randomized kill soak: per round a seed, a fast chaos scenario (reference guard\n"
             "off), a few dozen invoices, `apbot run` killed with SIGKILL 1-5 times at random\n"
@@ -1041,8 +1087,12 @@ static void usage(FILE *out)
             "  --quiet         no per-round lines, only failures and the summary\n"
             "  --settle-ms N   force every round's settle delay (and the timeout at most\n"
             "                  that): too short for the late commits, the soak must fail\n"
+            "  --ui NAME       every round on this simulator UI (default: drawn per round)\n"
+            "  --kills N       exactly N kills a round, 1-%d (default: drawn)\n"
+            "  --report        after each round the day's report must be clean (acme and spa,\n"
+            "                  which list by booking day)\n"
             "Exit: 0 every invariant held, 1 a round failed (or too few rounds), 2 usage/setup.\n",
-            SOAK_MAX_JOBS);
+            SOAK_MAX_KILLS, SOAK_MAX_JOBS);
 }
 
 static bool parse_long(const char *s, long lo, long hi, long *ret)
@@ -1063,6 +1113,7 @@ static int parse_args(int argc, char **argv, struct soak_opts *o)
     o->seconds = 600;
     o->min_rounds = 1;
     o->jobs = 1;
+    o->ui = -1;
     bool seeded = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -1086,6 +1137,19 @@ static int parse_args(int argc, char **argv, struct soak_opts *o)
             i++;
         } else if (strcmp(a, "--seconds") == 0 && parse_long(v, 1, 6000000, &n)) {
             o->seconds = n;
+            i++;
+        } else if (strcmp(a, "--ui") == 0 && v) {
+            enum sim_ui u;
+            if (sim_ui_from_name(v, &u) != 0) {
+                fprintf(stderr, "chaos-soak: --ui wants acme, classic or spa\n");
+                return -1;
+            }
+            o->ui = (int)u;
+            i++;
+        } else if (strcmp(a, "--report") == 0) {
+            o->report = true;
+        } else if (strcmp(a, "--kills") == 0 && parse_long(v, 1, SOAK_MAX_KILLS, &n)) {
+            o->kills = (int)n;
             i++;
         } else if (strcmp(a, "--min-rounds") == 0 && parse_long(v, 0, 10000000, &n)) {
             o->min_rounds = n;
@@ -1276,9 +1340,9 @@ int main(int argc, char **argv)
     }
     int64_t elapsed = mono_ms() - t0;
 
-    printf("chaos-soak: %ld rounds (acme %ld, classic %ld) in %.1f min with %d job(s); a round "
-           "%.1f s mean, %.1f s max\n",
-           t.rounds, t.acme, t.classic, (double)elapsed / 60000.0, o.jobs,
+    printf("chaos-soak: %ld rounds (acme %ld, classic %ld, spa %ld) in %.1f min with %d job(s); a "
+           "round %.1f s mean, %.1f s max\n",
+           t.rounds, t.acme, t.classic, t.spa, (double)elapsed / 60000.0, o.jobs,
            t.rounds ? (double)t.ms_sum / 1000.0 / (double)t.rounds : 0.0,
            (double)t.ms_max / 1000.0);
     printf("  kills %ld (%ld with a post in flight), apbot runs %ld, leases recovered %ld\n",
