@@ -249,8 +249,8 @@ static const char *invoice_field_name(const char *what, size_t line, char buf[64
 }
 
 /* A text field: NULL allowed unless required; valid UTF-8; no control characters other than
- * tab and newline (descriptions may be multi-line); bounded. line: the line's number for a
- * line's field, 0 for the invoice's own. */
+ * tab and newline (descriptions and names may be multi-line); bounded. line: the line's number for
+ * a line's field, 0 for the invoice's own. */
 static int invoice_check_text(const char *what, size_t line, const char *s, bool required,
                               size_t max, bool allow_newline, char *err, size_t errlen)
 {
@@ -302,7 +302,8 @@ int invoice_validate(const struct invoice *inv, char *err, size_t errlen)
     if ((rc = invoice_check_text("invoice number", 0, inv->invoice_number, true, INVOICE_ID_MAX,
                                  false, err, errlen)))
         return rc;
-    if ((rc = invoice_check_text("vendor name", 0, inv->vendor_name, false, INVOICE_TEXT_MAX, false,
+    /* a party's name may run over lines (a department under the company) */
+    if ((rc = invoice_check_text("vendor name", 0, inv->vendor_name, false, INVOICE_TEXT_MAX, true,
                                  err, errlen)))
         return rc;
     if ((int)inv->doc_type < 0 || inv->doc_type >= INVOICE_DOC__COUNT)

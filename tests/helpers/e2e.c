@@ -184,11 +184,11 @@ void e2e_stop(struct e2e *e)
 }
 
 static void fill_invoice(struct invoice *inv, const struct e2e_invoice *in,
-                         const struct e2e_line *lines, size_t n_lines)
+                         const struct e2e_line *lines, size_t n_lines, const char *vendor_name)
 {
     invoice_init(inv);
     invoice_set_str(&inv->vendor_id, in->vendor);
-    invoice_set_str(&inv->vendor_name, "E2E Vendor");
+    invoice_set_str(&inv->vendor_name, vendor_name ? vendor_name : "E2E Vendor");
     invoice_set_str(&inv->invoice_number, in->number);
     inv->doc_type = in->credit_note ? INVOICE_DOC_CREDIT_NOTE : INVOICE_DOC_INVOICE;
     snprintf(inv->issue_date, sizeof(inv->issue_date), "%s", in->date ? in->date : "2026-11-03");
@@ -229,7 +229,7 @@ static void enqueue_one(struct e2e *e, struct store *st, const struct e2e_invoic
 {
     char err[APBOT_ERR_LEN];
     struct invoice inv;
-    fill_invoice(&inv, in, lines, n_lines);
+    fill_invoice(&inv, in, lines, n_lines, e->vendor_name);
     enum store_enqueue_result res;
     int64_t id = 0;
     if (store_enqueue(st, &inv, "e2e", NULL, &res, &id, err, sizeof(err)) != APBOT_OK)

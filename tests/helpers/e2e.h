@@ -30,6 +30,7 @@ struct e2e {
     struct runner_options opt; /* short numbers; tests may change any field */
     struct runner_stats stats; /* of the last e2e_run */
     int n_items;               /* enqueued by e2e_add / e2e_add_many */
+    const char *vendor_name;   /* of the invoices enqueued from now on (NULL: "E2E Vendor") */
 };
 
 /*
