@@ -2,8 +2,8 @@
 # t_doc_flows.sh - the flow examples in docs/writing-flows.md are real. Every ```xml block is
 # either a whole flow (it must pass `apbot flow check`) or a piece of a bundled flow: with XML
 # comments dropped and white space collapsed, each of its parts between "..." elisions must occur
-# in flows/acme.xml or flows/classic.xml (which t_flow_check keeps valid), so an example cannot
-# drift from the flows it quotes. A block marked by the line `<!-- illustration -->` right above
+# in flows/acme.xml, flows/classic.xml or flows/spa.xml (which t_flow_check keeps valid), so an
+# example cannot drift from the flows it quotes. A block marked by the line `<!-- illustration -->` right above
 # its fence shows something no bundled flow has and is checked for well-formed parts only.
 # Every "FILE.xml:LINE: message" quoted from a file in tests/data/flows/ must be what
 # `apbot flow check` says about that file today.
@@ -19,7 +19,7 @@ harness_init docflows
 
 # norm FILE: comments dropped, white space collapsed, on one line
 norm() { perl -0777 -pe 's/<!--.*?-->//gs; s/\s+/ /g; s/^ //; s/ $//' "$1"; }
-for f in acme classic; do norm "$SRC/flows/$f.xml" >"$work/$f.norm"; done
+for f in acme classic spa; do norm "$SRC/flows/$f.xml" >"$work/$f.norm"; done
 
 # Split the guide's ```xml blocks into files: block.N (its text) and block.N.line (where it
 # starts), block.N.illus when the line above its fence is <!-- illustration -->.
@@ -66,10 +66,11 @@ for b in "$work"/block.[0-9]*; do
         if [ -e "$b.illus" ]; then
             continue
         fi
-        if grep -qF -- "$part" "$work/acme.norm" || grep -qF -- "$part" "$work/classic.norm"; then
+        if grep -qF -- "$part" "$work/acme.norm" || grep -qF -- "$part" "$work/classic.norm" ||
+            grep -qF -- "$part" "$work/spa.norm"; then
             pieces=$((pieces + 1))
         else
-            fail "writing-flows.md:$line: not in flows/acme.xml or flows/classic.xml: $part"
+            fail "writing-flows.md:$line: not in flows/acme.xml, classic.xml or spa.xml: $part"
         fi
     done < <(perl -pe 's/\.\.\./\n/g; $_ .= "\n"' "$b.norm")
     [ "$n_parts" -gt 0 ] || fail "writing-flows.md:$line: an empty example"

@@ -34,7 +34,7 @@ run "$APBOT_BIN" flow check "$flows/acme.xml"
 [ -z "$err" ] || fail "acme.xml: stderr not empty: $err"
 
 # The classic ERP's draft flow and the test flow with every round-2 element are valid.
-for f in "$flows/classic.xml" "$data/ok-full.xml"; do
+for f in "$flows/classic.xml" "$flows/spa.xml" "$data/ok-full.xml"; do
     run "$APBOT_BIN" flow check "$f"
     [ "$rc" -eq 0 ] || fail "$f: exit $rc, output: $out $err"
     [ "$out" = "$f: ok" ] || fail "$f: unexpected output: $out"
