@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh - apbot's main job end to end on the bundled simulated ERP (`make demo`), against
-# both of its user interfaces: "ACME Financials" (a login form, two-step entry, flows/acme.xml)
-# and the classic CGI-era ERP (HTTP Basic, buttons that share a name, save then approve, one
-# update per invoice line, flows/classic.xml).
+# each of its three user interfaces: "ACME Financials" (a login form, two-step entry,
+# flows/acme.xml), the classic CGI-era ERP (HTTP Basic, buttons that share a name, save then
+# approve, one update per invoice line, flows/classic.xml) and the single-page ERP whose client
+# speaks JSON (a token in a header, everything by id, create then post, flows/spa.xml).
 #
 # For each: starts erp-sim with the month-end scenario (the ERP's reference guard off, as in a
 # real ERP), queues fixtures/invoices/month-end.csv (with refused lines), a resubmitted file
@@ -10,13 +11,13 @@
 # line, then prints what the queue says next to what the ERP's ground truth says: zero keys
 # booked twice, zero re-posts of a booked invoice, every completed item booked and approved.
 # Writes the day's report. Exits non-zero when an invariant fails.
-# Usage: scripts/demo.sh BUILD_DIR [acme|classic ...]
+# Usage: scripts/demo.sh BUILD_DIR [acme|classic|spa ...]
 set -euo pipefail
 
 BUILD=${1:-build}
 shift || true
 UIS=("$@")
-[ ${#UIS[@]} -gt 0 ] || UIS=(acme classic)
+[ ${#UIS[@]} -gt 0 ] || UIS=(acme classic spa)
 cd "$(dirname "$0")/.."
 APBOT=$BUILD/apbot
 SIM=$BUILD/erp-sim
@@ -119,8 +120,11 @@ dups=$(awk -F, 'NR > 1 { n[$(NF-2)]++ } END { d = 0; for (k in n) if (n[k] > 1) 
   "$OUT/ledger.csv")
 sed -n 's/.*"key":"\([^"]*\)".*"erp_doc":"\([^"]*\)".*/\1 \2/p' "$OUT/completed.json" \
   >"$OUT/completed.txt"
-missing=$(awk -F'[ ,]' 'FNR == NR { if (FNR > 1) doc[$(NF-2)] = $1; next }
-                        !($1 in doc) || doc[$1] != $2 { m++ } END { print m + 0 }' \
+# (the spa UI names a document by its id, the number at the end of the ledger's AP-YYYY-NNNNNN)
+missing=$(awk -F'[ ,]' -v ui="$UI" '
+  FNR == NR { if (FNR > 1) { d = $1; if (ui == "spa") { sub(/^.*-0*/, "", d) } doc[$(NF-2)] = d }
+              next }
+  !($1 in doc) || doc[$1] != $2 { m++ } END { print m + 0 }' \
   "$OUT/ledger.csv" "$OUT/completed.txt")
 
 # ---- the day's report, while the ERP is still up ------------------------------------------

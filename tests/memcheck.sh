@@ -5,8 +5,9 @@
 #   1. test_erp_view (every outcome rule over canned, mutated and generated pages, the JIT on);
 #   2. per UI, the month-end demo set's first 60 invoices (a refused line, two the ERP
 #      rejects) enqueued, run on a simulator with faults (acme: month-end's 503, 429 and
-#      timeouts; classic: chaos - ambiguous posts, expiring sessions, validation with 500),
-#      then status and the day's report.
+#      timeouts; classic and spa: chaos - ambiguous posts, expiring sessions, validation with
+#      500; the spa UI's JSON calls, tagged values and header token), then status and the
+#      day's report.
 # Every apbot command must report no memcheck error and no definite leak (exit 99 otherwise),
 # and the ground truth must hold: each key booked at most once, no re-post of a booked
 # invoice, nothing pending, every completed item booked, nothing booked for the two
@@ -118,5 +119,6 @@ one_ui() { # UI FLOW SCENARIO
 
 one_ui acme acme.xml month-end.scn
 one_ui classic classic.xml chaos.scn
+one_ui spa spa.xml chaos.scn
 
 harness_finish memcheck
