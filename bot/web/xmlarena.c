@@ -26,6 +26,8 @@
 #include <libxml/parser.h>
 #include <libxml/xmlmemory.h>
 
+#include "base/unittest.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define XA_ASAN 1
 #elif defined(__has_feature)
@@ -309,7 +311,7 @@ __attribute__((constructor)) static void xa_install(void)
 
 /* ---- arenas ------------------------------------------------------------------------------ */
 
-int xmlarena_installed(void)
+UNITTEST int xmlarena_installed(void)
 {
     return xa_on;
 }
@@ -366,7 +368,7 @@ void *xmlarena_alloc(struct xmlarena *a, size_t n)
     return xa_carve(a, c, n, need);
 }
 
-size_t xmlarena_bytes(const struct xmlarena *a)
+UNITTEST size_t xmlarena_bytes(const struct xmlarena *a)
 {
     return a ? a->bytes : 0;
 }

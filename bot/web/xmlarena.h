@@ -54,10 +54,12 @@ void xmlarena_free(struct xmlarena *a);
  */
 void *xmlarena_alloc(struct xmlarena *a, size_t n);
 
-/* Bytes the arena holds in chunks (for tests and bounds). */
+#ifdef APBOT_UNITTEST
+/* Bytes the arena holds in chunks. */
 size_t xmlarena_bytes(const struct xmlarena *a);
 
 /* Whether the allocator is installed in libxml2 (it is unless libxml2 was set up before). */
 int xmlarena_installed(void);
+#endif
 
 #endif

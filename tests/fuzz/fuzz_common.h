@@ -5,12 +5,10 @@
  * of every refusal, location and invoice text must be safe for a terminal: no C0 control but
  * a kept tab, no DEL, no C1 control, well-formed UTF-8, within its bound.
  *
- * Build one target by hand (`make fuzz-build` builds them all):
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Iinclude -Ibot \
- *     tests/fuzz/fuzz_ublin.c bot/{xmlin,ublin,ciiin,csvin,reader,pdfin,invoice,money,vendors,\
- *     buf,mem,error,text}.c $(pkg-config --cflags --libs libxml-2.0 jansson libqpdf) \
- *     -lcsv -lcrypto -lz -o fuzz_ublin
- *   ./fuzz_ublin -max_total_time=120 tests/fuzz/corpus/ublin
+ * Build: `make fuzz-build` (tests/fuzz/CMakeLists.txt links each target with clang's
+ * -fsanitize=fuzzer against the library built for tests, apbot_unit), then, with a scratch
+ * corpus first so that libFuzzer writes there and not into the repository's:
+ *   build-fuzz/fuzz/fuzz_ublin -max_total_time=120 /tmp/corpus-ublin tests/fuzz/corpus/ublin
  */
 #ifndef APBOT_FUZZ_COMMON_H
 #define APBOT_FUZZ_COMMON_H
