@@ -21,6 +21,7 @@
 #include "apbot/error.h"
 #include "apbot/flow.h"
 #include "apbot/mem.h"
+#include "apbot/secret.h"
 #include "apbot/serve.h"
 
 static atomic_int serve_stop;
@@ -37,8 +38,9 @@ static void serve_usage(FILE *out)
             "usage: apbot serve --flow FILE [--listen HOST:PORT] [--erp URL]\n"
             "\n"
             "The review queue and the daily report as a local web page (default listen\n"
-            "%s). An address that is not loopback needs APBOT_REVIEW_PASSWORD (then every\n"
-            "request needs it, HTTP Basic). Stop with Ctrl-C or SIGTERM.\n"
+            "%s). An address that is not loopback needs APBOT_REVIEW_PASSWORD (or its _FILE\n"
+            "form, or the systemd credential review-password; then every request needs it,\n"
+            "HTTP Basic). Stop with Ctrl-C or SIGTERM.\n"
             "exit codes: 0 stopped, 1 error (database, flow, address in use), 2 usage\n",
             SERVE_DEFAULT_LISTEN);
 }
@@ -51,7 +53,7 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     struct flow *f = NULL;
     struct sigaction sa;
     char err[APBOT_ERR_LEN];
-    char *flow_err = NULL;
+    char *flow_err = NULL, *review_password = NULL;
     int status = CLI_EXIT_ERROR;
     int rc;
 
@@ -78,13 +80,16 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
         serve_usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    review_password = secret_dup(SECRET_REVIEW_PASSWORD);
     if (serve_parse_listen(listen, &addr, err, sizeof(err)) != APBOT_OK ||
-        serve_exposure_ok(&addr, getenv("APBOT_REVIEW_PASSWORD"), err, sizeof(err)) != APBOT_OK) {
+        serve_exposure_ok(&addr, review_password, err, sizeof(err)) != APBOT_OK) {
         fprintf(stderr, "apbot serve: %s\n", err);
+        secret_free(review_password);
         return CLI_EXIT_USAGE;
     }
     if (strcmp(ctx->db_path, ":memory:") == 0 || access(ctx->db_path, F_OK) != 0) {
         fprintf(stderr, "apbot serve: no queue database at %s\n", ctx->db_path);
+        secret_free(review_password);
         return CLI_EXIT_ERROR;
     }
     flow_err = apbot_xcalloc(1, 16 * 1024);
@@ -104,7 +109,7 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     opt.flow = f;
     opt.erp_url = erp_url;
     opt.listen = listen;
-    opt.password = getenv("APBOT_REVIEW_PASSWORD");
+    opt.password = review_password;
     opt.stop = &serve_stop;
     opt.announce = stdout;
     opt.log = stderr;
@@ -118,5 +123,6 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
 out:
     flow_free(f);
     free(flow_err);
+    secret_free(review_password);
     return status;
 }

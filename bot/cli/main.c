@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "apbot/apbot.h"
+#include "apbot/error.h"
+#include "apbot/secret.h"
 #include "apbot/store.h"
 #include "cli.h"
 
@@ -109,7 +111,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "apbot: cannot initialise libcurl\n");
             return CLI_EXIT_ERROR;
         }
+        /* The credentials, from files, systemd's credentials or the environment, read once
+         * and taken out of the environment before anything can start a child (secret.h). */
+        char err[APBOT_ERR_LEN];
+        if (secret_load_all(err, sizeof(err)) != APBOT_OK) {
+            fprintf(stderr, "apbot: %s\n", err);
+            apbot_global_cleanup();
+            return CLI_EXIT_ERROR;
+        }
         int rc = commands[c].fn(&ctx, argc - i, argv + i);
+        secret_forget_all();
         apbot_global_cleanup();
         return rc;
     }

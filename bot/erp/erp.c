@@ -21,6 +21,7 @@
 #include "apbot/buf.h"
 #include "apbot/flow.h"
 #include "apbot/mem.h"
+#include "apbot/secret.h"
 #include "apbot/text.h"
 #include "web/http.h"
 #include "web/jdoc.h"
@@ -54,8 +55,6 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
 {
     struct erp_session *s;
     struct http_options opt;
-    const char *user = getenv("APBOT_ERP_USER");
-    const char *password = getenv("APBOT_ERP_PASSWORD");
     const char *base = (base_url && *base_url) ? base_url : (f ? f->base_url : NULL);
     int rc;
 
@@ -64,15 +63,22 @@ int erp_open(const struct flow *f, const char *base_url, atomic_int *cancel,
     if (!base || !*base)
         return apbot_fail(err, errlen, APBOT_E_INVAL,
                           "no ERP URL: give --erp URL, APBOT_ERP_URL or a base URL in the flow");
-    if ((f->login.present || f->basic_auth) && (!user || !*user || !password || !*password))
+    char *user = secret_dup(SECRET_ERP_USER);
+    char *password = secret_dup(SECRET_ERP_PASSWORD);
+    if ((f->login.present || f->basic_auth) && (!user || !password)) {
+        secret_free(user);
+        secret_free(password);
         return apbot_fail(err, errlen, APBOT_E_SYSTEMIC,
-                          "the flow logs in: set APBOT_ERP_USER and APBOT_ERP_PASSWORD");
+                          "the flow logs in: give APBOT_ERP_USER and APBOT_ERP_PASSWORD (or "
+                          "APBOT_ERP_PASSWORD_FILE, or systemd credentials erp-user and "
+                          "erp-password)");
+    }
 
     s = apbot_xcalloc(1, sizeof(*s));
     s->flow = f;
     s->base_url = apbot_xstrdup(base);
-    s->user = apbot_xstrdup(user);
-    s->password = apbot_xstrdup(password);
+    s->user = user ? user : apbot_xstrdup("");
+    s->password = password ? password : apbot_xstrdup("");
     s->cancel = cancel;
 
     memset(&opt, 0, sizeof(opt));

@@ -50,6 +50,7 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "apbot/secret.h"
 #include "base/unittest.h"
 #include "input/ciiin.h"
 
@@ -324,6 +325,8 @@ static void pdfin_limit_child(void)
 
 static void pdfin_child(int fd, int out)
 {
+    /* The child parses an untrusted PDF: it holds no credential, not even in its environment. */
+    secret_scrub_child();
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null >= 0) {
         (void)dup2(null, STDOUT_FILENO);

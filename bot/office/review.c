@@ -21,6 +21,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
+#include "apbot/secret.h"
 #include "apbot/text.h"
 #include "erp/docmatch.h"
 #include "queue/transition.h"
@@ -685,8 +686,9 @@ void review_verify_posted(const struct flow *f, const char *erp_url, const struc
     memset(&res, 0, sizeof(res));
     ret->verdict = REVIEW_UNREADABLE;
     vc.v = ret;
-    vc.user = getenv("APBOT_ERP_USER");
-    vc.password = getenv("APBOT_ERP_PASSWORD");
+    char *user = secret_dup(SECRET_ERP_USER), *password = secret_dup(SECRET_ERP_PASSWORD);
+    vc.user = user;
+    vc.password = password;
     /* The payload gives the invoice fields a lookup by natural key compares. */
     have_inv = invoice_from_json(it->payload, &inv, err, sizeof(err)) == APBOT_OK;
     rc = erp_open(f, erp_url, NULL, &erp, err, sizeof(err));
@@ -705,6 +707,8 @@ void review_verify_posted(const struct flow *f, const char *erp_url, const struc
     }
     erp_lookup_result_done(&res);
     erp_close(erp);
+    secret_free(user);
+    secret_free(password);
 }
 
 void review_verification_done(struct review_verification *v)

@@ -32,7 +32,7 @@ struct serve_server {
     struct serve_addr addr;
     unsigned short port;   /* the bound port */
     unsigned char key[32]; /* signs session cookies and CSRF tokens; made at start */
-    const char *erp_user, *erp_password;
+    char *erp_user, *erp_password;
 };
 
 /* What a page needs to know of its request. */

@@ -32,6 +32,7 @@
 #include "apbot/buf.h"
 #include "apbot/mem.h"
 #include "apbot/review.h"
+#include "apbot/secret.h"
 #include "apbot/store.h"
 #include "base/unittest.h"
 
@@ -560,17 +561,20 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
         return rc;
     if (RAND_bytes(s.key, sizeof(s.key)) != 1)
         return apbot_fail(err, errlen, APBOT_E_BUG, "no randomness for the session key");
-    s.erp_user = getenv("APBOT_ERP_USER");
-    s.erp_password = getenv("APBOT_ERP_PASSWORD");
     xmlInitParser();
 
     rc = listen_sockaddr(&s.addr, &ss, err, errlen);
     if (rc != APBOT_OK)
         return rc;
+    s.erp_user = secret_dup(SECRET_ERP_USER);
+    s.erp_password = secret_dup(SECRET_ERP_PASSWORD);
     d = start_daemon(&s, (const struct sockaddr *)&ss);
-    if (!d)
+    if (!d) {
+        secret_free(s.erp_user);
+        secret_free(s.erp_password);
         return apbot_fail(err, errlen, APBOT_E_IO, "cannot listen on %s:%u (in use?)", s.addr.host,
                           (unsigned)s.addr.port);
+    }
     info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     s.port = info && info->port ? info->port : s.addr.port;
     if (opt->announce) {
@@ -586,5 +590,7 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
     }
     MHD_stop_daemon(d);
     OPENSSL_cleanse(s.key, sizeof(s.key));
+    secret_free(s.erp_user);
+    secret_free(s.erp_password);
     return APBOT_OK;
 }

@@ -50,10 +50,10 @@ struct worker;
  * recovery are the calling thread's alone). */
 struct runner {
     const struct runner_options *opt;
-    struct flow *flow;           /* as loaded */
-    struct flow run_flow;        /* shallow copy with the policy overrides, for erp_open */
-    const char *base_url;        /* the effective ERP URL (flow's or the override) */
-    const char *user, *password; /* for masking in evidence only (erp reads the env) */
+    struct flow *flow;     /* as loaded */
+    struct flow run_flow;  /* shallow copy with the policy overrides, for erp_open */
+    const char *base_url;  /* the effective ERP URL (flow's or the override) */
+    char *user, *password; /* for masking in evidence only (each session has its own copy) */
     struct runner_policy pol;
     char owner[128];
     int64_t started_mono;

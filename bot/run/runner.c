@@ -30,6 +30,7 @@
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/mem.h"
+#include "apbot/secret.h"
 #include "apbot/store.h"
 #include "base/unittest.h"
 #include "erp/erp_resolve.h"
@@ -534,8 +535,8 @@ static int run_setup(struct runner *r, struct runner_stats *ret)
         return rc;
     }
     r->base_url = opt->erp_url && *opt->erp_url ? opt->erp_url : r->flow->base_url;
-    r->user = getenv("APBOT_ERP_USER");
-    r->password = getenv("APBOT_ERP_PASSWORD");
+    r->user = secret_dup(SECRET_ERP_USER);
+    r->password = secret_dup(SECRET_ERP_PASSWORD);
     policy_setup(r);
     make_owner(r);
 
@@ -753,6 +754,8 @@ static void run_free(struct runner *r)
     store_close(r->st);
     limiter_free(r->limiter);
     erp_refs_free(r->refs);
+    secret_free(r->user);
+    secret_free(r->password);
     flow_free(r->flow);
     pthread_cond_destroy(&r->login_cv);
     pthread_mutex_destroy(&r->login_mu);

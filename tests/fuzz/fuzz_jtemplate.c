@@ -18,8 +18,8 @@
 #include <libxml/parser.h>
 
 #include "apbot/buf.h"
-#include "fuzz_flow.h"
 #include "web/jdoc.h"
+#include "fuzz_flow.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
