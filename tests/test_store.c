@@ -111,6 +111,23 @@ static int fx_setup_pg(void **state)
 static int fx_teardown(void **state)
 {
     struct fx *f = *state;
+    /* Whatever a case did through the store, every event it appended is chained: the chain
+     * verifies, holds every event and ends at the last one (store.h, "The audit chain"). */
+    struct store_audit_result ar;
+    struct store_tally t;
+    int bad = 0;
+    if (f->st && (store_audit_verify(f->st, NULL, &ar, f->err, sizeof(f->err)) != APBOT_OK ||
+                  store_tally(f->st, &t, f->err, sizeof(f->err)) != APBOT_OK)) {
+        fprintf(stderr, "teardown: %s\n", f->err);
+        bad = -1;
+    } else if (f->st && (ar.kind != STORE_AUDIT_INTACT || ar.events != t.events ||
+                         ar.last_good.event_id != t.head_event_id)) {
+        fprintf(stderr,
+                "teardown: the audit chain does not verify (%s: %s; %" PRId64 " of %" PRId64
+                " events, head #%" PRId64 ")\n",
+                store_audit_kind_name(ar.kind), ar.detail, ar.events, t.events, t.head_event_id);
+        bad = -1;
+    }
     store_close(f->st);
     if (f->bk == BK_PG)
         pgt_drop_queue(f->schema);
@@ -122,7 +139,7 @@ static int fx_teardown(void **state)
     }
     rmdir(f->dir);
     free(f);
-    return 0;
+    return bad;
 }
 
 /* A second, raw connection to a queue, for what the store API cannot do. */
@@ -765,7 +782,7 @@ static void test_store_backend_ops_are_checked(void **state)
     } while (0);
     STORE_REQUIRED_OPS(NULL_ONE)
 #undef NULL_ONE
-    assert_int_equal(refused, 30);
+    assert_int_equal(refused, 32);
 
     struct store_ops bad = *real;
     bad.name = NULL;
@@ -2689,7 +2706,14 @@ static void test_store_migrates_a_version_1_queue(void **state)
     assert_int_equal(store_open(path, &st, f->err, sizeof(f->err)), APBOT_OK);
     int v = 0;
     assert_int_equal(store_schema_version(st, &v, f->err, sizeof(f->err)), APBOT_OK);
-    assert_int_equal(v, 3);
+    assert_int_equal(v, 4);
+    /* 3 -> 4 chained the old history once, in id order: it verifies, and its head is the
+     * old event. */
+    struct store_audit_result ar;
+    assert_int_equal(store_audit_verify(st, NULL, &ar, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(ar.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(ar.events, 1);
+    assert_int_equal(ar.last_good.event_id, 1);
     /* 2 -> 3 rebuilt events and evidence without AUTOINCREMENT: every row kept with its id,
      * still append-only, and no sequence row left behind. */
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -2748,6 +2772,15 @@ static void test_store_migrates_a_version_1_queue(void **state)
     struct store_evidence ev = {.step = "lookup", .method = "GET", .url = "/x"};
     assert_int_equal(store_add_evidence(st, 1, &ev, AT(T0 + 300), f->err, sizeof(f->err)),
                      APBOT_OK);
+    /* The events appended since go on from the migrated chain. */
+    ch.erp_doc = "D-3";
+    assert_int_equal(
+        store_apply(st, 1, "new-runner", &ch, AT(T0 + 400), &holder, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(store_audit_verify(st, NULL, &ar, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(ar.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(ar.events, 2);
+    assert_int_equal(ar.last_good.event_id, 2);
     store_close(st);
     /* New rows continue after the migrated ones. */
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);

@@ -141,6 +141,16 @@ struct store_ops {
     int (*load_end)(struct store *st, bool commit, char *err, size_t errlen);
     /* rows per table and items per state, one snapshot (inside a load: what it holds) */
     int (*tally)(struct store *st, struct store_tally *ret, char *err, size_t errlen);
+    /* store_audit_verify's rows: every event with prev_hash and hash, in id order, in one read
+     * snapshot that writers do not wait for; a non-zero return of fn stops the walk and is
+     * returned. *ret_recorded: the head the backend records apart from the rows, read in that
+     * snapshot (event_id -1 when it keeps none) */
+    int (*each_chained)(struct store *st, store_event_fn fn, void *ctx,
+                        struct store_audit_head *ret_recorded, char *err, size_t errlen);
+    /* store_audit_head: the last event by id with at < before_ms (item_id, at, hash filled);
+     * event_id 0 when none */
+    int (*audit_head)(struct store *st, int64_t before_ms, struct store_audit_head *ret, char *err,
+                      size_t errlen);
 };
 
 /* Every operation a backend must fill, as X(name): all of struct store_ops but its name
@@ -175,7 +185,9 @@ struct store_ops {
     X(load_evidence)                                                                               \
     X(load_late)                                                                                   \
     X(load_end)                                                                                    \
-    X(tally)
+    X(tally)                                                                                       \
+    X(each_chained)                                                                                \
+    X(audit_head)
 
 /* The backends' constructors: open and migrate the queue at path. */
 int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen);
@@ -229,6 +241,18 @@ size_t store_text_cut(const char *v, size_t max);
 int store_apply_guard(const struct store_item *it, const char *state_text, int64_t holder,
                       const char *owner, const struct store_change *ch, const struct apbot_now *now,
                       char *err, size_t errlen);
+
+/*
+ * The audit chain (store.h): an event's hash, SHA-256 over prev (STORE_HASH_LEN bytes; the
+ * genesis for the first event) and row's canonical serialisation, version 1, into out. Reads
+ * row's id, item_id, at, from, to, event, detail and actor (its hashes are not read); each text
+ * as the database keeps it. The PostgreSQL backend computes the same bytes in SQL
+ * (apbot_event_hash, store_pg.c); test_store holds the two to each other. Cannot fail.
+ */
+void store_event_hash(const unsigned char *prev, const struct store_event_row *row,
+                      unsigned char out[STORE_HASH_LEN]);
+/* The hash before the first event: 32 zero bytes. */
+extern const unsigned char store_audit_genesis[STORE_HASH_LEN];
 
 /* The event detail store_apply writes: the machine's why, then the caller's detail. */
 void store_event_detail(const struct machine_step *step, const char *detail, char *buf, size_t len);

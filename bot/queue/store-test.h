@@ -66,6 +66,20 @@ int64_t store_settle_wait_ms(const struct store_item *it, const struct apbot_now
 /* Due: next_mono reached, or foreign (due now). Pure; the backends decide it in SQL. */
 bool store_due(const struct store_item *it, const struct apbot_now *now);
 
+/*
+ * store_audit_verify's decision for one event, pure: cur, given the event before it in id
+ * order (prev: NULL for the first; it verified) and the one after it (next: NULL for the last).
+ * In this order: cur carries no hashes: UNCHAINED; its content does not hash to its hash:
+ * ORDER when it does under next's or prev's id (two events swapped ids), else CHANGED; its
+ * prev_hash is not prev's hash (the genesis for the first): MISSING when ids lie between the
+ * two (or the first is not #1), else ORDER; else INTACT. detail (len bytes) gets one sentence
+ * naming the event, its item and what differs.
+ */
+enum store_audit_kind store_audit_check(const struct store_event_row *prev,
+                                        const struct store_event_row *cur,
+                                        const struct store_event_row *next, char *detail,
+                                        size_t len);
+
 /* store_walvfs.c: the WAL writes passed on and, among them, the joined frames. */
 void store_walvfs_counts(uint64_t *ret_writes, uint64_t *ret_joined);
 

@@ -766,6 +766,16 @@ static int tally_compare(const struct store_tally *a, const struct store_tally *
                           "store: copy verification: unknown states: %" PRId64
                           " in the source, %" PRId64 " in the target",
                           a->unknown_state, b->unknown_state);
+    if (a->head_event_id != b->head_event_id ||
+        memcmp(a->head_hash, b->head_hash, STORE_HASH_LEN) != 0) {
+        char ah[2 * STORE_HASH_LEN + 1], bh[2 * STORE_HASH_LEN + 1];
+        store_audit_hex(a->head_hash, ah);
+        store_audit_hex(b->head_hash, bh);
+        return apbot_fail(err, errlen, APBOT_E_BUG,
+                          "store: copy verification: the audit chain's head: event #%" PRId64
+                          " %.16s... in the source, #%" PRId64 " %.16s... in the target",
+                          a->head_event_id, ah, b->head_event_id, bh);
+    }
     return APBOT_OK;
 }
 

@@ -122,6 +122,60 @@ static const char *const pg_migrations[] = {
     "CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "INSERT INTO store_meta (key, value) VALUES"
     " ('queue_id', substr(md5(random()::text || clock_timestamp()::text), 1, 16));",
+    /* 1 -> 2: the audit chain (store.h). apbot_event_hash is store_event_hash (store_audit.c)
+     * in SQL, byte for byte. A BEFORE INSERT trigger chains every event appended by any
+     * statement: it locks the chain's one head row (FOR UPDATE, held until commit: appends of
+     * all hosts queue there, one at a time, so the chain is one total order), gives the event
+     * the next id (ids follow the chain, without the sequence's gaps), its prev_hash and hash,
+     * and moves the head. A row that comes with its hashes (store_copy carries a chain) keeps
+     * them; its id must lie past the head. The existing history is chained once, in id order. */
+    "ALTER TABLE events ADD COLUMN prev_hash BYTEA, ADD COLUMN hash BYTEA;"
+    "CREATE TABLE audit_chain ("
+    " one BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),"
+    " last_id BIGINT NOT NULL,"
+    " hash BYTEA NOT NULL);"
+    "CREATE FUNCTION apbot_audit_field(t text) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$"
+    " SELECT CASE WHEN t IS NULL THEN decode('ffffffff', 'hex')"
+    " ELSE int4send(octet_length(t)) || convert_to(t, 'UTF8') END $$;"
+    "CREATE FUNCTION apbot_event_hash(prev bytea, id bigint, item_id bigint, at bigint,"
+    " from_state text, to_state text, event text, detail text, actor text)"
+    " RETURNS bytea LANGUAGE sql IMMUTABLE AS $$"
+    " SELECT sha256(convert_to('APBOT-AUDIT-1', 'UTF8') || prev || int8send(id)"
+    " || int8send(item_id) || int8send(at) || apbot_audit_field(from_state)"
+    " || apbot_audit_field(to_state) || apbot_audit_field(event) || apbot_audit_field(detail)"
+    " || apbot_audit_field(actor)) $$;"
+    "DO $$ DECLARE r record; prev bytea := decode(repeat('00', 32), 'hex'); last bigint := 0;"
+    " BEGIN"
+    " ALTER TABLE events DISABLE TRIGGER events_append_only;"
+    " FOR r IN SELECT * FROM events ORDER BY id LOOP"
+    "  UPDATE events SET prev_hash = prev, hash = apbot_event_hash(prev, r.id, r.item_id, r.at,"
+    "   r.from_state, r.to_state, r.event, r.detail, r.actor) WHERE id = r.id"
+    "   RETURNING hash INTO prev;"
+    "  last := r.id;"
+    " END LOOP;"
+    " ALTER TABLE events ENABLE TRIGGER events_append_only;"
+    " INSERT INTO audit_chain (last_id, hash) VALUES (last, prev);"
+    " END $$;"
+    "ALTER TABLE events ALTER COLUMN prev_hash SET NOT NULL, ALTER COLUMN hash SET NOT NULL,"
+    " ADD CHECK (length(prev_hash) = 32 AND length(hash) = 32);"
+    "CREATE FUNCTION apbot_event_chain() RETURNS trigger LANGUAGE plpgsql AS $$"
+    " DECLARE head audit_chain%ROWTYPE;"
+    " BEGIN"
+    " SELECT * INTO head FROM audit_chain FOR UPDATE;"
+    " IF NEW.hash IS NULL THEN"
+    "  NEW.id := head.last_id + 1;"
+    "  NEW.prev_hash := head.hash;"
+    "  NEW.hash := apbot_event_hash(head.hash, NEW.id, NEW.item_id, NEW.at, NEW.from_state,"
+    "   NEW.to_state, NEW.event, NEW.detail, NEW.actor);"
+    " ELSIF NEW.id <= head.last_id THEN"
+    "  RAISE EXCEPTION 'event % would go before the audit chain''s head %', NEW.id,"
+    "   head.last_id USING ERRCODE = 'restrict_violation';"
+    " END IF;"
+    " UPDATE audit_chain SET last_id = NEW.id, hash = NEW.hash;"
+    " RETURN NEW;"
+    " END $$;"
+    "CREATE TRIGGER events_chain BEFORE INSERT ON events"
+    " FOR EACH ROW EXECUTE FUNCTION apbot_event_chain();",
 };
 #define PG_SCHEMA_VERSION ((int)(sizeof(pg_migrations) / sizeof(pg_migrations[0])))
 
@@ -167,6 +221,11 @@ enum pg_q {
     P_GET_LATE,
     P__COUNT
 };
+
+/* Every event with its audit chain hashes, in chain order (col_event). */
+#define EVENT_CHAIN_ALL                                                                            \
+    "SELECT id, item_id, at, from_state, to_state, event, detail, actor, prev_hash, hash"          \
+    " FROM events ORDER BY id"
 
 /* The server's clock and the queue's boot, with every transaction's first statement. */
 #define CLOCK_QUERY "SELECT " PG_NOW ", (SELECT value FROM store_meta WHERE key = 'clock_boot')"
@@ -570,6 +629,49 @@ static const char *col_str(const PGresult *res, int row, int col)
 static void col_copy(const PGresult *res, int row, int col, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", PQgetvalue(res, row, col));
+}
+
+/* A bytea column in the text protocol's hex form ("\\x" + 64 digits) into 32 bytes; false
+ * when NULL or of another length. */
+static bool col_hash(const PGresult *res, int row, int col, unsigned char out[STORE_HASH_LEN])
+{
+    if (PQgetisnull(res, row, col))
+        return false;
+    const char *v = PQgetvalue(res, row, col);
+    char text[2 * STORE_HASH_LEN + 8];
+    if (strncmp(v, "\\x", 2) != 0 || strlen(v) != 2 + 2 * STORE_HASH_LEN)
+        return false;
+    snprintf(text, sizeof(text), "0:%s", v + 2);
+    struct store_audit_head h;
+    if (store_audit_parse_head(text, &h) != APBOT_OK)
+        return false;
+    memcpy(out, h.hash, STORE_HASH_LEN);
+    return true;
+}
+
+/* An event row of columns id, item_id, at, from_state, to_state, event, detail, actor and,
+ * when the result has them, prev_hash and hash (decoded into prev and hash, the caller's),
+ * valid while res is. */
+static struct store_event_row col_event(const PGresult *res, int i, unsigned char *prev,
+                                        unsigned char *hash)
+{
+    struct store_event_row row = {
+        .id = col_i64(res, i, 0),
+        .item_id = col_i64(res, i, 1),
+        .at = col_i64(res, i, 2),
+        .from = col_str(res, i, 3),
+        .to = col_str(res, i, 4),
+        .event = col_str(res, i, 5),
+        .detail = col_str(res, i, 6),
+        .actor = col_str(res, i, 7),
+    };
+    if (PQnfields(res) >= 10) {
+        if (col_hash(res, i, 8, prev))
+            row.prev_hash = prev;
+        if (col_hash(res, i, 9, hash))
+            row.hash = hash;
+    }
+    return row;
 }
 
 /* Reads row `row` (ITEM_COLS from column 0) into *it, raw: stamps on the server's clock. */
@@ -1238,6 +1340,13 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
     if (r)
         goto out;
 
+    /* The evidence first: the event's insert takes the audit chain's lock (every host's
+     * appends wait for it until this transaction ends), so it is the last statement. */
+    for (size_t i = 0; i < ch->n_evidence; i++) {
+        r = insert_evidence(h, op->id, &ch->evidence[i], err, errlen);
+        if (r)
+            goto out;
+    }
     const struct machine_step *step = ch->step;
     int64_t delay = store_step_delay_ms(&it, step, now, ch->backoff_ms, ch->settle_ms);
     bool keep = op->owner && ch->keep_lease;
@@ -1279,8 +1388,6 @@ static int apply_body(struct store *st, void *ctx, char *err, size_t errlen)
         goto out;
     }
     PQclear(res);
-    for (size_t i = 0; r == APBOT_OK && i < ch->n_evidence; i++)
-        r = insert_evidence(h, op->id, &ch->evidence[i], err, errlen);
 out:
     store_item_done(&it);
     return r;
@@ -1691,11 +1798,14 @@ static int pg_tally(struct store *st, struct store_tally *ret, char *err, size_t
 {
     struct pg *h = PG(st);
     int rc = APBOT_OK;
+    /* One statement: one snapshot (the chain's head is its last event, not audit_chain). */
     PGresult *res = pg_exec(h,
-                            "SELECT 'e', count(*) FROM events UNION ALL"
-                            " SELECT 'v', count(*) FROM evidence UNION ALL"
-                            " SELECT 'l', count(*) FROM late_commits UNION ALL"
-                            " SELECT 's' || state, count(*) FROM items GROUP BY state",
+                            "SELECT 'e', count(*), NULL::bytea FROM events UNION ALL"
+                            " SELECT 'v', count(*), NULL FROM evidence UNION ALL"
+                            " SELECT 'l', count(*), NULL FROM late_commits UNION ALL"
+                            " SELECT 's' || state, count(*), NULL FROM items GROUP BY state"
+                            " UNION ALL (SELECT 'h', id, hash FROM events ORDER BY id DESC"
+                            " LIMIT 1)",
                             &rc, err, errlen, "counting rows");
     if (!res)
         return rc;
@@ -1710,6 +1820,10 @@ static int pg_tally(struct store *st, struct store_tally *ret, char *err, size_t
             t.evidence = n;
         } else if (k[0] == 'l') {
             t.late_commits = n;
+        } else if (k[0] == 'h') {
+            t.head_event_id = n;
+            if (!col_hash(res, i, 2, t.head_hash))
+                memset(t.head_hash, 0, STORE_HASH_LEN);
         } else {
             enum machine_state s = machine_state_from_name(k + 1);
             if (s == MACHINE_STATE_INVALID)
@@ -1776,16 +1890,8 @@ static int dump_item(void *arg, const PGresult *res, int i)
 static int dump_event(void *arg, const PGresult *res, int i)
 {
     struct dump_ctx *c = arg;
-    struct store_event_row row = {
-        .id = col_i64(res, i, 0),
-        .item_id = col_i64(res, i, 1),
-        .at = col_i64(res, i, 2),
-        .from = col_str(res, i, 3),
-        .to = col_str(res, i, 4),
-        .event = col_str(res, i, 5),
-        .detail = col_str(res, i, 6),
-        .actor = col_str(res, i, 7),
-    };
+    unsigned char prev[STORE_HASH_LEN], hash[STORE_HASH_LEN];
+    struct store_event_row row = col_event(res, i, prev, hash);
     return c->d->event(c->d->ctx, &row);
 }
 
@@ -1823,10 +1929,7 @@ static int pg_dump(struct store *st, const struct store_dump *d, struct store_ta
     r = pg_cursor(h, "SELECT " ITEM_COLS " FROM items ORDER BY id", dump_item, &c, err, errlen,
                   "reading items");
     if (r == APBOT_OK)
-        r = pg_cursor(h,
-                      "SELECT id, item_id, at, from_state, to_state, event, detail, actor"
-                      " FROM events ORDER BY id",
-                      dump_event, &c, err, errlen, "reading events");
+        r = pg_cursor(h, EVENT_CHAIN_ALL, dump_event, &c, err, errlen, "reading events");
     if (r == APBOT_OK)
         r = pg_cursor(h,
                       "SELECT id, item_id, at, step, method, url, http_status, elapsed_ms,"
@@ -1937,9 +2040,22 @@ static int pg_load_event(struct store *st, const struct store_event_row *row, ch
     pp_text(&p, row->event);
     pp_text(&p, row->detail);
     pp_text(&p, row->actor);
+    /* The chain is carried as it is (store_copy): with its hashes the chain trigger keeps the
+     * row as it comes; a NULL would fail the table's NOT NULL. */
+    char hex[2][2 + 2 * STORE_HASH_LEN + 1];
+    for (int i = 0; i < 2; i++) {
+        const unsigned char *hsh = i ? row->hash : row->prev_hash;
+        if (hsh) {
+            hex[i][0] = '\\';
+            hex[i][1] = 'x';
+            store_audit_hex(hsh, hex[i] + 2);
+        }
+        p.v[p.n++] = hsh ? hex[i] : NULL;
+    }
     return pg_load_sql(PG(st),
                        "INSERT INTO events (id, item_id, at, from_state, to_state, event, detail,"
-                       " actor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                       " actor, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+                       " $9::bytea, $10::bytea)",
                        &p, err, errlen, "copying an event");
 }
 
@@ -2013,6 +2129,74 @@ static int pg_load_end(struct store *st, bool commit, char *err, size_t errlen)
     return r;
 }
 
+/* ---- the audit chain ------------------------------------------------------------------ */
+
+struct chained_ctx {
+    store_event_fn fn;
+    void *ctx;
+};
+
+static int chained_row(void *arg, const PGresult *res, int i)
+{
+    struct chained_ctx *c = arg;
+    unsigned char prev[STORE_HASH_LEN], hash[STORE_HASH_LEN];
+    struct store_event_row row = col_event(res, i, prev, hash);
+    return c->fn(c->ctx, &row);
+}
+
+static int pg_each_chained(struct store *st, store_event_fn fn, void *ctx,
+                           struct store_audit_head *ret_recorded, char *err, size_t errlen)
+{
+    struct pg *h = PG(st);
+    /* One snapshot for the rows and the recorded head; nobody waits for a reader. */
+    int r = pg_exec_ok(h, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, errlen,
+                       "reading the audit events");
+    if (r)
+        return r;
+    int rc = APBOT_OK;
+    PGresult *res = pg_exec(h, "SELECT last_id, hash FROM audit_chain", &rc, err, errlen,
+                            "reading the audit chain's head");
+    if (!res) {
+        r = rc;
+        goto out;
+    }
+    ret_recorded->event_id = PQntuples(res) ? col_i64(res, 0, 0) : -1;
+    if (PQntuples(res) && !col_hash(res, 0, 1, ret_recorded->hash))
+        memset(ret_recorded->hash, 0, STORE_HASH_LEN);
+    PQclear(res);
+    struct chained_ctx c = {.fn = fn, .ctx = ctx};
+    r = pg_cursor(h, EVENT_CHAIN_ALL, chained_row, &c, err, errlen, "reading the audit events");
+out:
+    if (!h->dead)
+        (void)pg_exec_ok(h, "ROLLBACK", NULL, 0, "ending the read");
+    return r;
+}
+
+static int pg_audit_head(struct store *st, int64_t before_ms, struct store_audit_head *ret,
+                         char *err, size_t errlen)
+{
+    struct pg *h = PG(st);
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "SELECT id, item_id, at, hash FROM events WHERE at < %" PRId64
+             " ORDER BY id DESC LIMIT 1",
+             before_ms);
+    int rc = APBOT_OK;
+    PGresult *res = pg_exec(h, sql, &rc, err, errlen, "reading the audit chain's head");
+    if (!res)
+        return rc;
+    ret->event_id = 0;
+    if (PQntuples(res)) {
+        ret->event_id = col_i64(res, 0, 0);
+        ret->item_id = col_i64(res, 0, 1);
+        ret->at = col_i64(res, 0, 2);
+        if (!col_hash(res, 0, 3, ret->hash))
+            memset(ret->hash, 0, STORE_HASH_LEN);
+    }
+    PQclear(res);
+    return APBOT_OK;
+}
+
 static const struct store_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
@@ -2045,4 +2229,6 @@ static const struct store_ops pg_ops = {
     .load_late = pg_load_late,
     .load_end = pg_load_end,
     .tally = pg_tally,
+    .each_chained = pg_each_chained,
+    .audit_head = pg_audit_head,
 };

@@ -196,8 +196,41 @@ static const char *const migrations[] = {
     "DROP INDEX items_due;"
     "CREATE INDEX items_due ON items(state, clock_boot, next_mono)"
     " WHERE (state = 'new' OR state = 'reconciling' OR state = 'finishing');",
+    /* 3 -> 4: the audit chain (store.h): every event carries prev_hash and hash, computed when
+     * it is appended (add_event). The events table is rebuilt with the two columns NOT NULL
+     * (an event without them cannot be appended) and chain_history fills the new table from
+     * the old one, chaining the existing history once in id order; AUDIT_REBUILD ends it. */
+    "CREATE TABLE events_v4 ("
+    " id INTEGER PRIMARY KEY,"
+    " item_id INTEGER NOT NULL REFERENCES items(id),"
+    " at INTEGER NOT NULL,"
+    " from_state TEXT,"
+    " to_state TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " detail TEXT,"
+    " actor TEXT NOT NULL,"
+    " prev_hash BLOB NOT NULL CHECK (length(prev_hash) = 32),"
+    " hash BLOB NOT NULL CHECK (length(hash) = 32));",
 };
 #define STORE_SCHEMA_VERSION ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* What migration 3 -> 4 runs once chain_history has filled events_v4. */
+#define AUDIT_REBUILD                                                                              \
+    "DROP TABLE events;"                                                                           \
+    "ALTER TABLE events_v4 RENAME TO events;"                                                      \
+    "CREATE INDEX events_item ON events(item_id, id);"                                             \
+    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events"                                      \
+    " BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"                                   \
+    "CREATE TRIGGER events_no_delete BEFORE DELETE ON events"                                      \
+    " BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;"
+
+static int chain_history(struct store *st, char *err, size_t errlen);
+/* Code a migration runs after its SQL, in its transaction, by the version it starts from. */
+static int (*const migration_code[])(struct store *st, char *err, size_t errlen) = {
+    [3] = chain_history,
+};
+_Static_assert(sizeof(migration_code) / sizeof(migration_code[0]) <= STORE_SCHEMA_VERSION,
+               "migration code for a migration that does not exist");
 
 /* The page size of a new queue (store_sqlite_open). */
 #define STORE_PAGE_SIZE "2048"
@@ -213,6 +246,11 @@ static const char *const migrations[] = {
     " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total, clock_boot,"   \
     " next_mono, lease_mono, settle_mono, settle_at"
 
+/* Every event with its audit chain hashes, in chain order (col_event with hashes). */
+#define EVENT_CHAIN_ALL                                                                            \
+    "SELECT id, item_id, at, from_state, to_state, event, detail, actor, prev_hash, hash"          \
+    " FROM events ORDER BY id"
+
 /* Cached statements. If you add one: add its SQL in stmt_sql at the same index. */
 enum stmt_id {
     Q_BEGIN,
@@ -224,6 +262,7 @@ enum stmt_id {
     Q_FIND_KEY,
     Q_INSERT_ITEM,
     Q_INSERT_EVENT,
+    Q_CHAIN_LAST,
     Q_GET_ID,
     Q_GET_KEY,
     Q_DUE,
@@ -267,8 +306,11 @@ static const char *const stmt_sql[] = {
         " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total,"
         " created_at, updated_at, clock_boot, next_mono)"
         " VALUES (?1, ?2, ?3, 'new', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?4, ?4, ?14, ?15)",
-    [Q_INSERT_EVENT] = "INSERT INTO events (item_id, at, from_state, to_state, event, detail,"
-                       " actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [Q_INSERT_EVENT] = "INSERT INTO events (id, item_id, at, from_state, to_state, event, detail,"
+                       " actor, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    /* the audit chain's head: the last event (the rightmost page of the table, which the
+     * insert after it writes anyway) */
+    [Q_CHAIN_LAST] = "SELECT id, hash FROM events ORDER BY id DESC LIMIT 1",
     [Q_GET_ID] = "SELECT " ITEM_COLS " FROM items WHERE id = ?1",
     [Q_GET_KEY] = "SELECT " ITEM_COLS " FROM items WHERE key = ?1",
     /* store_due and !store_lease_live in SQL, for one state, on the items_due index. Rows of
@@ -875,6 +917,9 @@ static int migrate(struct store *st, char *err, size_t errlen)
             char pragma[64];
             snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
             rc = exec_sql(st, migrations[v], err, errlen);
+            if (rc == APBOT_OK && v < (int)(sizeof(migration_code) / sizeof(migration_code[0])) &&
+                migration_code[v])
+                rc = migration_code[v](st, err, errlen);
             if (rc == APBOT_OK)
                 rc = exec_sql(st, pragma, err, errlen);
             if (rc == APBOT_OK)
@@ -1045,26 +1090,153 @@ static int ensure_boot(struct store *st, const struct apbot_now *now, char *err,
     return APBOT_OK;
 }
 
-/* Appends one audit event; part of the caller's transaction. */
+/*
+ * The audit chain's head, inside the caller's write transaction: the last event's id and hash
+ * (0 and the genesis on an empty queue). The transaction holds the queue's write lock, so
+ * nothing can append between this read and the caller's insert: the chain is one total order.
+ */
+static int chain_last(struct store *st, int64_t *ret_id, unsigned char hash[STORE_HASH_LEN],
+                      char *err, size_t errlen)
+{
+    sqlite3_stmt *s = stmt_get(st, Q_CHAIN_LAST, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    int rc = sqlite3_step(s);
+    int r = APBOT_OK;
+    *ret_id = 0;
+    memcpy(hash, store_audit_genesis, STORE_HASH_LEN);
+    if (rc == SQLITE_ROW) {
+        *ret_id = sqlite3_column_int64(s, 0);
+        const void *h = sqlite3_column_blob(s, 1);
+        if (h && sqlite3_column_bytes(s, 1) == STORE_HASH_LEN)
+            memcpy(hash, h, STORE_HASH_LEN);
+        else /* the table's CHECK keeps this out; never chain to a guess */
+            r = apbot_fail(err, errlen, APBOT_E_DB,
+                           "store: event #%" PRId64 " carries no audit hash", *ret_id);
+    } else if (rc != SQLITE_DONE) {
+        r = db_fail(st, rc, err, errlen, "reading the audit chain's head");
+    }
+    stmt_done(s);
+    return r;
+}
+
+/* Appends one audit event, chained to the last (store.h, "The audit chain"); part of the
+ * caller's transaction. */
 static int add_event(struct store *st, int64_t item_id, int64_t at, const char *from,
                      const char *to, const char *event, const char *detail, const char *actor,
                      char *err, size_t errlen)
 {
+    int64_t last = 0;
+    unsigned char prev[STORE_HASH_LEN], hash[STORE_HASH_LEN];
+    int r = chain_last(st, &last, prev, err, errlen);
+    if (r)
+        return r;
+    /* The row as the database will keep it: what is hashed is what is stored. */
+    char *cut = NULL;
+    if (detail) {
+        size_t n = store_text_cut(detail, STORE_TEXT_MAX);
+        if (detail[n])
+            detail = cut = apbot_xstrndup(detail, n);
+    }
+    struct store_event_row row = {.id = last + 1,
+                                  .item_id = item_id,
+                                  .at = at,
+                                  .from = from,
+                                  .to = to,
+                                  .event = event,
+                                  .detail = detail,
+                                  .actor = actor ? actor : "unknown"};
+    store_event_hash(prev, &row, hash);
     sqlite3_stmt *s = stmt_get(st, Q_INSERT_EVENT, err, errlen);
-    if (!s)
+    if (!s) {
+        free(cut);
         return APBOT_E_DB;
-    sqlite3_bind_int64(s, 1, item_id);
-    sqlite3_bind_int64(s, 2, at);
-    bind_text_now(s, 3, from);
-    bind_text_now(s, 4, to);
-    bind_text_now(s, 5, event);
-    bind_text_max_now(s, 6, detail, STORE_TEXT_MAX);
-    bind_text_now(s, 7, actor ? actor : "unknown");
+    }
+    sqlite3_bind_int64(s, 1, row.id);
+    sqlite3_bind_int64(s, 2, item_id);
+    sqlite3_bind_int64(s, 3, at);
+    bind_text_now(s, 4, from);
+    bind_text_now(s, 5, to);
+    bind_text_now(s, 6, event);
+    bind_text_now(s, 7, detail);
+    bind_text_now(s, 8, row.actor);
+    sqlite3_bind_blob(s, 9, prev, STORE_HASH_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 10, hash, STORE_HASH_LEN, SQLITE_STATIC);
     int rc = sqlite3_step(s);
     stmt_done(s);
+    free(cut);
     if (rc != SQLITE_DONE)
         return db_fail(st, rc, err, errlen, "appending an event");
     return APBOT_OK;
+}
+
+/* An event row as read from columns id, item_id, at, from_state, to_state, event, detail,
+ * actor (0-7) and, when hashes, prev_hash and hash (8, 9): NULL where a hash is missing or not
+ * 32 bytes. Valid until the statement steps again. */
+static struct store_event_row col_event(sqlite3_stmt *s, bool hashes)
+{
+    struct store_event_row row = {
+        .id = sqlite3_column_int64(s, 0),
+        .item_id = sqlite3_column_int64(s, 1),
+        .at = sqlite3_column_int64(s, 2),
+        .from = (const char *)sqlite3_column_text(s, 3),
+        .to = (const char *)sqlite3_column_text(s, 4),
+        .event = (const char *)sqlite3_column_text(s, 5),
+        .detail = (const char *)sqlite3_column_text(s, 6),
+        .actor = (const char *)sqlite3_column_text(s, 7),
+    };
+    for (int i = 8; hashes && i < 10; i++) {
+        const unsigned char *h = sqlite3_column_blob(s, i);
+        if (h && sqlite3_column_bytes(s, i) == STORE_HASH_LEN)
+            *(i == 8 ? &row.prev_hash : &row.hash) = h;
+    }
+    return row;
+}
+
+/* Migration 3 -> 4: every event of the old table into events_v4, chained in id order; then
+ * the new table takes the old one's place (AUDIT_REBUILD). In the migration's transaction. */
+static int chain_history(struct store *st, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    int rc = sqlite3_prepare_v2(SQDB(st),
+                                "SELECT id, item_id, at, from_state, to_state, event, detail,"
+                                " actor FROM events ORDER BY id",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(SQDB(st),
+                                "INSERT INTO events_v4 (id, item_id, at, from_state, to_state,"
+                                " event, detail, actor, prev_hash, hash)"
+                                " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                -1, &ins, NULL);
+    unsigned char prev[STORE_HASH_LEN], hash[STORE_HASH_LEN];
+    memcpy(prev, store_audit_genesis, STORE_HASH_LEN);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct store_event_row row = col_event(q, false);
+        store_event_hash(prev, &row, hash);
+        sqlite3_bind_int64(ins, 1, row.id);
+        sqlite3_bind_int64(ins, 2, row.item_id);
+        sqlite3_bind_int64(ins, 3, row.at);
+        bind_text_now(ins, 4, row.from);
+        bind_text_now(ins, 5, row.to);
+        bind_text_now(ins, 6, row.event);
+        bind_text_now(ins, 7, row.detail);
+        bind_text_now(ins, 8, row.actor);
+        sqlite3_bind_blob(ins, 9, prev, STORE_HASH_LEN, SQLITE_STATIC);
+        sqlite3_bind_blob(ins, 10, hash, STORE_HASH_LEN, SQLITE_STATIC);
+        rc = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        sqlite3_clear_bindings(ins);
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+        memcpy(prev, hash, STORE_HASH_LEN);
+    }
+    int r =
+        rc == SQLITE_DONE ? APBOT_OK : db_fail(st, rc, err, errlen, "chaining the audit events");
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    if (r == APBOT_OK)
+        r = exec_sql(st, AUDIT_REBUILD, err, errlen);
+    return r;
 }
 
 /* Reads one item by a cached ITEM_COLS query; APBOT_E_NOTFOUND if none. */
@@ -1784,16 +1956,7 @@ static int sq_each_event(struct store *st, int64_t item_id, store_event_fn fn, v
     sqlite3_bind_int64(s, 1, item_id);
     int r = APBOT_OK;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_event_row row = {
-            .id = sqlite3_column_int64(s, 0),
-            .item_id = sqlite3_column_int64(s, 1),
-            .at = sqlite3_column_int64(s, 2),
-            .from = (const char *)sqlite3_column_text(s, 3),
-            .to = (const char *)sqlite3_column_text(s, 4),
-            .event = (const char *)sqlite3_column_text(s, 5),
-            .detail = (const char *)sqlite3_column_text(s, 6),
-            .actor = (const char *)sqlite3_column_text(s, 7),
-        };
+        struct store_event_row row = col_event(s, false);
         r = fn(ctx, &row);
         if (r)
             break;
@@ -2017,6 +2180,9 @@ static int sq_tally_in(struct store *st, struct store_tally *ret, char *err, siz
     t.evidence = sqlite3_column_int64(s, 1);
     t.late_commits = sqlite3_column_int64(s, 2);
     sqlite3_finalize(s);
+    int r = chain_last(st, &t.head_event_id, t.head_hash, err, errlen);
+    if (r)
+        return r;
     s = stmt_get(st, Q_COUNTS, err, errlen);
     if (!s)
         return APBOT_E_DB;
@@ -2081,21 +2247,9 @@ static int sq_dump(struct store *st, const struct store_dump *d, struct store_ta
     }
     sqlite3_finalize(s);
     s = NULL;
-    rc = sqlite3_prepare_v2(SQDB(st),
-                            "SELECT id, item_id, at, from_state, to_state, event, detail, actor"
-                            " FROM events ORDER BY id",
-                            -1, &s, NULL);
+    rc = sqlite3_prepare_v2(SQDB(st), EVENT_CHAIN_ALL, -1, &s, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        struct store_event_row row = {
-            .id = sqlite3_column_int64(s, 0),
-            .item_id = sqlite3_column_int64(s, 1),
-            .at = sqlite3_column_int64(s, 2),
-            .from = (const char *)sqlite3_column_text(s, 3),
-            .to = (const char *)sqlite3_column_text(s, 4),
-            .event = (const char *)sqlite3_column_text(s, 5),
-            .detail = (const char *)sqlite3_column_text(s, 6),
-            .actor = (const char *)sqlite3_column_text(s, 7),
-        };
+        struct store_event_row row = col_event(s, true);
         r = d->event(d->ctx, &row);
         if (r)
             goto out;
@@ -2244,10 +2398,12 @@ static int sq_load_item(struct store *st, const struct store_item *it, char *err
 static int sq_load_event(struct store *st, const struct store_event_row *row, char *err,
                          size_t errlen)
 {
+    /* The chain is carried as it is (store_copy): a NULL hash fails the table's NOT NULL. */
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(SQDB(st),
                                 "INSERT INTO events (id, item_id, at, from_state, to_state, event,"
-                                " detail, actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                                " detail, actor, prev_hash, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+                                " ?7, ?8, ?9, ?10)",
                                 -1, &s, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, row->id);
@@ -2258,6 +2414,13 @@ static int sq_load_event(struct store *st, const struct store_event_row *row, ch
         bind_text(s, 6, row->event);
         bind_text(s, 7, row->detail);
         bind_text(s, 8, row->actor);
+        for (int i = 0; i < 2; i++) {
+            const unsigned char *h = i ? row->hash : row->prev_hash;
+            if (h)
+                sqlite3_bind_blob(s, 9 + i, h, STORE_HASH_LEN, SQLITE_TRANSIENT);
+            else
+                sqlite3_bind_null(s, 9 + i);
+        }
     }
     return load_step(st, s, rc, err, errlen, "copying an event");
 }
@@ -2318,6 +2481,66 @@ static int sq_load_end(struct store *st, bool commit, char *err, size_t errlen)
     return r;
 }
 
+/* ---- the audit chain ------------------------------------------------------------------ */
+
+static int sq_each_chained(struct store *st, store_event_fn fn, void *ctx,
+                           struct store_audit_head *ret_recorded, char *err, size_t errlen)
+{
+    ret_recorded->event_id = -1; /* the last row is the head: nothing is kept apart */
+    /* One read transaction: a snapshot of the WAL that writers do not wait for. */
+    bool own = sqlite3_get_autocommit(SQDB(st));
+    int r = own ? exec_sql(st, "BEGIN", err, errlen) : APBOT_OK;
+    if (r)
+        return r;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(SQDB(st), EVENT_CHAIN_ALL, -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        struct store_event_row row = col_event(s, true);
+        r = fn(ctx, &row);
+        if (r)
+            break;
+        rc = SQLITE_OK;
+    }
+    if (r == APBOT_OK && rc != SQLITE_DONE)
+        r = db_fail(st, rc, err, errlen, "reading the audit events");
+    sqlite3_finalize(s);
+    if (own)
+        (void)exec_sql(st, "COMMIT", NULL, 0);
+    return r;
+}
+
+static int sq_audit_head(struct store *st, int64_t before_ms, struct store_audit_head *ret,
+                         char *err, size_t errlen)
+{
+    /* Backwards from the last event: a report of a recent day reads only the days after it. */
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(SQDB(st),
+                                "SELECT id, item_id, at, hash FROM events WHERE at < ?1"
+                                " ORDER BY id DESC LIMIT 1",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, before_ms);
+        rc = sqlite3_step(s);
+    }
+    int r = APBOT_OK;
+    if (rc == SQLITE_ROW) {
+        ret->event_id = sqlite3_column_int64(s, 0);
+        ret->item_id = sqlite3_column_int64(s, 1);
+        ret->at = sqlite3_column_int64(s, 2);
+        const void *h = sqlite3_column_blob(s, 3);
+        if (h && sqlite3_column_bytes(s, 3) == STORE_HASH_LEN)
+            memcpy(ret->hash, h, STORE_HASH_LEN);
+        else
+            memset(ret->hash, 0, STORE_HASH_LEN);
+    } else if (rc == SQLITE_DONE) {
+        ret->event_id = 0;
+    } else {
+        r = db_fail(st, rc, err, errlen, "reading the audit chain's head");
+    }
+    sqlite3_finalize(s);
+    return r;
+}
+
 static const struct store_ops sq_ops = {
     .name = "sqlite",
     .close = sq_close,
@@ -2351,4 +2574,6 @@ static const struct store_ops sq_ops = {
     .load_late = sq_load_late,
     .load_end = sq_load_end,
     .tally = sq_tally,
+    .each_chained = sq_each_chained,
+    .audit_head = sq_audit_head,
 };

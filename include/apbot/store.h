@@ -255,6 +255,9 @@ int store_each_limit(struct store *st, enum machine_state state, int64_t limit, 
 struct store_event_row {
     int64_t id, item_id, at; /* at: wall ms */
     const char *from, *to, *event, *detail, *actor;
+    /* the audit chain (below): STORE_HASH_LEN bytes each; NULL where a reader does not read them
+     * (store_each_event) or the row carries none */
+    const unsigned char *prev_hash, *hash;
 };
 typedef int (*store_event_fn)(void *ctx, const struct store_event_row *row);
 int store_each_event(struct store *st, int64_t item_id, store_event_fn fn, void *ctx, char *err,
@@ -372,27 +375,103 @@ bool store_path_has_password(const char *path);
  * the only way a path may reach a message or a log. Cannot fail. */
 void store_path_display(const char *path, char *buf, size_t len);
 
+#define STORE_HASH_LEN 32 /* a SHA-256 digest */
+
 /* Rows per table and items per state of one queue, read in one snapshot. */
 struct store_tally {
     int64_t items, events, evidence, late_commits;
     int64_t by_state[MACHINE_STATE__COUNT];
     int64_t unknown_state; /* items in a state this version does not know */
+    /* the audit chain's head: the last event's id (0: none) and hash (the genesis when none) */
+    int64_t head_event_id;
+    unsigned char head_hash[STORE_HASH_LEN];
 };
 int store_tally(struct store *st, struct store_tally *ret, char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
  * Copies a whole queue (items with their ids, counters, stamps, leases and documents; every
- * event, every piece of evidence; the late-commit observations) from one store into another,
- * in one transaction on the target, while the source is held against writers. Refuses a
- * target that holds any row (APBOT_E_STATE) and a source item in a state this version does
- * not know (APBOT_E_STATE). Before the target commits, and again after, the rows per table and
- * the items per state must equal the source's (else APBOT_E_BUG, nothing committed or, after,
- * reported). Stamps of the source's clock are foreign to the target's: the first write on
- * the target re-stamps them (due now, leases expired, settle delays counted again). Stop the
- * runners before copying. *ret_copied (may be NULL) gets the target's tally.
+ * event with its audit chain hashes as they are, every piece of evidence; the late-commit
+ * observations) from one store into another, in one transaction on the target, while the
+ * source is held against writers. Refuses a target that holds any row (APBOT_E_STATE) and a
+ * source item in a state this version does not know (APBOT_E_STATE). Before the target
+ * commits, and again after, the rows per table, the items per state and the audit chain's head
+ * must equal the source's (else APBOT_E_BUG, nothing committed or, after, reported): the chain
+ * is carried, not recomputed, so a head kept before the copy still names the same event and
+ * hash after it, and a chain broken on the source is broken on the target alike. Stamps of the
+ * source's clock are foreign to the target's: the first write on the target re-stamps them (due
+ * now, leases expired, settle delays counted again). Stop the runners before copying. *ret_copied
+ * (may be NULL) gets the target's tally.
  */
 int store_copy(struct store *from, struct store *to, struct store_tally *ret_copied, char *err,
                size_t errlen) APBOT_MUST_USE;
+
+/*
+ * ---- The audit chain ----
+ *
+ * Every audit event is chained to the one before it, one chain per queue in event id order:
+ * its hash is SHA-256 over the hash of the event before it (32 zero bytes for the first) and
+ * the event's canonical serialisation, version 1 (docs/operations.md, "The audit chain"):
+ *
+ *     "APBOT-AUDIT-1" || prev_hash || be64(id) || be64(item_id) || be64(at)
+ *         || f(from) || f(to) || f(event) || f(detail) || f(actor)
+ *     f(NULL) = be32(0xFFFFFFFF), f(s) = be32(bytes of s) || s
+ *
+ * Both hashes are kept in the event's row (prev_hash, hash), computed in the transaction that
+ * appends it and under the queue's write lock (SQLite) or the chain head's row lock
+ * (PostgreSQL), so the chain is one total order: the event ids, which are assigned in that
+ * same order. Anyone who can write the database can still rewrite the chain from some event
+ * to its end; what proves nothing before a point was changed is a head kept elsewhere (the
+ * daily report prints the day's) that the chain still holds.
+ */
+struct store_audit_head {
+    int64_t event_id; /* 0: no event yet */
+    int64_t item_id;
+    int64_t at; /* the event's wall ms */
+    unsigned char hash[STORE_HASH_LEN];
+};
+
+/* The chain's head as of before_ms (wall ms, exclusive; 0: now): the last event stamped
+ * before it, by id; event_id 0 and the genesis hash when there is none. */
+int store_audit_head(struct store *st, int64_t before_ms, struct store_audit_head *ret, char *err,
+                     size_t errlen) APBOT_MUST_USE;
+
+/* What store_audit_verify found. */
+enum store_audit_kind {
+    STORE_AUDIT_INTACT = 0, /* every event matches its hash and follows the one before it */
+    STORE_AUDIT_CHANGED,    /* an event's content no longer matches its hash */
+    STORE_AUDIT_MISSING,    /* events were deleted (an id gap, or the end of the chain) */
+    STORE_AUDIT_ORDER,      /* an event does not follow the one before it (moved, swapped) */
+    STORE_AUDIT_UNCHAINED,  /* an event carries no hash: not appended by apbot */
+    STORE_AUDIT_HEAD,       /* the chain does not hold the head kept earlier */
+};
+/* "intact", "changed", "missing", "order", "unchained", "head". */
+const char *store_audit_kind_name(enum store_audit_kind k);
+
+struct store_audit_result {
+    enum store_audit_kind kind;
+    int64_t events; /* events read */
+    /* the last event that verified, every one before it included (the head when intact) */
+    struct store_audit_head last_good;
+    int64_t event_id, item_id; /* the first event that does not match (0: none, as at the end) */
+    int64_t missing_from, missing_to; /* STORE_AUDIT_MISSING: the ids gone, when known */
+    char detail[320];                 /* one sentence naming what differs */
+};
+
+/*
+ * Recomputes the whole chain, in id order, in one read snapshot (writers go on), and names
+ * the first event that does not match. expect (may be NULL): a head kept earlier; the chain
+ * must still hold that event with that hash (STORE_AUDIT_HEAD when not), which also catches
+ * events deleted from the end. Returns APBOT_OK with *ret filled (kind STORE_AUDIT_INTACT or
+ * what broke), or a database error.
+ */
+int store_audit_verify(struct store *st, const struct store_audit_head *expect,
+                       struct store_audit_result *ret, char *err, size_t errlen) APBOT_MUST_USE;
+
+/* Lower-case hex of a hash (65 bytes with the NUL). Cannot fail. */
+void store_audit_hex(const unsigned char hash[STORE_HASH_LEN], char out[2 * STORE_HASH_LEN + 1]);
+/* Parses a kept head, "ID:HEX" (HEX 64 hex digits) as `apbot audit head` prints it after
+ * "event". Pure; APBOT_E_INVAL when malformed. */
+int store_audit_parse_head(const char *text, struct store_audit_head *ret) APBOT_MUST_USE;
 
 /*
  * ---- Pure decisions, shared by every backend (no I/O, no clock; table-tested) ----
