@@ -38,6 +38,9 @@ static const struct {
      "flow check FILE...                   validate flows\n"
      "  apbot flow trace FLOW --invoice FILE[#N] [--erp URL] [--dry-run]   explain one post"},
     {"migrate", cli_migrate, "migrate --from FILE.db --to postgresql://...   move a queue"},
+    {"audit", cli_audit,
+     "audit verify [--json] [--head ID:SHA256]   check the audit trail's hash chain\n"
+     "  apbot audit head [--date YYYY-MM-DD] [--json]   the chain's head at a day's end"},
 };
 
 static void usage(FILE *out)
@@ -62,7 +65,9 @@ static void usage(FILE *out)
             "  4  run stopped by the circuit breaker (ERP unreachable, login refused,\n"
             "     entry form missing or changed); untouched items stay queued\n"
             "  5  report found drift (duplicates, missing, orphans, mismatches)\n"
-            "  6  report does not balance\n");
+            "  6  report does not balance\n"
+            "  7  audit verify: the audit chain is broken (an event changed, deleted or\n"
+            "     reordered, or the kept head is not in it)\n");
 }
 
 int main(int argc, char **argv)
