@@ -12,7 +12,10 @@
  *  - passwords: never in a message (store_path_display table, a refused login), PGPASSWORD
  *    logs in; invalid UTF-8 in evidence is stored, not refused;
  *  - store_copy: SQLite -> PostgreSQL -> SQLite keeps every row (ids, stamps, events,
- *    evidence, late commits), verified; a non-empty target is refused.
+ *    evidence, late commits), verified; a non-empty target is refused; the audit chain is
+ *    carried and verifies on every copy to the same head;
+ *  - the audit chain: two processes appending at once make one chain without gaps; a queue of
+ *    schema 1 has its history chained when it is opened.
  * Every test skips, with the reason printed, when there is no test server.
  */
 #include <setjmp.h>
@@ -113,6 +116,19 @@ static int64_t enq(struct store *st, int n)
     if (store_enqueue_raw(st, &ni, NULL, &r, &id, err, sizeof(err)) != APBOT_OK)
         fail_msg("enqueue: %s", err);
     return id;
+}
+
+/* The audit chain verifies and holds n events, ids 1..n. */
+static struct store_audit_result assert_chain(struct store *st, int64_t n)
+{
+    struct store_audit_result r;
+    char err[APBOT_ERR_LEN];
+    assert_int_equal(store_audit_verify(st, NULL, &r, err, sizeof(err)), APBOT_OK);
+    if (r.kind != STORE_AUDIT_INTACT)
+        fail_msg("the chain does not verify: %s: %s", store_audit_kind_name(r.kind), r.detail);
+    assert_int_equal(r.events, n);
+    assert_int_equal(r.last_good.event_id, n);
+    return r;
 }
 
 /* Applies machine_next(ev) to the item as owner (keeping the lease while not terminal). */
@@ -426,6 +442,9 @@ static void test_pg_two_processes_never_claim_one_item_twice(void **state)
     struct store_counts c;
     assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(c.by_state[MACHINE_CHECKING], CLAIM_ITEMS);
+    /* Four hosts' worth of appends at once, one chain: every event chained to the one before,
+     * ids without a gap, in the order the chain's lock let them in. */
+    assert_chain(f->st, 2 * CLAIM_ITEMS);
 }
 
 /* ---- a lost connection is a crash ---- */
@@ -735,9 +754,25 @@ static void test_pg_copy_round_trip(void **state)
     assert_true(ra.len > 500);
     assert_string_equal(ra.text, rb.text);
     assert_string_equal(ra.text, rc.text);
-    /* The copy goes on where the source stopped: new ids after the copied ones. */
+    /* The audit chain is carried as it is: it verifies on every copy, to the same head (a head
+     * kept before the move still holds after it). */
+    struct store_audit_result va, vb, vc;
+    assert_int_equal(store_audit_verify(a, NULL, &va, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_audit_verify(b, &va.last_good, &vb, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_audit_verify(c, &va.last_good, &vc, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(va.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(vb.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(vc.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(va.events, t.events);
+    assert_int_equal(vb.last_good.event_id, va.last_good.event_id);
+    assert_memory_equal(vb.last_good.hash, va.last_good.hash, STORE_HASH_LEN);
+    assert_memory_equal(vc.last_good.hash, va.last_good.hash, STORE_HASH_LEN);
+    assert_int_equal(t.head_event_id, va.last_good.event_id);
+    /* The copy goes on where the source stopped: new ids after the copied ones, new events
+     * chained to the copied head. */
     int64_t next = enq(b, 99);
     assert_int_equal(next, 7);
+    (void)assert_chain(b, t.events + 1);
     store_close(a);
     store_close(c);
     unlink(a_path);
@@ -754,6 +789,56 @@ static void test_pg_copy_round_trip(void **state)
     store_test_trust_caller_clock(false);
 }
 
+/*
+ * A queue of schema 1 (before the audit chain) is chained when a newer apbot opens it: its
+ * events in id order, with the gaps its sequence left, multi-byte and NULL texts; it verifies,
+ * and the events appended after go on from its head at the next id.
+ */
+static void test_pg_migrates_history_into_the_chain(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    for (int i = 1; i <= 3; i++)
+        (void)enq(f->st, i);
+    struct apbot_now now;
+    apbot_clock_now(&now);
+    struct store_item it;
+    assert_int_equal(store_claim(f->st, "w", &now, 60000, &f->claimed, &it, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    store_item_done(&it);
+    store_close(f->st);
+    f->st = NULL;
+    /* Back to schema 1, as an older apbot left it; then history it wrote. */
+    assert_int_equal(pgt_exec(f->conn,
+                              "DROP TRIGGER events_chain ON events;"
+                              "DROP FUNCTION apbot_event_chain();"
+                              "DROP TABLE audit_chain;"
+                              "ALTER TABLE events DROP COLUMN prev_hash, DROP COLUMN hash;"
+                              "DROP FUNCTION apbot_event_hash(bytea, bigint, bigint, bigint, text,"
+                              " text, text, text, text);"
+                              "DROP FUNCTION apbot_audit_field(text);"
+                              "INSERT INTO events (id, item_id, at, from_state, to_state, event,"
+                              " detail, actor) VALUES"
+                              " (9, 2, 1700000000000, 'new', 'checking', 'claimed',"
+                              " 'Zahlung fÃ¼r MÃ¼ller', 'runner:old'),"
+                              " (12, 3, 1700000000001, NULL, 'new', 'enqueued', NULL, 'enqueue');"
+                              "UPDATE apbot_schema SET version = 1",
+                              false),
+                     0);
+    assert_int_equal(store_open(f->conn, &f->st, f->err, sizeof(f->err)), APBOT_OK);
+    struct store_audit_result r;
+    assert_int_equal(store_audit_verify(f->st, NULL, &r, f->err, sizeof(f->err)), APBOT_OK);
+    if (r.kind != STORE_AUDIT_INTACT)
+        fail_msg("%s", r.detail);
+    assert_int_equal(r.events, 6);
+    assert_int_equal(r.last_good.event_id, 12);
+    (void)enq(f->st, 4);
+    assert_int_equal(store_audit_verify(f->st, &r.last_good, &r, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(r.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(r.events, 7);
+    assert_int_equal(r.last_good.event_id, 13);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -768,6 +853,7 @@ int main(void)
         T(test_pg_passwords_never_echoed),
         T(test_pg_invalid_utf8_is_stored_not_refused),
         T(test_pg_copy_round_trip),
+        T(test_pg_migrates_history_into_the_chain),
     };
 #undef T
     (void)pgt_server(); /* says SKIP once when there is no server */

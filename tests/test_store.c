@@ -43,6 +43,10 @@
 #define M0 INT64_C(5000000)       /* the mono clock at T0 */
 #define BOOT_A "boot-a-0000-0000-0000-000000000000"
 #define BOOT_B "boot-b-0000-0000-0000-000000000000"
+/* The audit chain's hashes of events 1 and 4 of test_store_audit_check_table's chain: the
+ * serialisation, version 1, pinned. */
+#define AUDIT_KAT_1 "54f94ae46919f44ea4cce211e855c5c47df37d5387c65423433d9865d776675a"
+#define AUDIT_KAT_4 "6e04941588c32b702c2f025b17a10d0382ca8f50d81287dce5d439a2393becb7"
 
 /* A clock reading at wall ms, mono moving with it, under boot A. */
 #define AT(ms) (&(struct apbot_now){.wall_ms = (ms), .mono_ms = (ms)-T0 + M0, .boot = BOOT_A})
@@ -1542,6 +1546,548 @@ static void test_store_counts_and_each(void **state)
     assert_false(any);
 }
 
+/* ---- the audit chain ---- */
+
+static struct store_audit_result audit(struct fx *f, const struct store_audit_head *expect)
+{
+    struct store_audit_result r;
+    if (store_audit_verify(f->st, expect, &r, f->err, sizeof(f->err)) != APBOT_OK)
+        fail_msg("audit verify: %s", f->err);
+    return r;
+}
+
+static void assert_intact(struct fx *f)
+{
+    struct store_audit_result r = audit(f, NULL);
+    if (r.kind != STORE_AUDIT_INTACT)
+        fail_msg("the chain does not verify: %s: %s", store_audit_kind_name(r.kind), r.detail);
+}
+
+/* Asserts verify finds kind at event id, with the last good event before it. */
+static struct store_audit_result assert_break(struct fx *f, enum store_audit_kind kind, int64_t id,
+                                              int64_t last_good)
+{
+    struct store_audit_result r = audit(f, NULL);
+    if (r.kind != kind || r.event_id != id || r.last_good.event_id != last_good)
+        fail_msg("want %s at #%" PRId64 " after #%" PRId64 ", got %s at #%" PRId64
+                 " after #%" PRId64 ": %s",
+                 store_audit_kind_name(kind), id, last_good, store_audit_kind_name(r.kind),
+                 r.event_id, r.last_good.event_id, r.detail);
+    return r;
+}
+
+static void raw_ok(struct raw *r, const char *sql)
+{
+    if (raw_exec(r, sql) != 0)
+        fail_msg("%s: %s", sql, r->db ? sqlite3_errmsg(r->db) : PQerrorMessage(r->pg));
+}
+
+static void raw_okf(struct raw *r, const char *fmt, ...) APBOT_PRINTF(2, 3);
+static void raw_okf(struct raw *r, const char *fmt, ...)
+{
+    char sql[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof(sql), fmt, ap);
+    va_end(ap);
+    raw_ok(r, sql);
+}
+
+/* Every event's id, item and hashes as the backend reads them for verification. */
+struct chain_rows {
+    int n;
+    struct store_event_row row[64];
+    unsigned char prev[64][STORE_HASH_LEN], hash[64][STORE_HASH_LEN];
+    char text[64][5][256];
+};
+
+static int chain_row(void *ctx, const struct store_event_row *r)
+{
+    struct chain_rows *c = ctx;
+    if (c->n >= 64)
+        return -1;
+    int i = c->n++;
+    const char *t[5] = {r->from, r->to, r->event, r->detail, r->actor};
+    const char **dst[5] = {&c->row[i].from, &c->row[i].to, &c->row[i].event, &c->row[i].detail,
+                           &c->row[i].actor};
+    c->row[i] = (struct store_event_row){.id = r->id, .item_id = r->item_id, .at = r->at};
+    for (int k = 0; k < 5; k++) {
+        snprintf(c->text[i][k], sizeof(c->text[i][k]), "%s", t[k] ? t[k] : "");
+        *dst[k] = t[k] ? c->text[i][k] : NULL;
+    }
+    assert_non_null(r->prev_hash);
+    assert_non_null(r->hash);
+    memcpy(c->prev[i], r->prev_hash, STORE_HASH_LEN);
+    memcpy(c->hash[i], r->hash, STORE_HASH_LEN);
+    c->row[i].prev_hash = c->prev[i];
+    c->row[i].hash = c->hash[i];
+    return 0;
+}
+
+static void chain_read(struct fx *f, struct chain_rows *c)
+{
+    memset(c, 0, sizeof(*c));
+    struct store_audit_head rec;
+    assert_int_equal(f->st->ops->each_chained(f->st, chain_row, c, &rec, f->err, sizeof(f->err)),
+                     APBOT_OK);
+}
+
+/* A hash as an SQL literal of the backend. */
+static const char *hash_sql(struct fx *f, const unsigned char h[STORE_HASH_LEN], char *buf,
+                            size_t len)
+{
+    char hex[2 * STORE_HASH_LEN + 1];
+    store_audit_hex(h, hex);
+    snprintf(buf, len, f->bk == BK_SQLITE ? "X'%s'" : "'\\x%s'::bytea", hex);
+    return buf;
+}
+
+/* A history that goes through every path that appends an event: enqueue (alone and in a
+ * batch), claim, apply, apply with evidence and then a claim in one call, a take-over, crash
+ * recovery; a detail in multi-byte UTF-8, and NULLs (an enqueued event has no from). */
+static void audit_history(struct fx *f)
+{
+    for (int i = 1; i <= 3; i++)
+        (void)enq(f, i, 0, T0 + i, NULL);
+    assert_int_equal(store_begin(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    (void)enq(f, 4, 0, T0 + 4, NULL);
+    (void)enq(f, 5, 0, T0 + 5, NULL);
+    assert_int_equal(store_commit(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    int64_t a = claim_id(f, f->st, "w", T0 + 10);
+    int64_t b = claim_id(f, f->st, "w", T0 + 11);
+    assert_int_equal(step_item(f, f->st, a, "w", MACHINE_EV_NOT_FOUND, T0 + 20, NULL, NULL),
+                     APBOT_OK);
+    struct store_item it;
+    assert_int_equal(store_get(f->st, a, &it, f->err, sizeof(f->err)), APBOT_OK);
+    struct machine_step step, next;
+    assert_int_equal(machine_next(it.state, MACHINE_EV_CONFIRMED, &it.counters, &f->pol, &step),
+                     APBOT_OK);
+    store_item_done(&it);
+    struct store_evidence ev = {.step = "post", .method = "POST", .url = "/ap", .excerpt = "ok"};
+    struct store_change ch = {.from = MACHINE_POSTING,
+                              .event = MACHINE_EV_CONFIRMED,
+                              .step = &step,
+                              .erp_doc = "AP-1",
+                              .detail =
+                                  "Zahlung f\xc3\xbcr M\xc3\xbcller \xe2\x80\x93 \xe6\x94\xaf",
+                              .actor = "runner:w",
+                              .evidence = &ev,
+                              .n_evidence = 1};
+    struct store_item done, claimed;
+    bool got = false;
+    assert_int_equal(store_apply_claim(f->st, a, "w", &ch, AT(T0 + 30), NULL, &done, 30000,
+                                       &f->claimed, &claimed, &got, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    store_item_done(&done);
+    assert_true(got);
+    store_item_done(&claimed);
+    /* b's lease runs out: taken over as recovery does */
+    assert_int_equal(store_get(f->st, b, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(machine_next(it.state, MACHINE_EV_LEASE_EXPIRED, &it.counters, &f->pol, &next),
+                     APBOT_OK);
+    store_item_done(&it);
+    struct store_change rel = {.from = MACHINE_CHECKING,
+                               .event = MACHINE_EV_LEASE_EXPIRED,
+                               .step = &next,
+                               .detail = "",
+                               .actor = "recovery",
+                               .take_over = true};
+    assert_int_equal(
+        store_apply(f->st, b, NULL, &rel, AT(T0 + 31000 + 10), NULL, f->err, sizeof(f->err)),
+        APBOT_OK);
+    int n = 0;
+    assert_int_equal(store_recover(f->st, AT(T0 + 100000), &f->pol, &n, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_true(n >= 1);
+}
+
+/*
+ * The chain on both backends: a history through every path verifies, with as many events as
+ * the queue holds and ids 1..n in order; then each way of rewriting the record after the fact
+ * is found at the first event it touches, and the record restored verifies again. The append-
+ * only triggers are dropped first, as someone with the database's owner rights would.
+ */
+static void test_store_audit_chain_detects_tampering(void **state)
+{
+    struct fx *f = *state;
+    audit_history(f);
+    struct store_audit_result r = audit(f, NULL);
+    assert_int_equal(r.kind, STORE_AUDIT_INTACT);
+    struct store_tally t;
+    assert_int_equal(store_tally(f->st, &t, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(r.events, t.events);
+    assert_true(t.events >= 12);
+    assert_int_equal(r.last_good.event_id, t.head_event_id);
+    assert_memory_equal(r.last_good.hash, t.head_hash, STORE_HASH_LEN);
+    struct chain_rows c;
+    chain_read(f, &c);
+    assert_int_equal(c.n, t.events);
+    for (int i = 0; i < c.n; i++)
+        assert_int_equal(c.row[i].id, i + 1); /* ids follow the chain, no gaps */
+    const int64_t n = c.n;
+    struct store_audit_head head = r.last_good;
+
+    struct raw db = raw_open(f->bk, f->path);
+    if (f->bk == BK_SQLITE)
+        raw_ok(&db, "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete");
+    else
+        raw_ok(&db, "ALTER TABLE events DISABLE TRIGGER USER");
+
+    /* An UPDATE of a past event's content: each column the hash covers. */
+    static const char *const edits[][2] = {
+        {"detail = detail || 'x'", "detail = substr(detail, 1, length(detail) - 1)"},
+        {"at = at + 1", "at = at - 1"},
+        {"actor = 'operator:mallory'", NULL},
+        {"to_state = 'tampered'", NULL},
+        {"item_id = 1", NULL},
+    };
+    for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+        int64_t id = 4 + (int64_t)i;
+        char undo[256];
+        struct chain_rows *o = &c;
+        const struct store_event_row *orig = &o->row[id - 1];
+        if (edits[i][1])
+            snprintf(undo, sizeof(undo), "%s", edits[i][1]);
+        else if (strncmp(edits[i][0], "actor", 5) == 0)
+            snprintf(undo, sizeof(undo), "actor = '%s'", orig->actor);
+        else if (strncmp(edits[i][0], "to_state", 8) == 0)
+            snprintf(undo, sizeof(undo), "to_state = '%s'", orig->to);
+        else
+            snprintf(undo, sizeof(undo), "item_id = %" PRId64, orig->item_id);
+        if (orig->item_id == 1 && strncmp(edits[i][0], "item_id", 7) == 0)
+            continue; /* no change to find */
+        raw_okf(&db, "UPDATE events SET %s WHERE id = %" PRId64, edits[i][0], id);
+        r = assert_break(f, STORE_AUDIT_CHANGED, id, id - 1);
+        assert_int_equal(r.item_id, edits[i][0][0] == 'i' ? 1 : orig->item_id);
+        assert_non_null(strstr(r.detail, "no longer matches its hash"));
+        raw_okf(&db, "UPDATE events SET %s WHERE id = %" PRId64, undo, id);
+        assert_intact(f);
+    }
+    /* The hash column itself. */
+    char lit[160];
+    raw_okf(&db, "UPDATE events SET hash = %s WHERE id = 2",
+            hash_sql(f, c.hash[0], lit, sizeof(lit)));
+    (void)assert_break(f, STORE_AUDIT_CHANGED, 2, 1);
+    raw_okf(&db, "UPDATE events SET hash = %s WHERE id = 2",
+            hash_sql(f, c.hash[1], lit, sizeof(lit)));
+    assert_intact(f);
+
+    /* A reordered pair: two events swap their ids (each row moves whole)... */
+    raw_ok(&db, "UPDATE events SET id = -1 WHERE id = 6; UPDATE events SET id = 6 WHERE id = 5;"
+                " UPDATE events SET id = 5 WHERE id = -1");
+    r = assert_break(f, STORE_AUDIT_ORDER, 5, 4);
+    assert_non_null(strstr(r.detail, "appended as #6"));
+    raw_ok(&db, "UPDATE events SET id = -1 WHERE id = 6; UPDATE events SET id = 6 WHERE id = 5;"
+                " UPDATE events SET id = 5 WHERE id = -1");
+    assert_intact(f);
+    /* ... or their contents (here the items they belong to). */
+    int64_t x = 0, y = 0;
+    for (int64_t i = 1; i < n && !x; i++)
+        if (c.row[i].item_id != c.row[i - 1].item_id)
+            x = i, y = i + 1; /* ids of two neighbours of different items */
+    assert_true(x > 0);
+    raw_okf(&db,
+            "UPDATE events SET item_id = CASE id WHEN %" PRId64 " THEN %" PRId64 " ELSE %" PRId64
+            " END WHERE id IN (%" PRId64 ", %" PRId64 ")",
+            x, c.row[y - 1].item_id, c.row[x - 1].item_id, x, y);
+    (void)assert_break(f, STORE_AUDIT_CHANGED, x, x - 1);
+    raw_okf(&db,
+            "UPDATE events SET item_id = CASE id WHEN %" PRId64 " THEN %" PRId64 " ELSE %" PRId64
+            " END WHERE id IN (%" PRId64 ", %" PRId64 ")",
+            x, c.row[x - 1].item_id, c.row[y - 1].item_id, x, y);
+    assert_intact(f);
+
+    /* A deleted event: the next one no longer follows the one before the gap. */
+    raw_ok(&db, "CREATE TABLE saved AS SELECT * FROM events WHERE id IN (7, 8)");
+    raw_ok(&db, "DELETE FROM events WHERE id = 7");
+    r = assert_break(f, STORE_AUDIT_MISSING, 8, 6);
+    assert_int_equal(r.missing_from, 7);
+    assert_int_equal(r.missing_to, 7);
+    assert_non_null(strstr(r.detail, "event #7 is missing"));
+    raw_ok(&db, "DELETE FROM events WHERE id = 8");
+    r = assert_break(f, STORE_AUDIT_MISSING, 9, 6);
+    assert_int_equal(r.missing_to, 8);
+    raw_ok(&db, "INSERT INTO events SELECT * FROM saved");
+    assert_intact(f);
+    /* The first event. */
+    raw_ok(&db, "DROP TABLE saved; CREATE TABLE saved AS SELECT * FROM events WHERE id = 1");
+    raw_ok(&db, "DELETE FROM events WHERE id = 1");
+    r = assert_break(f, STORE_AUDIT_MISSING, 2, 0);
+    assert_int_equal(r.missing_from, 1);
+    raw_ok(&db, "INSERT INTO events SELECT * FROM saved");
+    assert_intact(f);
+    /* The last event: the kept head finds it gone; PostgreSQL's chain row does by itself. */
+    raw_okf(&db, "DROP TABLE saved; CREATE TABLE saved AS SELECT * FROM events WHERE id = %" PRId64,
+            n);
+    raw_okf(&db, "DELETE FROM events WHERE id = %" PRId64, n);
+    r = audit(f, &head);
+    assert_int_equal(r.kind, STORE_AUDIT_HEAD);
+    assert_int_equal(r.event_id, n);
+    assert_int_equal(r.last_good.event_id, n - 1);
+    assert_non_null(strstr(r.detail, "were deleted"));
+    r = audit(f, NULL);
+    if (f->bk == BK_SQLITE) {
+        assert_int_equal(r.kind, STORE_AUDIT_INTACT); /* the chain alone cannot tell */
+    } else {
+        assert_int_equal(r.kind, STORE_AUDIT_MISSING);
+        assert_int_equal(r.event_id, n);
+        assert_int_equal(r.missing_from, n);
+    }
+    raw_ok(&db, "INSERT INTO events SELECT * FROM saved");
+    assert_intact(f);
+    assert_int_equal(audit(f, &head).kind, STORE_AUDIT_INTACT);
+
+    /* An event rewritten with a hash that matches its new content: the next event no longer
+     * follows it. Rewriting every event after it too leaves a chain that verifies - which only
+     * the kept head tells from the original. */
+    struct store_event_row w = c.row[3];
+    w.detail = "approved by nobody";
+    unsigned char h[STORE_HASH_LEN], prevh[STORE_HASH_LEN];
+    store_event_hash(c.prev[3], &w, h);
+    raw_okf(&db, "UPDATE events SET detail = '%s', hash = %s WHERE id = 4", w.detail,
+            hash_sql(f, h, lit, sizeof(lit)));
+    r = assert_break(f, STORE_AUDIT_ORDER, 5, 4);
+    assert_non_null(strstr(r.detail, "was not appended after event #4"));
+    memcpy(prevh, h, STORE_HASH_LEN);
+    char lit2[160];
+    for (int64_t i = 5; i <= n; i++) {
+        store_event_hash(prevh, &c.row[i - 1], h);
+        raw_okf(&db, "UPDATE events SET prev_hash = %s, hash = %s WHERE id = %" PRId64,
+                hash_sql(f, prevh, lit, sizeof(lit)), hash_sql(f, h, lit2, sizeof(lit2)), i);
+        memcpy(prevh, h, STORE_HASH_LEN);
+    }
+    if (f->bk == BK_PG) /* the chain row too, as whoever rewrites it would */
+        raw_okf(&db, "UPDATE audit_chain SET hash = %s", hash_sql(f, h, lit, sizeof(lit)));
+    assert_int_equal(audit(f, NULL).kind, STORE_AUDIT_INTACT);
+    r = audit(f, &head);
+    assert_int_equal(r.kind, STORE_AUDIT_HEAD);
+    assert_int_equal(r.event_id, n);
+    assert_non_null(strstr(r.detail, "rewritten"));
+    /* A head kept before the rewrite began (event 3) still holds. */
+    struct store_audit_head early = {.event_id = 3};
+    memcpy(early.hash, c.hash[2], STORE_HASH_LEN);
+    assert_int_equal(audit(f, &early).kind, STORE_AUDIT_INTACT);
+    /* Put back as it was, so the teardown finds the chain intact. */
+    raw_okf(&db, "UPDATE events SET detail = '%s' WHERE id = 4", c.row[3].detail);
+    for (int64_t i = 4; i <= n; i++)
+        raw_okf(&db, "UPDATE events SET prev_hash = %s, hash = %s WHERE id = %" PRId64,
+                hash_sql(f, c.prev[i - 1], lit, sizeof(lit)),
+                hash_sql(f, c.hash[i - 1], lit2, sizeof(lit2)), i);
+    if (f->bk == BK_PG)
+        raw_okf(&db, "UPDATE audit_chain SET hash = %s", hash_sql(f, head.hash, lit, sizeof(lit)));
+    assert_int_equal(audit(f, &head).kind, STORE_AUDIT_INTACT);
+    raw_close(&db);
+}
+
+/* The head as of a moment: the last event stamped before it; a head kept on day one still
+ * verifies after day two's events. */
+static void test_store_audit_head_of_a_day(void **state)
+{
+    struct fx *f = *state;
+    const int64_t day = INT64_C(86400000);
+    struct store_audit_head h;
+    assert_int_equal(store_audit_head(f->st, 0, &h, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(h.event_id, 0);
+    assert_memory_equal(h.hash, store_audit_genesis, STORE_HASH_LEN);
+    int64_t a = enq(f, 1, 0, T0, NULL);
+    (void)enq(f, 2, 0, T0 + 1000, NULL);
+    (void)enq(f, 3, 0, T0 + day, NULL);
+    assert_int_equal(store_audit_head(f->st, T0, &h, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(h.event_id, 0);
+    assert_int_equal(store_audit_head(f->st, T0 + 1, &h, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(h.event_id, 1);
+    assert_int_equal(h.item_id, a);
+    assert_int_equal(h.at, T0);
+    struct store_audit_head day1;
+    assert_int_equal(store_audit_head(f->st, T0 + day, &day1, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(day1.event_id, 2);
+    assert_int_equal(claim_id(f, f->st, "w", T0 + day + 5), a);
+    assert_int_equal(store_audit_head(f->st, 0, &h, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(h.event_id, 4);
+    struct store_audit_result r = audit(f, &day1);
+    assert_int_equal(r.kind, STORE_AUDIT_INTACT);
+    assert_int_equal(r.last_good.event_id, 4);
+    assert_memory_equal(r.last_good.hash, h.hash, STORE_HASH_LEN);
+    /* A head that never was: another hash for event 2, or an event the queue never had. */
+    struct store_audit_head bad = day1;
+    bad.hash[0] ^= 1;
+    r = audit(f, &bad);
+    assert_int_equal(r.kind, STORE_AUDIT_HEAD);
+    assert_int_equal(r.event_id, 2);
+    bad = day1;
+    bad.event_id = 99;
+    assert_int_equal(audit(f, &bad).kind, STORE_AUDIT_HEAD);
+    /* The kept form parses back. */
+    char hex[2 * STORE_HASH_LEN + 1], token[96];
+    store_audit_hex(day1.hash, hex);
+    snprintf(token, sizeof(token), "%" PRId64 ":%s", day1.event_id, hex);
+    assert_int_equal(store_audit_parse_head(token, &bad), APBOT_OK);
+    assert_int_equal(bad.event_id, 2);
+    assert_memory_equal(bad.hash, day1.hash, STORE_HASH_LEN);
+}
+
+/* ---- the audit chain's decision (pure) ---- */
+
+/* Four events chained as apbot appends them. */
+struct chain4 {
+    struct store_event_row r[4];
+    unsigned char prev[4][STORE_HASH_LEN], hash[4][STORE_HASH_LEN];
+};
+
+static void chain4_make(struct chain4 *c)
+{
+    static const struct store_event_row base[4] = {
+        {.id = 1,
+         .item_id = 1,
+         .at = T0,
+         .to = "new",
+         .event = "enqueued",
+         .detail = "month-end.csv:2",
+         .actor = "enqueue"},
+        {.id = 2,
+         .item_id = 1,
+         .at = T0 + 5,
+         .from = "new",
+         .to = "checking",
+         .event = "claimed",
+         .detail = "claimed: look the key up first",
+         .actor = "runner:w"},
+        {.id = 3,
+         .item_id = 2,
+         .at = T0 + 9,
+         .to = "new",
+         .event = "enqueued",
+         .detail = NULL,
+         .actor = "enqueue"},
+        {.id = 4,
+         .item_id = 1,
+         .at = T0 + 12,
+         .from = "checking",
+         .to = "posting",
+         .event = "not-found",
+         .detail = "Zahlung f\xc3\xbcr M\xc3\xbcller",
+         .actor = "runner:w"},
+    };
+    for (int i = 0; i < 4; i++) {
+        c->r[i] = base[i];
+        memcpy(c->prev[i], i ? c->hash[i - 1] : store_audit_genesis, STORE_HASH_LEN);
+        store_event_hash(c->prev[i], &c->r[i], c->hash[i]);
+        c->r[i].prev_hash = c->prev[i];
+        c->r[i].hash = c->hash[i];
+    }
+}
+
+static void test_store_audit_check_table(void **state)
+{
+    (void)state;
+    struct chain4 c;
+    chain4_make(&c);
+    char d[320];
+    /* The serialisation is pinned: a change of it must be a new version (a new tag). */
+    char hex[2 * STORE_HASH_LEN + 1];
+    store_audit_hex(c.hash[0], hex);
+    assert_string_equal(hex, AUDIT_KAT_1);
+    store_audit_hex(c.hash[3], hex);
+    assert_string_equal(hex, AUDIT_KAT_4);
+    /* Unambiguous: NULL is not "", and no text can take bytes from its neighbour. */
+    unsigned char h1[STORE_HASH_LEN], h2[STORE_HASH_LEN];
+    struct store_event_row a = c.r[0], b = c.r[0];
+    b.from = "";
+    store_event_hash(NULL, &a, h1);
+    store_event_hash(NULL, &b, h2);
+    assert_memory_not_equal(h1, h2, STORE_HASH_LEN);
+    a.detail = "ab", a.actor = "c";
+    b = a;
+    b.detail = "a", b.actor = "bc";
+    store_event_hash(NULL, &a, h1);
+    store_event_hash(NULL, &b, h2);
+    assert_memory_not_equal(h1, h2, STORE_HASH_LEN);
+    store_event_hash(NULL, &c.r[0], h1); /* NULL prev is the genesis */
+    assert_memory_equal(h1, c.hash[0], STORE_HASH_LEN);
+
+    /* Rows made from the chain, one per case. */
+    struct store_event_row changed = c.r[1], at = c.r[1], flipped = c.r[1], nofrom = c.r[1],
+                           unchained = c.r[1], swap_a = c.r[2], swap_b = c.r[1], moved = c.r[2],
+                           rewritten = c.r[1];
+    changed.detail = "claimed: looked up by someone else";
+    at.at++;
+    unsigned char badhash[STORE_HASH_LEN], moved_hash[STORE_HASH_LEN], rw_hash[STORE_HASH_LEN];
+    memcpy(badhash, c.hash[1], STORE_HASH_LEN);
+    badhash[31] ^= 0x80;
+    flipped.hash = badhash;
+    nofrom.from = NULL;
+    unchained.hash = NULL;
+    swap_a.id = 2; /* event 3 at id 2, event 2 at id 3 */
+    swap_b.id = 3;
+    moved.id = 2; /* event 3's content, re-hashed as if it followed event 2, put at id 2 */
+    moved.prev_hash = c.hash[1];
+    store_event_hash(moved.prev_hash, &moved, moved_hash);
+    moved.hash = moved_hash;
+    struct store_event_row moved1 = moved; /* the same at id 1 */
+    unsigned char moved1_hash[STORE_HASH_LEN];
+    moved1.id = 1;
+    store_event_hash(moved1.prev_hash, &moved1, moved1_hash);
+    moved1.hash = moved1_hash;
+    rewritten.detail = "approved by nobody"; /* event 2 rewritten with a fitting hash */
+    store_event_hash(rewritten.prev_hash, &rewritten, rw_hash);
+    rewritten.hash = rw_hash;
+
+    static const char *const none = NULL;
+    const struct {
+        const struct store_event_row *prev, *cur, *next;
+        enum store_audit_kind want;
+        const char *says;
+    } table[] = {
+        {NULL, &c.r[0], &c.r[1], STORE_AUDIT_INTACT, none},
+        {&c.r[0], &c.r[1], &c.r[2], STORE_AUDIT_INTACT, none},
+        {&c.r[2], &c.r[3], NULL, STORE_AUDIT_INTACT, none},
+        {NULL, &c.r[0], NULL, STORE_AUDIT_INTACT, none},
+        {&c.r[0], &changed, &c.r[2], STORE_AUDIT_CHANGED, "event #2 (item #1) no longer matches"},
+        {&c.r[0], &at, &c.r[2], STORE_AUDIT_CHANGED, "no longer matches its hash"},
+        {&c.r[0], &flipped, &c.r[2], STORE_AUDIT_CHANGED, "no longer matches its hash"},
+        {&c.r[0], &nofrom, &c.r[2], STORE_AUDIT_CHANGED, "no longer matches its hash"},
+        {&c.r[0], &unchained, &c.r[2], STORE_AUDIT_UNCHAINED, "carries no hash"},
+        {&c.r[0], &swap_a, &swap_b, STORE_AUDIT_ORDER,
+         "event #2 (item #2) holds the event "
+         "appended as #3"},
+        {&c.r[0], &c.r[2], &c.r[3], STORE_AUDIT_MISSING, "event #2 is missing before event #3"},
+        {&c.r[0], &c.r[3], NULL, STORE_AUDIT_MISSING, "events #2 to #3 are missing"},
+        {NULL, &c.r[1], &c.r[2], STORE_AUDIT_MISSING, "event #1 is missing before event #2"},
+        {NULL, &c.r[2], &c.r[3], STORE_AUDIT_MISSING, "events #1 to #2 are missing"},
+        {&c.r[0], &moved, &c.r[3], STORE_AUDIT_ORDER, "was not appended after event #1"},
+        {NULL, &moved1, NULL, STORE_AUDIT_ORDER, "is the first event but was appended after"},
+        {&c.r[0], &rewritten, &c.r[2], STORE_AUDIT_INTACT, none}, /* found at the next one: */
+        {&rewritten, &c.r[2], &c.r[3], STORE_AUDIT_ORDER,
+         "event #3 (item #2) was not appended "
+         "after event #2"},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        d[0] = '\0';
+        enum store_audit_kind k =
+            store_audit_check(table[i].prev, table[i].cur, table[i].next, d, sizeof(d));
+        if (k != table[i].want || (table[i].says && !strstr(d, table[i].says)))
+            fail_msg("case %zu: want %s (%s), got %s: %s", i, store_audit_kind_name(table[i].want),
+                     table[i].says ? table[i].says : "-", store_audit_kind_name(k), d);
+    }
+    /* Kept heads parse strictly. */
+    struct store_audit_head h;
+    store_audit_hex(c.hash[3], hex);
+    char tok[96];
+    snprintf(tok, sizeof(tok), "4:%s", hex);
+    assert_int_equal(store_audit_parse_head(tok, &h), APBOT_OK);
+    assert_int_equal(h.event_id, 4);
+    assert_memory_equal(h.hash, c.hash[3], STORE_HASH_LEN);
+    snprintf(tok, sizeof(tok), "#4:%s", hex);
+    assert_int_equal(store_audit_parse_head(tok, &h), APBOT_OK);
+    const char *bad[] = {"", "4", "4:", "x:00", "4:abc", "-4:00", "99999999999999999999:00"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(store_audit_parse_head(bad[i], &h), APBOT_E_INVAL);
+    snprintf(tok, sizeof(tok), "4:%.63sg", hex);
+    assert_int_equal(store_audit_parse_head(tok, &h), APBOT_E_INVAL);
+    snprintf(tok, sizeof(tok), "4:%s0", hex);
+    assert_int_equal(store_audit_parse_head(tok, &h), APBOT_E_INVAL);
+}
+
 /* ---- pure decisions (the same for every backend) ---- */
 
 /* An item carrying only the stamps the decisions read. lease_owner is borrowed: never pass
@@ -2822,7 +3368,8 @@ int main(void)
         X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
         X(test_store_busy_retry_outlasts_a_lock),                                                  \
         X(test_store_busy_two_processes_under_write_pressure),                                     \
-        X(test_store_backend_ops_are_checked)
+        X(test_store_backend_ops_are_checked), X(test_store_audit_chain_detects_tampering),        \
+        X(test_store_audit_head_of_a_day)
     const struct CMUnitTest sqlite_tests[] = {
         BOTH(T),
         cmocka_unit_test(test_store_memory_db_opens),
@@ -2832,6 +3379,7 @@ int main(void)
         cmocka_unit_test(test_store_lease_allows_table),
         cmocka_unit_test(test_store_apply_guard_table),
         cmocka_unit_test(test_store_restamp_table),
+        cmocka_unit_test(test_store_audit_check_table),
         T(test_store_files_are_private),
         T(test_store_migrates_a_version_1_queue),
         T(test_store_writer_connection_stays_on_its_file),
