@@ -4,7 +4,9 @@
  * another, typically from the embedded SQLite file to a shared PostgreSQL queue.
  *
  * The copy is store_copy(): one transaction on the target, which must be empty; the rows per
- * table and the items per state are compared before the target commits and again after.
+ * table, the items per state and the audit chain's head (the chain is carried, hashes and
+ * all: `apbot audit verify` on the target checks the same chain) are compared before the
+ * target commits and again after.
  * Refused while a runner holds a live lease on the source (stop every runner first), and
  * for a --from/--to carrying a password (it would show in `ps`; use PGPASSWORD, ~/.pgpass or
  * a service file). Prints both tallies side by side. Exit 0 copied and verified, 1 error,
@@ -62,6 +64,8 @@ static void print_tally(const struct store_tally *a, const struct store_tally *b
     printf("%-20s %12" PRId64 " %12" PRId64 "\n", "events", a->events, b->events);
     printf("%-20s %12" PRId64 " %12" PRId64 "\n", "evidence", a->evidence, b->evidence);
     printf("%-20s %12" PRId64 " %12" PRId64 "\n", "late commits", a->late_commits, b->late_commits);
+    printf("%-20s %12" PRId64 " %12" PRId64 "\n", "audit chain head", a->head_event_id,
+           b->head_event_id);
 }
 
 int cli_migrate(const struct cli_ctx *ctx, int argc, char **argv)
@@ -139,7 +143,11 @@ int cli_migrate(const struct cli_ctx *ctx, int argc, char **argv)
     printf("migrated %s (%s) to %s (%s)\n", from_shown, store_backend(src), to_shown,
            store_backend(dst));
     print_tally(&source, &copied);
-    printf("verified: every table and every state has the same count on both sides\n");
+    char head[2 * STORE_HASH_LEN + 1];
+    store_audit_hex(copied.head_hash, head);
+    printf("verified: every table and every state has the same count on both sides, and the\n"
+           "audit chain the same head (carried as it is): %" PRId64 ":%s\n",
+           copied.head_event_id, head);
     ret = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 out:
     store_close(dst);
