@@ -1510,6 +1510,12 @@ static int build_start(struct build *b, struct store *st, const struct flow *f,
     r->flow_name = apbot_xstrdup(f ? (f->name ? f->name : f->path) : NULL);
     r->sum.flow_name = r->flow_name;
 
+    struct store_audit_head head;
+    rc = store_audit_head(st, b->day_end, &head, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    r->sum.audit_head_id = head.event_id;
+    store_audit_hex(head.hash, r->sum.audit_head_hash);
     /* the queue first: the ERP listing is then compared with one consistent snapshot */
     rc = store_counts(st, counts, err, errlen);
     if (rc != APBOT_OK)

@@ -297,8 +297,10 @@ static int write_text(const struct report *r, FILE *out)
     char when[32];
 
     report_local_time(s->generated_at, "?", when, sizeof(when));
-    fprintf(out, "apbot reconciliation report for %s (flow %s, generated %s)\n\n", s->date,
+    fprintf(out, "apbot reconciliation report for %s (flow %s, generated %s)\n", s->date,
             nz(s->flow_name), when);
+    fprintf(out, "audit chain head at the end of the day: %lld:%s\n\n", (long long)s->audit_head_id,
+            s->audit_head_hash);
     if (report_status(r) == REPORT_UNBALANCED)
         fprintf(out,
                 "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
@@ -668,12 +670,16 @@ static int write_json(const struct report *r, FILE *out)
     const struct report_finding *f = report_findings(r, &n);
     json_t *root = json_object(), *bal = json_object(), *erp = json_object();
     json_t *counts = json_object(), *list = json_array();
-    char amount[48];
+    char amount[48], head[96];
     int rc;
 
     json_object_set_new(root, "date", json_string(s->date));
     json_object_set_new(root, "generated_at_ms", json_integer((json_int_t)s->generated_at));
     json_object_set_new(root, "flow", jstr(s->flow_name));
+    snprintf(head, sizeof(head), "%lld:%s", (long long)s->audit_head_id, s->audit_head_hash);
+    json_object_set_new(root, "audit_chain_head",
+                        json_pack("{s:I,s:s,s:s}", "event_id", (json_int_t)s->audit_head_id,
+                                  "sha256", s->audit_head_hash, "head", head));
     json_object_set_new(root, "status", json_string(status_name(report_status(r))));
     json_object_set_new(bal, "day", jbalance(&s->day));
     json_object_set_new(bal, "total", jbalance(&s->total));
@@ -1190,6 +1196,9 @@ void report_html_body(const struct report *r, xmlNodePtr body)
     report_local_time(s->generated_at, "?", when, sizeof(when));
     snprintf(buf, sizeof(buf), "Flow %s, generated %s", nz(s->flow_name), when);
     html_el_text(body, "div", "meta", buf);
+    snprintf(buf, sizeof(buf), "Audit chain head at the end of the day: %lld:%s",
+             (long long)s->audit_head_id, s->audit_head_hash);
+    xmlNewProp(html_el_text(body, "div", "meta", buf), BAD_CAST "id", BAD_CAST "audit-head");
     {
         char cls[32];
         xmlNodePtr banner;

@@ -107,6 +107,10 @@ struct report_summary {
     int64_t lookups; /* per-key ERP lookups made (missing checks, review hints) */
     int64_t counts[REPORT_KIND__COUNT];
     int64_t drift; /* sum of the drift counts */
+    /* the audit chain's head at the end of the day (store_audit_head): what an auditor keeps
+     * to check later with `apbot audit verify --head ID:SHA256`; id 0 when no event yet */
+    int64_t audit_head_id;
+    char audit_head_hash[65];
 };
 
 /* The buckets of report_balance in money: sums of the items' payable totals, minor units. */
