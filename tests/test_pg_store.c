@@ -812,7 +812,6 @@ static void test_pg_migrates_history_into_the_chain(void **state)
     assert_int_equal(pgt_exec(f->conn,
                               "DROP TRIGGER events_chain ON events;"
                               "DROP FUNCTION apbot_event_chain();"
-                              "DROP TABLE audit_chain;"
                               "ALTER TABLE events DROP COLUMN prev_hash, DROP COLUMN hash;"
                               "DROP FUNCTION apbot_event_hash(bytea, bigint, bigint, bigint, text,"
                               " text, text, text, text);"

@@ -143,10 +143,8 @@ struct store_ops {
     int (*tally)(struct store *st, struct store_tally *ret, char *err, size_t errlen);
     /* store_audit_verify's rows: every event with prev_hash and hash, in id order, in one read
      * snapshot that writers do not wait for; a non-zero return of fn stops the walk and is
-     * returned. *ret_recorded: the head the backend records apart from the rows, read in that
-     * snapshot (event_id -1 when it keeps none) */
-    int (*each_chained)(struct store *st, store_event_fn fn, void *ctx,
-                        struct store_audit_head *ret_recorded, char *err, size_t errlen);
+     * returned */
+    int (*each_chained)(struct store *st, store_event_fn fn, void *ctx, char *err, size_t errlen);
     /* store_audit_head: the last event by id with at < before_ms (item_id, at, hash filled);
      * event_id 0 when none */
     int (*audit_head)(struct store *st, int64_t before_ms, struct store_audit_head *ret, char *err,

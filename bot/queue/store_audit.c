@@ -378,8 +378,7 @@ int store_audit_verify(struct store *st, const struct store_audit_head *expect,
     memset(&res, 0, sizeof(res));
     memcpy(res.last_good.hash, store_audit_genesis, STORE_HASH_LEN);
     struct verify v = {.expect = expect && expect->event_id > 0 ? expect : NULL, .res = &res};
-    struct store_audit_head recorded = {.event_id = -1};
-    int r = st->ops->each_chained(st, verify_row, &v, &recorded, err, errlen);
+    int r = st->ops->each_chained(st, verify_row, &v, err, errlen);
     if (r == APBOT_OK && v.cur)
         r = decide(&v, NULL);
     for (int i = 0; i < 2; i++)
@@ -395,25 +394,6 @@ int store_audit_verify(struct store *st, const struct store_audit_head *expect,
                  v.expect->event_id, res.last_good.event_id, res.last_good.event_id);
         res.missing_from = res.last_good.event_id + 1;
         res.missing_to = v.expect->event_id;
-    } else if (r == APBOT_OK && recorded.event_id >= 0 &&
-               (recorded.event_id != res.last_good.event_id ||
-                memcmp(recorded.hash, res.last_good.hash, STORE_HASH_LEN) != 0)) {
-        /* The backend's own record of the head (PostgreSQL's chain row) disagrees with the
-         * last event: the end of the chain was cut off (or the record was changed). */
-        res.kind = STORE_AUDIT_MISSING;
-        res.event_id = recorded.event_id;
-        res.missing_from = res.last_good.event_id + 1;
-        res.missing_to = recorded.event_id;
-        if (recorded.event_id > res.last_good.event_id)
-            snprintf(res.detail, sizeof(res.detail),
-                     "the queue recorded event #%" PRId64 " as the chain's head, but the chain "
-                     "ends at event #%" PRId64 ": the events after it were deleted",
-                     recorded.event_id, res.last_good.event_id);
-        else
-            snprintf(res.detail, sizeof(res.detail),
-                     "the queue recorded event #%" PRId64 " as the chain's head, the chain ends "
-                     "at event #%" PRId64 " with another hash: the record was changed",
-                     recorded.event_id, res.last_good.event_id);
     }
     *ret = res;
     return APBOT_OK;

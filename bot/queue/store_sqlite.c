@@ -2483,10 +2483,8 @@ static int sq_load_end(struct store *st, bool commit, char *err, size_t errlen)
 
 /* ---- the audit chain ------------------------------------------------------------------ */
 
-static int sq_each_chained(struct store *st, store_event_fn fn, void *ctx,
-                           struct store_audit_head *ret_recorded, char *err, size_t errlen)
+static int sq_each_chained(struct store *st, store_event_fn fn, void *ctx, char *err, size_t errlen)
 {
-    ret_recorded->event_id = -1; /* the last row is the head: nothing is kept apart */
     /* One read transaction: a snapshot of the WAL that writers do not wait for. */
     bool own = sqlite3_get_autocommit(SQDB(st));
     int r = own ? exec_sql(st, "BEGIN", err, errlen) : APBOT_OK;

@@ -417,11 +417,11 @@ int store_copy(struct store *from, struct store *to, struct store_tally *ret_cop
  *     f(NULL) = be32(0xFFFFFFFF), f(s) = be32(bytes of s) || s
  *
  * Both hashes are kept in the event's row (prev_hash, hash), computed in the transaction that
- * appends it and under the queue's write lock (SQLite) or the chain head's row lock
+ * appends it and under the queue's write lock (SQLite) or the chain's advisory lock
  * (PostgreSQL), so the chain is one total order: the event ids, which are assigned in that
  * same order. Anyone who can write the database can still rewrite the chain from some event
- * to its end; what proves nothing before a point was changed is a head kept elsewhere (the
- * daily report prints the day's) that the chain still holds.
+ * to its end, or delete its last events; what proves nothing up to a point was changed is a
+ * head kept elsewhere (the daily report prints the day's) that the chain still holds.
  */
 struct store_audit_head {
     int64_t event_id; /* 0: no event yet */
