@@ -10,7 +10,8 @@
 #     shipped, 4 sessions, and 16).
 #  2. apbot enqueue of 100,000 generated invoices (bench-enqueue).
 #  3. the queue per backend (bench-store: SQLite and PostgreSQL side by side; PostgreSQL on a
-#     throw-away server started by tests/lib/pg.sh with fsync on, as a real one runs).
+#     throw-away server started by tests/lib/pg.sh with fsync on, as a real one runs),
+#     `apbot audit verify` of the 100,000 events among them.
 #  4. what one invoice costs, counted instead of timed (scripts/bench-cost.sh: user-space
 #     instructions and system calls per invoice, calm, one session), for BENCH_BEFORE too.
 # The machine may be shared: every row says the load average it started at.
@@ -53,7 +54,7 @@ echo "== apbot enqueue: ${BENCH_ENQUEUE_N:-100000} generated invoices"
 "$BUILD/bench-enqueue" --apbot "$BUILD/apbot" --count "${BENCH_ENQUEUE_N:-100000}"
 
 echo
-echo "== the queue per backend: enqueue ${BENCH_ENQUEUE_N:-100000}, claims/s (8 workers, 2 processes), status"
+echo "== the queue per backend: enqueue ${BENCH_ENQUEUE_N:-100000}, status, audit verify of their events, claims/s (8 workers, 2 processes)"
 pgstate=$(mktemp -d "${TMPDIR:-/tmp}/apbot-bench-pg.XXXXXX")
 trap 'bash tests/lib/pg.sh stop "$pgstate"; rm -rf "$pgstate"' EXIT
 bash tests/lib/pg.sh start "$pgstate" --durable

@@ -3,6 +3,8 @@
  *  - `apbot enqueue` of N generated invoices (default 100,000) into an empty queue: wall
  *    time, invoices/s and the peak RSS of the apbot process;
  *  - `apbot status --json` on that queue: median latency of five runs;
+ *  - `apbot audit verify` on that queue (its N events, one `enqueued` per invoice: the whole
+ *    audit chain recomputed): median wall time of three runs, and events/s;
  *  - claims/s: 8 workers in 2 processes (4 threads each, a store handle each) claim items
  *    and apply `found` (completed, one document per item) directly through the store, no
  *    ERP: the queue's own ceiling for a runner. --claims items in all (default 20,000).
@@ -37,6 +39,7 @@
 #define PROCS 2
 #define THREADS 4
 #define STATUS_RUNS 5
+#define VERIFY_RUNS 3
 
 struct run_result {
     int64_t wall_ms;
@@ -49,6 +52,7 @@ struct row {
     int64_t enq_ms, enq_per_s;
     long enq_rss_kib;
     int64_t status_ms;
+    int64_t verify_ms, verify_per_s;
     int64_t claims, claim_ms, claims_per_s;
     bool ok;
 };
@@ -288,6 +292,18 @@ static int bench_backend(const char *apbot, const char *db, const char *csv, con
             return -1;
     qsort(st, STATUS_RUNS, sizeof(st[0]), cmp_run);
     row->status_ms = st[STATUS_RUNS / 2].wall_ms;
+    /* Before the claims: the chain holds exactly the `count` enqueued events. */
+    char *verify[] = {(char *)apbot, "--db", (char *)db, "audit", "verify", NULL};
+    struct run_result v[VERIFY_RUNS];
+    for (int i = 0; i < VERIFY_RUNS; i++)
+        if (run_child(verify, errf, &v[i]) != 0 || v[i].exit_code != 0) {
+            fprintf(stderr, "bench-store: %s audit verify failed (exit %d); see %s\n", row->backend,
+                    v[i].exit_code, errf);
+            return -1;
+        }
+    qsort(v, VERIFY_RUNS, sizeof(v[0]), cmp_run);
+    row->verify_ms = v[VERIFY_RUNS / 2].wall_ms;
+    row->verify_per_s = count * 1000 / (row->verify_ms > 0 ? row->verify_ms : 1);
     if (bench_claims(db, claims, row) != 0) {
         fprintf(stderr, "bench-store: %s claims failed\n", row->backend);
         return -1;
@@ -400,21 +416,23 @@ int main(int argc, char **argv)
         snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", schema);
         (void)pg_exec(pg, sql);
     }
-    printf("bench-store: %" PRId64 " invoices enqueued; claims by %d workers in %d processes "
-           "(claim + apply found, no ERP)\n",
-           count, PROCS * THREADS, PROCS);
-    printf("%-11s %12s %14s %12s %14s %10s %12s\n", "backend", "enqueue s", "enqueue inv/s",
-           "enq RSS MiB", "status ms", "claims", "claims/s");
+    printf("bench-store: %" PRId64 " invoices enqueued; audit verify of their %" PRId64
+           " events; claims by %d workers in %d processes (claim + apply found, no ERP)\n",
+           count, count, PROCS * THREADS, PROCS);
+    printf("%-11s %12s %14s %12s %10s %10s %12s %10s %12s\n", "backend", "enqueue s",
+           "enqueue inv/s", "enq RSS MiB", "status ms", "verify ms", "verify ev/s", "claims",
+           "claims/s");
     for (int i = 0; i < nrows; i++) {
         const struct row *r = &rows[i];
         if (!r->ok) {
             printf("%-11s %12s\n", r->backend, "failed");
             continue;
         }
-        printf("%-11s %8" PRId64 ".%03" PRId64 " %14" PRId64 " %8ld.%01ld %14" PRId64 " %10" PRId64
-               " %12" PRId64 "\n",
+        printf("%-11s %8" PRId64 ".%03" PRId64 " %14" PRId64 " %8ld.%01ld %10" PRId64 " %10" PRId64
+               " %12" PRId64 " %10" PRId64 " %12" PRId64 "\n",
                r->backend, r->enq_ms / 1000, r->enq_ms % 1000, r->enq_per_s, r->enq_rss_kib / 1024,
-               r->enq_rss_kib % 1024 * 10 / 1024, r->status_ms, r->claims, r->claims_per_s);
+               r->enq_rss_kib % 1024 * 10 / 1024, r->status_ms, r->verify_ms, r->verify_per_s,
+               r->claims, r->claims_per_s);
     }
     const char *files[] = {"invoices.csv", "q.db", "q.db-wal", "q.db-shm", "err.txt"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
