@@ -1,8 +1,9 @@
 /*
  * cli_run.c - `apbot run --flow FILE [--erp URL] [--until-empty] [--max-seconds N]
- * [--concurrency N|auto] [--quiet]`: parses the options, turns SIGINT/SIGTERM into the
- * runner's cancel flag, picks the output (a progress line on a terminal, key=value log lines
- * otherwise) and maps the runner's result to an exit code. The work is runner.c's.
+ * [--concurrency N|auto] [--quiet] [--log-format text|json]`: parses the options, turns
+ * SIGINT/SIGTERM into the runner's cancel flag, picks the output (a progress line on a
+ * terminal, key=value or JSON log lines otherwise) and maps the runner's result to an exit code.
+ * The work is runner.c's.
  */
 #include "cli.h"
 
@@ -29,6 +30,7 @@ static void run_usage(FILE *out)
     fprintf(out,
             "usage: apbot [--db PATH] [--erp URL] run --flow FILE [--erp URL] [--until-empty]\n"
             "             [--max-seconds N] [--concurrency N|auto] [--quiet]\n"
+            "             [--log-format text|json]\n"
             "\n"
             "Posts queued invoices into the ERP the flow describes: look up, post with the\n"
             "intent committed first, reconcile every ambiguous outcome.\n"
@@ -41,9 +43,12 @@ static void run_usage(FILE *out)
             "                     capacity: more while answers stay fast, fewer when they slow\n"
             "                     down, time out or the ERP says it is overloaded\n"
             "  --quiet            no progress line and no log lines, only the summary\n"
+            "  --log-format F     text (key=value, the default) or json: one JSON object per\n"
+            "                     log line, the same fields (journald, log shippers)\n"
             "On a terminal: a progress line, warnings and errors scrolled above it; otherwise\n"
             "one key=value log line per event on stderr.\n"
-            "Credentials: APBOT_ERP_USER, APBOT_ERP_PASSWORD.\n"
+            "Credentials: APBOT_ERP_USER, APBOT_ERP_PASSWORD (or APBOT_ERP_PASSWORD_FILE, or\n"
+            "systemd's credentials erp-user, erp-password: docs/operations.md).\n"
             "Exit: 0 stopped normally, 1 error, 2 usage, 4 circuit breaker (ERP unusable;\n"
             "untouched items stay queued).\n");
 }
@@ -64,7 +69,7 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
 {
     struct runner_options opt;
     struct runner_stats stats;
-    bool quiet = false;
+    bool quiet = false, json = false;
     const char *erp = ctx->erp_url;
 
     memset(&opt, 0, sizeof(opt));
@@ -85,6 +90,13 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
             opt.until_empty = true;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
             quiet = true;
+        } else if (strcmp(a, "--log-format") == 0 && v) {
+            if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
+                fprintf(stderr, "apbot run: --log-format wants text or json\n");
+                return CLI_EXIT_USAGE;
+            }
+            json = strcmp(v, "json") == 0;
+            i++;
         } else if (strcmp(a, "--max-seconds") == 0 && v) {
             if (!parse_count(v, 366L * 24 * 3600, &n)) {
                 fprintf(stderr, "apbot run: --max-seconds wants a number of seconds\n");
@@ -117,8 +129,10 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
     opt.db_path = ctx->db_path;
     opt.cancel = &run_cancel;
     bool tty = isatty(STDERR_FILENO) == 1;
-    opt.progress = !quiet && tty;
-    opt.log = !quiet && !tty ? stderr : NULL;
+    /* JSON lines are for machines: they go out even on a terminal, without the progress line */
+    opt.progress = !quiet && tty && !json;
+    opt.log = !quiet && (!tty || json) ? stderr : NULL;
+    opt.log_json = json;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

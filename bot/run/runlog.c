@@ -7,6 +7,11 @@
  * workers never mix, and values are quoted and escaped only where they must be (most are one
  * plain word: kv writes those without copies, as a line per state change is on the hot path).
  * The one setter's log callback also keeps the worker's counts of its changes.
+ *
+ * With --log-format json (runner_options.log_json) each line is one JSON object with the same
+ * fields, in the same order ({"time":...,"level":...,"item":...}), for journald and log
+ * shippers: a value is the text the key=value line would show (controls and bytes that are
+ * not UTF-8 written as \xNN), as a JSON string.
  */
 #include "run/runner-int.h"
 
@@ -20,6 +25,7 @@
 #include "apbot/clock.h"
 #include "apbot/machine.h"
 #include "apbot/text.h"
+#include "base/unittest.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
 
@@ -59,12 +65,48 @@ static bool kv_plain(const char *v, size_t *ret_len)
     return n > 0;
 }
 
-/* Appends ` name=value` to buf, quoting values with blanks or quotes, controls escaped. */
-static void kv(char *buf, size_t len, const char *name, const char *value)
+/* Appends `,"name":"value"` to buf, the value escaped as kv would, then for JSON. */
+static void kv_json(char *buf, size_t len, const char *name, const char *value)
+{
+    size_t o = strlen(buf), vl;
+    char *v = kv_plain(value, &vl) ? NULL : text_escape(value, len, 0);
+    const char *s = v ? v : value;
+    int n = snprintf(buf + o, len - o, ",\"%s\":\"", name);
+    if (n < 0 || (size_t)n + 2 >= len - o) {
+        buf[o] = '\0'; /* no half member: the line stays JSON */
+        free(v);
+        return;
+    }
+    o += (size_t)n;
+    /* text_escape leaves no control and no invalid UTF-8: only '"' and '\\' need a backslash.
+     * A value cut by the line's bound is cut between characters, never inside one. */
+    while (*s) {
+        unsigned char c = (unsigned char)*s;
+        size_t cl = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        size_t need = (*s == '"' || *s == '\\') ? 2 : cl;
+        if (o + need + 3 > len)
+            break;
+        if (*s == '"' || *s == '\\')
+            buf[o++] = '\\';
+        for (size_t k = 0; k < cl && *s; k++)
+            buf[o++] = *s++;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    free(v);
+}
+
+/* Appends ` name=value` to buf, quoting values with blanks or quotes, controls escaped; in a
+ * JSON line (it starts with '{') a member instead. */
+UNITTEST void runlog_kv(char *buf, size_t len, const char *name, const char *value)
 {
     size_t o = strlen(buf);
     if (!value || o + 4 >= len)
         return;
+    if (buf[0] == '{') {
+        kv_json(buf, len, name, value);
+        return;
+    }
     /* Most values (ids, keys, states, events, documents) are one plain word, written as the
      * general path below would write them, without its copies: a log line per state change
      * cost ~18,000 instructions. */
@@ -96,9 +138,10 @@ static void kv(char *buf, size_t len, const char *name, const char *value)
     free(v);
 }
 
-/* Starts a log line with the UTC time and the level. Each thread keeps the text of the last
- * second it formatted (lines come several a second). */
-static void log_start(char *buf, size_t len, const char *level)
+/* Starts a log line with the UTC time and the level (a JSON object's first members with
+ * json). Each thread keeps the text of the last second it formatted (lines come several a
+ * second). */
+UNITTEST void runlog_start(char *buf, size_t len, const char *level, bool json)
 {
     static _Thread_local time_t last_secs = -1;
     static _Thread_local char when[32];
@@ -110,7 +153,11 @@ static void log_start(char *buf, size_t len, const char *level)
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
         last_secs = secs;
     }
-    snprintf(buf, len, "time=%s.%03dZ level=%s", when, (int)(wall % 1000), level);
+    if (json)
+        snprintf(buf, len, "{\"time\":\"%s.%03dZ\",\"level\":\"%s\"", when, (int)(wall % 1000),
+                 level);
+    else
+        snprintf(buf, len, "time=%s.%03dZ level=%s", when, (int)(wall % 1000), level);
 }
 
 static void log_line(struct runner *r, const char *line)
@@ -120,7 +167,7 @@ static void log_line(struct runner *r, const char *line)
         return;
     /* One write per line (stderr is unbuffered): a line never mixes with another's. */
     char buf[2048];
-    int n = snprintf(buf, sizeof(buf), "%s\n", line);
+    int n = snprintf(buf, sizeof(buf), line[0] == '{' ? "%s}\n" : "%s\n", line);
     if (n < 0)
         return;
     if ((size_t)n >= sizeof(buf)) { /* cut: the lines built here are shorter */
@@ -138,10 +185,10 @@ static void log_line(struct runner *r, const char *line)
 void runlog_msg(struct runner *r, const char *level, const char *what, const char *detail)
 {
     char line[1024];
-    log_start(line, sizeof(line), level);
-    kv(line, sizeof(line), "msg", what);
+    runlog_start(line, sizeof(line), level, r->opt->log_json);
+    runlog_kv(line, sizeof(line), "msg", what);
     if (detail)
-        kv(line, sizeof(line), "detail", detail);
+        runlog_kv(line, sizeof(line), "detail", detail);
     log_line(r, line);
     if (strcmp(level, "info") != 0)
         term_print(r, level, what, detail);
@@ -152,22 +199,22 @@ void runlog_transition(void *ctx, const struct transition_log *l)
 {
     struct worker *w = ctx;
     char line[1536], id[24], worker[16];
-    log_start(line, sizeof(line), "info");
+    runlog_start(line, sizeof(line), "info", w && w->r->opt->log_json);
     snprintf(id, sizeof(id), "%" PRId64, l->item->id);
-    kv(line, sizeof(line), "item", id);
-    kv(line, sizeof(line), "key", l->item->key);
-    kv(line, sizeof(line), "from", machine_state_name(l->from));
-    kv(line, sizeof(line), "to", machine_state_name(l->to));
-    kv(line, sizeof(line), "event", machine_event_name(l->event));
+    runlog_kv(line, sizeof(line), "item", id);
+    runlog_kv(line, sizeof(line), "key", l->item->key);
+    runlog_kv(line, sizeof(line), "from", machine_state_name(l->from));
+    runlog_kv(line, sizeof(line), "to", machine_state_name(l->to));
+    runlog_kv(line, sizeof(line), "event", machine_event_name(l->event));
     if (l->doc && *l->doc)
-        kv(line, sizeof(line), "doc", l->doc);
+        runlog_kv(line, sizeof(line), "doc", l->doc);
     if (l->reason && *l->reason)
-        kv(line, sizeof(line), "reason", l->reason);
+        runlog_kv(line, sizeof(line), "reason", l->reason);
     else if (l->detail && *l->detail)
-        kv(line, sizeof(line), "detail", l->detail);
+        runlog_kv(line, sizeof(line), "detail", l->detail);
     if (w) {
         snprintf(worker, sizeof(worker), "%d", w->index);
-        kv(line, sizeof(line), "worker", worker);
+        runlog_kv(line, sizeof(line), "worker", worker);
         w->stats.transitions++;
         switch (l->to) {
         case MACHINE_COMPLETED:
@@ -189,7 +236,7 @@ void runlog_transition(void *ctx, const struct transition_log *l)
             break;
         }
     } else {
-        kv(line, sizeof(line), "actor", l->actor);
+        runlog_kv(line, sizeof(line), "actor", l->actor);
     }
     if (w)
         log_line(w->r, line);

@@ -49,6 +49,7 @@ struct runner_options {
     const char *owner;             /* lease owner id; NULL = "host:pid:random" */
     volatile sig_atomic_t *cancel; /* non-NULL: a non-zero value stops the run */
     FILE *log;                     /* one key=value line per transition and run event, or NULL */
+    bool log_json;                 /* those lines as JSON objects with the same fields */
     bool progress;                 /* redraw a progress line on stderr, with warnings and
                                     * errors scrolled above it (a terminal) */
 
