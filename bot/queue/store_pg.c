@@ -656,8 +656,8 @@ static bool col_hash(const PGresult *res, int row, int col, unsigned char out[ST
 }
 
 /* An event row of columns id, item_id, at, from_state, to_state, event, detail, actor and,
- * when the result has them, prev_hash and hash (decoded into prev and hash, the caller's),
- * valid while res is. */
+ * when the result has them and prev and hash are given, prev_hash and hash (decoded into
+ * prev and hash, the caller's), valid while res is. */
 static struct store_event_row col_event(const PGresult *res, int i, unsigned char *prev,
                                         unsigned char *hash)
 {
@@ -671,7 +671,7 @@ static struct store_event_row col_event(const PGresult *res, int i, unsigned cha
         .detail = col_str(res, i, 6),
         .actor = col_str(res, i, 7),
     };
-    if (PQnfields(res) >= 10) {
+    if (prev && hash && PQnfields(res) >= 10) {
         if (col_hash(res, i, 8, prev))
             row.prev_hash = prev;
         if (col_hash(res, i, 9, hash))
@@ -1577,16 +1577,7 @@ static int pg_each_event(struct store *st, int64_t item_id, store_event_fn fn, v
         return rc;
     int r = APBOT_OK;
     for (int i = 0; i < PQntuples(res) && r == APBOT_OK; i++) {
-        struct store_event_row row = {
-            .id = col_i64(res, i, 0),
-            .item_id = col_i64(res, i, 1),
-            .at = col_i64(res, i, 2),
-            .from = col_str(res, i, 3),
-            .to = col_str(res, i, 4),
-            .event = col_str(res, i, 5),
-            .detail = col_str(res, i, 6),
-            .actor = col_str(res, i, 7),
-        };
+        struct store_event_row row = col_event(res, i, NULL, NULL);
         r = fn(ctx, &row);
     }
     PQclear(res);
