@@ -15,6 +15,13 @@
  * post it again (a duplicate: shown by disabling settle_adapt); with the raised delay (at
  * least 10 s: twice a late commit read to within a second) it finds it. The invariants hold on
  * the ground truth after both runs.
+ *
+ * Without a booking time (the classic UI, whose search shows none): the lookup-bound method.
+ * A save the ERP commits 4.5 s after the connection closed (the late_commit fault) is looked
+ * at first after half the 6 s settle delay (missed), found after the delay, and that bound
+ * (over 6 s) raises the delay to twice it; a later save booked at once (drop_after_commit) is
+ * found at the first look of the raised delay and raises nothing. `apbot status --json` says
+ * which method is in force and what the delay is.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -250,10 +257,110 @@ static void test_e2e_late_commit_raises_settle(void **state)
     e2e_stop(&e);
 }
 
+#define BOUND_SETTLE_MS 6000 /* flows/classic.xml's settle-ms, so that `status` agrees */
+#define BOUND_LATE_MS 4500   /* after the first look (3 s), before the settle delay (6 s) */
+
+/* Runs once with the log into <dir>/<name>; returns runner_run's result, the log in *ret_log. */
+static int run_logged(struct e2e *e, const char *name, char **ret_log)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%s", e->dir, name);
+    FILE *log = fopen(path, "w");
+    assert_non_null(log);
+    e->opt.log = log;
+    int rc = e2e_run(e);
+    e->opt.log = NULL;
+    fclose(log);
+    *ret_log = e2e_read_file(e, name);
+    if (rc != APBOT_OK || getenv("E2E_LOG"))
+        fprintf(stderr, "%s:\n%s\n", name, *ret_log);
+    return rc;
+}
+
+static void test_e2e_late_commit_lookup_bound(void **state)
+{
+    (void)state;
+    struct e2e e;
+    char key_b[32], key_c[32], err[APBOT_ERR_LEN], late_text[32];
+    char *log1 = NULL, *log2 = NULL;
+
+    snprintf(late_text, sizeof(late_text), "%d", BOUND_LATE_MS);
+    e2e_start_ui(&e, SIM_UI_CLASSIC, NULL, "index_lag_ms = 0\n", 43);
+    assert_int_equal(simc_set(e.port, "late_commit_ms", late_text), 0);
+    e.opt.settle_ms = BOUND_SETTLE_MS;
+    e.opt.timeout_ms = TIMEOUT_MS;
+    e.opt.max_seconds = 120;
+    e.opt.concurrency = 1;
+
+    /* Run 1: the save is booked 4.5 s after the ERP closed the connection. */
+    add_invoice(&e, "LATE-B", 20002, key_b);
+    assert_int_equal(simc_fault(e.port, "late_commit", 1), 0);
+    int rc1 = run_logged(&e, "bound1.log", &log1);
+    struct runner_stats s1 = e.stats;
+    fprintf(stderr,
+            "run 1: settle delay %" PRId64 " ms, upper bound of the late commit %" PRId64 " ms\n",
+            s1.settle_ms, s1.max_late_commit_ms);
+    assert_int_equal(rc1, APBOT_OK);
+    assert_int_equal(e2e_count_events(&e, "unknown"), 1);
+    /* the first look (checking's, then the reconciliation's at half the delay) missed it */
+    assert_int_equal(e2e_count_events(&e, "not-found"), 2);
+    assert_non_null(strstr(log1, "settle_method=lookup-bound"));
+    assert_non_null(strstr(log1, "msg=\"settle delay raised\""));
+    /* found after the whole delay: the bound is at least the delay, and above the truth */
+    assert_true(s1.max_late_commit_ms >= BOUND_SETTLE_MS);
+    assert_true(s1.max_late_commit_ms > BOUND_LATE_MS);
+    assert_true(s1.max_late_commit_ms < BOUND_SETTLE_MS + 4000);
+    assert_int_equal(s1.settle_ms, 2 * s1.max_late_commit_ms);
+    struct store *st = NULL;
+    struct store_late_commit late;
+    assert_int_equal(store_open(e.db, &st, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(store_late_commit(st, "classic", &late, err, sizeof(err)), APBOT_OK);
+    store_close(st);
+    assert_int_equal(late.max_ms, s1.max_late_commit_ms);
+    assert_int_equal(late.observations, 1);
+
+    /* Run 2: booked at once, the answer lost: the first look of the raised delay finds it. */
+    add_invoice(&e, "LATE-C", 20003, key_c);
+    assert_int_equal(simc_fault(e.port, "drop_after_commit", 1), 0);
+    int rc2 = run_logged(&e, "bound2.log", &log2);
+    struct runner_stats s2 = e.stats;
+    assert_int_equal(rc2, APBOT_OK);
+    assert_int_equal(e2e_count_events(&e, "unknown"), 2);
+    assert_int_equal(e2e_count_events(&e, "not-found"), 3); /* only checking's */
+    /* raised once, at the start, from what run 1 learnt; never by this run's lookups */
+    const char *raised = strstr(log2, "msg=\"settle delay raised\"");
+    assert_non_null(raised);
+    assert_non_null(strstr(raised, "seen in an earlier run"));
+    assert_null(strstr(raised + 1, "msg=\"settle delay raised\""));
+    assert_int_equal(s2.settle_ms, s1.settle_ms);
+    assert_int_equal(s2.max_late_commit_ms, s1.max_late_commit_ms);
+
+    /* The promise: each booked once, never posted again. */
+    assert_invariants(&e);
+    assert_int_equal(simc_count_reference(e.port, key_b), 1);
+    assert_int_equal(simc_count_reference(e.port, key_c), 1);
+    assert_int_equal(e2e_max_posts(&e), 1);
+
+    /* apbot status says which method measured it, and the delay in force. */
+    const char *args[] = {"status", "--json", "--flow", e.flow, NULL};
+    int code = e2e_wait_exit(e2e_spawn_apbot(&e, "status.json", args), 30000);
+    char *json = e2e_read_file(&e, "status.json");
+    char want[64];
+    assert_int_equal(code, 0);
+    assert_non_null(strstr(json, "\"settle_method\": \"lookup-bound\""));
+    snprintf(want, sizeof(want), "\"settle_ms\": %" PRId64 ",", s1.settle_ms);
+    assert_non_null(strstr(json, want));
+    free(json);
+    free(log1);
+    free(log2);
+    e2e_stop(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_e2e_late_commit_raises_settle),
+        cmocka_unit_test(test_e2e_late_commit_lookup_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,9 @@
  * The figures come from store_counts(): one indexed aggregate, so the command stays fast on
  * a queue of 100,000 items. JSON (for scripts and monitoring) is one object keyed by state
  * name plus `total`, `oldest_pending_age_s` (null when nothing is pending) and
- * `review_depth`; the human form is a small table.
+ * `review_depth`, and with --flow the settle delay in force, the longest late commit and the
+ * method that measures it (`settle_ms`, `max_late_commit_ms`, `settle_method`); the human
+ * form is a small table.
  */
 #include "cli.h"
 
@@ -26,8 +28,10 @@ static void status_usage(FILE *out)
 {
     fprintf(out, "usage: apbot status [--json] [--flow FILE]\n"
                  "  counts per state, the oldest pending item's age, the manual-review depth;\n"
-                 "  with --flow also the settle delay in force for that ERP and the longest\n"
-                 "  late commit it was seen to make (JSON: settle_ms, max_late_commit_ms)\n");
+                 "  with --flow also the settle delay in force for that ERP, the longest late\n"
+                 "  commit it was seen to make and how late commits are measured for it\n"
+                 "  (JSON: settle_ms, max_late_commit_ms, settle_method: booking-time when\n"
+                 "  its lookup shows a booking time, else lookup-bound)\n");
 }
 
 /* "3d 4h", "2h 5m", "7m 3s", "12s". */
@@ -47,6 +51,7 @@ static void format_age(int64_t s, char *buf, size_t len)
 struct settle_view {
     bool known;
     int64_t settle_ms, max_late_ms, policy_ms;
+    enum runner_settle_method method;
 };
 
 static int print_json(const struct store_counts *c, int64_t age_s, const struct settle_view *sv)
@@ -66,6 +71,9 @@ static int print_json(const struct store_counts *c, int64_t age_s, const struct 
         json_object_set_new(o, "settle_ms", sv->known ? json_integer(sv->settle_ms) : json_null());
     bad |= json_object_set_new(o, "max_late_commit_ms",
                                sv->known ? json_integer(sv->max_late_ms) : json_null());
+    bad |= json_object_set_new(o, "settle_method",
+                               sv->known ? json_string(runner_settle_method_name(sv->method))
+                                         : json_null());
     if (!bad)
         bad = json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!bad)
@@ -94,7 +102,11 @@ static void print_table(const struct store_counts *c, int64_t age_s, const struc
             printf(" (the flow says %" PRId64 " ms; the ERP committed up to %" PRId64
                    " ms after apbot gave up)",
                    sv->policy_ms, sv->max_late_ms);
-        printf("\n");
+        printf("\nlate commits measured by: %s\n",
+               sv->method == RUNNER_SETTLE_BOOKING_TIME
+                   ? "booking-time (the booking time the lookup shows)"
+                   : "lookup-bound (no booking time: a lookup that missed the document, then "
+                     "one that found it)");
     }
 }
 
@@ -142,10 +154,12 @@ int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
             f->policy.settle_ms > 0 ? f->policy.settle_ms : flow_policy_default().settle_ms;
         if (store_late_commit(st, f->name, &late, err, sizeof(err)) != APBOT_OK)
             late.max_ms = 0;
+        enum runner_settle_method method = runner_settle_method(f);
         flow_free(f);
         sv.known = true;
         sv.max_late_ms = late.max_ms;
         sv.settle_ms = runner_settle_in_force(sv.policy_ms, late.max_ms);
+        sv.method = method;
     }
     int64_t age_s = -1;
     if (c.oldest_pending_at > 0) {

@@ -220,6 +220,11 @@ static bool job_apply(struct job *j, enum machine_event ev, bool may_claim_next)
     bool claim_next = may_claim_next && !w->have_next && !stop_now && !breaker_suspect(r) &&
                       erp_logged_in(w->erp) && limiter_may_keep(r->limiter);
     struct transition_env env = worker_env(w);
+    /* An ERP whose lookup shows no booking time is looked at once before the settle delay
+     * ends, to measure its late commits (settle.c); a miss there is no absence (the machine
+     * waits out the rest of the delay). */
+    if (ev == MACHINE_EV_UNKNOWN && j->item.state == MACHINE_POSTING)
+        env.settle_ms = settle_first_look_ms(r, env.settle_ms);
     struct transition_in in = {
         .event = ev,
         .looked_mono = j->looked_at,
@@ -321,8 +326,10 @@ static enum machine_event lookup_hit(struct job *j, const struct erp_lookup_resu
     snprintf(j->doc, sizeof(j->doc), "%s", row->doc);
     snprintf(j->detail, sizeof(j->detail), "found as %s%s", row->doc,
              unfinished ? " (saved, not finished)" : "");
-    if (j->item.state == MACHINE_RECONCILING)
+    if (j->item.state == MACHINE_RECONCILING) {
         settle_observe(w, &j->item, row->booked, res);
+        settle_bound(w, &j->item);
+    }
     return unfinished ? MACHINE_EV_FOUND_UNFINISHED : MACHINE_EV_FOUND;
 }
 
@@ -371,6 +378,8 @@ static enum machine_event job_lookup(struct job *j)
         break;
     case ERP_NOT_FOUND:
         snprintf(j->detail, sizeof(j->detail), "not in the ERP");
+        if (j->item.state == MACHINE_RECONCILING)
+            settle_note_miss(w, &j->item, j->looked_at);
         ev = MACHINE_EV_NOT_FOUND;
         break;
     case ERP_FOUND:

@@ -32,6 +32,9 @@ struct limiter;
 struct erp_refs;
 
 #define RUNNER_LEASE_MARGIN_MS 2000 /* a lease outlasts one exchange by this much */
+/* Reconciliation lookups that missed a document remembered at once: more items than settle
+ * within one settle delay on any ERP apbot drives; an older one forgotten measures nothing. */
+#define RUNNER_MISSES_MAX 1024
 /* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
 #define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
 
@@ -69,7 +72,8 @@ struct runner {
     atomic_int running;        /* workers still in their loop */
     _Atomic int64_t settle_ms; /* the settle delay in force (raised by late commits) */
     _Atomic int64_t max_late;  /* the longest late commit seen (ms) */
-    atomic_bool login_ok_once; /* a login succeeded in this run */
+    enum runner_settle_method settle_method; /* how late commits are measured */
+    atomic_bool login_ok_once;               /* a login succeeded in this run */
 
     pthread_mutex_t login_mu; /* until a login succeeded: one login attempt at a time */
     pthread_cond_t login_cv;
@@ -87,6 +91,14 @@ struct runner {
     bool failed;
     char fail_msg[512];
     struct runner_stats totals; /* workers add theirs when they leave */
+    /* lookup-bound late commits (settle.c): reconciliation lookups that missed a document,
+     * a ring of the latest RUNNER_MISSES_MAX */
+    struct settle_miss {
+        int64_t item; /* the item's id (0: an empty place) */
+        int64_t base; /* its settle base (settle_mono) when the lookup missed */
+        int64_t at;   /* when that lookup began, mono ms */
+    } misses[RUNNER_MISSES_MAX];
+    size_t next_miss;
 };
 
 struct worker {
@@ -206,5 +218,28 @@ int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why);
  * the lookup res showed it): learns how late the ERP committed it. */
 void settle_observe(struct worker *w, const struct store_item *it, const char *booked,
                     const struct erp_lookup_result *res);
+/* The settle delay an `unknown` outcome waits before its first reconciliation lookup: half
+ * the delay in force for the lookup-bound method (a first look that can miss a late commit),
+ * the whole delay otherwise. */
+int64_t settle_first_look_ms(const struct runner *r, int64_t settle_ms);
+/* A reconciliation lookup of item it that began at looked_mono did not find its document:
+ * kept for settle_bound (lookup-bound method only; anything else is ignored). */
+void settle_note_miss(struct worker *w, const struct store_item *it, int64_t looked_mono);
+/* A reconciliation lookup of item it found its document and ended now: when an earlier lookup
+ * since the give-up missed it, learns the late commit's upper bound (lookup-bound method). */
+void settle_bound(struct worker *w, const struct store_item *it);
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/*
+ * The late commit a reconciliation proves without a booking time, every stamp on one clock
+ * (ms): apbot gave up on the committing request at gave_up, a lookup that began at absent_at
+ * did not find the document, one that ended at found_at found it. The document became
+ * visible after absent_at (less the search's lag) and no later than found_at, so the ERP made
+ * it visible at most found_at - gave_up after the give-up: that bound is returned. 0 when the
+ * lookups prove no late commit: no lookup missed it after the give-up (absent_at <= gave_up,
+ * the document may have been there at the first look), or the stamps are out of order. Pure.
+ */
+int64_t settle_late_bound(int64_t gave_up, int64_t absent_at, int64_t found_at);
+#endif
 
 #endif

@@ -490,6 +490,7 @@ static void policy_setup(struct runner *r)
     r->run_flow.policy.settle_ms = p->settle_ms;
     atomic_init(&r->settle_ms, p->settle_ms);
     atomic_init(&r->max_late, 0);
+    r->settle_method = runner_settle_method(r->flow);
 }
 
 static void make_owner(struct runner *r)
@@ -582,10 +583,11 @@ static int run_open_queue(struct runner *r, struct runner_stats *ret)
 
     char line[512];
     snprintf(line, sizeof(line),
-             "owner=%s sessions=%d%s erp=%s recovered=%d settle_ms=%" PRId64 " timeout_ms=%ld",
+             "owner=%s sessions=%d%s erp=%s recovered=%d settle_ms=%" PRId64
+             " settle_method=%s timeout_ms=%ld",
              r->owner, r->n_workers, opt->concurrency == 0 ? " (adaptive)" : "",
              r->base_url ? r->base_url : "-", recovered, atomic_load(&r->settle_ms),
-             r->pol.timeout_ms);
+             runner_settle_method_name(r->settle_method), r->pol.timeout_ms);
     runlog_msg(r, "info", "run started", line);
     return APBOT_OK;
 }

@@ -9,6 +9,18 @@
  * queue; once the longest late commit reaches half the settle delay, the delay in force
  * becomes twice that for the rest of the run (and for later runs of the flow), and the log
  * says so.
+ *
+ * How late a commit was is read one of two ways (runner_settle_method). With a booking time
+ * in the lookup, the time it shows minus the moment apbot gave up. Without one (a CGI-era
+ * search shows a date at most), from the lookups themselves: an `unknown` outcome is looked
+ * up first after half the settle delay; when that look misses the document and a later
+ * lookup finds it, the document became visible between the two, so the finding lookup's end
+ * minus the give-up bounds the late commit from above. A document found at the first look
+ * proves nothing either way and is not counted: the first look lies at least half the delay
+ * after the give-up, and counting that as lateness would double the delay on every unknown
+ * outcome. The bound overstates by up to the gap between the looks, which errs on the safe
+ * side (a longer wait, never a shorter one), and it stops growing once the first look, at
+ * half the raised delay, finds what this ERP commits late.
  */
 #include "run/runner-int.h"
 
@@ -19,6 +31,7 @@
 #include <time.h>
 
 #include "apbot/clock.h"
+#include "base/unittest.h"
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/store.h"
@@ -86,6 +99,28 @@ int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms)
     return max_late_ms * 2;
 }
 
+enum runner_settle_method runner_settle_method(const struct flow *f)
+{
+    const struct flow_table *t[2] = {&f->lookup.table, &f->lookup.detail.table};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < t[k]->n_cols; i++)
+            if (t[k]->cols[i].name && strcmp(t[k]->cols[i].name, "booked") == 0)
+                return RUNNER_SETTLE_BOOKING_TIME;
+    return RUNNER_SETTLE_LOOKUP_BOUND;
+}
+
+const char *runner_settle_method_name(enum runner_settle_method m)
+{
+    return m == RUNNER_SETTLE_BOOKING_TIME ? "booking-time" : "lookup-bound";
+}
+
+UNITTEST int64_t settle_late_bound(int64_t gave_up, int64_t absent_at, int64_t found_at)
+{
+    if (absent_at <= gave_up || found_at <= absent_at)
+        return 0;
+    return found_at - gave_up;
+}
+
 /* Raises the settle delay in force to twice the longest late commit once that reaches half
  * of it. Returns the delay in force. */
 int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why)
@@ -107,6 +142,25 @@ int64_t settle_adapt(struct runner *r, int64_t late_ms, const char *why)
         return raised;
     }
     return cur;
+}
+
+/* Keeps a late commit of `late` ms learnt from item it: the run's longest, the queue's record
+ * for the flow, and the settle delay raised when it asks for that. */
+static void settle_learn(struct worker *w, const struct store_item *it, int64_t late,
+                         const char *how)
+{
+    struct runner *r = w->r;
+    int64_t prev = atomic_load(&r->max_late);
+    while (late > prev && !atomic_compare_exchange_weak(&r->max_late, &prev, late))
+        ;
+    if (late <= prev)
+        return;
+    char err[APBOT_ERR_LEN];
+    if (store_note_late_commit(w->st, r->flow->name, late, NULL, err, sizeof(err)) != APBOT_OK)
+        runlog_msg(r, "warn", "late commit not recorded", err);
+    char why[120];
+    snprintf(why, sizeof(why), "item %" PRId64 ", %s", it->id, how);
+    settle_adapt(r, late, why);
 }
 
 /*
@@ -143,15 +197,64 @@ void settle_observe(struct worker *w, const struct store_item *it, const char *b
     int64_t late = booked_ms - gave_up;
     if (late <= 1000)
         return;
-    int64_t prev = atomic_load(&r->max_late);
-    while (late > prev && !atomic_compare_exchange_weak(&r->max_late, &prev, late))
-        ;
-    if (late <= prev)
+    settle_learn(w, it, late, "by its booking time");
+}
+
+/* ---- the lookup-bound method ------------------------------------------------------------ */
+
+int64_t settle_first_look_ms(const struct runner *r, int64_t settle_ms)
+{
+    return r->settle_method == RUNNER_SETTLE_LOOKUP_BOUND ? settle_ms / 2 : settle_ms;
+}
+
+/* The ring's place of item id, or NULL (under r->mu). */
+static struct settle_miss *miss_of(struct runner *r, int64_t id)
+{
+    for (size_t i = 0; i < RUNNER_MISSES_MAX; i++)
+        if (r->misses[i].item == id)
+            return &r->misses[i];
+    return NULL;
+}
+
+void settle_note_miss(struct worker *w, const struct store_item *it, int64_t looked_mono)
+{
+    struct runner *r = w->r;
+    struct apbot_now now;
+    if (r->settle_method != RUNNER_SETTLE_LOOKUP_BOUND || !it->has_settle || looked_mono <= 0)
         return;
-    char err[APBOT_ERR_LEN];
-    if (store_note_late_commit(w->st, r->flow->name, late, NULL, err, sizeof(err)) != APBOT_OK)
-        runlog_msg(r, "warn", "late commit not recorded", err);
-    char why[80];
-    snprintf(why, sizeof(why), "item %" PRId64, it->id);
-    settle_adapt(r, late, why);
+    apbot_clock_now(&now);
+    if (!apbot_clock_same_boot(it->clock_boot, now.boot))
+        return; /* the settle base is counted again from now: nothing to compare */
+    pthread_mutex_lock(&r->mu);
+    struct settle_miss *m = miss_of(r, it->id);
+    if (!m) {
+        m = &r->misses[r->next_miss];
+        r->next_miss = (r->next_miss + 1) % RUNNER_MISSES_MAX;
+    }
+    *m = (struct settle_miss){.item = it->id, .base = it->settle_mono, .at = looked_mono};
+    pthread_mutex_unlock(&r->mu);
+}
+
+void settle_bound(struct worker *w, const struct store_item *it)
+{
+    struct runner *r = w->r;
+    struct apbot_now now;
+    int64_t absent_at = 0;
+    if (r->settle_method != RUNNER_SETTLE_LOOKUP_BOUND || !it->has_settle)
+        return;
+    apbot_clock_now(&now);
+    pthread_mutex_lock(&r->mu);
+    struct settle_miss *m = miss_of(r, it->id);
+    if (m) {
+        /* a miss of an earlier give-up (the item posted again since) proves nothing now */
+        if (m->base == it->settle_mono)
+            absent_at = m->at;
+        *m = (struct settle_miss){0};
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!absent_at || !apbot_clock_same_boot(it->clock_boot, now.boot))
+        return;
+    int64_t late = settle_late_bound(it->settle_mono, absent_at, now.mono_ms);
+    if (late > 0)
+        settle_learn(w, it, late, "at most that: a lookup missed it, a later one found it");
 }

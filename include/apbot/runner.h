@@ -22,6 +22,8 @@
 
 #include "apbot/error.h"
 
+struct flow;
+
 /* Why a run stopped. If you add one, add its name in runner.c. */
 enum runner_stop {
     RUNNER_STOP_EMPTY = 0, /* --until-empty: nothing pending any more */
@@ -103,5 +105,20 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT
  * share it.
  */
 int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms);
+
+/* How a run measures the ERP's late commits for a flow (docs/operations.md, "Late commits"). */
+enum runner_settle_method {
+    RUNNER_SETTLE_BOOKING_TIME = 0, /* the lookup reads a booking time ("booked"): the time
+                                     * it shows minus the moment apbot gave up */
+    RUNNER_SETTLE_LOOKUP_BOUND,     /* it reads none: after an unknown outcome a first look at
+                                     * half the settle delay; when it misses the document and a
+                                     * later lookup finds it, that lookup's end minus the give-up
+                                     * bounds the late commit from above */
+};
+/* The method in force for flow f: booking-time when its lookup (table or detail page) reads a
+ * column named "booked", else lookup-bound. Pure. */
+enum runner_settle_method runner_settle_method(const struct flow *f);
+/* "booking-time", "lookup-bound". Static storage. */
+const char *runner_settle_method_name(enum runner_settle_method m);
 
 #endif
