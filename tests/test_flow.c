@@ -823,6 +823,8 @@ static void test_flow_classic(void **state)
     assert_true(f->lookup.has_finished);
     assert_int_equal(f->lookup.table.max_rows, 100);
     assert_int_equal(f->list.by, FLOW_LIST_BY_INVOICE);
+    assert_string_equal(f->list.currency, "EUR"); /* for a listing without the column */
+    assert_null(f->lookup.currency);
     /* enter (repeated until every line has its row), save (commits), approve by ${doc} */
     assert_int_equal(f->n_steps, 3);
     assert_int_equal(ci, 1);
@@ -1055,6 +1057,14 @@ static const struct mutation mutations[] = {
      "list get: 'amount' formats an amount, not ${to}"},
     {FULL, "<list get=\"/list?from", "<list get=\"/list?n=${invoice.line_count}&amp;from", INV,
      NULL, "list get: ${invoice.line_count} is not available here"},
+    /* the ERP's default currency: a code whose amounts apbot can read, on a list or a lookup */
+    {FULL, "by=\"invoice\"", "by=\"invoice\" currency=\"EUR\"", APBOT_OK, NULL, NULL},
+    {FULL, "by=\"invoice\"", "by=\"invoice\" currency=\"XYZ\"", INV, "<list get",
+     "list: currency 'XYZ' is not an ISO 4217 code apbot knows"},
+    {FULL, "by=\"invoice\"", "by=\"invoice\" currency=\"eur\"", APBOT_E_PARSE, NULL, "schema: "},
+    {FULL, "max-candidates=\"4\"", "max-candidates=\"4\" currency=\"JPY\"", APBOT_OK, NULL, NULL},
+    {FULL, "max-candidates=\"4\"", "max-candidates=\"4\" currency=\"ABC\"", INV, "<lookup get",
+     "lookup: currency 'ABC' is not an ISO 4217 code apbot knows"},
 };
 
 /* Replaces the first `find` in text with `repl`. Heap. */

@@ -161,8 +161,11 @@ static char *cell_dup(const struct cells *c, const char *name)
     return apbot_xstrdup(cells_get(c, name));
 }
 
-/* Fills *row from named cells (strings heap-owned by row). */
-static void row_fill(const struct cells *c, const char *currency_hint, struct erp_row *row)
+/* Fills *row from named cells (strings heap-owned by row). A row without a currency cell is
+ * in `declared` when the flow names the ERP's default currency (currency=); its amount is read
+ * in its currency, else in currency_hint (the invoice's, for a lookup). */
+static void row_fill(const struct cells *c, const char *declared, const char *currency_hint,
+                     struct erp_row *row)
 {
     memset(row, 0, sizeof(*row));
     row->doc = cell_dup(c, "doc");
@@ -170,6 +173,8 @@ static void row_fill(const struct cells *c, const char *currency_hint, struct er
     row->vendor = cell_dup(c, "vendor");
     row->invoice_number = cell_dup(c, "invoice_number");
     row->currency = cell_dup(c, "currency");
+    if (!row->currency && declared)
+        row->currency = apbot_xstrdup(declared);
     row->date = cell_dup(c, "date");
     row->booked = cell_dup(c, "booked");
     row->status = cell_dup(c, "status");
@@ -588,7 +593,7 @@ static int lookup_rows(struct lookup_run *lr, const struct raw_rows *rr, char *e
         }
         if (is_hit(lr, &c)) {
             struct erp_row hit;
-            row_fill(&c, lr->currency, &hit);
+            row_fill(&c, lk->currency, lr->currency, &hit);
             if (lk->has_finished) {
                 const char *v = cells_get(&c, lk->finished.name);
                 hit.unfinished = !v || strcmp(v, lr->finished_val) != 0;
@@ -755,7 +760,7 @@ static int list_row(void *ctx, const char *const *cells, size_t n)
     cells_init(&c, w->t->n_cols);
     for (size_t i = 0; i < w->t->n_cols; i++)
         cells_set(&c, w->t->cols[i].name, i < n ? cells[i] : NULL, w->t);
-    row_fill(&c, NULL, &row);
+    row_fill(&c, w->s->flow->list.currency, NULL, &row);
     cells_done(&c);
     rc = w->fn(w->ctx, &row);
     row_free(&row);

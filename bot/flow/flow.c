@@ -385,6 +385,7 @@ void flow_free(struct flow *f)
     flow_send_done(&f->lookup.send);
     flow_table_done(&f->lookup.table);
     free(f->lookup.key_column);
+    free(f->lookup.currency);
     flow_fields_free(f->lookup.expect, f->lookup.n_expect);
     free(f->lookup.detail.get);
     flow_send_done(&f->lookup.detail.send);
@@ -396,6 +397,7 @@ void flow_free(struct flow *f)
     free(f->steps);
     flow_rules_free(f->outcomes, f->n_outcomes);
     free(f->list.get);
+    free(f->list.currency);
     flow_send_done(&f->list.send);
     flow_table_done(&f->list.table);
     for (size_t i = 0; f->resolves && i < f->n_resolves; i++) {

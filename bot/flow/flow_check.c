@@ -23,6 +23,7 @@
 
 #include "apbot/buf.h"
 #include "apbot/mem.h"
+#include "apbot/money.h"
 #include "web/http.h"
 #include "web/jdoc.h"
 #include "web/match.h"
@@ -834,6 +835,18 @@ static bool flow_lookup_has(const struct flow_lookup *lk, const char *name)
            (lk->detail.present && flow_table_has(&lk->detail.table, name));
 }
 
+/* A declared default currency (currency="EUR" on a lookup or a list) must be one whose
+ * amounts apbot can read exactly: an ISO 4217 code it knows the exponent of. */
+static void flow_check_currency(struct flow_ctx *c, const char *currency, int line,
+                                const char *what)
+{
+    if (currency && money_exponent(currency) < 0)
+        flow_problem(c, line,
+                     "%s: currency '%s' is not an ISO 4217 code apbot knows (three capital "
+                     "letters, e.g. EUR): the ERP's amounts could not be read in it",
+                     what, currency);
+}
+
 static void flow_check_lookup(struct flow_ctx *c)
 {
     const struct flow_lookup *lk = &c->f->lookup;
@@ -847,6 +860,7 @@ static void flow_check_lookup(struct flow_ctx *c)
     flow_check_send(c, &lk->send, &sc, &sc, "lookup");
     flow_check_table_kind(c, &lk->table, false, true, "lookup table");
     flow_check_table(c, &lk->table, "lookup table");
+    flow_check_currency(c, lk->currency, lk->line, "lookup");
     if (!flow_table_has(&lk->table, "doc"))
         flow_problem(c, lk->table.line, "lookup table: needs a 'doc' column (the document number)");
     if (lk->detail.present) {
@@ -1213,6 +1227,7 @@ static void flow_check_list(struct flow_ctx *c)
         flow_problem(c, ls->line, "list: get uses ${date} and a range (${from}/${to}): pick one");
     flow_check_table_kind(c, &ls->table, false, false, "list table");
     flow_check_table(c, &ls->table, "list table");
+    flow_check_currency(c, ls->currency, ls->line, "list");
     if (!flow_table_has(&ls->table, "doc"))
         flow_problem(c, ls->table.line, "list table: needs a 'doc' column (the document number)");
     if (ls->table.next == NULL && !paged && ls->max_pages > 1)

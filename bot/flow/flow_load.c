@@ -631,6 +631,7 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
     lk->line = flow_line(c, n);
     lk->get = flow_prop(n, "get");
     lk->key_column = flow_prop(n, "key-column");
+    lk->currency = flow_prop(n, "currency");
     v = 5;
     flow_number(c, n, "max-pages", 1, 100, &v, "lookup");
     lk->max_pages = (int)v;
@@ -718,6 +719,7 @@ static void flow_build_list(struct flow_ctx *c, xmlNode *n)
 
     ls->line = flow_line(c, n);
     ls->get = flow_prop(n, "get");
+    ls->currency = flow_prop(n, "currency");
     flow_number(c, n, "max-pages", 1, 10000, &v, "list");
     ls->max_pages = (int)v;
     flow_number(c, n, "page-size", 1, 100000, &ls->page_size, "list");

@@ -319,6 +319,8 @@ struct flow_lookup {
     struct flow_field finished; /* when has_finished: name = column, value = template; a hit
                                  * whose cell differs is saved but unfinished */
     bool has_finished;
+    char *currency; /* currency="EUR": the ERP's default, the currency of a hit whose table and
+                     * detail show none (a single-currency screen), or NULL */
     int line;
 };
 
@@ -340,6 +342,8 @@ struct flow_list {
     bool paged;     /* the request pages by ${page} or ${offset} (set by the checks) */
     bool range;     /* the request takes ${from} and ${to}, not one ${date} (set by the checks) */
     enum flow_list_by by;
+    char *currency; /* currency="EUR": the ERP's default, the currency of a row that shows none
+                     * (a listing without a currency column), or NULL */
     int line;
 };
 
