@@ -24,6 +24,7 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
+#include "apbot/money.h"
 #include "apbot/report.h"
 #include "apbot/store.h"
 #include "helpers/e2e.h"
@@ -904,6 +905,243 @@ static void test_report_chaos_balance(void **state)
     fx_stop(&x);
 }
 
+/* ---- a report a clerk can read --------------------------------------------------------- */
+
+static void test_report_doc_order(void **state)
+{
+    (void)state;
+    /* in order, each before the next */
+    static const char *const order[] = {
+        "",
+        "00",
+        "0",
+        "1",
+        "3",
+        "007",
+        "7",
+        "10",
+        "100",
+        "AP-1",
+        "AP-2",
+        "AP-10",
+        "AP-2026-000009",
+        "AP-2026-000010",
+        "AP-2026-000100",
+        "AP-2027-000001",
+        "AP-2027-000001a",
+        "B",
+        "b",
+    };
+    const size_t n = sizeof(order) / sizeof(order[0]);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(report_doc_cmp(order[i], order[i]), 0);
+        for (size_t j = i + 1; j < n; j++) {
+            if (report_doc_cmp(order[i], order[j]) >= 0 || report_doc_cmp(order[j], order[i]) <= 0)
+                fail_msg("'%s' should sort before '%s'", order[i], order[j]);
+        }
+    }
+    assert_true(report_doc_cmp(NULL, "1") < 0);
+    assert_true(report_doc_cmp("1", NULL) > 0);
+    assert_int_equal(report_doc_cmp(NULL, NULL), 0);
+    /* a run of digits longer than any integer type still compares */
+    assert_true(report_doc_cmp("9999999999999999999999998", "9999999999999999999999999") < 0);
+}
+
+/* The text of every node the XPath expr selects, joined by "|" (heap). */
+static char *html_xpath_texts(const char *html, const char *expr)
+{
+    htmlDocPtr doc = htmlReadMemory(html, (int)strlen(html), NULL, "UTF-8",
+                                    HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET);
+    xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+    xmlXPathObjectPtr o = xmlXPathEvalExpression((const xmlChar *)expr, ctx);
+    size_t len = 1;
+    char *s = calloc(1, 1);
+    for (int i = 0; o && o->nodesetval && i < o->nodesetval->nodeNr; i++) {
+        xmlChar *t = xmlNodeGetContent(o->nodesetval->nodeTab[i]);
+        len += strlen((const char *)t) + 1;
+        s = realloc(s, len);
+        if (i)
+            strcat(s, "|");
+        strcat(s, (const char *)t);
+        xmlFree(t);
+    }
+    xmlXPathFreeObject(o);
+    xmlXPathFreeContext(ctx);
+    xmlFreeDoc(doc);
+    return s;
+}
+
+static int count_char(const char *s, char c)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == c;
+    return n;
+}
+
+#define ORPHANS 12
+
+/*
+ * The classic ERP's report without a currency column (list_currency = off), as the listing of a
+ * single-currency company: flows/classic.xml declares its default currency (currency="EUR"), so
+ * the amounts of another queue's bookings are read and counted in EUR, not in a currency
+ * "(none)" as "the ERP's amount cannot be read". The twelve orphans come grouped: a count, the
+ * money per currency, the first five by document number and a link to all of them. The header
+ * says which days were read and why. Without the declaration (a copy of the flow) the amounts
+ * cannot be read - the bucket "(none)" then shows in the ERP's table, never as an empty row of
+ * the balance.
+ */
+static void test_report_classic_list_without_currency(void **state)
+{
+    struct fx x;
+    char key[INVOICE_KEY_LEN + 1], doc[32], err[APBOT_ERR_LEN];
+    struct report *r;
+    int64_t orphans_minor = 0;
+    (void)state;
+
+    if (e2e_test_ui() != SIM_UI_CLASSIC)
+        skip(); /* the classic UI's listing (test_report_classic) */
+    char text_scn[sizeof(fast) + 64];
+    snprintf(text_scn, sizeof(text_scn), "%slist_currency = off\n", fast);
+    fx_start(&x, NULL, text_scn);
+    add_completed_booked(&x, "INV-CUR1", 4200, "42.00", NULL, key, doc);
+    for (int i = 1; i <= ORPHANS; i++) {
+        char ref[32], amount[16];
+        snprintf(ref, sizeof(ref), "AP1-OTHERQUEUE%09d", i);
+        snprintf(amount, sizeof(amount), "%d.%02d", 10 + i, i);
+        orphans_minor += (10 + i) * 100 + i;
+        book_dated(&x, ref, amount, x.today, doc);
+    }
+    /* the listing really lacks the column */
+    {
+        long status = 0;
+        struct simc_session *ss = simc_session_new(x.e.port, 0);
+        assert_int_equal(simc_classic_login(ss, "clerk", "acme-demo"), 0);
+        assert_int_equal(simc_get(ss, "/app/ap/list?from=01/01/2026&to=12/31/2026", &status), 0);
+        assert_int_equal(status, 200);
+        assert_non_null(strstr(simc_body(ss), "<th>Amount</th>"));
+        assert_null(strstr(simc_body(ss), "<th>Currency</th>"));
+        simc_session_free(ss);
+    }
+    r = build(&x);
+    const struct report_summary *s = report_summary(r);
+    assert_true(s->list_by_invoice);
+    assert_int_equal(s->counts[REPORT_ORPHAN], ORPHANS);
+    assert_int_equal(s->matched, 1);
+    {
+        size_t nm;
+        const struct report_money *m = report_money(r, &nm);
+        assert_int_equal(nm, 1); /* EUR only: no "(none)" bucket */
+        assert_string_equal(m[0].currency, "EUR");
+        assert_int_equal(m[0].erp_unreadable, 0);
+        assert_int_equal(m[0].erp_docs, ORPHANS + 1);
+        assert_int_equal(m[0].erp_total, 4200 + orphans_minor);
+        assert_int_equal(m[0].difference, orphans_minor);
+    }
+    {
+        size_t n;
+        const struct report_finding *f = report_findings(r, &n);
+        const char *prev = NULL;
+        for (size_t i = 0; i < n; i++) {
+            if (f[i].kind != REPORT_ORPHAN)
+                continue;
+            assert_true(f[i].has_erp_amount);
+            assert_string_equal(f[i].currency, "EUR");
+            if (prev)
+                assert_true(report_doc_cmp(prev, f[i].erp_docs) < 0); /* by document number */
+            prev = f[i].erp_docs;
+        }
+    }
+    char *text = render(r, REPORT_FMT_TEXT), *html = render(r, REPORT_FMT_HTML),
+         *js = render(r, REPORT_FMT_JSON);
+    char want[160], sum[48];
+    money_text(orphans_minor, 2, sum, sizeof(sum));
+    /* text: grouped, the first five, then a count of the rest */
+    assert_null(strstr(text, "(none)"));
+    assert_null(strstr(text, "cannot be read"));
+    snprintf(want, sizeof(want), "%d ERP document(s) carry an apbot key this queue does not know",
+             ORPHANS);
+    assert_non_null(strstr(text, want));
+    snprintf(want, sizeof(want), "EUR %s in %d document(s)", sum, ORPHANS);
+    assert_non_null(strstr(text, want));
+    snprintf(want, sizeof(want), "... and %d more", ORPHANS - 5);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "is the day the bot worked, not an invoice date"));
+    assert_non_null(strstr(text, "This ERP lists by invoice date"));
+    /* HTML: the group's money, five rows, the link, and all of them at the end */
+    assert_null(strstr(html, "(none)"));
+    char *v = html_id_text(html, "orphans-EUR-amount");
+    assert_string_equal(v, sum);
+    free(v);
+    v = html_id_text(html, "orphans-EUR-count");
+    snprintf(want, sizeof(want), "%d", ORPHANS);
+    assert_string_equal(v, want);
+    free(v);
+    v = html_xpath_texts(
+        html, "//*[@id='section-orphans']//tr[@data-kind='orphan']/td[@class='erp-docs']");
+    assert_int_equal(count_char(v, '|'), 4);
+    free(v);
+    v = html_xpath_texts(html, "//*[@id='section-orphans']//a[@href='#orphans-all']");
+    snprintf(want, sizeof(want), "all %d orphans", ORPHANS);
+    assert_string_equal(v, want);
+    free(v);
+    v = html_xpath_texts(html, "//*[@id='orphans-all']//tr[@data-kind='orphan']");
+    assert_int_equal(count_char(v, '|'), ORPHANS - 1);
+    free(v);
+    v = html_xpath_texts(html, "//*[@id='days']/@data-listed-by");
+    assert_string_equal(v, "invoice");
+    free(v);
+    {
+        json_error_t jerr;
+        json_t *root = json_loads(js, 0, &jerr);
+        assert_non_null(root);
+        json_t *o = json_object_get(root, "orphans");
+        assert_int_equal(json_integer_value(json_object_get(o, "count")), ORPHANS);
+        json_t *eur = json_array_get(json_object_get(o, "money"), 0);
+        assert_string_equal(json_string_value(json_object_get(eur, "currency")), "EUR");
+        assert_int_equal(json_integer_value(json_object_get(eur, "minor")), orphans_minor);
+        assert_non_null(
+            strstr(json_string_value(json_object_get(json_object_get(root, "erp"), "days")),
+                   "lists by invoice date"));
+        json_decref(root);
+    }
+    free(text);
+    free(html);
+    free(js);
+    report_free(r);
+
+    /* Without the declaration the ERP's amounts cannot be read: the bucket "(none)". */
+    erp_close(x.erp);
+    flow_free(x.flow);
+    x.erp = NULL;
+    x.flow = NULL;
+    e2e_flow_copy(&x.e, " currency=\"EUR\"", "");
+    if (flow_load(x.e.flow, &x.flow, err, sizeof(err)) != APBOT_OK)
+        fail_msg("flow_load: %s", err);
+    assert_null(x.flow->list.currency);
+    if (erp_open(x.flow, x.e.url, NULL, &x.erp, err, sizeof(err)) != APBOT_OK)
+        fail_msg("erp_open: %s", err);
+    r = build(&x);
+    {
+        size_t nm;
+        const struct report_money *m = report_money(r, &nm);
+        assert_int_equal(nm, 2);
+        assert_string_equal(m[0].currency, ""); /* sorted first */
+        assert_int_equal(m[0].erp_unreadable, ORPHANS);
+        html = render(r, REPORT_FMT_HTML);
+        /* shown in the ERP's table, where it has something; not in the balance, where not */
+        v = html_xpath_texts(html, "//table[@id='money-erp']//th[.='(none)']");
+        assert_string_equal(v, "(none)");
+        free(v);
+        v = html_xpath_texts(html, "//table[@id='money-day' or @id='money-total']//th[.='(none)']");
+        assert_string_equal(v, "");
+        free(v);
+        free(html);
+    }
+    report_free(r);
+    fx_stop(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -919,6 +1157,8 @@ int main(void)
         cmocka_unit_test(test_report_money),
         cmocka_unit_test(test_report_queue_only),
         cmocka_unit_test(test_report_chaos_balance),
+        cmocka_unit_test(test_report_doc_order),
+        cmocka_unit_test(test_report_classic_list_without_currency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,6 +114,42 @@ const char *report_format_age(int64_t ms, char *buf, size_t len)
     return buf;
 }
 
+int report_doc_cmp(const char *a, const char *b)
+{
+    if (!a || !b)
+        return a ? 1 : b ? -1 : 0;
+    while (*a && *b) {
+        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+            const char *za = a, *zb = b;
+            while (*a == '0')
+                a++;
+            while (*b == '0')
+                b++;
+            size_t da = 0, db = 0;
+            while (a[da] >= '0' && a[da] <= '9')
+                da++;
+            while (b[db] >= '0' && b[db] <= '9')
+                db++;
+            if (da != db)
+                return da < db ? -1 : 1; /* more significant digits: the larger number */
+            int c = memcmp(a, b, da);
+            if (c)
+                return c < 0 ? -1 : 1;
+            size_t lza = (size_t)(a - za), lzb = (size_t)(b - zb);
+            if (lza != lzb)
+                return lza > lzb ? -1 : 1; /* "007" before "7": the order stays total */
+            a += da;
+            b += db;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    return *a ? 1 : *b ? -1 : 0;
+}
+
 /* ---- the report object ---------------------------------------------------------------- */
 
 struct report {
@@ -972,7 +1008,16 @@ static bool balanced(const struct report_balance *bal)
            bal->received == bal->completed + bal->exceptions + bal->review + bal->pending;
 }
 
-/* Sorts findings by kind (section order), keeping the walk's order inside a kind. */
+/* Orphans by the ERP's document number as people count (report_doc_cmp), then key. */
+static int cmp_orphan(const void *a, const void *b)
+{
+    const struct report_finding *x = a, *y = b;
+    int c = report_doc_cmp(x->erp_docs, y->erp_docs);
+    return c ? c : strcmp(nz(x->key), nz(y->key));
+}
+
+/* Sorts findings by kind (section order), keeping the walk's order inside a kind but for the
+ * orphans, which no item orders: those by document number. */
 static void sort_findings(struct report *r)
 {
     struct report_finding *out;
@@ -981,10 +1026,14 @@ static void sort_findings(struct report *r)
     if (r->n < 2)
         return;
     out = apbot_xmalloc(r->n * sizeof(*out));
-    for (int kind = 0; kind < REPORT_KIND__COUNT; kind++)
+    for (int kind = 0; kind < REPORT_KIND__COUNT; kind++) {
+        size_t first = k;
         for (size_t i = 0; i < r->n; i++)
             if ((int)r->f[i].kind == kind)
                 out[k++] = r->f[i];
+        if (kind == REPORT_ORPHAN && k - first > 1)
+            qsort(out + first, k - first, sizeof(*out), cmp_orphan);
+    }
     free(r->f);
     r->f = out;
     r->cap = r->n;
@@ -1280,7 +1329,7 @@ static int cmp_diff(const void *a, const void *b)
     const struct report_money_diff *x = a, *y = b;
     int c = strcmp(x->currency, y->currency);
     if (c == 0)
-        c = strcmp(nz(x->doc), nz(y->doc));
+        c = report_doc_cmp(x->doc, y->doc);
     if (c == 0)
         c = x->item_id < y->item_id ? -1 : x->item_id > y->item_id;
     return c;

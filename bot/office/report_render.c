@@ -165,6 +165,130 @@ static const char *cur_label(const char *c)
     return c && *c ? c : "(none)";
 }
 
+static bool amounts_zero(const struct report_amounts *a)
+{
+    return !a->received && !a->completed && !a->exceptions && !a->review && !a->pending &&
+           !a->unaccounted;
+}
+
+/* True when a money table need not show m's row: the "(none)" bucket (ERP rows without a
+ * currency; no item is ever in it) with nothing in that table. erp: the table of the ERP's
+ * listing; else the balance of the day (day) or of the whole queue. */
+static bool money_row_hidden(const struct report_money *m, bool erp, bool day)
+{
+    if (m->currency[0])
+        return false;
+    if (erp)
+        return !m->erp_total && !m->erp_docs && !m->erp_unreadable && !m->expected &&
+               !m->expected_items && !m->difference;
+    return amounts_zero(day ? &m->day : &m->total);
+}
+
+/* What the ERP's listing covered, for a caption: "booking day 2026-11-30" or "invoice dates
+ * 2026-11-01 to 2026-11-30". */
+static const char *listing_label(const struct report_summary *s, char *buf, size_t len)
+{
+    if (!s->list_by_invoice)
+        snprintf(buf, len, "booking day %s", s->date);
+    else if (strcmp(s->list_from, s->list_to) == 0)
+        snprintf(buf, len, "invoice date %s", s->list_from);
+    else
+        snprintf(buf, len, "invoice dates %s to %s", s->list_from, s->list_to);
+    return buf;
+}
+
+/* Which days the report read and why, one paragraph for people: the date is the day the bot
+ * worked, which a clerk on an ERP that lists by invoice date would read as an invoice date. */
+static const char *days_text(const struct report_summary *s, char *buf, size_t len)
+{
+    char what[80];
+    if (!s->erp_read)
+        snprintf(buf, len,
+                 "%s is the day the bot worked; the ERP was not read, so only the queue's "
+                 "figures for it are here.",
+                 s->date);
+    else if (!s->list_by_invoice)
+        snprintf(buf, len,
+                 "%s is the day the bot worked and the booking day read: the ERP's bookings of "
+                 "that day against the items the bot completed that day.",
+                 s->date);
+    else
+        snprintf(buf, len,
+                 "%s is the day the bot worked, not an invoice date: the items the bot completed "
+                 "that day are compared with the ERP's records. This ERP lists by invoice date, "
+                 "so the %s were read (the invoice dates of those items and the day itself), and "
+                 "the records of items completed on other days left out.",
+                 s->date, listing_label(s, what, sizeof(what)));
+    return buf;
+}
+
+/* The orphans of the report in one currency: how many, their sum and how many could not be
+ * read. */
+struct orphan_sum {
+    char currency[4];
+    int exponent;
+    int64_t n, unreadable, minor;
+    bool overflow; /* the sum passed what apbot counts: shown as unknown */
+};
+
+#define ORPHAN_CURRENCIES_MAX 64 /* more are summed under the last one's "..." */
+#define ORPHANS_SHOWN 5          /* orphans listed before "and N more" */
+
+/* Sums the orphan findings per currency (in the order first seen); returns how many sums. */
+static size_t orphan_sums(const struct report *r, struct orphan_sum *ret, size_t max)
+{
+    size_t n, k = 0;
+    const struct report_finding *f = report_findings(r, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].kind != REPORT_ORPHAN)
+            continue;
+        const char *cur = f[i].currency ? f[i].currency : "";
+        size_t j;
+        for (j = 0; j < k; j++)
+            if (strcmp(ret[j].currency, cur) == 0)
+                break;
+        if (j == k) {
+            if (k == max)
+                j = max - 1; /* past the bound: counted with the last */
+            else {
+                memset(&ret[k], 0, sizeof(ret[k]));
+                snprintf(ret[k].currency, sizeof(ret[k].currency), "%s", cur);
+                ret[k].exponent = f[i].exponent;
+                k++;
+            }
+        }
+        ret[j].n++;
+        if (!f[i].has_erp_amount || f[i].exponent != ret[j].exponent)
+            ret[j].unreadable++;
+        else if (money_add(&ret[j].minor, f[i].erp_amount) != APBOT_OK)
+            ret[j].overflow = true;
+    }
+    return k;
+}
+
+/* "EUR 1,234.50 in 70 documents, USD 10.00 in 4 (1 unreadable)" */
+static void orphan_sums_text(const struct orphan_sum *o, size_t n, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < len; i++) {
+        char a[48];
+        int w = snprintf(buf + used, len - used, "%s%s %s in %lld document(s)", i ? ", " : "",
+                         cur_label(o[i].currency),
+                         o[i].overflow ? "?" : money_text(o[i].minor, o[i].exponent, a, sizeof(a)),
+                         (long long)o[i].n);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+        if (o[i].unreadable && used < len) {
+            w = snprintf(buf + used, len - used, " (%lld whose amount cannot be read)",
+                         (long long)o[i].unreadable);
+            if (w > 0)
+                used += (size_t)w;
+        }
+    }
+}
+
 /* What a difference row means, for people. */
 static const char *why_text(enum report_diff_why w)
 {
@@ -213,6 +337,8 @@ static void text_money(const struct report *r, FILE *out)
     if (nm == 0)
         fprintf(out, "  (no items)\n");
     for (size_t i = 0; i < nm; i++) {
+        if (money_row_hidden(&m[i], false, true) && money_row_hidden(&m[i], false, false))
+            continue;
         for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++)
             fprintf(out, "  %-4s %-22s %18s  %18s\n", k == 0 ? cur_label(m[i].currency) : "",
                     money_rows[k].label,
@@ -225,8 +351,12 @@ static void text_money(const struct report *r, FILE *out)
     }
     if (!s->erp_read)
         return;
-    fprintf(out, "\nERP listing for %s against the queue, per currency\n", s->date);
+    char label[80];
+    fprintf(out, "\nERP listing (%s) against the queue, per currency\n",
+            listing_label(s, label, sizeof(label)));
     for (size_t i = 0; i < nm; i++) {
+        if (money_row_hidden(&m[i], true, false))
+            continue;
         fprintf(out, "  %-4s ERP total of apbot's documents   %18s  (%lld document(s)",
                 cur_label(m[i].currency), money_text(m[i].erp_total, m[i].exponent, a1, sizeof(a1)),
                 (long long)m[i].erp_docs);
@@ -289,16 +419,42 @@ static void text_activity(const struct report *r, FILE *out)
     }
 }
 
+/* The orphans grouped: how many, their money per currency, the first few by document number;
+ * the rest are in the CSV, JSON and HTML formats. Another queue's bookings on the same days
+ * can be dozens, which one line each would bury. */
+static void text_orphans(const struct report *r, FILE *out)
+{
+    size_t n, shown = 0;
+    const struct report_finding *f = report_findings(r, &n);
+    struct orphan_sum sums[ORPHAN_CURRENCIES_MAX];
+    size_t ns = orphan_sums(r, sums, ORPHAN_CURRENCIES_MAX);
+    int64_t total = report_summary(r)->counts[REPORT_ORPHAN];
+    char buf[2048];
+
+    orphan_sums_text(sums, ns, buf, sizeof(buf));
+    fprintf(out,
+            "  %lld ERP document(s) carry an apbot key this queue does not know (booked by "
+            "hand, or from another queue): %s\n",
+            (long long)total, buf);
+    for (size_t i = 0; i < n; i++)
+        if (f[i].kind == REPORT_ORPHAN && shown++ < ORPHANS_SHOWN)
+            text_finding(out, &f[i]);
+    if (shown > ORPHANS_SHOWN)
+        fprintf(out, "  ... and %zu more (every one in --format csv, json or html)\n",
+                shown - ORPHANS_SHOWN);
+}
+
 static int write_text(const struct report *r, FILE *out)
 {
     const struct report_summary *s = report_summary(r);
     size_t n;
     const struct report_finding *f = report_findings(r, &n);
-    char when[32];
+    char when[32], days[512], label[80];
 
     report_local_time(s->generated_at, "?", when, sizeof(when));
     fprintf(out, "apbot reconciliation report for %s (flow %s, generated %s)\n", s->date,
             nz(s->flow_name), when);
+    fprintf(out, "%s\n", days_text(s, days, sizeof(days)));
     fprintf(out, "audit chain head at the end of the day: %lld:%s\n\n", (long long)s->audit_head_id,
             s->audit_head_hash);
     if (report_status(r) == REPORT_UNBALANCED)
@@ -321,15 +477,10 @@ static int write_text(const struct report *r, FILE *out)
     text_money(r, out);
     fprintf(out, "\n");
     fprintf(out,
-            "ERP listing for %s: %lld records on %d page(s), %lld with an apbot key; "
+            "ERP listing (%s): %lld records on %d page(s), %lld with an apbot key; "
             "matched %lld.\n",
-            s->date, (long long)s->erp_rows, s->erp_pages, (long long)s->erp_apbot_rows,
-            (long long)s->matched);
-    if (s->list_by_invoice)
-        fprintf(out,
-                "  (the ERP lists by invoice date: invoice dates %s to %s were read, and the "
-                "records of items settled on other days left out)\n",
-                s->list_from, s->list_to);
+            listing_label(s, label, sizeof(label)), (long long)s->erp_rows, s->erp_pages,
+            (long long)s->erp_apbot_rows, (long long)s->matched);
     text_activity(r, out);
     fprintf(out, "\n");
 
@@ -372,6 +523,10 @@ static int write_text(const struct report *r, FILE *out)
                 fprintf(out, "\n");
             }
             free(done);
+            continue;
+        }
+        if (k == REPORT_ORPHAN) {
+            text_orphans(r, out);
             continue;
         }
         for (size_t i = 0; i < n; i++)
@@ -663,6 +818,25 @@ static json_t *json_activity(const struct report *r)
     return o;
 }
 
+/* {"count": n, "money": [{"currency", "documents", "amount", "minor", "unreadable"}]} */
+static json_t *json_orphans(const struct report *r)
+{
+    struct orphan_sum sums[ORPHAN_CURRENCIES_MAX];
+    size_t ns = orphan_sums(r, sums, ORPHAN_CURRENCIES_MAX);
+    json_t *o = json_object(), *arr = json_array();
+    json_object_set_new(o, "count",
+                        json_integer((json_int_t)report_summary(r)->counts[REPORT_ORPHAN]));
+    for (size_t i = 0; i < ns; i++) {
+        json_t *x = sums[i].overflow ? json_object() : jmoney(sums[i].minor, sums[i].exponent);
+        json_object_set_new(x, "currency", json_string(sums[i].currency));
+        json_object_set_new(x, "documents", json_integer((json_int_t)sums[i].n));
+        json_object_set_new(x, "unreadable", json_integer((json_int_t)sums[i].unreadable));
+        json_array_append_new(arr, x);
+    }
+    json_object_set_new(o, "money", arr);
+    return o;
+}
+
 static int write_json(const struct report *r, FILE *out)
 {
     const struct report_summary *s = report_summary(r);
@@ -692,6 +866,10 @@ static int write_json(const struct report *r, FILE *out)
     json_object_set_new(erp, "listed_from", json_string(s->list_from));
     json_object_set_new(erp, "listed_to", json_string(s->list_to));
     json_object_set_new(erp, "lookups", json_integer((json_int_t)s->lookups));
+    {
+        char days[512];
+        json_object_set_new(erp, "days", json_string(days_text(s, days, sizeof(days))));
+    }
     json_object_set_new(root, "erp", erp);
     json_object_set_new(root, "matched", json_integer((json_int_t)s->matched));
     json_object_set_new(root, "drift", json_integer((json_int_t)s->drift));
@@ -700,6 +878,7 @@ static int write_json(const struct report *r, FILE *out)
                             json_integer((json_int_t)s->counts[k]));
     json_object_set_new(root, "counts", counts);
     json_object_set_new(root, "money", json_money(r));
+    json_object_set_new(root, "orphans", json_orphans(r));
     json_object_set_new(root, "activity", json_activity(r));
     for (size_t i = 0; i < n; i++) {
         const struct report_finding *x = &f[i];
@@ -749,7 +928,7 @@ static const char html_css[] =
     "body{font:14px/1.4 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em;"
     "color:#222;max-width:80em}"
     "h1{font-size:1.4em;margin:0 0 .3em}h2{font-size:1.1em;margin:1.4em 0 .4em}"
-    ".meta{color:#666;margin-bottom:1em}"
+    ".meta{color:#666;margin-bottom:.4em}p.days{color:#444;max-width:60em;margin:.2em 0 1em}"
     ".status{padding:.8em 1em;font-weight:bold;font-size:1.2em;border-radius:4px}"
     ".status.clean{background:#e3f4e1;color:#1d5c17;border:1px solid #9ccf95}"
     ".status.drift{background:#fff1d6;color:#7a4b00;border:1px solid #e3b75f}"
@@ -767,7 +946,8 @@ static const char html_css[] =
     "tr.unbalanced th,tr.nonzero td.amount{color:#b00;font-weight:bold}"
     "figure.chart{margin:1em 0}figure.chart figcaption{font-weight:bold;margin-bottom:.3em}"
     "figure.chart svg{max-width:100%;height:auto;border:1px solid #ddd;background:#fff}"
-    "p.last-run{color:#444}"
+    "p.last-run{color:#444}p.group-summary{margin:.2em 0}p.more{margin:.3em 0}"
+    "td.key,td.doc,td.erp-docs{overflow-wrap:anywhere}"
     "@media print{body{margin:0;max-width:none;font-size:11px}"
     ".status{border-width:1px}a{color:inherit;text-decoration:none}}";
 
@@ -783,21 +963,16 @@ static xmlNodePtr count_cell(xmlNodePtr tr, const char *id, int64_t v)
     return td;
 }
 
-static void html_findings(xmlNodePtr body, const struct report *r, int k)
-{
-    size_t n;
-    const struct report_finding *f = report_findings(r, &n);
-    const struct report_summary *s = report_summary(r);
-    xmlNodePtr sec, table, tr;
-    char id[64], buf[64];
+static xmlNodePtr money_cell(xmlNodePtr tr, const char *id, int64_t minor, int exponent);
 
-    if (s->counts[k] == 0)
-        return;
-    sec = html_el(body, "section", report_kind_is_drift((enum report_kind)k) ? "drift" : "hint");
-    snprintf(id, sizeof(id), "section-%s", kind_info[k].id);
-    html_id(sec, id);
-    snprintf(buf, sizeof(buf), "%s (%lld)", kind_info[k].title, (long long)s->counts[k]);
-    html_el_text(sec, "h2", NULL, buf);
+/* The table of the findings of kind k, the first `max` of them (SIZE_MAX: all). */
+static void html_findings_table(xmlNodePtr sec, const struct report *r, int k, size_t max)
+{
+    size_t n, shown = 0;
+    const struct report_finding *f = report_findings(r, &n);
+    xmlNodePtr table, tr;
+    char buf[64];
+
     table = html_el(sec, "table", "findings");
     tr = html_el(table, "tr", NULL);
     {
@@ -812,7 +987,7 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
         xmlNodePtr td;
         char amount[96];
 
-        if ((int)x->kind != k)
+        if ((int)x->kind != k || shown++ >= max)
             continue;
         tr = html_el(table, "tr", "finding");
         html_attr(tr, "data-kind", report_kind_name(x->kind));
@@ -857,6 +1032,103 @@ static void html_findings(xmlNodePtr body, const struct report *r, int k)
             html_el_text(td, "code", "command", x->command);
         }
     }
+}
+
+/* The section of kind k: its heading and, unless grouped (the caller adds what it shows), its
+ * findings. Returns the section, NULL when there are none. */
+static xmlNodePtr html_section(xmlNodePtr body, const struct report *r, int k)
+{
+    const struct report_summary *s = report_summary(r);
+    xmlNodePtr sec;
+    char id[64], buf[96];
+
+    if (s->counts[k] == 0)
+        return NULL;
+    sec = html_el(body, "section", report_kind_is_drift((enum report_kind)k) ? "drift" : "hint");
+    snprintf(id, sizeof(id), "section-%s", kind_info[k].id);
+    html_id(sec, id);
+    snprintf(buf, sizeof(buf), "%s (%lld)", kind_info[k].title, (long long)s->counts[k]);
+    html_el_text(sec, "h2", NULL, buf);
+    return sec;
+}
+
+static void html_findings(xmlNodePtr body, const struct report *r, int k)
+{
+    xmlNodePtr sec = html_section(body, r, k);
+    if (sec)
+        html_findings_table(sec, r, k, SIZE_MAX);
+}
+
+/*
+ * The orphans grouped: how many, their money per currency (cells orphans-CUR-amount with
+ * data-minor, orphans-CUR-count), the first ORPHANS_SHOWN by document number and, when there
+ * are more, a link to the whole list at the end of the page (#orphans-all, html_orphans_all).
+ */
+static void html_orphans(xmlNodePtr body, const struct report *r)
+{
+    const struct report_summary *s = report_summary(r);
+    struct orphan_sum sums[ORPHAN_CURRENCIES_MAX];
+    size_t ns = orphan_sums(r, sums, ORPHAN_CURRENCIES_MAX);
+    xmlNodePtr sec = html_section(body, r, REPORT_ORPHAN), table, tr, p;
+    char buf[256], id[64];
+
+    if (!sec)
+        return;
+    p = html_el(sec, "p", "group-summary");
+    html_id(p, "orphans-summary");
+    snprintf(buf, sizeof(buf),
+             "%lld ERP document(s) carry an apbot key this queue does not know: booked by hand, "
+             "or from another queue working on the same ERP.",
+             (long long)s->counts[REPORT_ORPHAN]);
+    html_text(p, buf);
+    table = html_el(sec, "table", "orphan-money");
+    html_id(table, "orphans-money");
+    tr = html_el(table, "tr", NULL);
+    html_el_text(tr, "th", NULL, "Currency");
+    html_el_text(tr, "th", NULL, "documents");
+    html_el_text(tr, "th", NULL, "amount");
+    html_el_text(tr, "th", NULL, "amount cannot be read");
+    for (size_t i = 0; i < ns; i++) {
+        tr = html_el(table, "tr", NULL);
+        html_el_text(tr, "th", NULL, cur_label(sums[i].currency));
+        snprintf(id, sizeof(id), "orphans-%.8s-count", cur_label(sums[i].currency));
+        count_cell(tr, id, sums[i].n);
+        snprintf(id, sizeof(id), "orphans-%.8s-amount", cur_label(sums[i].currency));
+        if (sums[i].overflow)
+            html_id(html_el_text(tr, "td", "amount", "?"), id);
+        else
+            money_cell(tr, id, sums[i].minor, sums[i].exponent);
+        count_cell(tr, NULL, sums[i].unreadable);
+    }
+    html_findings_table(sec, r, REPORT_ORPHAN, ORPHANS_SHOWN);
+    if (s->counts[REPORT_ORPHAN] > ORPHANS_SHOWN) {
+        xmlNodePtr a;
+        p = html_el(sec, "p", "more");
+        snprintf(buf, sizeof(buf), "%lld more, by document number: ",
+                 (long long)(s->counts[REPORT_ORPHAN] - ORPHANS_SHOWN));
+        html_text(p, buf);
+        a = html_el(p, "a", NULL);
+        html_attr(a, "href", "#orphans-all");
+        snprintf(buf, sizeof(buf), "all %lld orphans", (long long)s->counts[REPORT_ORPHAN]);
+        html_text(a, buf);
+    }
+}
+
+/* The whole list of orphans at the end of the page, when html_orphans showed only the first. */
+static void html_orphans_all(xmlNodePtr body, const struct report *r)
+{
+    const struct report_summary *s = report_summary(r);
+    xmlNodePtr sec;
+    char buf[96];
+
+    if (s->counts[REPORT_ORPHAN] <= ORPHANS_SHOWN)
+        return;
+    sec = html_el(body, "section", "drift appendix");
+    html_id(sec, "orphans-all");
+    snprintf(buf, sizeof(buf), "All orphans, by document number (%lld)",
+             (long long)s->counts[REPORT_ORPHAN]);
+    html_el_text(sec, "h2", NULL, buf);
+    html_findings_table(sec, r, REPORT_ORPHAN, SIZE_MAX);
 }
 
 static void html_exceptions(xmlNodePtr body, const struct report *r)
@@ -944,7 +1216,7 @@ void report_html_money(const struct report *r, xmlNodePtr parent)
     const struct report_money *m = report_money(r, &nm);
     const struct report_money_diff *d = report_money_diffs(r, &nd);
     xmlNodePtr sec = html_el(parent, "section", "money"), table, tr;
-    char id[96], buf[96];
+    char id[96], buf[192];
 
     html_id(sec, "money");
     html_el_text(sec, "h2", NULL, "Money, per currency (exact)");
@@ -965,6 +1237,8 @@ void report_html_money(const struct report *r, xmlNodePtr parent)
         html_el_text(tr, "th", NULL, "balanced");
         for (size_t i = 0; i < nm; i++) {
             const struct report_amounts *am = pass == 0 ? &m[i].day : &m[i].total;
+            if (money_row_hidden(&m[i], false, pass == 0))
+                continue;
             tr = html_el(table, "tr", m[i].balanced ? "balanced" : "unbalanced");
             html_el_text(tr, "th", NULL, cur_label(m[i].currency));
             for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++) {
@@ -980,7 +1254,11 @@ void report_html_money(const struct report *r, xmlNodePtr parent)
         return;
     table = html_el(sec, "table", "money-erp");
     html_id(table, "money-erp");
-    snprintf(buf, sizeof(buf), "The ERP's listing of %s against the queue", s->date);
+    {
+        char label[80];
+        snprintf(buf, sizeof(buf), "The ERP's listing (%s) against what the queue completed on %s",
+                 listing_label(s, label, sizeof(label)), s->date);
+    }
     html_el_text(table, "caption", NULL, buf);
     tr = html_el(table, "tr", NULL);
     html_el_text(tr, "th", NULL, "Currency");
@@ -990,6 +1268,8 @@ void report_html_money(const struct report *r, xmlNodePtr parent)
     html_el_text(tr, "th", NULL, "items");
     html_el_text(tr, "th", NULL, "difference");
     for (size_t i = 0; i < nm; i++) {
+        if (money_row_hidden(&m[i], true, false))
+            continue;
         tr = html_el(table, "tr", m[i].difference ? "nonzero" : "zero");
         html_el_text(tr, "th", NULL, cur_label(m[i].currency));
         snprintf(id, sizeof(id), "money-%s-erp-total", cur_label(m[i].currency));
@@ -1200,6 +1480,15 @@ void report_html_body(const struct report *r, xmlNodePtr body)
              (long long)s->audit_head_id, s->audit_head_hash);
     xmlNewProp(html_el_text(body, "div", "meta", buf), BAD_CAST "id", BAD_CAST "audit-head");
     {
+        char days[512];
+        xmlNodePtr p = html_el_text(body, "p", "days", days_text(s, days, sizeof(days)));
+        html_id(p, "days");
+        html_attr(p, "data-listed-by",
+                  !s->erp_read         ? "none"
+                  : s->list_by_invoice ? "invoice"
+                                       : "booked");
+    }
+    {
         char cls[32];
         xmlNodePtr banner;
         snprintf(cls, sizeof(cls), "status %s", status_name(st));
@@ -1261,9 +1550,12 @@ void report_html_body(const struct report *r, xmlNodePtr body)
     for (int k = 0; k < REPORT_KIND__COUNT; k++) {
         if (k == REPORT_EXCEPTION)
             html_exceptions(body, r);
+        else if (k == REPORT_ORPHAN)
+            html_orphans(body, r);
         else
             html_findings(body, r, k);
     }
+    html_orphans_all(body, r);
 }
 
 const char *report_html_css(void)

@@ -257,6 +257,13 @@ void report_local_date(int64_t ms, char buf[11]);
  * when the time cannot be converted or does not fit. Cannot fail; returns buf. */
 const char *report_local_time(int64_t ms, const char *fallback, char *buf, size_t len);
 
+/*
+ * Orders two document numbers for people: runs of digits compare as numbers ("3" < "10" <
+ * "100", "AP-2026-000010" < "AP-2026-000100"), other characters byte by byte; equal numbers
+ * with more leading zeros sort first, so the order is total. NULL sorts before any text. Pure.
+ */
+int report_doc_cmp(const char *a, const char *b);
+
 /* How long ms milliseconds is, to the minute, for people: "2d 3h", "4h 05m", "12m" (negative
  * counts as 0). Cannot fail; returns buf. */
 const char *report_format_age(int64_t ms, char *buf, size_t len);
