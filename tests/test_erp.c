@@ -81,6 +81,7 @@ struct fx {
     char last_outcome[64];
     char traces[16384]; /* "step outcome|" per exchange, controls as "name=value(source)" */
     bool secret_seen;
+    char last_excerpt[ERP_EXCERPT_MAX + 1]; /* of the last exchange with evidence */
 };
 
 /* Evidence is secret-free too. */
@@ -88,6 +89,7 @@ static void on_evidence(void *ctx, const struct erp_exchange *ev)
 {
     struct fx *x = ctx;
     x->n_evidence++;
+    snprintf(x->last_excerpt, sizeof(x->last_excerpt), "%s", ev->excerpt ? ev->excerpt : "");
     const char *texts[] = {ev->url, ev->excerpt, ev->transport, ev->rule, ev->outcome};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         if (texts[i] && strstr(texts[i], PASSWORD))
@@ -535,6 +537,38 @@ static void test_erp_lookup_unanswered_is_failed(void **state)
     fx_stop(&x);
 }
 
+/*
+ * An answer no step reads as a page (a CGI-era ERP's error page, answered 500) still leaves its
+ * text as evidence: the title and the message, not its tags, and its line breaks as the page
+ * shows them (white space), never written as \x0A - the review page and `apbot review` escape
+ * an excerpt where they show it, so an escaped one came out escaped twice. A JSON answer keeps
+ * its quotes and backslashes as they are.
+ */
+static void test_erp_error_page_excerpt_is_text(void **state)
+{
+    (void)state;
+    struct fx x;
+    struct erp_lookup_result res;
+    fx_start(&x, "flow-form.xml", NULL);
+    route_form_login(&x);
+    ROUTE(&x, "GET", "/search?*",
+          {.status = 500,
+           .body = "<html><head><title>ACME Ledger - Error</title>\n<style>h2{color:red}</style>"
+                   "</head>\n<body>\n<h2 class=\"error\">Vendor 100090 is blocked.</h2>\n"
+                   "<p>Back</p></body></html>\n"},
+          {.status = 500,
+           .type = "application/json",
+           .body = "{\"error\": [\"UserError\", [\"Period \\\"11/2026\\\" is closed\"]]}\n"});
+    assert_int_equal(lookup(&x, &res), ERP_FAILED);
+    erp_lookup_result_done(&res);
+    assert_string_equal(x.last_excerpt, "ACME Ledger - Error Vendor 100090 is blocked. Back");
+    assert_int_equal(lookup(&x, &res), ERP_FAILED);
+    erp_lookup_result_done(&res);
+    assert_string_equal(x.last_excerpt,
+                        "{\"error\": [\"UserError\", [\"Period \\\"11/2026\\\" is closed\"]]}");
+    fx_stop(&x);
+}
+
 static void test_erp_lookup_detail_pages(void **state)
 {
     (void)state;
@@ -714,6 +748,7 @@ int main(void)
         cmocka_unit_test(test_erp_lookup_garbled_no_results_is_no_absence),
         cmocka_unit_test(test_erp_lookup_prefix_rows_are_no_hit),
         cmocka_unit_test(test_erp_lookup_unanswered_is_failed),
+        cmocka_unit_test(test_erp_error_page_excerpt_is_text),
         cmocka_unit_test(test_erp_lookup_detail_pages),
         cmocka_unit_test(test_erp_lookup_detail_failure_is_no_absence),
         cmocka_unit_test(test_erp_lookup_too_many_candidates),

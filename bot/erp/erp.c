@@ -479,6 +479,10 @@ bool erp_view_session_gone(struct erp_view *v, const struct flow *f)
 
 /* ---- reporting exchanges ----------------------------------------------------------------- */
 
+/* Bytes of an answer no step parsed that are read for its excerpt: an error page's text lies
+ * near its start, and a page is cheap to parse at this size. */
+#define ERP_EXCERPT_PARSE_MAX (64 * 1024)
+
 void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *step,
                    const char *method, const char *url, const struct http_response *r,
                    const struct page *p, const char *not_sent_detail)
@@ -510,10 +514,20 @@ void erp_xch_begin(const struct erp_session *s, struct erp_xch *x, const char *s
     if (p) {
         ex = page_excerpt(p, ERP_EXCERPT_MAX);
     } else if (r->body && r->body_len > 0) {
-        size_t n = r->body_len < ERP_EXCERPT_MAX ? r->body_len : ERP_EXCERPT_MAX;
-        char *raw = apbot_xstrndup(r->body, n);
-        ex = text_escape(raw, ERP_EXCERPT_MAX, 0);
-        free(raw);
+        /* An answer no step read as a page (an error status, a JSON call, a failed fetch): its
+         * text all the same, as a page gives it (an error page's title and message, not its
+         * tags), from the start of the body. The excerpt is text; each place that shows it
+         * escapes it for its medium (a terminal, a page, JSON), once. */
+        struct page *bp = NULL;
+        size_t n = r->body_len < ERP_EXCERPT_PARSE_MAX ? r->body_len : ERP_EXCERPT_PARSE_MAX;
+        if (page_parse(r->body, n, r->effective_url, &bp, NULL, 0) == APBOT_OK)
+            ex = page_excerpt(bp, ERP_EXCERPT_MAX);
+        page_free(bp);
+        if (!ex) {
+            char *raw = apbot_xstrndup(r->body, n < ERP_EXCERPT_MAX ? n : ERP_EXCERPT_MAX);
+            ex = text_escape(raw, ERP_EXCERPT_MAX, 0);
+            free(raw);
+        }
     }
     if (ex) {
         x->excerpt = erp_mask(s, ex);
