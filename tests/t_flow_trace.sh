@@ -211,7 +211,7 @@ for ui in acme classic; do
         updates=$(stat update)
         run unknown flow trace "$flow" --invoice "$work/unknown.csv" --erp "$erp"
         expect_rc unknown 3
-        expect_grep unknown "$work/unknown.out" "field account_1 has no option whose label starts with '7000--'"
+        expect_grep unknown "$work/unknown.out" "the G/L account 7000 is not one this ERP accepts \\(field account_1\\)"
         expect_grep unknown "$work/unknown.out" "^business-exception: "
         expect_grep unknown "$work/unknown.out" "^\[[0-9]+\] POST .* NOT SENT"
         expect_eq "unknown: updates" "$(stat update)" "$updates"

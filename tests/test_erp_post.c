@@ -345,7 +345,7 @@ static void test_erp_post_unknown_option_is_data_error(void **state)
     assert_true(r.data_error);
     assert_false(r.commit_sent);
     assert_non_null(strstr(r.reason, "account_1"));
-    assert_non_null(strstr(r.reason, "9999--"));
+    assert_non_null(strstr(r.reason, "the G/L account 9999 "));
     assert_int_equal(posts_with(&x, "action="), 0); /* nothing submitted at all */
     fx_stop(&x);
 
@@ -358,8 +358,7 @@ static void test_erp_post_unknown_option_is_data_error(void **state)
     r = run(&x, ERP_POST_FROM_START, NULL);
     V(r, DECIDE_REJECTED);
     assert_true(r.data_error);
-    assert_non_null(strstr(r.reason, "several options"));
-    assert_non_null(strstr(r.reason, "'57'"));
+    assert_non_null(strstr(r.reason, "the G/L account 57 matches several"));
     fx_stop(&x);
 
     /* A value written into a select without option= must be one of its values. */
@@ -466,32 +465,32 @@ static void test_erp_post_fill_problems_word_for_word(void **state)
          (const char *const[]){"9999"},
          "EUR",
          DECIDE_REJECTED,
-         "enter: the invoice carries a value the ERP's form does not offer (field account_1 has no "
-         "option whose label starts with '9999--')",
-         "field account_1 has no option whose label starts with '9999--'"},
+         "enter: the invoice carries a value the ERP's form does not offer (the G/L account 9999 "
+         "is not one this ERP accepts (field account_1))",
+         "the G/L account 9999 is not one this ERP accepts (field account_1)"},
         {{"option=\"label-prefix\">${line.gl_account}--<",
           "option=\"label-prefix\">${line.gl_account}<", NULL},
          (const char *const[]){"57"},
          "EUR",
          DECIDE_REJECTED,
-         "enter: the invoice carries a value the ERP's form does not offer (field account_1 has "
-         "several options, not one option whose label starts with '57')",
-         "field account_1 has several options, not one option whose label starts with '57'"},
+         "enter: the invoice carries a value the ERP's form does not offer (the G/L account 57 "
+         "matches several of this ERP's choices, not one (field account_1))",
+         "the G/L account 57 matches several of this ERP's choices, not one (field account_1)"},
         {{"<field name=\"currency\" option=\"value\">", "<field name=\"currency\">", NULL},
          GL_5700,
          "GBP",
          DECIDE_REJECTED,
-         "enter: the invoice carries a value the ERP's form does not offer (field currency: 'GBP' "
-         "is not one of its options)",
-         "field currency: 'GBP' is not one of its options"},
+         "enter: the invoice carries a value the ERP's form does not offer (the currency GBP is "
+         "not one this ERP accepts (field currency))",
+         "the currency GBP is not one this ERP accepts (field currency)"},
         {{"<field name=\"currency\" option=\"value\">",
           "<field name=\"currency\" option=\"label\">", NULL},
          GL_5700,
          "GBP",
          DECIDE_REJECTED,
-         "enter: the invoice carries a value the ERP's form does not offer (field currency has no "
-         "option whose label is 'GBP')",
-         "field currency has no option whose label is 'GBP'"},
+         "enter: the invoice carries a value the ERP's form does not offer (the currency GBP is "
+         "not one this ERP accepts (field currency))",
+         "the currency GBP is not one this ERP accepts (field currency)"},
         {{"<field name=\"ponumber\">", "<field name=\"ponumber\" option=\"value\">", NULL},
          GL_5700,
          "EUR",
@@ -985,6 +984,37 @@ static int group_teardown(void **state)
     return 0;
 }
 
+/* What a field's value stands for, in a clerk's words, from its template's first variable. */
+static void test_erp_post_field_subject(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *tmpl, *words, *var;
+    } t[] = {
+        {"${line.gl_account}--", "the G/L account", "${line.gl_account}"},
+        {"${line.gl_account}", "the G/L account", "${line.gl_account}"},
+        {"${invoice.currency}", "the currency", "${invoice.currency}"},
+        {"${invoice.doc_type|map:invoice=Invoice,credit-note=Credit Note}", "the document type",
+         "${invoice.doc_type}"},
+        {"${vendor.id|trunc:10}", "the vendor", "${vendor.id}"},
+        {"V-${invoice.vendor_id}", "the vendor", "${invoice.vendor_id}"},
+        {"${line.n}:${line.gl_account}", NULL, NULL}, /* the first variable is no clerk's */
+        {"${ref.account.id}", NULL, NULL},
+        {"EUR", NULL, NULL},
+        {"${line.gl_account", NULL, NULL}, /* not closed: no variable */
+        {"", NULL, NULL},
+        {NULL, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char var[64] = "";
+        const char *got = erp_field_subject(t[i].tmpl, var, sizeof(var));
+        if ((got == NULL) != (t[i].words == NULL) || (got && strcmp(got, t[i].words) != 0) ||
+            (got && strcmp(var, t[i].var) != 0))
+            fail_msg("row %zu (%s): got %s / %s", i, t[i].tmpl ? t[i].tmpl : "NULL",
+                     got ? got : "NULL", var);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1008,6 +1038,7 @@ int main(void)
         cmocka_unit_test(test_erp_post_off_origin_action_refused),
         cmocka_unit_test(test_erp_post_committing_get_sent_once),
         cmocka_unit_test(test_erp_post_hooks_stop_before_sending),
+        cmocka_unit_test(test_erp_post_field_subject),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -19,6 +19,7 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "base/unittest.h"
 #include "web/http.h"
 #include "web/match.h"
 #include "web/page.h"
@@ -244,6 +245,68 @@ static const char *option_words(enum flow_option o)
     return "of value";
 }
 
+/*
+ * What a field's value stands for, in a clerk's words: the first invoice variable of its
+ * template (${line.gl_account}-- is "the G/L account"), its name into ret_var (a template of
+ * its own: "${line.gl_account}"). NULL when the template uses no variable a clerk knows by
+ * name. Pure.
+ */
+UNITTEST const char *erp_field_subject(const char *tmpl, char *ret_var, size_t var_len)
+{
+    static const struct {
+        const char *var, *words;
+    } known[] = {
+        {"line.gl_account", "the G/L account"},     {"invoice.gl_account", "the G/L account"},
+        {"invoice.currency", "the currency"},       {"vendor.id", "the vendor"},
+        {"invoice.vendor_id", "the vendor"},        {"vendor.name", "the vendor"},
+        {"invoice.vendor_name", "the vendor"},      {"invoice.doc_type", "the document type"},
+        {"line.quantity", "the quantity"},          {"invoice.number", "the invoice number"},
+        {"invoice.issue_date", "the invoice date"}, {"invoice.due_date", "the due date"},
+    };
+    const char *p = tmpl ? strstr(tmpl, "${") : NULL;
+    if (!p)
+        return NULL;
+    p += 2;
+    size_t n = strcspn(p, "|}");
+    if (!p[n])
+        return NULL; /* not a variable (the loaded flow's templates are all closed) */
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strlen(known[i].var) == n && memcmp(p, known[i].var, n) == 0) {
+            snprintf(ret_var, var_len, "${%s}", known[i].var);
+            return known[i].words;
+        }
+    return NULL;
+}
+
+/*
+ * The reason a clerk reads when a field's value is not one the ERP offers (a select without
+ * such an option, or with several): "the G/L account 1060 is not one this ERP accepts (field
+ * account_1)", from what the field's template carries; the field's own words when it carries
+ * nothing a clerk knows. Into buf.
+ */
+static void option_problem(struct post_run *pr, const struct flow_field *fd,
+                           const struct flow_vars *vars, const char *name, const char *value,
+                           bool several, char *buf, size_t len)
+{
+    char var[64], *own = NULL;
+    const char *subject = erp_field_subject(fd->value, var, sizeof(var));
+    if (subject && flow_expand(pr->f, var, vars, &own, NULL, 0) == APBOT_OK && own && *own) {
+        char *mv = erp_mask(pr->s, own);
+        snprintf(buf, len, "%s %.200s %s (field %s)", subject, mv,
+                 several ? "matches several of this ERP's choices, not one"
+                         : "is not one this ERP accepts",
+                 name);
+        free(mv);
+    } else {
+        char *mv = erp_mask(pr->s, value);
+        snprintf(buf, len, "field %s %s %s '%.200s'", name,
+                 several ? "has several options, not one" : "has no option",
+                 option_words(fd->option), mv);
+        free(mv);
+    }
+    free(own);
+}
+
 /* Expands tmpl into *ret (borrowed: tmpl itself when it is literal, else *ret_heap, which the
  * caller frees). As flow_expand. */
 static int expand(const struct post_run *pr, const char *tmpl, const struct flow_vars *vars,
@@ -321,25 +384,30 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
             ok = true;
             goto out;
         case APBOT_E_DATA:
-        case APBOT_E_CONFLICT: {
-            char *mv = erp_mask(pr->s, value); /* before the cut (fill_problem) */
-            snprintf(what, sizeof(what), "%s option %s '%.200s'",
-                     rc == APBOT_E_DATA ? "has no" : "has several options, not one",
-                     option_words(fd->option), mv);
-            free(mv);
-            fill_problem(fl, true, "field %s %s", name, what);
+        case APBOT_E_CONFLICT:
+            option_problem(pr, fd, vars, name, value, rc == APBOT_E_CONFLICT, what, sizeof(what));
+            fill_problem(fl, true, "%s%s", what, NULL);
             goto out;
-        }
         default:
             fill_problem(fl, false, "field %s is not a select (the form changed)%s", name, NULL);
             goto out;
         }
     }
     if (rc == APBOT_E_DATA) {
-        char *mv = erp_mask(pr->s, value); /* before the cut (fill_problem) */
-        snprintf(what, sizeof(what), "'%.200s' is not one of its options", mv);
-        free(mv);
-        fill_problem(fl, true, "field %s: %s", name, what);
+        char var[64], *own = NULL;
+        const char *subject = erp_field_subject(fd->value, var, sizeof(var));
+        if (subject && flow_expand(pr->f, var, vars, &own, NULL, 0) == APBOT_OK && own && *own) {
+            char *mv = erp_mask(pr->s, own); /* before the cut (fill_problem) */
+            snprintf(what, sizeof(what), "%s %.200s is not one this ERP accepts (field %s)",
+                     subject, mv, name);
+            free(mv);
+        } else {
+            char *mv = erp_mask(pr->s, value);
+            snprintf(what, sizeof(what), "field %s: '%.200s' is not one of its options", name, mv);
+            free(mv);
+        }
+        free(own);
+        fill_problem(fl, true, "%s%s", what, NULL);
         goto out;
     }
     if (rc != APBOT_OK) {

@@ -105,4 +105,11 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
                  enum erp_post_from from, const char *doc, const struct erp_post_hooks *hooks,
                  struct erp_post_result *ret, char *err, size_t errlen) APBOT_MUST_USE;
 
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/* What a field's value stands for in a clerk's words ("the G/L account" for a template whose
+ * first variable is ${line.gl_account}), that variable as a template of its own into ret_var;
+ * NULL when it has none a clerk knows by name. Pure. */
+const char *erp_field_subject(const char *tmpl, char *ret_var, size_t var_len);
+#endif
+
 #endif
