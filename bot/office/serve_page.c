@@ -29,6 +29,10 @@ static const char serve_css[] =
     "pre.excerpt{white-space:pre-wrap;word-break:break-word;background:#f8f8f8;"
     "border:1px solid #ddd;padding:.5em;max-height:24em;overflow:auto;font-size:12px}"
     ".exchange{border-left:3px solid #ccd;padding:.2em .8em;margin:.8em 0}"
+    /* a URL, a key or an ERP's message has no blanks to break at: break anywhere rather than
+     * draw the page wider than the window */
+    "code.url{overflow-wrap:anywhere;word-break:break-all}"
+    "dl.fields dd,td.detail,td.actor,td.reason,td.key{overflow-wrap:anywhere}"
     ".exchange .rule{font-weight:bold}"
     ".decisions{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}"
     "form.decision{border:1px solid #ccc;border-radius:4px;padding:.6em 1em;min-width:18em;"
