@@ -1137,6 +1137,15 @@ static void test_report_classic_list_without_currency(void **state)
         assert_string_equal(v, "");
         free(v);
         free(html);
+        char *csv = render(r, REPORT_FMT_CSV);
+        /* the bucket rows of EUR only; the ERP totals of both */
+        const char *first = strstr(csv, "\"received-day\"");
+        assert_non_null(first);
+        assert_null(strstr(first + 1, "\"received-day\""));
+        first = strstr(csv, "\"erp-total\"");
+        assert_non_null(first);
+        assert_non_null(strstr(first + 1, "\"erp-total\""));
+        free(csv);
     }
     report_free(r);
     fx_stop(&x);

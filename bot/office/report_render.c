@@ -599,7 +599,9 @@ static void csv_money(const struct report *r, FILE *out)
     char kind[64], a1[48], a2[48], detail[128];
 
     for (size_t i = 0; i < nm; i++) {
-        for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]); k++) {
+        bool no_balance =
+            money_row_hidden(&m[i], false, true) && money_row_hidden(&m[i], false, false);
+        for (size_t k = 0; k < sizeof(money_rows) / sizeof(money_rows[0]) && !no_balance; k++) {
             snprintf(kind, sizeof(kind), "%s-day", money_rows[k].id);
             plain_amount(amounts_get(&m[i].day, money_rows[k].offset), m[i].exponent, a1,
                          sizeof(a1));
@@ -609,8 +611,9 @@ static void csv_money(const struct report *r, FILE *out)
                          sizeof(a1));
             csv_money_row(out, s->date, kind, 0, NULL, m[i].currency, a1, "", NULL, NULL, NULL);
         }
-        csv_money_row(out, s->date, "balanced", 0, NULL, m[i].currency, "", "", NULL, NULL,
-                      m[i].balanced ? "yes" : "no");
+        if (!no_balance)
+            csv_money_row(out, s->date, "balanced", 0, NULL, m[i].currency, "", "", NULL, NULL,
+                          m[i].balanced ? "yes" : "no");
         if (!s->erp_read)
             continue;
         plain_amount(m[i].erp_total, m[i].exponent, a1, sizeof(a1));
