@@ -6,7 +6,10 @@
  * without lines (BASIC WL booked as one line per VAT breakdown, MINIMUM refused); and synthetic
  * documents for each refusal path: type codes other than 380/381, date formats, currencyID,
  * missing amounts, a breakdown that does not add up, DOCTYPE; sub-lines; line tax; the vendor
- * map; the reader picked by content whatever the file is called.
+ * map; the reader picked by content whatever the file is called. And the tax of each line as
+ * a flow books it (model/linetax.h): stated where the lines give it and it adds up, else each
+ * line's share of the document's tax at its rate (values worked out apart, with exact
+ * fractions), or why it cannot be told.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,6 +114,68 @@ static void test_ciiin_every_sample(void **state)
 }
 
 /* The direct entry (ciiin_read_mem, not the dispatcher) gives the same. */
+/* The tax of each line: "=" as stated, "~" shares worked out from the rates, "!" cannot be told
+ * (why names the cause). */
+static const struct {
+    const char *file;
+    char how;
+    size_t n;
+    int64_t tax[GOT_LINE_TAXES];
+    const char *why;
+} sample_taxes[] = {
+    {"cii/01.01a-INVOICE_uncefact.xml", '~', 2, {2022, 182}, NULL}, /* as its UBL twin */
+    {"cii/01.21a-INVOICE_uncefact.xml", '=', 1, {0}, NULL},
+    {"cii/02.03a-INVOICE_uncefact.xml", '~', 2, {90131, 114713}, NULL},
+    {"cii/03.01a-INVOICE_uncefact.xml",
+     '~',
+     14,
+     {3882, 494, 476, 60, 252, 2982, 1343, 350, 990, 170, 326, 52, 338, 43},
+     NULL},
+    {"cii/CII-BR-CO-10-RoundingIssue.xml", '=', 4, {0, 0, 0, 0}, NULL},
+    {"cii/CII_business_example_Z.xml", '=', 3, {0, 0, 0}, NULL},
+    {"cii/CII_example5.xml", '~', 3, {25000, 12500, 30000}, NULL},
+    /* the tax rounded to whole forint: 18,678.60 at 27 % */
+    {"cii/huf_example_cii.xml", '!', 0, {0}, "is 18,678.60, the document's tax 18,679.00"},
+    /* a charge on the whole document (net 95.00 of lines, 100.00 in all) */
+    {"facturx/factur-x-basic.xml", '!', 0, {0}, "is 4.20, the document's tax 4.90"},
+    {"facturx/factur-x-basicwl.xml", '=', 4, {220, 0, 270, 0}, NULL}, /* the breakdowns' */
+    {"facturx/factur-x-en16931.xml", '!', 0, {0}, "is 4.20, the document's tax 4.90"},
+    {"facturx/factur-x-extended.xml", '!', 0, {0}, "is 4.20, the document's tax 4.90"},
+};
+
+static void test_ciiin_line_taxes(void **state)
+{
+    (void)state;
+    struct got *g = calloc(1, sizeof(*g));
+    assert_int_equal(sizeof(sample_taxes) / sizeof(sample_taxes[0]),
+                     sizeof(samples) / sizeof(samples[0])); /* every sample has its row */
+    for (size_t i = 0; i < sizeof(sample_taxes) / sizeof(sample_taxes[0]); i++) {
+        read_sample(sample_taxes[i].file, NULL, g);
+        assert_int_equal(g->n_inv, 1);
+        const struct got_inv *o = &g->inv[0];
+        const char *file = sample_taxes[i].file;
+        if (sample_taxes[i].how == '!') {
+            if (o->tax_ok || !strstr(o->tax_why, sample_taxes[i].why))
+                fail_msg("%s: ok %d, why '%s' lacks '%s'", file, o->tax_ok, o->tax_why,
+                         sample_taxes[i].why);
+            continue;
+        }
+        if (!o->tax_ok || o->tax_derived != (sample_taxes[i].how == '~') ||
+            o->lines != sample_taxes[i].n)
+            fail_msg("%s: ok %d derived %d lines %zu (%s)", file, o->tax_ok, o->tax_derived,
+                     o->lines, o->tax_why);
+        int64_t sum = 0;
+        for (size_t k = 0; k < o->lines; k++) {
+            if (o->line_tax[k] != sample_taxes[i].tax[k])
+                fail_msg("%s: line %zu tax %lld, want %lld", file, k + 1, (long long)o->line_tax[k],
+                         (long long)sample_taxes[i].tax[k]);
+            sum += o->line_tax[k];
+        }
+        assert_int_equal(sum, o->tax);
+    }
+    free(g);
+}
+
 static void test_ciiin_direct_entry(void **state)
 {
     (void)state;
@@ -532,6 +597,67 @@ static void test_ciiin_lines(void **state)
     assert_int_equal(g.n_inv, 0);
 }
 
+/* A line that gives its tax and its rate (CII lets it): stated taxes that add up are taken as
+ * they are; lines that give none share the tax by their rates, a credit note (381) as written;
+ * some lines stating a tax that does not add up cannot be told. */
+#define TLINE(amount, cat, rate, calc)                                                             \
+    "<ram:IncludedSupplyChainTradeLineItem><ram:AssociatedDocumentLineDocument>"                   \
+    "<ram:LineID>1</ram:LineID></ram:AssociatedDocumentLineDocument>"                              \
+    "<ram:SpecifiedTradeProduct><ram:Name>Paper</ram:Name></ram:SpecifiedTradeProduct>"            \
+    "<ram:SpecifiedLineTradeSettlement><ram:ApplicableTradeTax><ram:TypeCode>VAT</"                \
+    "ram:TypeCode>" calc "<ram:CategoryCode>" cat "</ram:CategoryCode>" rate                       \
+    "</ram:ApplicableTradeTax>"                                                                    \
+    "<ram:SpecifiedTradeSettlementLineMonetarySummation>"                                          \
+    "<ram:LineTotalAmount>" amount "</ram:LineTotalAmount>"                                        \
+    "</ram:SpecifiedTradeSettlementLineMonetarySummation></ram:SpecifiedLineTradeSettlement>"      \
+    "</ram:IncludedSupplyChainTradeLineItem>"
+#define RATE(r) "<ram:RateApplicablePercent>" r "</ram:RateApplicablePercent>"
+#define CALC(c) "<ram:CalculatedAmount>" c "</ram:CalculatedAmount>"
+
+static void test_ciiin_line_taxes_synthetic(void **state)
+{
+    (void)state;
+    struct got g;
+    /* shares: 33.33 and 66.67 at 7.5 % is 2.49975 + 5.00025 = 7.50 */
+    synth("share.xml",
+          CII_OPEN DOC("381", "20261103")
+              TX(TLINE("33.33", "S", RATE("7.5"), "") TLINE("66.67", "S", RATE("7.5"), "")
+                     TLINE("10.00", "E", "", ""),
+                 SETTLE("EUR", "", SUMS("110.00", "7.50", "117.50"))) CII_CLOSE,
+          &g, APBOT_OK);
+    assert_int_equal(g.n_inv, 1);
+    assert_true(g.inv[0].tax_ok && g.inv[0].tax_derived);
+    assert_int_equal(g.inv[0].line_tax[0], 250); /* the larger remainder, .975 */
+    assert_int_equal(g.inv[0].line_tax[1], 500);
+    assert_int_equal(g.inv[0].line_tax[2], 0); /* exempt, no rate given */
+    /* stated and adding up: as stated, even when the rate would say otherwise */
+    synth("stated.xml",
+          CII_OPEN DOC("380", "20261103") TX(TLINE("50.00", "S", RATE("19"), CALC("9.51"))
+                                                 TLINE("50.00", "S", RATE("19"), CALC("9.49")),
+                                             SETTLE("EUR", "", SUMS("100.00", "19.00", "119.00")))
+              CII_CLOSE,
+          &g, APBOT_OK);
+    assert_true(g.inv[0].tax_ok && !g.inv[0].tax_derived);
+    assert_int_equal(g.inv[0].line_tax[0], 951);
+    assert_int_equal(g.inv[0].line_tax[1], 949);
+    /* one line states a tax, the other none: cannot be told */
+    synth("partial.xml",
+          CII_OPEN DOC("380", "20261103")
+              TX(TLINE("50.00", "S", RATE("19"), CALC("9.50")) TLINE("50.00", "S", RATE("19"), ""),
+                 SETTLE("EUR", "", SUMS("100.00", "19.00", "119.00"))) CII_CLOSE,
+          &g, APBOT_OK);
+    assert_false(g.inv[0].tax_ok);
+    assert_has(g.inv[0].tax_why, "the invoice's lines state 9.50 of tax in all, the invoice 19.00");
+    /* a standard-rated line without its rate: cannot be told, the line named */
+    synth("norate.xml",
+          CII_OPEN DOC("380", "20261103")
+              TX(TLINE("50.00", "S", RATE("19"), "") TLINE("50.00", "S", "", ""),
+                 SETTLE("EUR", "", SUMS("100.00", "19.00", "119.00"))) CII_CLOSE,
+          &g, APBOT_OK);
+    assert_false(g.inv[0].tax_ok);
+    assert_has(g.inv[0].tax_why, "line 2 has the tax category 'S' without a rate");
+}
+
 static void test_ciiin_refusals(void **state)
 {
     (void)state;
@@ -586,6 +712,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ciiin_every_sample),
+        cmocka_unit_test(test_ciiin_line_taxes),
         cmocka_unit_test(test_ciiin_direct_entry),
         cmocka_unit_test(test_ciiin_no_sample_forgotten),
         cmocka_unit_test(test_ciiin_minimum_refused),
@@ -596,6 +723,7 @@ int main(void)
         cmocka_unit_test(test_ciiin_dates),
         cmocka_unit_test(test_ciiin_amounts),
         cmocka_unit_test(test_ciiin_lines),
+        cmocka_unit_test(test_ciiin_line_taxes_synthetic),
         cmocka_unit_test(test_ciiin_refusals),
         cmocka_unit_test(test_ciiin_by_content),
     };

@@ -5,7 +5,10 @@
  * fails the test), the vendor mapping
  * (scheme:value, value only, seller name), the identities samples share, and synthetic
  * documents for each refusal path: DOCTYPE, not UBL, no seller id, bad or missing amounts,
- * foreign currencyID, malformed XML; plus type code 381 on an Invoice.
+ * foreign currencyID, malformed XML; plus type code 381 on an Invoice. And the tax of each
+ * line as a flow books it (model/linetax.h): UBL lines state none, so each sample's lines get
+ * their share of its tax at their rates (the values worked out apart, with exact fractions),
+ * or the sample is named why not (a charge or allowance on the whole document).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,6 +131,103 @@ static void test_ublin_every_sample(void **state)
             fail_msg("%s: got %s/%s/%s %s due '%s' %s pay %lld net %lld tax %lld lines %zu",
                      s->file, o->vendor, o->number, o->doc, o->issue, o->due, o->ccy,
                      (long long)o->payable, (long long)o->net, (long long)o->tax, o->lines);
+    }
+    free(g);
+}
+
+/* The tax of each line of a sample: "=" taxes as stated (a sample without tax), "~" shares
+ * worked out from the rates, "!" cannot be told (why names the cause). */
+struct sample_taxes {
+    const char *file;
+    char how;
+    size_t n;
+    int64_t tax[GOT_LINE_TAXES];
+    const char *why;
+};
+
+static const struct sample_taxes sample_taxes[] = {
+    {"01.01a-INVOICE_ubl.xml", '~', 2, {2022, 182}, NULL},
+    {"01.18a-INVOICE_ubl.xml", '~', 4, {127300, 28500, 8550, 4180}, NULL},
+    {"01.20a-INVOICE_ubl.xml", '~', 2, {-1900, 7600}, NULL}, /* a negative line */
+    {"01.21a-INVOICE_ubl.xml", '=', 1, {0}, NULL},           /* reverse charge */
+    {"02.03a-INVOICE_ubl.xml", '~', 2, {90131, 114713}, NULL},
+    {"02.05a-INVOICE_ubl.xml",
+     '!',
+     0,
+     {0},
+     "is 283.47 to 283.62 (each line rounded either way), "
+     "the document's tax 264.47"},
+    {"03.01a-INVOICE_ubl.xml",
+     '~',
+     14,
+     {3882, 494, 476, 60, 252, 2982, 1343, 350, 990, 170, 326, 52, 338, 43},
+     NULL},
+    {"03.05a-INVOICE_ubl.xml", '~', 3, {622, 131335, 717001}, NULL},
+    {"03.06a-INVOICE_ubl.xml", '~', 4, {19000, 1900, 0, 9500}, NULL}, /* S and Z */
+    {"04.04a-INVOICE_ubl.xml", '~', 1, {66667}, NULL},
+    {"Allowance-example.xml", '~', 3, {100000, 0, 22500}, NULL}, /* an exempt line */
+    {"BIS3_Invoice_negativ.XML", '~', 1, {-15643589}, NULL},     /* the mirror of 156,435.885 */
+    {"FT G2G_TD01 con Allegato, Bonifico e Split Payment.xml", '~', 1, {27412}, NULL},
+    {"GR-base-example-correct.xml", '!', 0, {0}, "is 325.00, the document's tax 331.25"},
+    {"Norwegian-example-1.xml", '~', 5, {31825, -59, 74, 0, 4688}, NULL},
+    {"UBL-CreditNote-2.1-Example.xml", '~', 5, {25460, -40, 50, 0, 3750}, NULL},
+    {"UBL-Invoice-2.1-Example.xml", '~', 5, {25460, -40, 50, 0, 3750}, NULL},
+    {"base-creditnote-correction.xml", '!', 0, {0}, "is 325.00, the document's tax 331.25"},
+    {"base-example.xml", '!', 0, {0}, "is 325.00, the document's tax 331.25"},
+    {"base-negative-inv-correction.xml", '!', 0, {0}, "is -325.00, the document's tax -331.25"},
+    {"issue116.xml", '~', 4, {600, 600, 1800, 10000}, NULL}, /* three rates */
+    {"ubl-tc434-creditnote1.xml", '=', 1, {0}, NULL},        /* exempt */
+    {"ubl-tc434-example10.xml",
+     '~',
+     20,
+     {119, 59, 50, 87, 210, 210, 64, 9, 86, 50, 99, 60, 20, 227, 23, 160, 196, 391, 613, -660},
+     NULL},
+    {"ubl-tc434-example5.xml", '~', 3, {25000, 12500, 30000}, NULL},
+    {"ubl-tc434-example8.xml",
+     '~',
+     10,
+     {2957, 339, 3520, 1864, 772, 1186, 1750, 3997, 1348, 1354},
+     NULL},
+    {"vat-category-E.xml", '=', 1, {0}, NULL},
+    {"vat-category-O.xml", '=', 1, {0}, NULL}, /* no rate at all */
+    {"vat-category-Z.xml", '=', 1, {0}, NULL},
+};
+
+/* Checks one sample's line taxes against its row; shared in shape with test_ciiin. */
+static void check_taxes(const struct got_inv *o, const struct sample_taxes *t)
+{
+    if (t->how == '!') {
+        if (o->tax_ok)
+            fail_msg("%s: line taxes told, want '%s'", t->file, t->why);
+        if (!strstr(o->tax_why, t->why) || !strstr(o->tax_why, "cannot be told"))
+            fail_msg("%s: why '%s' lacks '%s'", t->file, o->tax_why, t->why);
+        return;
+    }
+    if (!o->tax_ok || o->tax_derived != (t->how == '~') || o->lines != t->n)
+        fail_msg("%s: ok %d derived %d lines %zu (%s)", t->file, o->tax_ok, o->tax_derived,
+                 o->lines, o->tax_why);
+    int64_t sum = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (o->line_tax[i] != t->tax[i])
+            fail_msg("%s: line %zu tax %lld, want %lld", t->file, i + 1, (long long)o->line_tax[i],
+                     (long long)t->tax[i]);
+        sum += o->line_tax[i];
+    }
+    if (sum != o->tax)
+        fail_msg("%s: the lines' tax %lld is not the invoice's %lld", t->file, (long long)sum,
+                 (long long)o->tax);
+}
+
+static void test_ublin_line_taxes(void **state)
+{
+    (void)state;
+    struct got *g = calloc(1, sizeof(*g));
+    assert_int_equal(sizeof(sample_taxes) / sizeof(sample_taxes[0]),
+                     sizeof(samples) / sizeof(samples[0])); /* every sample has its row */
+    for (size_t i = 0; i < sizeof(sample_taxes) / sizeof(sample_taxes[0]); i++) {
+        read_sample(sample_taxes[i].file, NULL, g);
+        assert_int_equal(g->n_inv, 1);
+        check_taxes(&g->inv[0], &sample_taxes[i]);
     }
     free(g);
 }
@@ -358,6 +458,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ublin_every_sample),
+        cmocka_unit_test(test_ublin_line_taxes),
         cmocka_unit_test(test_ublin_trivial_refused),
         cmocka_unit_test(test_ublin_no_sample_forgotten),
         cmocka_unit_test(test_ublin_vendor_mapping),

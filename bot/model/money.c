@@ -7,12 +7,20 @@
  * currency's exponent: extra zeros are exact and accepted ("1.500" EUR is 150), anything else
  * is refused unless the caller named a rounding rule. No floating point anywhere. Which style
  * a given input uses is the caller's business (CSV and UBL are MONEY_PLAIN).
+ *
+ * Rates: an amount at a rate is worked out exactly as a whole part and a remainder (in
+ * millionths of a minor unit: a rate has four decimals of a percent), with every product
+ * checked for overflow, before any rounding; money_apportion_tax rounds a whole document's
+ * lines so that they add up to its tax (largest remainder, see money.h).
  */
 #include "apbot/money.h"
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "apbot/mem.h"
 
 struct money_ccy {
     char code[4];
@@ -174,6 +182,11 @@ int money_parse(const char *text, const char *currency, enum money_style style,
         case MONEY_ROUND_HALF_EVEN:
             up = first_dropped > 5 || (first_dropped == 5 && (rest_nonzero || (acc & 1)));
             break;
+        case MONEY_ROUND_UP:
+            up = true; /* something non-zero was dropped */
+            break;
+        case MONEY_ROUND_DOWN:
+            break;
         default:
             return apbot_fail(err, errlen, APBOT_E_INVAL, "bad rounding rule %d", (int)rounding);
         }
@@ -254,4 +267,196 @@ int money_add(int64_t *acc, int64_t b)
         return APBOT_E_RANGE;
     *acc = s;
     return APBOT_OK;
+}
+
+/* ---- rates ------------------------------------------------------------------------------ */
+
+/* minor * rate / MONEY_RATE_DEN is the amount at the rate (rate in MONEY_RATE_SCALE units of a
+ * percent, a percent being 1/100). */
+#define MONEY_RATE_DEN (100 * (int64_t)MONEY_RATE_SCALE)
+
+int money_rate_parse(const char *text, size_t len, int64_t *ret_rate)
+{
+    int64_t v = 0;
+    size_t i = 0;
+    int decimals = 0;
+
+    if (!text || len == 0 || text[0] < '0' || text[0] > '9')
+        return APBOT_E_INVAL;
+    for (; i < len && text[i] >= '0' && text[i] <= '9'; i++) {
+        if (v > MONEY_RATE_MAX / MONEY_RATE_SCALE)
+            return APBOT_E_RANGE;
+        v = v * 10 + (text[i] - '0');
+    }
+    v *= MONEY_RATE_SCALE;
+    if (i < len) {
+        if (text[i] != '.' || i + 1 == len)
+            return APBOT_E_INVAL;
+        int64_t unit = MONEY_RATE_SCALE;
+        for (i++; i < len; i++) {
+            if (text[i] < '0' || text[i] > '9')
+                return APBOT_E_INVAL;
+            if (++decimals > 4) {
+                if (text[i] != '0')
+                    return APBOT_E_RANGE; /* finer than a rate is kept */
+                continue;
+            }
+            unit /= 10;
+            v += (text[i] - '0') * unit;
+        }
+    }
+    if (v > MONEY_RATE_MAX)
+        return APBOT_E_RANGE;
+    *ret_rate = v;
+    return APBOT_OK;
+}
+
+const char *money_rate_text(int64_t rate, char *buf, size_t len)
+{
+    char frac[8];
+    int64_t whole = rate / MONEY_RATE_SCALE, part = rate % MONEY_RATE_SCALE;
+
+    if (!buf || len == 0)
+        return buf;
+    if (rate < 0) {
+        snprintf(buf, len, "?");
+        return buf;
+    }
+    snprintf(frac, sizeof(frac), "%04lld", (long long)part);
+    for (int k = 3; k >= 0 && frac[k] == '0'; k--)
+        frac[k] = '\0';
+    snprintf(buf, len, "%lld%s%s", (long long)whole, frac[0] ? "." : "", frac);
+    return buf;
+}
+
+/*
+ * The exact value of m at rate as floor(m * rate / DEN) in *ret_floor and the remainder
+ * (0 <= *ret_rem < DEN, in 1/DEN of a minor unit) in *ret_rem, for any sign of m. False when a
+ * product leaves int64_t (the caller refuses).
+ */
+static bool money_rate_exact(int64_t m, int64_t rate, int64_t *ret_floor, int64_t *ret_rem)
+{
+    /* m = q * DEN + r with 0 <= r < DEN, so m * rate / DEN = q * rate + r * rate / DEN, and
+     * r * rate stays below DEN * MONEY_RATE_MAX (10^13). */
+    int64_t q = m / MONEY_RATE_DEN, r = m % MONEY_RATE_DEN, qr;
+    if (r < 0) {
+        r += MONEY_RATE_DEN;
+        q--;
+    }
+    if (__builtin_mul_overflow(q, rate, &qr) ||
+        __builtin_add_overflow(qr, (r * rate) / MONEY_RATE_DEN, ret_floor))
+        return false;
+    *ret_rem = (r * rate) % MONEY_RATE_DEN;
+    return true;
+}
+
+int money_at_rate(int64_t minor, int64_t rate, enum money_rounding rounding, int64_t *ret_minor)
+{
+    int64_t whole, rem;
+    bool up = false;
+
+    if (rate < 0 || rate > MONEY_RATE_MAX || minor > MONEY_MAX_MINOR || minor < -MONEY_MAX_MINOR)
+        return APBOT_E_RANGE;
+    if (!money_rate_exact(minor < 0 ? -minor : minor, rate, &whole, &rem))
+        return APBOT_E_RANGE;
+    switch (rounding) {
+    case MONEY_ROUND_REFUSE:
+        if (rem != 0)
+            return APBOT_E_RANGE;
+        break;
+    case MONEY_ROUND_HALF_UP:
+        up = rem * 2 >= MONEY_RATE_DEN;
+        break;
+    case MONEY_ROUND_HALF_EVEN:
+        up = rem * 2 > MONEY_RATE_DEN || (rem * 2 == MONEY_RATE_DEN && (whole & 1));
+        break;
+    case MONEY_ROUND_UP:
+        up = rem != 0;
+        break;
+    case MONEY_ROUND_DOWN:
+        break;
+    default:
+        return APBOT_E_INVAL;
+    }
+    if (up)
+        whole++;
+    if (whole > MONEY_MAX_MINOR)
+        return APBOT_E_RANGE;
+    *ret_minor = minor < 0 ? -whole : whole;
+    return APBOT_OK;
+}
+
+/* One line's exact tax, for the largest-remainder ranking. */
+struct money_share {
+    int64_t floor; /* its exact tax rounded down */
+    int64_t rem;   /* the rest, in 1/MONEY_RATE_DEN of a minor unit */
+    size_t line;   /* its index */
+};
+
+/* Largest remainder first; on equal remainders the earlier line first (a total order, so the
+ * split is the same whatever qsort does with equal keys). */
+static int money_share_cmp(const void *a, const void *b)
+{
+    const struct money_share *x = a, *y = b;
+    if (x->rem != y->rem)
+        return x->rem > y->rem ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+int money_apportion_tax(const int64_t *net, const int64_t *rate, size_t n, int64_t total,
+                        int exponent, int64_t *ret_tax, char *err, size_t errlen)
+{
+    /* a negative document is split as its positive mirror, then mirrored back */
+    const int64_t sign = total < 0 ? -1 : 1;
+    struct money_share *sh = NULL;
+    int64_t lo = 0, hi = 0, t = total * sign;
+    size_t with_rem = 0;
+    int rc = APBOT_OK;
+
+    if (total > MONEY_MAX_MINOR || total < -MONEY_MAX_MINOR)
+        return apbot_fail(err, errlen, APBOT_E_RANGE, "the tax total is out of range");
+    if (n > 0)
+        sh = apbot_xcalloc(n, sizeof(*sh));
+    for (size_t i = 0; i < n; i++) {
+        if (rate[i] < 0 || rate[i] > MONEY_RATE_MAX) {
+            rc = apbot_fail(err, errlen, APBOT_E_RANGE, "line %zu: rate out of range", i + 1);
+            goto out;
+        }
+        if (net[i] > MONEY_MAX_MINOR || net[i] < -MONEY_MAX_MINOR ||
+            !money_rate_exact(net[i] * sign, rate[i], &sh[i].floor, &sh[i].rem) ||
+            money_add(&lo, sh[i].floor) != APBOT_OK) {
+            rc = apbot_fail(err, errlen, APBOT_E_RANGE, "line %zu: tax out of range", i + 1);
+            goto out;
+        }
+        sh[i].line = i;
+        with_rem += sh[i].rem != 0;
+    }
+    hi = lo;
+    if (money_add(&hi, (int64_t)with_rem) != APBOT_OK) {
+        rc = apbot_fail(err, errlen, APBOT_E_RANGE, "the lines' tax is out of range");
+        goto out;
+    }
+    if (t < lo || t > hi) {
+        char a[48], b[48], c[48];
+        money_text(lo * sign, exponent, a, sizeof(a));
+        money_text(hi * sign, exponent, b, sizeof(b));
+        money_text(total, exponent, c, sizeof(c));
+        if (lo == hi)
+            rc = apbot_fail(err, errlen, APBOT_E_DATA,
+                            "the lines' tax at their rates is %s, the document's tax %s", a, c);
+        else
+            rc = apbot_fail(err, errlen, APBOT_E_DATA,
+                            "the lines' tax at their rates is %s to %s (each line rounded either "
+                            "way), the document's tax %s",
+                            sign > 0 ? a : b, sign > 0 ? b : a, c);
+        goto out;
+    }
+    if (n > 0)
+        qsort(sh, n, sizeof(*sh), money_share_cmp);
+    /* the first t - lo shares (all with a remainder: t <= hi) get one minor unit more */
+    for (size_t k = 0; k < n; k++)
+        ret_tax[sh[k].line] = (sh[k].floor + ((int64_t)k < t - lo ? 1 : 0)) * sign;
+out:
+    free(sh);
+    return rc;
 }

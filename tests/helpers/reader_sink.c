@@ -10,6 +10,8 @@
 
 #include "reader_sink.h"
 
+#include "model/linetax.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,14 @@ int got_accept(void *ctx, const struct invoice *inv, const char *where)
     o->lines = inv->n_lines;
     assert_int_equal(invoice_identity_key(inv, o->key), APBOT_OK);
     assert_int_equal(invoice_fingerprint(inv, o->fp), APBOT_OK);
+    struct linetax t;
+    linetax_init(&t, inv);
+    o->tax_ok = t.ok;
+    o->tax_derived = t.derived;
+    for (size_t i = 0; t.ok && i < t.n && i < GOT_LINE_TAXES; i++)
+        o->line_tax[i] = t.tax[i];
+    snprintf(o->tax_why, sizeof(o->tax_why), "%s", t.why);
+    linetax_done(&t);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #ifndef APBOT_TESTS_READER_SINK_H
 #define APBOT_TESTS_READER_SINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,11 +18,18 @@
 
 #define MAX_GOT 64 /* invoices, and refusals, one sink keeps at the most */
 
+#define GOT_LINE_TAXES 24 /* line taxes kept of one invoice (model/linetax.h) */
+
 struct got_inv {
     char vendor[64], number[128], doc[16], issue[11], due[11], ccy[4], where[512];
     char key[INVOICE_KEY_LEN + 1], fp[INVOICE_FP_LEN + 1];
     int64_t payable, net, tax;
     size_t lines;
+    /* the tax of each line as a flow books it (linetax_init): known, worked out from the
+     * rates, the first GOT_LINE_TAXES of them, or why not */
+    bool tax_ok, tax_derived;
+    int64_t line_tax[GOT_LINE_TAXES];
+    char tax_why[APBOT_ERR_LEN];
 };
 
 struct got_ref {
@@ -36,8 +44,8 @@ struct got {
     size_t n_ref;
 };
 
-/* Reader accept callback (ctx is a struct got): copies inv and computes its key and
- * fingerprint. Returns 0; fails the test when the sink is full. */
+/* Reader accept callback (ctx is a struct got): copies inv and computes its key, fingerprint
+ * and line taxes. Returns 0; fails the test when the sink is full. */
 int got_accept(void *ctx, const struct invoice *inv, const char *where);
 
 /* Reader refuse callback (ctx is a struct got): copies where and reason. */
