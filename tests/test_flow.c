@@ -3,7 +3,10 @@
  * the file describes and its outcome rules classify the simulator's pages as docs/erp-sim.md
  * says; every broken flow under tests/data/flows is refused with the right message and line;
  * the embedded schema is flows/flow.rng byte for byte; every variable and formatter expands as
- * documented (amounts for JPY, KWD and negatives, dates, maps, URL encoding, the key cut).
+ * documented (amounts for JPY, KWD and negatives, dates, maps, URL encoding, the key cut);
+ * amount expressions (sums, differences, negation, a rate with its rounding) checked at load
+ * with the problem named and expanded exactly, and a line's tax and gross as the lines state
+ * them or as their share of the invoice's tax.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +21,9 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/machine.h"
+#include "apbot/money.h"
 #include "flow/flow-int.h"
+#include "model/linetax.h"
 #include "web/match.h"
 
 static char *src_path(const char *rel)
@@ -883,6 +888,8 @@ struct mutation {
 #define MINI "ok-minimal.xml"
 #define INV APBOT_E_INVAL
 #define SAVED_RULE "(?&lt;doc&gt;AP-\\d+) saved</rule>"
+#define LF "lines field 'amount_${line.n}': " /* where ok-full's line amount sits */
+#define MEMO "field 'memo': "
 
 static const struct mutation mutations[] = {
     /* good variants */
@@ -895,6 +902,66 @@ static const struct mutation mutations[] = {
     /* a one-day list */
     {FULL, "from=${from|date:%m/%d/%Y}&amp;to=${to|date:%m/%d/%Y}", "d=${date}", APBOT_OK, NULL,
      NULL},
+    /* amounts a flow computes */
+    {FULL, "${line.net|amount:.}", "${line.gross|abs|amount:.}", APBOT_OK, NULL, NULL},
+    {FULL, "${line.net|amount:.}", "${line.net + line.tax|amount:.}", APBOT_OK, NULL, NULL},
+    {FULL, "${line.net|amount:.}", "${ (line.net+line.tax) * 7.5% half-even - -line.tax }",
+     APBOT_OK, NULL, NULL},
+    {FULL, "${invoice.description|trunc:60}", "${invoice.payable - invoice.tax * 19% down|abs}",
+     APBOT_OK, NULL, NULL},
+    {FULL, "${line.net|amount:.}", "${line.net + line.taxes|amount:.}", INV, NULL,
+     LF "${line.net + line.taxes}: unknown variable 'line.taxes' "
+        "(amounts here: invoice.payable, invoice.net, invoice.tax, line.net, line.tax, "
+        "line.gross)"},
+    {FULL, "${line.net|amount:.}", "${line.net + line.description}", INV, NULL,
+     LF "${line.net + line.description}: 'line.description' is text, not an amount: an expression "
+        "takes the invoice's amounts only, all in its currency"},
+    {FULL, "${line.net|amount:.}", "${invoice.issue_date + line.net}", INV, NULL,
+     LF "${invoice.issue_date + line.net}: 'invoice.issue_date' is a date, not an amount"},
+    {FULL, "${invoice.description|trunc:60}", "${invoice.net + capture.token}", INV, NULL,
+     MEMO "${invoice.net + capture.token}: 'capture.token' is text, not an amount"},
+    {FULL, "${invoice.description|trunc:60}", "${invoice.net + line.net}", INV, NULL,
+     MEMO "${line.net} is not available here (only inside <lines>)"},
+    {FULL, "${line.net|amount:.}", "${line.net * 19%|amount:.}", INV, NULL,
+     LF
+     "${line.net * 19%}: a rate needs its rounding after the '%': half-up, half-even, up or down"},
+    {FULL, "${line.net|amount:.}", "${line.net * 19% nearest}", INV, NULL,
+     LF "${line.net * 19% nearest}: a rate needs its rounding after the '%'"},
+    {FULL, "${line.net|amount:.}", "${line.net * 19 half-up}", INV, NULL,
+     LF "${line.net * 19 half-up}: '*' takes a rate in percent (AMOUNT * 19% half-up)"},
+    {FULL, "${line.net|amount:.}", "${line.net * 1000.5% up}", INV, NULL,
+     LF "${line.net * 1000.5% up}: a rate is 0 to 1000 percent with at most 4 decimals"},
+    {FULL, "${line.net|amount:.}", "${line.net * 19.00001% up}", INV, NULL,
+     LF "${line.net * 19.00001% up}: a rate is 0 to 1000 percent with at most 4 decimals"},
+    {FULL, "${line.net|amount:.}", "${line.net-line.tax}", INV, NULL,
+     LF "unknown variable ${line.net-line.tax} (here: "},
+    {FULL, "${line.net|amount:.}", "${line.net -line.tax + line.gross-x}", INV, NULL,
+     LF "${line.net -line.tax + line.gross-x}: unknown variable 'line.gross-x' (amounts here: "
+        "invoice.payable, invoice.net, invoice.tax, "
+        "line.net, line.tax, line.gross); a '-' between two amounts needs blanks around it"},
+    {FULL, "${line.net|amount:.}", "${(line.net + line.tax}", INV, NULL,
+     LF "${(line.net + line.tax}: a '(' is not closed"},
+    {FULL, "${line.net|amount:.}", "${line.net + line.tax)}", INV, NULL,
+     LF "${line.net + line.tax)}: a ')' has no '('"},
+    {FULL, "${line.net|amount:.}", "${line.net +}", INV, NULL,
+     LF "${line.net +}: an amount is missing at the end"},
+    {FULL, "${line.net|amount:.}", "${line.net line.tax}", INV, NULL,
+     LF "${line.net line.tax}: an operator (+, -, *) is expected here"},
+    {FULL, "${line.net|amount:.}", "${5 + line.net}", INV, NULL,
+     LF "${5 + line.net}: a number alone is no amount (write AMOUNT * RATE% ROUNDING)"},
+    {FULL, "${line.net|amount:.}", "${line.net + line.tax|date:%d}", INV, NULL,
+     LF "'date' formats a date, not ${line.net + line.tax}"},
+    {FULL, "${line.net|amount:.}",
+     "${-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-line.net)))))))))))))))))}", INV, NULL,
+     LF "${-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-line.net)))))))))))))))))}: nested too deep"},
+    {FULL, "${line.net|amount:.}",
+     "${line.net + line.net + line.net + line.net + line.net + line.net + line.net + line.net + "
+     "line.net + line.net + line.net + line.net + line.net + line.net + line.net + line.net + "
+     "line.net}",
+     INV, NULL,
+     LF "${line.net + line.net + line.net + line.net + line.net + line.net + line.net + "
+        "line.net + line.net + line.net + line.net + line.net + line.net + line.net + line.net + "
+        "line.net + line.net}: too long (at most 32 operands and operators)"},
 
     /* erp */
     {FULL, "<session-expired status=\"401\"/>", "<session-expired/>", INV, NULL,
@@ -1157,6 +1224,22 @@ static void test_flow_mutations(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* A name with a '-' where an expression was meant: the problem says how to write it. */
+static void test_flow_expr_hints(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[8192] = "";
+    char *base = read_src("tests/data/flows/ok-full.xml");
+    char *text = replace_once(base, "${line.net|amount:.}", "${line.net-line.tax}");
+
+    assert_int_equal(load_text(text, tmp, err, sizeof(err)), APBOT_E_INVAL);
+    assert_non_null(strstr(err, "line.gross, line.gl_account, line.description, line.quantity"));
+    assert_non_null(strstr(err, "; to subtract, write blanks around the '-' (${invoice.payable - "
+                                "invoice.tax})"));
+    free(text);
+    free(base);
+}
+
 /* ------------------------------------------------------------------------------------- */
 /* Does a completed rule's (?<doc>...) group yield a document number? Patterns are plain
  * PCRE2 here and XML-escaped into ok-minimal's completed rule. */
@@ -1400,6 +1483,7 @@ static void test_flow_expand_round2(void **state)
                           .n_row = 2};
 
     make_invoice(&inv, "EUR", 2, 14191);
+    inv.tax_total = 2346; /* the lines' tax */
     inv.lines = lines;
     inv.n_lines = 2;
     expect(f, "${invoice.line_count}", &v, "2");
@@ -1443,6 +1527,145 @@ static void test_flow_expand_round2(void **state)
     /* a line without an invoice has no currency: its amounts are empty */
     struct flow_vars only_line = {.line = &lines[0], .line_n = 1};
     expect(f, "[${line.n}][${line.net}]", &only_line, "[1][]");
+    flow_free(f);
+}
+
+/* Amounts a flow computes: expressions exact in minor units, line.tax and line.gross as the lines
+ * state them (a CSV invoice) or as their share of the invoice's tax (a UBL invoice). */
+static void test_flow_expand_amounts(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("tests/data/flows/ok-full.xml");
+    struct invoice inv;
+    struct invoice_line lines[3] = {
+        {.gl_account = "5700", .net = 12345, .tax = 2346},
+        {.gl_account = "6000", .net = -500, .tax = -95},
+        {.gl_account = "6010", .net = 999, .tax = 0},
+    };
+    struct flow_vars v = {.inv = &inv};
+
+    make_invoice(&inv, "EUR", 2, 15095);
+    inv.net_total = 12844;
+    inv.tax_total = 2251;
+    inv.lines = lines;
+    inv.n_lines = 3;
+    /* the invoice's amounts */
+    expect(f, "${invoice.net + invoice.tax}", &v, "150.95");
+    expect(f, "${invoice.payable - invoice.tax - invoice.net}", &v, "0.00");
+    expect(f, "${-invoice.payable}|${- invoice.payable|abs}|${--invoice.tax}", &v,
+           "-150.95|150.95|22.51");
+    expect(f, "${invoice.net + invoice.tax|amount:,.}", &v, "150,95");
+    expect(f, "${ ( invoice.net - invoice.tax ) * 50% half-up }", &v, "52.97"); /* 52.965 */
+    expect(f, "${(invoice.net - invoice.tax) * 50% half-even}", &v, "52.96");
+    expect(f, "${(invoice.net - invoice.tax) * 50% up}", &v, "52.97");
+    expect(f, "${(invoice.net - invoice.tax) * 50% down}", &v, "52.96");
+    expect(f, "${invoice.net * 19% half-up}", &v, "24.40"); /* 24.4036 */
+    expect(f, "${invoice.net * 7.5% half-up * 200% down}", &v, "19.26");
+    expect(f, "${invoice.net * 0% down}", &v, "0.00");
+    /* operators bind as in arithmetic: * before + and -, left to right */
+    expect(f, "${invoice.tax - invoice.tax * 100% down + invoice.tax}", &v, "22.51");
+    expect(f, "${-invoice.tax * 10% half-up}", &v, "-2.25"); /* the mirror of 2.251 */
+
+    /* line.gross is net + tax, of the line being filled */
+    v.line = &lines[0];
+    v.line_n = 1;
+    expect(f, "${line.gross}|${line.net + line.tax}|${line.gross - line.tax}", &v,
+           "146.91|146.91|123.45");
+    v.line = &lines[1];
+    v.line_n = 2;
+    expect(f, "${line.gross}|${line.gross|abs|amount:,}", &v, "-5.95|5,95");
+    make_invoice(&inv, "JPY", 0, 15095);
+    inv.tax_total = 2251;
+    inv.lines = lines;
+    inv.n_lines = 3;
+    expect(f, "${line.gross}|${invoice.net * 10% half-up}", &v, "-595|1510");
+    make_invoice(&inv, "KWD", 3, 15095);
+    inv.tax_total = 2251;
+    inv.lines = lines;
+    inv.n_lines = 3;
+    expect(f, "${line.gross}", &v, "-0.595");
+
+    /* no invoice: no amount, so empty, as a variable */
+    struct flow_vars none = {0};
+    expect(f, "[${invoice.net + invoice.tax}][${-invoice.payable * 10% up}]", &none, "[][]");
+
+    /* out of range: a business exception naming the expression, never a wrapped number */
+    make_invoice(&inv, "EUR", 2, MONEY_MAX_MINOR);
+    inv.tax_total = MONEY_MAX_MINOR;
+    char err[APBOT_ERR_LEN] = "";
+    char *got = NULL;
+    assert_int_equal(flow_expand(f, "${invoice.payable + invoice.tax}", &v, &got, err, sizeof(err)),
+                     APBOT_E_DATA);
+    assert_null(got);
+    assert_non_null(strstr(err, "${invoice.payable + invoice.tax}: a sum is out of range"));
+    assert_int_equal(
+        flow_expand(f, "${invoice.payable * 100.0001% up}", &v, &got, err, sizeof(err)),
+        APBOT_E_DATA);
+    assert_non_null(strstr(err, "an amount at a rate is out of range"));
+    expect(f, "${invoice.payable - invoice.tax}", &v, "0.00");
+    flow_free(f);
+}
+
+/* A UBL invoice's lines state no tax: line.tax is each line's share of the invoice's tax at its
+ * rate, the rounding remainder to the largest remainder, the lines adding up to the tax. */
+static void test_flow_expand_line_tax_share(void **state)
+{
+    (void)state;
+    struct flow *f = load_ok("tests/data/flows/ok-full.xml");
+    struct invoice inv;
+    /* XRechnung 01.01a: 288.79 and 26.07 at 7 %, tax 22.04 */
+    struct invoice_line lines[3] = {
+        {.gl_account = "5700", .net = 28879, .tax_category = "S:7"},
+        {.gl_account = "6000", .net = 2607, .tax_category = "S:7"},
+        {.gl_account = "6010", .net = 5000, .tax_category = "E"},
+    };
+    struct flow_vars v = {.inv = &inv};
+    struct linetax t;
+    char err[APBOT_ERR_LEN] = "";
+    char *got = NULL;
+
+    make_invoice(&inv, "EUR", 2, 38690);
+    inv.net_total = 36486;
+    inv.tax_total = 2204;
+    inv.lines = lines;
+    inv.n_lines = 3;
+    linetax_init(&t, &inv);
+    assert_true(t.ok && t.derived);
+    for (int with = 0; with < 2; with++) {
+        v.taxes = with ? &t : NULL; /* worked out once, or for each placeholder: the same */
+        v.line = &lines[0];
+        v.line_n = 1;
+        expect(f, "${line.tax}|${line.gross}", &v, "20.22|309.01");
+        v.line = &lines[1];
+        v.line_n = 2;
+        expect(f, "${line.tax}|${line.gross}", &v, "1.82|27.89");
+        v.line = &lines[2];
+        v.line_n = 3;
+        expect(f, "${line.tax}|${line.gross}|${line.net}", &v, "0.00|50.00|50.00");
+    }
+    linetax_done(&t);
+
+    /* a charge on the whole document: the rates do not reach the tax, a business exception */
+    inv.tax_total = 2300;
+    v.taxes = NULL;
+    v.line = &lines[0];
+    v.line_n = 1;
+    assert_int_equal(flow_expand(f, "${line.gross|amount:.}", &v, &got, err, sizeof(err)),
+                     APBOT_E_DATA);
+    assert_null(got);
+    assert_non_null(strstr(err, "${line.gross}: the invoice's lines state no tax, and the lines' "
+                                "tax at their rates is 22.03 to 22.05 (each line rounded either "
+                                "way), the document's tax 23.00"));
+    expect(f, "${line.net}", &v, "288.79"); /* what does not need the tax still expands */
+    /* a category without a rate */
+    inv.tax_total = 2204;
+    lines[1].tax_category = "S";
+    assert_int_equal(flow_expand(f, "${line.tax}", &v, &got, err, sizeof(err)), APBOT_E_DATA);
+    assert_non_null(strstr(err, "line 2 has the tax category 'S' without a rate"));
+    /* a line handed on its own (not one of the invoice's) is what it states */
+    struct invoice_line alone = {.net = 100, .tax = 19};
+    v.line = &alone;
+    expect(f, "${line.tax}|${line.gross}", &v, "0.19|1.19");
     flow_free(f);
 }
 
@@ -1580,6 +1803,9 @@ int main(void)
         cmocka_unit_test(test_flow_xpath_limits),
         cmocka_unit_test(test_flow_problems_one_line_each),
         cmocka_unit_test(test_flow_expand_round2),
+        cmocka_unit_test(test_flow_expand_amounts),
+        cmocka_unit_test(test_flow_expr_hints),
+        cmocka_unit_test(test_flow_expand_line_tax_share),
         cmocka_unit_test(test_flow_expand_numbers_literals_names),
         cmocka_unit_test(test_flow_map_miss_is_data),
         cmocka_unit_test(test_flow_names),

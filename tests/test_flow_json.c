@@ -257,6 +257,96 @@ static void test_flow_json_create_body(void **state)
     flow_free(f);
 }
 
+/* Amounts a flow computes go into a JSON body as decimals too: each line gross (its share of
+ * a UBL invoice's tax), the tax an expression leaves, mistakes named at load. */
+static void test_flow_json_amounts(void **state)
+{
+    (void)state;
+    struct flow *f = NULL;
+    char err[8192] = "";
+    if (load_mutated("\"unit_price\": \"${line.net|abs|json:decimal}\"",
+                     "\"unit_price\": \"${line.gross|abs|json:decimal}\", "
+                     "\"note\": \"${line.net + line.tax|amount:,.}\"",
+                     &f, err, sizeof(err)) != APBOT_OK)
+        fail_msg("gross: %s", err);
+    /* XRechnung 01.01a's lines as a UBL invoice keeps them: no line tax, a rate each */
+    struct invoice_line lines[2] = {
+        {.description = "a", .gl_account = "6000", .net = 28879, .tax_category = "S:7"},
+        {.description = "b", .gl_account = "4400", .net = 2607, .tax_category = "S:7"},
+    };
+    struct invoice inv = {.vendor_id = "100001",
+                          .invoice_number = "INV-8",
+                          .doc_type = INVOICE_DOC_INVOICE,
+                          .issue_date = "2026-03-05",
+                          .currency = "EUR",
+                          .exponent = 2,
+                          .payable = 33690,
+                          .net_total = 31486,
+                          .tax_total = 2204,
+                          .lines = lines,
+                          .n_lines = 2};
+    const char *snames[] = {"uid", "token", "context"};
+    const char *svalues[] = {"1", "t", "{}"};
+    struct flow_vars v = {.inv = &inv,
+                          .key = "AP1-ABCDEFGHIJKLMNOPQRST",
+                          .session_names = snames,
+                          .session_values = svalues,
+                          .n_session = 3,
+                          .find = find};
+    char *body = NULL;
+    size_t len = 0;
+    assert_int_equal(flow_json_expand(f, f->steps[0].send.json, &v, &body, &len, err, sizeof(err)),
+                     APBOT_OK);
+    struct jdoc *d = parse(body, len);
+    expect_at(d, "/params/0/0/lines/0/1/0/unit_price",
+              "{\"__class__\":\"Decimal\",\"decimal\":\"309.01\"}");
+    expect_at(d, "/params/0/0/lines/0/1/1/unit_price",
+              "{\"__class__\":\"Decimal\",\"decimal\":\"27.89\"}");
+    expect_at(d, "/params/0/0/lines/0/1/0/note", "309,01");
+    jdoc_free(d);
+    free(body);
+    /* a tax the rates cannot reach: a business exception, nothing composed */
+    inv.tax_total = 2300;
+    body = NULL;
+    assert_int_equal(flow_json_expand(f, f->steps[0].send.json, &v, &body, &len, err, sizeof(err)),
+                     APBOT_E_DATA);
+    assert_null(body);
+    assert_non_null(strstr(err, "${line.gross}: the invoice's lines state no tax"));
+    flow_free(f);
+
+    /* outside the lines: an expression of the invoice's amounts, typed */
+    if (load_mutated("\"tax_amount\": \"${invoice.tax|abs|json:decimal}\"",
+                     "\"tax_amount\": \"${invoice.payable - invoice.net|abs|json:decimal}\"", &f,
+                     err, sizeof(err)) != APBOT_OK)
+        fail_msg("expression: %s", err);
+    inv.tax_total = 2204;
+    assert_int_equal(flow_json_expand(f, f->steps[0].send.json, &v, &body, &len, err, sizeof(err)),
+                     APBOT_OK);
+    d = parse(body, len);
+    expect_at(d, "/params/0/0/tax_amount", "{\"__class__\":\"Decimal\",\"decimal\":\"22.04\"}");
+    jdoc_free(d);
+    free(body);
+    flow_free(f);
+
+    /* at load: a line's amount outside $each-line, text in an expression, a date as decimal */
+    static const struct {
+        const char *from, *to, *want;
+    } bad[] = {
+        {"\"${invoice.tax|abs|json:decimal}\"", "\"${invoice.tax + line.gross|json:decimal}\"",
+         "${line.gross} is not available here (only inside <lines>)"},
+        {"\"${line.net|abs|json:decimal}\"", "\"${line.net + line.description|json:decimal}\"",
+         "'line.description' is text, not an amount"},
+        {"\"${line.net|abs|json:decimal}\"", "\"${line.net * 19%|json:decimal}\"",
+         "a rate needs its rounding"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        f = NULL;
+        assert_int_equal(load_mutated(bad[i].from, bad[i].to, &f, err, sizeof(err)), APBOT_E_INVAL);
+        if (!strstr(err, bad[i].want))
+            fail_msg("%s: want '%s' in: %s", bad[i].to, bad[i].want, err);
+    }
+}
+
 static void test_flow_json_encodings(void **state)
 {
     (void)state;
@@ -427,6 +517,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flow_json_spa_struct),
         cmocka_unit_test(test_flow_json_create_body),
+        cmocka_unit_test(test_flow_json_amounts),
         cmocka_unit_test(test_flow_json_encodings),
         cmocka_unit_test(test_flow_json_values_refused),
         cmocka_unit_test(test_flow_json_mistakes),

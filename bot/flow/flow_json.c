@@ -24,6 +24,7 @@
 #include "apbot/mem.h"
 #include "web/jdoc.h"
 #include "flow-int.h"
+#include "model/linetax.h"
 
 #define FLOW_JSON_EACH_LINE "$each-line"
 #define FLOW_JSON_TEMPLATE_MAX (256 * 1024) /* bytes of a <json> element's text */
@@ -269,8 +270,15 @@ static int jx_lines(struct flow_jx *x, const json_t *t)
 {
     const struct invoice *inv = x->vars.inv;
     size_t n = inv ? inv->n_lines : 0;
+    struct linetax own;
     int rc = jx_puts(x, "[");
 
+    /* the lines' taxes once for the array, unless the caller worked them out */
+    bool mine = inv && !x->vars.taxes && flow_json_uses(t, "line.");
+    if (mine) {
+        linetax_init(&own, inv);
+        x->vars.taxes = &own;
+    }
     for (size_t i = 0; i < n && rc == APBOT_OK; i++) {
         x->vars.line = &inv->lines[i];
         x->vars.line_n = i + 1;
@@ -281,6 +289,10 @@ static int jx_lines(struct flow_jx *x, const json_t *t)
     }
     x->vars.line = NULL;
     x->vars.line_n = 0;
+    if (mine) {
+        x->vars.taxes = NULL;
+        linetax_done(&own);
+    }
     return rc == APBOT_OK ? jx_puts(x, "]") : rc;
 }
 

@@ -22,6 +22,7 @@
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "flow-int.h"
+#include "model/linetax.h"
 
 #define FLOW_EXPAND_MAX (64 * 1024) /* bytes of one expanded template */
 #define FLOW_MAX_FMTS 8             /* formatters in one placeholder */
@@ -48,6 +49,7 @@ enum flow_var_id {
     FLOW_V_LINE_N,
     FLOW_V_LINE_NET,
     FLOW_V_LINE_TAX,
+    FLOW_V_LINE_GROSS,
     FLOW_V_LINE_GL_ACCOUNT,
     FLOW_V_LINE_DESCRIPTION,
     FLOW_V_LINE_QUANTITY,
@@ -107,6 +109,7 @@ static const struct {
     [FLOW_V_LINE_N] = {"line.n", FLOW_K_TEXT, FLOW_P_LINES},
     [FLOW_V_LINE_NET] = {"line.net", FLOW_K_AMOUNT, FLOW_P_LINES},
     [FLOW_V_LINE_TAX] = {"line.tax", FLOW_K_AMOUNT, FLOW_P_LINES},
+    [FLOW_V_LINE_GROSS] = {"line.gross", FLOW_K_AMOUNT, FLOW_P_LINES},
     [FLOW_V_LINE_GL_ACCOUNT] = {"line.gl_account", FLOW_K_TEXT, FLOW_P_LINES},
     [FLOW_V_LINE_DESCRIPTION] = {"line.description", FLOW_K_TEXT, FLOW_P_LINES},
     [FLOW_V_LINE_QUANTITY] = {"line.quantity", FLOW_K_TEXT, FLOW_P_LINES},
@@ -256,6 +259,230 @@ static int flow_fmt_lookup(const char *name, size_t len)
     return -1;
 }
 
+/* ---- amount expressions ------------------------------------------------------------------ */
+
+/*
+ * In place of a variable a placeholder may hold an expression over the invoice's amounts:
+ *
+ *     expr    = term *( ("+" / "-") term )
+ *     term    = unary *( "*" RATE "%" ROUNDING )      RATE: 19, 7.5 (0..1000, 4 decimals)
+ *     unary   = "-" unary / "(" expr ")" / VARIABLE    ROUNDING: half-up half-even up down
+ *
+ * with blanks between the tokens as one likes, but around a binary '-' (a name may hold a '-':
+ * ${cookie.XSRF-TOKEN}). The placeholder is an expression when it holds a blank, '+', '*',
+ * '(', ')' or '%', or starts with '-'. Every operand is an amount variable of the invoice, so
+ * one currency; the result is an amount (formatters as for a variable). Parsed into at most
+ * FLOW_X_NODES nodes, FLOW_X_DEPTH deep, at load (flow_expr_check) and at each expansion
+ * (flow_expr_eval), which computes in minor units, each step bounded by MONEY_MAX_MINOR.
+ */
+#define FLOW_X_NODES 32 /* operands and operators in one expression */
+#define FLOW_X_DEPTH 16 /* nesting of parentheses and unary minus */
+
+enum flow_x_op {
+    FLOW_X_VAR = 0, /* an amount variable */
+    FLOW_X_NEG,     /* -a */
+    FLOW_X_ADD,     /* a + b */
+    FLOW_X_SUB,     /* a - b */
+    FLOW_X_RATE,    /* a * rate%, rounded */
+};
+
+struct flow_x_node {
+    enum flow_x_op op;
+    int a, b;         /* operand nodes */
+    const char *name; /* FLOW_X_VAR: the variable's name, in the template */
+    size_t name_len;
+    int64_t rate; /* FLOW_X_RATE: money.h's units */
+    enum money_rounding rounding;
+};
+
+struct flow_x {
+    struct flow_x_node n[FLOW_X_NODES];
+    int count;
+    int root;
+    const char *p, *end; /* what is left to read */
+    const char *why;     /* the first problem (static text), or NULL */
+};
+
+/* The rounding rules an expression names, and money.h's for each. */
+static const struct {
+    const char *name;
+    enum money_rounding rule;
+} flow_x_roundings[] = {
+    {"half-up", MONEY_ROUND_HALF_UP},
+    {"half-even", MONEY_ROUND_HALF_EVEN},
+    {"up", MONEY_ROUND_UP},
+    {"down", MONEY_ROUND_DOWN},
+};
+
+static bool flow_x_is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+/* True when the placeholder's variable span is an expression, not one name. */
+static bool flow_expr_is(const char *s, size_t len)
+{
+    if (len > 0 && s[0] == '-')
+        return true;
+    for (size_t i = 0; i < len; i++)
+        if (flow_x_is_blank(s[i]) || strchr("+*()%", s[i]))
+            return true;
+    return false;
+}
+
+static void flow_x_blanks(struct flow_x *x)
+{
+    while (x->p < x->end && flow_x_is_blank(*x->p))
+        x->p++;
+}
+
+static int flow_x_fail(struct flow_x *x, const char *why)
+{
+    if (!x->why)
+        x->why = why;
+    return -1;
+}
+
+static int flow_x_node(struct flow_x *x, enum flow_x_op op, int a, int b)
+{
+    if (x->count == FLOW_X_NODES)
+        return flow_x_fail(x, "too long (at most 32 operands and operators)");
+    memset(&x->n[x->count], 0, sizeof(x->n[0]));
+    x->n[x->count].op = op;
+    x->n[x->count].a = a;
+    x->n[x->count].b = b;
+    return x->count++;
+}
+
+static bool flow_x_name_char(char ch, bool first)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' ||
+           (!first && ((ch >= '0' && ch <= '9') || ch == '.' || ch == '-'));
+}
+
+static int flow_x_expr(struct flow_x *x, int depth);
+
+static int flow_x_unary(struct flow_x *x, int depth)
+{
+    int a;
+
+    if (depth > FLOW_X_DEPTH)
+        return flow_x_fail(x, "nested too deep");
+    flow_x_blanks(x);
+    if (x->p == x->end)
+        return flow_x_fail(x, "an amount is missing at the end");
+    if (*x->p == '-') {
+        x->p++;
+        a = flow_x_unary(x, depth + 1);
+        return a < 0 ? -1 : flow_x_node(x, FLOW_X_NEG, a, -1);
+    }
+    if (*x->p == '(') {
+        x->p++;
+        a = flow_x_expr(x, depth + 1);
+        if (a < 0)
+            return -1;
+        flow_x_blanks(x);
+        if (x->p == x->end || *x->p != ')')
+            return flow_x_fail(x, "a '(' is not closed");
+        x->p++;
+        return a;
+    }
+    if (!flow_x_name_char(*x->p, true))
+        return flow_x_fail(x, *x->p >= '0' && *x->p <= '9'
+                                  ? "a number alone is no amount (write AMOUNT * RATE% ROUNDING)"
+                                  : "an amount variable is expected");
+    const char *name = x->p;
+    while (x->p < x->end && flow_x_name_char(*x->p, false))
+        x->p++;
+    a = flow_x_node(x, FLOW_X_VAR, -1, -1);
+    if (a >= 0) {
+        x->n[a].name = name;
+        x->n[a].name_len = (size_t)(x->p - name);
+    }
+    return a;
+}
+
+/* "* 19% half-up" after an operand: the rate and its rounding into node r. */
+static int flow_x_rate(struct flow_x *x, int a)
+{
+    const char *num;
+    int r;
+
+    x->p++; /* '*' */
+    flow_x_blanks(x);
+    num = x->p;
+    while (x->p < x->end && ((*x->p >= '0' && *x->p <= '9') || *x->p == '.'))
+        x->p++;
+    if (x->p == num || x->p == x->end || *x->p != '%')
+        return flow_x_fail(x, "'*' takes a rate in percent (AMOUNT * 19% half-up)");
+    r = flow_x_node(x, FLOW_X_RATE, a, -1);
+    if (r < 0)
+        return -1;
+    if (money_rate_parse(num, (size_t)(x->p - num), &x->n[r].rate) != APBOT_OK)
+        return flow_x_fail(x, "a rate is 0 to 1000 percent with at most 4 decimals");
+    x->p++; /* '%' */
+    flow_x_blanks(x);
+    const char *word = x->p;
+    while (x->p < x->end && ((*x->p >= 'a' && *x->p <= 'z') || *x->p == '-'))
+        x->p++;
+    for (size_t i = 0; i < sizeof(flow_x_roundings) / sizeof(flow_x_roundings[0]); i++)
+        if (strlen(flow_x_roundings[i].name) == (size_t)(x->p - word) &&
+            memcmp(flow_x_roundings[i].name, word, (size_t)(x->p - word)) == 0) {
+            x->n[r].rounding = flow_x_roundings[i].rule;
+            return r;
+        }
+    return flow_x_fail(x, "a rate needs its rounding after the '%': half-up, half-even, up or "
+                          "down");
+}
+
+static int flow_x_term(struct flow_x *x, int depth)
+{
+    int a = flow_x_unary(x, depth);
+
+    for (;;) {
+        if (a < 0)
+            return -1;
+        flow_x_blanks(x);
+        if (x->p == x->end || *x->p != '*')
+            return a;
+        a = flow_x_rate(x, a);
+    }
+}
+
+static int flow_x_expr(struct flow_x *x, int depth)
+{
+    int a = flow_x_term(x, depth);
+
+    for (;;) {
+        if (a < 0)
+            return -1;
+        flow_x_blanks(x);
+        if (x->p == x->end || (*x->p != '+' && *x->p != '-'))
+            return a;
+        enum flow_x_op op = *x->p == '+' ? FLOW_X_ADD : FLOW_X_SUB;
+        x->p++;
+        int b = flow_x_term(x, depth);
+        a = b < 0 ? -1 : flow_x_node(x, op, a, b);
+    }
+}
+
+/* Parses s[0..len) into x. False with x->why set when it is not an expression. */
+static bool flow_x_parse(const char *s, size_t len, struct flow_x *x)
+{
+    x->count = 0;
+    x->why = NULL;
+    x->p = s;
+    x->end = s + len;
+    x->root = flow_x_expr(x, 0);
+    if (x->root >= 0) {
+        flow_x_blanks(x);
+        if (x->p != x->end)
+            x->root = flow_x_fail(x, *x->p == ')' ? "a ')' has no '('"
+                                                  : "an operator (+, -, *) is expected here");
+    }
+    return x->root >= 0;
+}
+
 /* A date pattern: literal text plus %d %m %Y %y %%. */
 bool flow_date_pattern_ok(const char *s, size_t len)
 {
@@ -362,6 +589,7 @@ static const char *flow_var_hint(int v)
     case FLOW_V_LINE_N:
     case FLOW_V_LINE_NET:
     case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GROSS:
     case FLOW_V_LINE_GL_ACCOUNT:
     case FLOW_V_LINE_DESCRIPTION:
     case FLOW_V_LINE_QUANTITY:
@@ -565,6 +793,7 @@ static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t kl
     case FLOW_V_LINE_N:
     case FLOW_V_LINE_NET:
     case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GROSS:
     case FLOW_V_LINE_GL_ACCOUNT:
     case FLOW_V_LINE_DESCRIPTION:
     case FLOW_V_LINE_QUANTITY:
@@ -578,6 +807,67 @@ static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t kl
     case FLOW_V_CODE:
     case FLOW_V__COUNT:
         break;
+    }
+}
+
+/* The amount variables usable in scope sc, as a list for a message. */
+static const char *flow_amounts_here(const struct flow_scope *sc, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < FLOW_V__COUNT && at + 1 < len; i++) {
+        if (!(flow_vars_table[i].where & sc->place) || flow_vars_table[i].kind != FLOW_K_AMOUNT)
+            continue;
+        int w = snprintf(buf + at, len - at, "%s%s", at ? ", " : "", flow_vars_table[i].name);
+        if (w < 0 || (size_t)w >= len - at)
+            break;
+        at += (size_t)w;
+    }
+    return at ? buf : "none";
+}
+
+/* Checks an expression placeholder: its syntax, and every operand an amount variable allowed
+ * in scope sc. Records the problems; cannot fail. */
+static void flow_expr_check(struct flow_ctx *c, const struct flow_ph *ph,
+                            const struct flow_scope *sc, long line, const char *what)
+{
+    struct flow_x x;
+    char here[512];
+
+    if (!flow_x_parse(ph->var, ph->var_len, &x)) {
+        flow_problem(c, line,
+                     "%s: ${%.*s}: %s (an expression adds and subtracts amounts of the invoice: "
+                     "${line.net + line.tax}, ${-invoice.tax}, ${invoice.net * 19%% half-up})",
+                     what, (int)ph->var_len, ph->var, x.why);
+        return;
+    }
+    for (int i = 0; i < x.count; i++) {
+        const struct flow_x_node *nd = &x.n[i];
+        const char *key;
+        size_t klen;
+        int v;
+
+        if (nd->op != FLOW_X_VAR)
+            continue;
+        v = flow_var_lookup(nd->name, nd->name_len, &key, &klen);
+        if (v < 0) {
+            const char *dash = memchr(nd->name, '-', nd->name_len);
+            flow_problem(c, line, "%s: ${%.*s}: unknown variable '%.*s' (amounts here: %s)%s", what,
+                         (int)ph->var_len, ph->var, (int)nd->name_len, nd->name,
+                         flow_amounts_here(sc, here, sizeof(here)),
+                         dash ? "; a '-' between two amounts needs blanks around it" : "");
+            continue;
+        }
+        if (flow_vars_table[v].kind != FLOW_K_AMOUNT) {
+            flow_problem(c, line,
+                         "%s: ${%.*s}: '%.*s' is %s, not an amount: an expression takes the "
+                         "invoice's amounts only, all in its currency (amounts here: %s)",
+                         what, (int)ph->var_len, ph->var, (int)nd->name_len, nd->name,
+                         flow_vars_table[v].kind == FLOW_K_DATE ? "a date" : "text",
+                         flow_amounts_here(sc, here, sizeof(here)));
+            continue;
+        }
+        flow_var_check(c, v, key, klen, sc, line, what);
     }
 }
 
@@ -601,16 +891,26 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
             flow_problem(c, line, "%s: %s in \"%s\"", what, why, tmpl);
             return;
         }
-        v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
-        if (v < 0) {
+        /* an expression first: a prefix variable (row., cookie.) would take any rest */
+        bool expr = flow_expr_is(ph.var, ph.var_len);
+        v = expr ? -1 : flow_var_lookup(ph.var, ph.var_len, &key, &klen);
+        if (expr) {
+            flow_expr_check(c, &ph, sc, line, what);
+            kind = FLOW_K_AMOUNT;
+        } else if (v < 0) {
             char known[1024];
-            flow_problem(c, line, "%s: unknown variable ${%.*s} (here: %s)", what, (int)ph.var_len,
-                         ph.var, flow_vars_here(sc, known, sizeof(known)));
+            bool dash = memchr(ph.var, '-', ph.var_len) != NULL;
+            flow_problem(c, line, "%s: unknown variable ${%.*s} (here: %s)%s", what,
+                         (int)ph.var_len, ph.var, flow_vars_here(sc, known, sizeof(known)),
+                         dash ? "; to subtract, write blanks around the '-' (${invoice.payable "
+                                "- invoice.tax})"
+                              : "");
             p = next;
             continue;
+        } else {
+            flow_var_check(c, v, key, klen, sc, line, what);
+            kind = flow_vars_table[v].kind;
         }
-        flow_var_check(c, v, key, klen, sc, line, what);
-        kind = flow_vars_table[v].kind;
         bool whole = p == tmpl && *next == '\0';
         for (size_t i = 0; i < ph.n_fmt; i++) {
             int fid = flow_fmt_lookup(ph.fmt[i].name, ph.fmt[i].name_len);
@@ -730,6 +1030,13 @@ const char *flow_tpl_json_type(const char *tmpl, char **ret_plain)
     return type;
 }
 
+/* True when the name s[0..len) is var, or of var's family when var ends in '.'. */
+static bool flow_name_is(const char *s, size_t len, const char *var, size_t vl)
+{
+    return var[vl - 1] == '.' ? len > vl && memcmp(s, var, vl) == 0
+                              : len == vl && memcmp(s, var, vl) == 0;
+}
+
 bool flow_tpl_uses(const char *tmpl, const char *var)
 {
     const char *p = tmpl;
@@ -737,13 +1044,18 @@ bool flow_tpl_uses(const char *tmpl, const char *var)
 
     while (p && (p = strstr(p, "${")) != NULL) {
         struct flow_ph ph;
+        struct flow_x x;
         const char *why;
         const char *next = flow_ph_parse(p + 2, &ph, &why);
         if (!next)
             return false;
-        if (var[vl - 1] == '.' ? ph.var_len > vl && memcmp(ph.var, var, vl) == 0
-                               : ph.var_len == vl && memcmp(ph.var, var, vl) == 0)
+        if (flow_name_is(ph.var, ph.var_len, var, vl))
             return true;
+        /* an expression's operands (one that does not parse was refused at load) */
+        if (flow_expr_is(ph.var, ph.var_len) && flow_x_parse(ph.var, ph.var_len, &x))
+            for (int i = 0; i < x.count; i++)
+                if (x.n[i].op == FLOW_X_VAR && flow_name_is(x.n[i].name, x.n[i].name_len, var, vl))
+                    return true;
         p = next;
     }
     return false;
@@ -792,6 +1104,34 @@ static int flow_val_amount(const struct invoice *inv, int64_t minor, enum flow_v
     ret->minor = minor;
     ret->exponent = inv->exponent;
     return APBOT_OK;
+}
+
+/* The tax of the line vars->line (its share when the invoice's lines state none: linetax.h)
+ * into *ret; APBOT_E_DATA, naming v, when it cannot be told. */
+static int flow_line_tax(enum flow_var_id v, const struct flow_vars *vars, int64_t *ret, char *err,
+                         size_t errlen)
+{
+    const struct invoice *inv = vars->inv;
+    const struct linetax *t = vars->taxes;
+    struct linetax own;
+    size_t i = vars->line_n;
+    int rc = APBOT_OK;
+
+    if (i < 1 || i > inv->n_lines || vars->line != &inv->lines[i - 1]) {
+        *ret = vars->line->tax; /* a line given on its own: what it states */
+        return APBOT_OK;
+    }
+    if (!t || t->n != inv->n_lines) {
+        linetax_init(&own, inv);
+        t = &own;
+    }
+    if (t->ok)
+        *ret = t->tax[i - 1];
+    else
+        rc = apbot_fail(err, errlen, APBOT_E_DATA, "${%s}: %s", flow_vars_table[v].name, t->why);
+    if (t == &own)
+        linetax_done(&own);
+    return rc;
 }
 
 /* snprintf(num, 32, "%zu", n) without printf's machinery. Returns num. */
@@ -887,10 +1227,21 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
         }
         break;
     case FLOW_V_LINE_NET:
-    case FLOW_V_LINE_TAX:
         if (!inv || !ln)
             break; /* empty text */
-        return flow_val_amount(inv, v == FLOW_V_LINE_NET ? ln->net : ln->tax, v, ret, err, errlen);
+        return flow_val_amount(inv, ln->net, v, ret, err, errlen);
+    case FLOW_V_LINE_TAX:
+    case FLOW_V_LINE_GROSS: {
+        int64_t amount = 0;
+        if (!inv || !ln)
+            break; /* empty text */
+        int rc = flow_line_tax(v, vars, &amount, err, errlen);
+        if (rc != APBOT_OK)
+            return rc;
+        if (v == FLOW_V_LINE_GROSS && money_add(&amount, ln->net) != APBOT_OK)
+            return apbot_fail(err, errlen, APBOT_E_DATA, "${line.gross}: out of range");
+        return flow_val_amount(inv, amount, v, ret, err, errlen);
+    }
     case FLOW_V_LINE_GL_ACCOUNT:
         s = ln ? ln->gl_account : NULL;
         break;
@@ -961,6 +1312,76 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
         return APBOT_OK;
     }
     ret->text = apbot_xstrdup(s ? s : "");
+    return APBOT_OK;
+}
+
+/* The value of expression node k into *ret (an amount, or empty text when an operand has no
+ * value). APBOT_E_DATA when a step leaves the bounds of an amount. */
+static int flow_x_eval(const struct flow *f, const struct flow_x *x, int k,
+                       const struct flow_vars *vars, struct flow_val *ret, char *err, size_t errlen)
+{
+    const struct flow_x_node *nd = &x->n[k];
+    struct flow_val b;
+    const char *key;
+    size_t klen;
+    char num[32];
+    int rc;
+
+    if (nd->op == FLOW_X_VAR) {
+        int v = flow_var_lookup(nd->name, nd->name_len, &key, &klen);
+        if (v < 0 || flow_vars_table[v].kind != FLOW_K_AMOUNT)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "'%.*s' is no amount variable",
+                              (int)nd->name_len, nd->name); /* refused at load */
+        return flow_val_get(f, (enum flow_var_id)v, key, klen, vars, ret, NULL, num, err, errlen);
+    }
+    rc = flow_x_eval(f, x, nd->a, vars, ret, err, errlen);
+    if (rc != APBOT_OK || ret->kind != FLOW_K_AMOUNT)
+        return rc; /* an operand without a value: the whole is empty */
+    switch (nd->op) {
+    case FLOW_X_NEG:
+        ret->minor = -ret->minor; /* within the bound: amounts are symmetric */
+        return APBOT_OK;
+    case FLOW_X_RATE:
+        if (money_at_rate(ret->minor, nd->rate, nd->rounding, &ret->minor) != APBOT_OK)
+            return apbot_fail(err, errlen, APBOT_E_DATA, "an amount at a rate is out of range");
+        return APBOT_OK;
+    case FLOW_X_ADD:
+    case FLOW_X_SUB:
+        rc = flow_x_eval(f, x, nd->b, vars, &b, err, errlen);
+        if (rc != APBOT_OK || b.kind != FLOW_K_AMOUNT) {
+            free(ret->text);
+            *ret = b; /* empty text, or nothing on failure */
+            return rc;
+        }
+        if (money_add(&ret->minor, nd->op == FLOW_X_ADD ? b.minor : -b.minor) != APBOT_OK)
+            return apbot_fail(err, errlen, APBOT_E_DATA, "a sum is out of range");
+        return APBOT_OK;
+    case FLOW_X_VAR:
+        break;
+    }
+    return apbot_fail(err, errlen, APBOT_E_BUG, "bad expression node");
+}
+
+/* The value of an expression placeholder into *ret (as flow_val_get's with ret_ref NULL). */
+static int flow_expr_eval(const struct flow *f, const struct flow_ph *ph,
+                          const struct flow_vars *vars, struct flow_val *ret, char *err,
+                          size_t errlen)
+{
+    struct flow_x x;
+    char why[APBOT_ERR_LEN];
+
+    memset(ret, 0, sizeof(*ret));
+    if (!flow_x_parse(ph->var, ph->var_len, &x))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "${%.*s}: %s", (int)ph->var_len, ph->var,
+                          x.why); /* refused at load */
+    int rc = flow_x_eval(f, &x, x.root, vars, ret, why, sizeof(why));
+    if (rc != APBOT_OK) {
+        free(ret->text);
+        memset(ret, 0, sizeof(*ret));
+        return apbot_fail(err, errlen, rc, "${%.*s}: %s", (int)ph->var_len, ph->var, why);
+    }
+    if (ret->kind != FLOW_K_AMOUNT && !ret->text)
+        ret->text = apbot_xstrdup("");
     return APBOT_OK;
 }
 
@@ -1191,15 +1612,17 @@ int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *
             rc = apbot_fail(err, errlen, APBOT_E_INVAL, "%s", why);
             goto out;
         }
-        v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
-        if (v < 0) {
+        if (flow_expr_is(ph.var, ph.var_len)) {
+            ref = NULL;
+            rc = flow_expr_eval(f, &ph, vars, &val, err, errlen);
+        } else if ((v = flow_var_lookup(ph.var, ph.var_len, &key, &klen)) < 0) {
             rc = apbot_fail(err, errlen, APBOT_E_INVAL, "unknown variable ${%.*s}", (int)ph.var_len,
                             ph.var);
-            goto out;
+        } else {
+            /* A value without formatters is appended as it stands, not copied first. */
+            rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val,
+                              ph.n_fmt == 0 ? &ref : NULL, num, err, errlen);
         }
-        /* A value without formatters is appended as it stands, not copied first. */
-        rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val,
-                          ph.n_fmt == 0 ? &ref : NULL, num, err, errlen);
         if (rc != APBOT_OK)
             goto out;
         if (ph.n_fmt == 0 && ref) {

@@ -20,6 +20,7 @@
 #include "apbot/text.h"
 #include "apbot/vendors.h"
 #include "erp/erp_post.h"
+#include "model/linetax.h"
 #include "office/trace-int.h"
 
 #define TRACE_ERR_LEN (32 * 1024)
@@ -105,14 +106,26 @@ static void trace_print_invoice(FILE *out, const struct invoice *inv, const char
             money_text(inv->net_total, inv->exponent, m2, sizeof(m2)),
             money_text(inv->tax_total, inv->exponent, m3, sizeof(m3)), inv->n_lines,
             inv->n_lines == 1 ? "" : "s");
+    /* what ${line.tax} books where the lines state no tax: each line's share (linetax.h) */
+    struct linetax t;
+    linetax_init(&t, inv);
     for (size_t i = 0; i < inv->n_lines; i++) {
         const struct invoice_line *l = &inv->lines[i];
-        fprintf(out, "            line %zu: account %s, net %s, tax %s, \"%s\"\n", i + 1,
+        char share[700] = "";
+        if (t.derived)
+            snprintf(share, sizeof(share), " (its share of the invoice's tax at %s: %s)",
+                     text_escape_into(c, sizeof(c), l->tax_category ? l->tax_category : "-", 0),
+                     money_text(t.tax[i], inv->exponent, m3, sizeof(m3)));
+        fprintf(out, "            line %zu: account %s, net %s, tax %s%s, \"%s\"\n", i + 1,
                 l->gl_account ? text_escape_into(a, sizeof(a), l->gl_account, 0) : "-",
                 money_text(l->net, inv->exponent, m1, sizeof(m1)),
-                money_text(l->tax, inv->exponent, m2, sizeof(m2)),
+                money_text(l->tax, inv->exponent, m2, sizeof(m2)), share,
                 text_escape_into(b, sizeof(b), l->description ? l->description : "", 0));
     }
+    if (!t.ok && inv->n_lines > 0)
+        fprintf(out, "            line taxes: %s (a flow that books them cannot)\n",
+                text_escape_into(a, sizeof(a), t.why, 0));
+    linetax_done(&t);
 }
 
 static const char *trace_next_words(enum trace_next n)

@@ -13,7 +13,7 @@
  *   invoice.tax, invoice.gl_account and invoice.description (first line's),
  *   invoice.line_count, vendor.id, vendor.name ............ lookup (URL, <detail get>,
  *                                                           <expect>, <finished>) and post
- *   line.n (1-based), line.net, line.tax, line.gl_account,
+ *   line.n (1-based), line.net, line.tax, line.gross, line.gl_account,
  *   line.description, line.quantity ........................ only inside <lines>
  *   doc, capture.NAME ....................................... post steps after the step that
  *                                                           captures them
@@ -35,6 +35,10 @@
  * a JSON body, last and alone in its string, json:TYPE (string, int, number, decimal, date,
  * bool, raw): the string becomes a JSON value of that type (an empty value becomes null).
  * The key is cut to policy.key_length characters.
+ * Amount expressions: in place of a variable, "${line.net + line.tax}", "${-invoice.tax}",
+ * "${(invoice.net + invoice.tax) * 19% half-up}": amounts of the invoice (one currency) added,
+ * subtracted, negated and taken at a rate with a named rounding (half-up, half-even, up,
+ * down), exactly in minor units; checked at load like a variable, and an amount like one.
  */
 #ifndef APBOT_FLOW_H
 #define APBOT_FLOW_H
@@ -47,6 +51,7 @@
 struct match_re;
 struct invoice;
 struct invoice_line;
+struct linetax;
 struct json_t; /* jansson's value (web/jdoc.h): a JSON body template, numbers kept exact */
 
 /* What a response means. If you add one, add its name in flow.c. */
@@ -432,6 +437,9 @@ struct flow_vars {
     size_t n_row;
     const struct invoice_line *line;  /* line.*: the line being filled in a <lines> */
     size_t line_n;                    /* its number, 1-based; 0 = none */
+    const struct linetax *taxes;      /* the tax of inv's lines (model/linetax.h), worked out
+                                       * once; NULL: worked out for each placeholder that needs
+                                       * it (${line.tax}, ${line.gross}) */
     long page_size;                   /* list: ${limit}, and ${offset} = (page - 1) * page_size */
     const char *code;                 /* ${code}: the code a <resolve> looks up */
     const char *const *session_names; /* session.NAME = session_values[i] */
