@@ -24,7 +24,7 @@ declare -A may=(
 # The module each public face belongs to.
 declare -A face=(
     [apbot]=lib [error]=base [mem]=base [buf]=base [text]=base [clock]=base [secret]=base
-    [money]=model [invoice]=model [machine]=model
+    [money]=model [invoice]=model [linetax]=model [machine]=model
     [reader]=input [vendors]=input [store]=queue [flow]=flow [erp]=erp [runner]=run
     [review]=office [report]=office [serve]=office [trace]=office
 )

@@ -202,6 +202,19 @@ static void post_properties(const struct decide_post_facts *f, long *count)
         assert_true(d.relogin && !committed);
 }
 
+static void amount_properties(const struct decide_post_facts *f, long *count)
+{
+    struct decide_post_facts g = *f;
+    g.amount_differs = true;
+    struct decide_post with = decide_post(&g), without = decide_post(f);
+    bool pre = f->phase == DECIDE_BEFORE_COMMIT || (f->phase == DECIDE_COMMIT && f->fetch);
+    (*count)++;
+    if (with.verdict != without.verdict)
+        assert_true(pre && without.verdict == DECIDE_NEXT && with.verdict == DECIDE_REJECTED);
+    post_properties(&g, count);
+    (*count)--;
+}
+
 static void test_decide_post_properties_every_combination(void **state)
 {
     (void)state;
@@ -209,6 +222,46 @@ static void test_decide_post_properties_every_combination(void **state)
     each_post_facts(post_properties, &count);
     print_message("post decision: %ld combinations of facts checked\n", count);
     assert_true(count == 3L * 1024 * 3 * 8);
+}
+
+/* <compare-amount>: the ERP's own amount differs from the invoice's. Before the committing
+ * step, on an answer that is otherwise as expected, a business exception; whatever else the
+ * answer says comes first; at and after the commit it changes nothing (flow check keeps the
+ * element off those steps; the decision ignores it there all the same). */
+static void test_decide_post_amount_differs(void **state)
+{
+    (void)state;
+    static const struct post_row rows[] = {
+        /* clang-format off */
+ {"pre: ERP total differs",                          PRE, 0, 0, 0, 0, ANS, 200, 0, 0, R_NONE,  0, 0, 1, 1, DECIDE_REJECTED,          0},
+ {"pre: differs, and the ERP refused",               PRE, 0, 0, 0, 0, ANS, 500, 0, 0, R_REJ,   0, 0, 1, 0, DECIDE_REJECTED,          0},
+ {"pre: differs, but the session is gone",           PRE, 0, 0, 0, 0, ANS, 401, 0, 0, R_NONE,  0, 1, 1, 0, DECIDE_RESTART,           1},
+ {"pre: differs, but no answer",                     PRE, 0, 0, 0, 0, UNK,   0, 0, 0, R_NONE,  0, 0, 1, 0, DECIDE_NOT_SENT,          0},
+ {"pre: differs, but a capture found nothing",       PRE, 0, 0, 0, 0, ANS, 200, 0, 0, R_NONE,  0, 0, 0, 1, DECIDE_NOT_SENT,          0},
+ {"pre: differs, the amount unreadable too",         PRE, 0, 0, 0, 1, ANS, 200, 0, 0, R_NONE,  0, 0, 1, 1, DECIDE_SYSTEMIC,          0},
+ {"commit: posted banner, a stray difference",       COM, 0, 1, 0, 0, ANS, 200, 0, 0, R_DONE,  1, 0, 1, 1, DECIDE_CONFIRMED,         0},
+ {"commit: garbled page, a stray difference",        COM, 0, 1, 0, 0, ANS, 200, 0, 0, R_NONE,  0, 0, 1, 1, DECIDE_UNKNOWN,           0},
+ {"followup: answered, a stray difference",          FUP, 0, 0, 0, 0, ANS, 200, 0, 0, R_NONE,  1, 0, 1, 1, DECIDE_NEXT,              0},
+        /* clang-format on */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct decide_post_facts f = facts_of(&rows[i]);
+        f.amount_differs = true;
+        struct decide_post d = decide_post(&f);
+        if (d.verdict != rows[i].want || d.relogin != rows[i].want_relogin)
+            fail_msg("%s: got %s relogin %d, want %s (%s)", rows[i].what,
+                     decide_post_verdict_name(d.verdict), d.relogin,
+                     decide_post_verdict_name(rows[i].want), d.why);
+        if (d.verdict == DECIDE_REJECTED && rows[i].rule == R_NONE)
+            assert_string_equal(d.why,
+                                "the ERP's own amount differs from the invoice's: nothing was "
+                                "booked");
+    }
+    /* Every combination: a difference changes a verdict only before the commit, and only to
+     * a business exception where the step would have gone on. */
+    long n = 0;
+    each_post_facts(amount_properties, &n);
+    assert_true(n == 3L * 1024 * 3 * 8);
 }
 
 struct lookup_row {
@@ -328,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decide_post_table),
         cmocka_unit_test(test_decide_post_properties_every_combination),
+        cmocka_unit_test(test_decide_post_amount_differs),
         cmocka_unit_test(test_decide_lookup_table),
         cmocka_unit_test(test_decide_lookup_absence_needs_proof),
         cmocka_unit_test(test_decide_names),

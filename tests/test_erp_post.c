@@ -9,7 +9,10 @@
  * a 303 to the login after the commit (unknown), success text forged in a comment, a script
  * or an attribute (not success), a pathological pattern (unknown within the budget), a form
  * action off the origin (refused, nothing sent), a committing GET dropped and sent once, the
- * hooks that stop a post before anything is sent, and traces with every control's source.
+ * hooks that stop a post before anything is sent, and traces with every control's source;
+ * the ERP's computed total compared with the invoice's before the committing step
+ * (<compare-amount>): equal goes on, different is a business exception naming both with
+ * nothing saved, unreadable is a screen other than the flow says.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -614,6 +617,132 @@ static void test_erp_post_repeat_until_lines(void **state)
     fx_stop(&x);
 }
 
+/* ---- the ERP's own total ----------------------------------------------------------------- */
+
+/* The entry step captures the total the ERP computed after the update and compares it with
+ * `equals`, read with the given decimal separator. */
+#define COMPARE_AFTER "</rule>\n    </step>\n    <step name=\"save\""
+static void compare_flow(const char *equals, const char *decimal, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "</rule>\n"
+             "      <capture name=\"erp_total\">id=\"computedTotal\"[^&gt;]*&gt;"
+             "(?&lt;erp_total&gt;[^&lt;]+)&lt;</capture>\n"
+             "      <compare-amount capture=\"erp_total\" equals=\"%s\" amount-decimal=\"%s\"/>\n"
+             "    </step>\n    <step name=\"save\"",
+             equals, decimal);
+}
+
+/* The add page after an update, with 2 or 3 line rows and the total the ERP computed. */
+#define ADD_ROW(n)                                                                                 \
+    "<tr><td><select name=\"account_" #n "\"><option value=\"\" selected></option>"                \
+    "<option value=\"4400--Tools and Equipment\">4400--Tools and Equipment</option>"               \
+    "<option value=\"5700--Office Supplies\">5700--Office Supplies</option>"                       \
+    "<option value=\"6010--Printing and Toner\">6010--Printing and Toner</option></select></td>"   \
+    "<td><input type=\"text\" name=\"amount_" #n "\" value=\"\"></td></tr>\n"
+#define ADD_PAGE(rows, total)                                                                      \
+    "<html><body><form method=\"post\" name=\"invoice\" action=\"/ap.pl\">\n"                      \
+    "<input type=\"hidden\" name=\"form_id\" value=\"f9\">\n"                                      \
+    "<input type=\"text\" name=\"vendor\" value=\"\">\n"                                           \
+    "<select name=\"currency\"><option value=\"EUR\" selected>EUR</option></select>\n"             \
+    "<input type=\"text\" name=\"ponumber\" value=\"\">\n"                                         \
+    "<input type=\"hidden\" name=\"rowcount\" value=\"1\">\n"                                      \
+    "<table id=\"lines\">\n" rows "</table>\n"                                                     \
+    "<table><tr><th>Total</th><td id=\"computedTotal\">" total "</td></tr></table>\n"              \
+    "<button type=\"submit\" name=\"action\" value=\"update\">Update</button>\n"                   \
+    "<button type=\"submit\" name=\"action\" "                                                     \
+    "value=\"save\">Save</button>\n</form></body></html>\n"
+#define ADD_TOTAL(n, total)                                                                        \
+    ((n) == 2 ? ADD_PAGE(ADD_ROW(1) ADD_ROW(2), total)                                             \
+              : ADD_PAGE(ADD_ROW(1) ADD_ROW(2) ADD_ROW(3), total))
+
+static void route_total(struct fx *x, const char *update_page)
+{
+    route_login(x);
+    ROUTE(x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=update", {.file = update_page});
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+}
+
+static void test_erp_post_compare_amount(void **state)
+{
+    (void)state;
+    struct fx x;
+    char repl[1024];
+
+    /* The ERP's total (10.00) is the invoice's payable: the post goes on. */
+    compare_flow("${invoice.payable}", ".", repl, sizeof(repl));
+    const char *equal[] = {COMPARE_AFTER, repl, NULL};
+    fx_start(&x, equal, GL_5700, 1);
+    route_total(&x, "add-2-total.html");
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_false(r.amount_differs);
+    assert_int_equal(posts_with(&x, "action=save"), 1);
+    assert_non_null(strstr(x.traces, "captured erp_total=10.00"));
+    fx_stop(&x);
+
+    /* It differs: a business exception naming both amounts, before anything is saved. */
+    compare_flow("${invoice.payable + invoice.payable}", ".", repl, sizeof(repl));
+    const char *differs[] = {COMPARE_AFTER, repl, NULL};
+    fx_start(&x, differs, GL_5700, 1);
+    route_total(&x, "add-2-total.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_true(r.amount_differs);
+    assert_false(r.data_error);
+    assert_false(r.commit_sent);
+    assert_string_equal(r.reason,
+                        "the ERP computes 10.00 EUR (erp_total on step 'enter'), but the "
+                        "invoice's ${invoice.payable + invoice.payable} is 20.00 EUR: nothing was "
+                        "booked");
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    assert_non_null(strstr(x.traces, "[enter POST rejected rule=-]"));
+    fx_stop(&x);
+
+    /* The total does not read with the flow's separators: the screen is not what the flow
+     * says (systemic), nothing saved. */
+    compare_flow("${invoice.payable}", ",", repl, sizeof(repl));
+    const char *unreadable[] = {COMPARE_AFTER, repl, NULL};
+    fx_start(&x, unreadable, GL_5700, 1);
+    route_total(&x, "add-2-total.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_false(r.amount_differs);
+    assert_non_null(strstr(r.detail, "compare-amount 'erp_total': the ERP's amount '10.00' does "
+                                     "not read as an amount (decimal ',', grouping ' ')"));
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    fx_stop(&x);
+
+    /* No total on the answer: the capture finds nothing, not the expected page (not sent). */
+    compare_flow("${invoice.payable}", ".", repl, sizeof(repl));
+    fx_start(&x, equal, GL_5700, 1);
+    route_total(&x, "add-2.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_NOT_SENT);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    fx_stop(&x);
+
+    /* repeat="until-lines": only the last round's total counts (the earlier rounds show the
+     * lines entered so far). Three lines of 10, 20, 30: the rounds show 10.00, 30.00, 60.00. */
+    compare_flow("${invoice.payable}", ".", repl, sizeof(repl));
+    fx_start(&x, equal, GL_3, 3);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.body = ADD_TOTAL(2, "10.00")},
+               {.body = ADD_TOTAL(3, "30.00")}, {.body = ADD_TOTAL(3, "60.00")});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_int_equal(posts_with(&x, "action=update"), 3);
+    fx_stop(&x);
+}
+
 /* ---- follow-up steps --------------------------------------------------------------------- */
 
 static void test_erp_post_approve_failure_keeps_doc(void **state)
@@ -1027,6 +1156,7 @@ int main(void)
         cmocka_unit_test(test_erp_post_fill_problems_word_for_word),
         cmocka_unit_test(test_erp_post_fill_problem_masks_before_cut),
         cmocka_unit_test(test_erp_post_repeat_until_lines),
+        cmocka_unit_test(test_erp_post_compare_amount),
         cmocka_unit_test(test_erp_post_approve_failure_keeps_doc),
         cmocka_unit_test(test_erp_post_from_followups),
         cmocka_unit_test(test_erp_post_saved_not_recorded_stops),

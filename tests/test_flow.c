@@ -20,10 +20,10 @@
 
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
+#include "apbot/linetax.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
 #include "flow/flow-int.h"
-#include "model/linetax.h"
 #include "web/match.h"
 
 static char *src_path(const char *rel)
@@ -889,6 +889,9 @@ struct mutation {
 #define INV APBOT_E_INVAL
 #define SAVED_RULE "(?&lt;doc&gt;AP-\\d+) saved</rule>"
 #define LF "lines field 'amount_${line.n}': " /* where ok-full's line amount sits */
+#define TOKEN_CAPTURE                                                                              \
+    "<capture name=\"token\">name=\"form_id\" value=\"(?&lt;token&gt;[0-9a-f]+)\"</capture>"
+#define TOTAL_CAPTURE "<capture name=\"total\">Total (?&lt;total&gt;[0-9.,]+)</capture>"
 #define MEMO "field 'memo': "
 
 static const struct mutation mutations[] = {
@@ -962,6 +965,57 @@ static const struct mutation mutations[] = {
      LF "${line.net + line.net + line.net + line.net + line.net + line.net + line.net + "
         "line.net + line.net + line.net + line.net + line.net + line.net + line.net + line.net + "
         "line.net + line.net}: too long (at most 32 operands and operators)"},
+
+    /* the ERP's own total against the invoice's */
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE
+     "<compare-amount capture=\"total\" equals=\"${invoice.payable|abs}\" "
+     "amount-decimal=\",\" amount-group=\".\"/>",
+     APBOT_OK, NULL, NULL},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE
+     "<compare-amount capture=\"token\" equals=\"${invoice.net + invoice.tax}\"/>"
+     "<compare-amount capture=\"total\" equals=\"${-invoice.payable|abs|abs}\"/>",
+     APBOT_OK, NULL, NULL},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE "<compare-amount capture=\"nope\" equals=\"${invoice.payable}\"/>", INV, NULL,
+     "compare-amount 'nope': no <capture name=\"nope\"> on this step or an earlier one"},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE "<compare-amount capture=\"total\" equals=\"${invoice.number}\"/>",
+     INV, "<compare-amount",
+     "compare-amount 'total': \"${invoice.number}\" is not one amount of the invoice: write one "
+     "placeholder of an amount or an amount expression"},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE
+     "<compare-amount capture=\"total\" equals=\"${invoice.payable|amount:.}\"/>",
+     INV, "<compare-amount", "compare-amount 'total': \"${invoice.payable|amount:.}\" is not one"},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE
+     "<compare-amount capture=\"total\" equals=\"EUR ${invoice.payable}\"/>",
+     INV, "<compare-amount", "compare-amount 'total': \"EUR ${invoice.payable}\" is not one"},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE "<compare-amount capture=\"total\" equals=\"${line.net}\"/>", INV,
+     "<compare-amount",
+     "compare-amount 'total': ${line.net} is not available here (only inside <lines>)"},
+    {FULL, TOKEN_CAPTURE,
+     TOKEN_CAPTURE TOTAL_CAPTURE
+     "<compare-amount capture=\"total\" equals=\"${invoice.payable}\" amount-decimal=\".\" "
+     "amount-group=\".\"/>",
+     INV, "<compare-amount",
+     "compare-amount 'total': amount-decimal and amount-group are both '.'"},
+    {FULL, "<capture name=\"receipt\"",
+     TOTAL_CAPTURE
+     "<compare-amount capture=\"total\" equals=\"${invoice.payable}\"/><capture name=\"receipt\"",
+     APBOT_E_PARSE, NULL, NULL}, /* the schema: compare-amount after the captures */
+    {FULL, "</rule>\n    </step>\n    <step name=\"approve\"",
+     "</rule>" TOTAL_CAPTURE
+     "<compare-amount capture=\"total\" equals=\"${invoice.payable}\"/>\n    </step>\n"
+     "    <step name=\"approve\"",
+     INV, "<compare-amount",
+     "compare-amount 'total': only on a step before the committing one (the ERP's amount is "
+     "compared before anything can be booked)"},
+    {FULL, TOKEN_CAPTURE, TOKEN_CAPTURE "<compare-amount capture=\"total\"/>", APBOT_E_PARSE, NULL,
+     NULL},
 
     /* erp */
     {FULL, "<session-expired status=\"401\"/>", "<session-expired/>", INV, NULL,

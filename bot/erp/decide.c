@@ -86,6 +86,9 @@ static struct decide_post before_commit(const struct decide_post_facts *f)
     if (!f->captures_ok)
         return verdict(DECIDE_NOT_SENT, false,
                        "a capture of the step found nothing: not the expected page");
+    if (f->amount_differs)
+        return verdict(DECIDE_REJECTED, false,
+                       "the ERP's own amount differs from the invoice's: nothing was booked");
     return verdict(DECIDE_NEXT, false, "the step was answered as expected");
 }
 

@@ -69,6 +69,9 @@ struct decide_post_facts {
     bool session_gone;     /* a session-expired marker matched (no rule decided) */
     bool captures_ok;      /* every <capture> of the step matched (true when it has none) */
     bool page_ok;          /* answered 2xx and the page parsed */
+    bool amount_differs;   /* a <compare-amount> of the step: the ERP's own amount (a total it
+                            * computed) differs from the invoice's. Weighed only before the
+                            * committing step, where nothing can have booked */
 };
 
 /* What the driver does next. */

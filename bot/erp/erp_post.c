@@ -18,7 +18,9 @@
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
+#include "apbot/linetax.h"
 #include "apbot/mem.h"
+#include "apbot/money.h"
 #include "base/unittest.h"
 #include "web/http.h"
 #include "web/match.h"
@@ -51,6 +53,7 @@ struct post_run {
     bool have_doc;
     struct page *cur;      /* the page the next step without `get` works on */
     struct post_ref *refs; /* per resolve of the flow: what it found for this invoice */
+    struct linetax taxes;  /* the tax of each line (${line.tax}, ${line.gross}), once */
 };
 
 /* What one resolve found for this invoice: one row, or one per line (its code uses line.*). */
@@ -165,6 +168,7 @@ static void vars_of(const struct post_run *pr, struct flow_vars *v)
     v->n_captures = pr->n_caps;
     v->find = post_find;
     v->find_ctx = (void *)pr;
+    v->taxes = &pr->taxes;
     erp_vars_session(pr->s, v, false);
 }
 
@@ -957,6 +961,64 @@ static bool submit_again(struct post_run *pr, struct submit *sb, int round, stru
     return false;
 }
 
+/* The step is done (its last round answered as expected): its <compare-amount>s, each the
+ * ERP's own amount a capture read against the invoice's amount. A difference sets
+ * facts.amount_differs and the reason naming both; an amount that does not read is a screen
+ * other than the flow says (fill_error); then decides again. */
+static struct decide_post submit_compare(struct post_run *pr, struct submit *sb)
+{
+    const struct flow_step *st = sb->st;
+    struct flow_vars vars;
+    char err[APBOT_ERR_LEN], a[48], b[48];
+
+    vars_of(pr, &vars);
+    for (size_t k = 0; k < st->n_compares; k++) {
+        const struct flow_compare *cm = &st->compares[k];
+        const struct flow_table fmt = {.amount_decimal = cm->amount_decimal,
+                                       .amount_group = cm->amount_group};
+        const char *text = NULL;
+        int64_t want = 0, got = 0;
+        int exp = 0;
+
+        for (size_t c = 0; c < pr->n_caps && !text; c++)
+            if (strcmp(pr->cap_names[c], cm->capture) == 0)
+                text = pr->cap_values[c];
+        int rc = flow_expand_amount(pr->f, cm->equals, &vars, &want, &exp, err, sizeof(err));
+        if (rc != APBOT_OK) {
+            sb->facts.data_error = rc == APBOT_E_DATA;
+            sb->facts.fill_error = !sb->facts.data_error;
+            snprintf(sb->what, sizeof(sb->what), "compare-amount '%.40s': %.300s", cm->capture,
+                     err);
+            if (sb->facts.data_error) {
+                snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", sb->what);
+                pr->ret->data_error = true;
+            }
+            break;
+        }
+        if (!text || erp_parse_amount(&fmt, text, pr->inv->currency, &got, NULL, 0) != APBOT_OK) {
+            sb->facts.fill_error = true;
+            snprintf(sb->what, sizeof(sb->what),
+                     "compare-amount '%s': the ERP's amount '%.60s' does not read as an amount "
+                     "(decimal '%c', grouping '%c')",
+                     cm->capture, text ? text : "", cm->amount_decimal,
+                     cm->amount_group ? cm->amount_group : ' ');
+            break;
+        }
+        if (got != want) {
+            sb->facts.amount_differs = true;
+            snprintf(sb->what, sizeof(sb->what),
+                     "the ERP computes %s %s (%s on step '%s'), but the invoice's %s is %s %s: "
+                     "nothing was booked",
+                     money_text(got, exp, a, sizeof(a)), pr->inv->currency, cm->capture, st->name,
+                     cm->equals, money_text(want, exp, b, sizeof(b)), pr->inv->currency);
+            snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", sb->what);
+            pr->ret->amount_differs = true;
+            break;
+        }
+    }
+    return decide_post(&sb->facts);
+}
+
 /* Reports the exchange with what it captured and hands its result on: the rule, the business
  * exception's reason, Retry-After, and the answer as the page the next step works on. */
 static void submit_conclude(struct post_run *pr, struct submit *sb, struct decide_post d,
@@ -1030,6 +1092,8 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
         submit_read(pr, &sb);
         d = decide_post(&sb.facts);
         bool again = submit_again(pr, &sb, round, &d);
+        if (!again && d.verdict == DECIDE_NEXT && sb.st->n_compares)
+            d = submit_compare(pr, &sb);
         submit_conclude(pr, &sb, d, again);
         *ret_again = again && (d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED);
     }
@@ -1200,6 +1264,7 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
     pr.ret = ret;
     pr.ci = ci;
     pr.refs = apbot_xcalloc(f->n_resolves ? f->n_resolves : 1, sizeof(*pr.refs));
+    linetax_init(&pr.taxes, inv);
     size_t start = 0;
     if (from == ERP_POST_FROM_FOLLOWUPS) {
         capture_set(&pr, "doc", doc);
@@ -1255,5 +1320,6 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
     captures_clear(&pr, false);
     page_free(pr.cur);
     post_refs_free(&pr);
+    linetax_done(&pr.taxes);
     return APBOT_OK;
 }

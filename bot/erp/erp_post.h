@@ -20,6 +20,10 @@
  * FOLLOWUP_FAILED after it). repeat="until-lines" submits the step again on its answer while
  * a line could not be filled (its row was not on the page), at most line_count + 1 times;
  * a line still not entered then is refused the same way (never booked short of a line).
+ * Once a step before the committing one is done, its <compare-amount>s read the ERP's own
+ * amount (a capture) and compare it with the invoice's: a difference is REJECTED
+ * (amount_differs, reason naming both), an amount that does not read means the screen is not
+ * what the flow says (SYSTEMIC).
  *
  * Safety, in the order of the steps (see decide.h): before the committing step nothing can
  * book, so a lost session restarts the post (at most ERP_POST_RESTARTS times, logging in
@@ -84,6 +88,8 @@ struct erp_post_result {
                           * the run; verdict SYSTEMIC before the commit, FOLLOWUP_FAILED after */
     bool data_error;     /* REJECTED because the invoice carries a value the form cannot take
                           * (no such option, no mapping); reason names the field and value */
+    bool amount_differs; /* REJECTED because the ERP's own amount differs from the invoice's
+                          * (<compare-amount>); reason names both */
     char doc[128];       /* the document number, when known (CONFIRMED, SAVED, FOLLOWUP_FAILED,
                           * ALREADY_EXISTS when the rule names it) */
     char reason[512];    /* REJECTED: the ERP's words ((?<reason>) group) or the data error */

@@ -120,6 +120,10 @@ struct flow_scope {
  */
 void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scope *sc, long line,
                     const char *what);
+/* Checks a template that must be one amount (a <compare-amount>'s equals): one placeholder of
+ * an amount variable or expression, no formatter but abs; then as flow_tpl_check. */
+void flow_amount_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scope *sc,
+                           long line, const char *what);
 /* True when the template has a placeholder of variable `var`: the exact name, or with a name
  * ending in '.' ("row.", "line.") any variable of that family. */
 bool flow_tpl_uses(const char *tmpl, const char *var);

@@ -339,6 +339,11 @@ static void flow_step_done(struct flow_step *s)
     flow_send_done(&s->send);
     flow_rules_free(s->rules, s->n_rules);
     flow_captures_free(s->captures, s->n_captures);
+    for (size_t i = 0; i < s->n_compares; i++) {
+        free(s->compares[i].capture);
+        free(s->compares[i].equals);
+    }
+    free(s->compares);
     free(s->resolves);
 }
 

@@ -964,6 +964,43 @@ static void flow_check_captures(struct flow_ctx *c, const struct flow_post_scan 
     }
 }
 
+/* Checks step i's <compare-amount>s: before the committing step, a capture of this step or
+ * an earlier one, one amount of the invoice to equal, two separators that differ. */
+static void flow_check_compares(struct flow_ctx *c, const struct flow_post_scan *ps, size_t i,
+                                const struct flow_scope *sc)
+{
+    const struct flow_step *s = &c->f->steps[i];
+
+    for (size_t k = 0; k < s->n_compares; k++) {
+        const struct flow_compare *cm = &s->compares[k];
+        bool known = false;
+        char what[160];
+
+        snprintf(what, sizeof(what), "compare-amount '%s'", cm->capture ? cm->capture : "");
+        if (ps->has_commit && i >= ps->ci)
+            flow_problem(c, cm->line,
+                         "%s: only on a step before the committing one (the ERP's amount is "
+                         "compared before anything can be booked)",
+                         what);
+        for (size_t j = 0; j < s->n_captures; j++)
+            known = known || (cm->capture && s->captures[j].name &&
+                              strcmp(cm->capture, s->captures[j].name) == 0);
+        for (size_t j = 0; j < ps->n_captures; j++)
+            known = known || (cm->capture && strcmp(cm->capture, ps->captures[j]) == 0);
+        if (!known)
+            flow_problem(c, cm->line,
+                         "%s: no <capture name=\"%s\"> on this step or an earlier one (it reads "
+                         "the ERP's amount from the answer)",
+                         what, cm->capture ? cm->capture : "");
+        else if (cm->capture && strcmp(cm->capture, "doc") == 0)
+            flow_problem(c, cm->line, "%s: the document number is no amount", what);
+        if (cm->amount_decimal == cm->amount_group)
+            flow_problem(c, cm->line, "%s: amount-decimal and amount-group are both '%c'", what,
+                         cm->amount_decimal);
+        flow_amount_tpl_check(c, cm->equals, sc, cm->line, what);
+    }
+}
+
 /* True when step i has a <capture name="doc"> whose group is never empty. */
 static bool flow_step_captures_doc(const struct flow_step *s)
 {
@@ -1158,6 +1195,7 @@ static void flow_check_post(struct flow_ctx *c)
                                                  : FLOW_RULES_STEP,
                          "step rules (completed only in <outcomes>)");
         flow_check_captures(c, &ps, i);
+        flow_check_compares(c, &ps, i, &field);
         for (size_t r = 0; r < s->n_rules; r++)
             flow_check_doc_yield(c, &s->rules[r], flow_step_captures_doc(s),
                                  "<capture name=\"doc\"> on this step");

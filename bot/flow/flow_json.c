@@ -21,10 +21,10 @@
 
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
+#include "apbot/linetax.h"
 #include "apbot/mem.h"
 #include "web/jdoc.h"
 #include "flow-int.h"
-#include "model/linetax.h"
 
 #define FLOW_JSON_EACH_LINE "$each-line"
 #define FLOW_JSON_TEMPLATE_MAX (256 * 1024) /* bytes of a <json> element's text */

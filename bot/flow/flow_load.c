@@ -664,6 +664,29 @@ static void flow_build_lookup(struct flow_ctx *c, xmlNode *n)
     }
 }
 
+/* The <compare-amount> children of step element n. */
+static void flow_build_compares(struct flow_ctx *c, xmlNode *n, struct flow_step *s)
+{
+    size_t cap = 0;
+    for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
+        if (!flow_is(k, "compare-amount") ||
+            !flow_room(c, (void **)&s->compares, &cap, s->n_compares, sizeof(*s->compares),
+                       flow_line(c, k), "compare-amount elements in one step"))
+            continue;
+        struct flow_compare *cm = &s->compares[s->n_compares++];
+        char *dec = flow_prop(k, "amount-decimal");
+        char *grp = flow_prop(k, "amount-group");
+        memset(cm, 0, sizeof(*cm));
+        cm->capture = flow_prop(k, "capture");
+        cm->equals = flow_prop(k, "equals");
+        cm->amount_decimal = dec && *dec ? dec[0] : '.';
+        cm->amount_group = grp && *grp ? grp[0] : '\0';
+        cm->line = flow_line(c, k);
+        free(dec);
+        free(grp);
+    }
+}
+
 static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
 {
     char *repeat = flow_prop(k, "repeat");
@@ -688,6 +711,7 @@ static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
                      s->name ? s->name : "");
     (void)flow_build_rules(c, r ? flow_next(r) : NULL, &s->rules, &s->n_rules);
     flow_build_captures(c, k, &s->captures, &s->n_captures);
+    flow_build_compares(c, k, s);
 }
 
 static void flow_build_post(struct flow_ctx *c, xmlNode *n)

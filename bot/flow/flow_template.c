@@ -19,10 +19,10 @@
 
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
+#include "apbot/linetax.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "flow-int.h"
-#include "model/linetax.h"
 
 #define FLOW_EXPAND_MAX (64 * 1024) /* bytes of one expanded template */
 #define FLOW_MAX_FMTS 8             /* formatters in one placeholder */
@@ -1001,6 +1001,34 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
     }
 }
 
+void flow_amount_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scope *sc,
+                           long line, const char *what)
+{
+    struct flow_ph ph;
+    const char *why = NULL, *key;
+    const char *next =
+        tmpl && strncmp(tmpl, "${", 2) == 0 ? flow_ph_parse(tmpl + 2, &ph, &why) : NULL;
+    size_t klen;
+    bool amount = next && !*next;
+
+    if (amount && !flow_expr_is(ph.var, ph.var_len)) {
+        int v = flow_var_lookup(ph.var, ph.var_len, &key, &klen);
+        amount = v < 0 || flow_vars_table[v].kind == FLOW_K_AMOUNT; /* unknown: said below */
+    }
+    for (size_t i = 0; amount && i < ph.n_fmt; i++)
+        amount = ph.fmt[i].name_len == 3 && memcmp(ph.fmt[i].name, "abs", 3) == 0;
+    if (!amount) {
+        flow_problem(c, line,
+                     "%s: \"%s\" is not one amount of the invoice: write one placeholder of an "
+                     "amount or an amount expression, as ${invoice.payable} or "
+                     "${invoice.net + invoice.tax|abs} (of the formatters only abs keeps an "
+                     "amount)",
+                     what, tmpl ? tmpl : "");
+        return;
+    }
+    flow_tpl_check(c, tmpl, sc, line, what);
+}
+
 const char *flow_tpl_json_type(const char *tmpl, char **ret_plain)
 {
     struct flow_ph ph;
@@ -1653,6 +1681,47 @@ too_long:
                     FLOW_EXPAND_MAX);
 out:
     apbot_buf_wipe_done(&b); /* it may hold a secret */
+    return rc;
+}
+
+int flow_expand_amount(const struct flow *f, const char *tmpl, const struct flow_vars *vars,
+                       int64_t *ret_minor, int *ret_exponent, char *err, size_t errlen)
+{
+    struct flow_ph ph;
+    struct flow_val val;
+    const char *why = NULL, *key;
+    const char *next =
+        tmpl && strncmp(tmpl, "${", 2) == 0 ? flow_ph_parse(tmpl + 2, &ph, &why) : NULL;
+    char num[32];
+    size_t klen;
+    int v, rc;
+
+    if (!next || *next)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "'%.100s' is not one amount",
+                          tmpl ? tmpl : "");
+    if (flow_expr_is(ph.var, ph.var_len))
+        rc = flow_expr_eval(f, &ph, vars, &val, err, errlen);
+    else if ((v = flow_var_lookup(ph.var, ph.var_len, &key, &klen)) < 0 ||
+             flow_vars_table[v].kind != FLOW_K_AMOUNT)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "${%.*s} is no amount", (int)ph.var_len,
+                          ph.var);
+    else
+        rc = flow_val_get(f, (enum flow_var_id)v, key, klen, vars, &val, NULL, num, err, errlen);
+    for (size_t i = 0; i < ph.n_fmt && rc == APBOT_OK; i++) {
+        if (ph.fmt[i].name_len != 3 || memcmp(ph.fmt[i].name, "abs", 3) != 0)
+            rc = apbot_fail(err, errlen, APBOT_E_INVAL, "'%.*s' makes no amount",
+                            (int)ph.fmt[i].name_len, ph.fmt[i].name);
+        else
+            rc = flow_apply(&val, &ph, i, err, errlen);
+    }
+    if (rc == APBOT_OK && (val.kind != FLOW_K_AMOUNT || val.text))
+        rc = apbot_fail(err, errlen, APBOT_E_INVAL, "${%.*s} has no amount here", (int)ph.var_len,
+                        ph.var);
+    if (rc == APBOT_OK) {
+        *ret_minor = val.minor;
+        *ret_exponent = val.exponent;
+    }
+    free(val.text);
     return rc;
 }
 

@@ -4,7 +4,7 @@
  * the minor unit by money_apportion_tax. Pure; the I/O that needs it (a post, a trace) works
  * it out once per invoice.
  */
-#include "model/linetax.h"
+#include "apbot/linetax.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -650,6 +650,9 @@ const char *trace_run_meaning(const struct erp_post_result *r, bool dry_run)
     case DECIDE_CONFIRMED:
         return "completed: booked and every step done";
     case DECIDE_REJECTED:
+        if (r->amount_differs)
+            return "business-exception: the ERP computes another amount than the invoice's "
+                   "(compare-amount); nothing was booked";
         return r->data_error ? "business-exception: the invoice carries a value this ERP's form "
                                "cannot take; nothing was sent for the step that refused it"
                              : "business-exception: the ERP refused the invoice; no retry";

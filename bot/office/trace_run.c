@@ -14,13 +14,13 @@
 #include "apbot/erp.h"
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
+#include "apbot/linetax.h"
 #include "apbot/mem.h"
 #include "apbot/money.h"
 #include "apbot/reader.h"
 #include "apbot/text.h"
 #include "apbot/vendors.h"
 #include "erp/erp_post.h"
-#include "model/linetax.h"
 #include "office/trace-int.h"
 
 #define TRACE_ERR_LEN (32 * 1024)

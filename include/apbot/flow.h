@@ -45,6 +45,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "apbot/error.h"
 
@@ -171,6 +172,19 @@ struct flow_capture {
     int line;
 };
 
+/* The ERP's own amount against the invoice's (<compare-amount>), on a step before the committing
+ * one: the text a capture read from the ERP's answer (a total the ERP computed after an
+ * update, a field of a compute call's JSON answer), read as an amount in the invoice's
+ * currency, must equal the amount `equals` names; else the invoice is a business exception
+ * naming both, and nothing is booked. Checked once the step is done (after its last round). */
+struct flow_compare {
+    char *capture;       /* the capture's name (this step's or an earlier one's) */
+    char *equals;        /* one amount of the invoice: "${invoice.payable|abs}" */
+    char amount_decimal; /* of the ERP's text: '.' (default) or ',' */
+    char amount_group;   /* its grouping separator, or '\0' */
+    int line;
+};
+
 /* A request the flow composes itself (<send>), without fetching a page first: to url, with a
  * JSON body (a template: see flow_json_expand) or form fields, or none (a GET). */
 struct flow_send {
@@ -197,6 +211,9 @@ struct flow_step {
     size_t n_rules;
     struct flow_capture *captures; /* applied in order when the step goes on */
     size_t n_captures;
+    struct flow_compare *compares; /* the ERP's amounts against the invoice's, once the step
+                                    * is done (only before the committing step) */
+    size_t n_compares;
     size_t *resolves; /* indexes into flow.resolves of those the step's templates use */
     size_t n_resolves;
     int line;
@@ -476,6 +493,17 @@ int flow_expand(const struct flow *f, const char *tmpl, const struct flow_vars *
 #define FLOW_JSON_MAX (1024 * 1024)
 int flow_json_expand(const struct flow *f, const struct json_t *tpl, const struct flow_vars *vars,
                      char **ret, size_t *ret_len, char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
+ * Expands a template that is one amount (a <compare-amount>'s equals: one placeholder of an
+ * amount variable or expression, formatters that keep an amount, `abs`): *ret_minor and
+ * *ret_exponent (the invoice's). APBOT_E_DATA as flow_expand (a line tax that cannot be told,
+ * a sum out of range), APBOT_E_INVAL when it is no amount (no invoice, a template of another
+ * shape: refused at load). Outputs untouched on failure.
+ */
+int flow_expand_amount(const struct flow *f, const char *tmpl, const struct flow_vars *vars,
+                       int64_t *ret_minor, int *ret_exponent, char *err,
+                       size_t errlen) APBOT_MUST_USE;
 
 /* tmpl itself when it has no placeholder ("${") and is not too long to expand: flow_expand
  * would give a copy of it, whatever the vars. NULL otherwise (expand it). */

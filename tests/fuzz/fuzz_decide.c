@@ -45,6 +45,15 @@ static void post_properties(const struct decide_post_facts *f)
     /* Restarting the post is only ever for a session lost before the commit. */
     if (d.verdict == DECIDE_RESTART)
         CHECK(d.relogin && !committed);
+    /* The ERP's amount differing (<compare-amount>) turns only a step that would go on before
+     * the commit into a business exception. */
+    struct decide_post_facts same = *f;
+    same.amount_differs = !f->amount_differs;
+    struct decide_post other = decide_post(&same);
+    if (other.verdict != d.verdict)
+        CHECK((f->phase == DECIDE_BEFORE_COMMIT || (f->phase == DECIDE_COMMIT && f->fetch)) &&
+              (d.verdict == DECIDE_NEXT || other.verdict == DECIDE_NEXT) &&
+              (d.verdict == DECIDE_REJECTED || other.verdict == DECIDE_REJECTED));
 }
 
 static void lookup_properties(const struct decide_lookup_facts *f)
@@ -90,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             .transport = (enum decide_transport)(fuzz_byte(&in) % 3),
             .status = status,
             .rule = (enum decide_rule)(fuzz_byte(&in) % (DECIDE_RULE_UNKNOWN + 1)),
+            .amount_differs = (sel & 0x40) != 0,
         };
         post_properties(&pf);
 

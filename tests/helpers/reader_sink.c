@@ -10,13 +10,13 @@
 
 #include "reader_sink.h"
 
-#include "model/linetax.h"
-
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "apbot/linetax.h"
 
 int got_accept(void *ctx, const struct invoice *inv, const char *where)
 {

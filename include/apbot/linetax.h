@@ -18,7 +18,9 @@
  *     or allowance on the whole document, a tax rounded to whole units) cannot be told, and
  *     `why` says so: a flow that books line taxes then raises a business exception with it.
  *
- * Pure: no I/O. Worked out once per post (erp_post.c, the trace), not once per placeholder.
+ * Pure: no I/O. Worked out once per post (erp_post.c, the trace), not once per placeholder. A
+ * public face of the model because the tools check bookings with it too (chaos-soak's
+ * invariants hold lines booked gross to it).
  */
 #ifndef APBOT_LINETAX_H
 #define APBOT_LINETAX_H
