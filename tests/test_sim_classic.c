@@ -342,19 +342,28 @@ static void test_sim_classic_update(void **state)
     assert_non_null(strstr(html, "<select name=\"account_2\">\n<option value=\"\" selected>"));
     assert_int_equal(simc_field(html, "form_id", v, sizeof v), 0);
     assert_string_not_equal(v, old_id);
-    /* the second row filled: a third appears */
-    snprintf(fields, sizeof fields, "%s&%s&%s", head, line1, line2);
+    /* the total it computed: the rows as entered, no tax yet */
+    assert_int_equal(simc_by_id(html, "computedTotal", v, sizeof v), 0);
+    assert_string_equal(v, "1,000.00");
+    /* the second row filled: a third appears; the total adds the row and the tax */
+    snprintf(fields, sizeof fields, "%s&%s&%s&tax=200.00", head, line1, line2);
     assert_int_equal(submit(f, fields, "update"), 200);
     assert_int_equal(simc_field(simc_body(f->ss), "rowcount", v, sizeof v), 0);
     assert_string_equal(v, "3");
     assert_int_equal(simc_field(simc_body(f->ss), "amount_3", v, sizeof v), 0);
+    assert_int_equal(simc_by_id(simc_body(f->ss), "computedTotal", v, sizeof v), 0);
+    assert_string_equal(v, "1,234.56");
+    /* a tax that does not read: no total shown */
+    snprintf(fields, sizeof fields, "%s&%s&tax=12%%2C3", head, line1);
+    assert_int_equal(submit(f, fields, "update"), 200);
+    assert_int_equal(simc_by_id(simc_body(f->ss), "computedTotal", v, sizeof v), -1);
     /* the first page's form_id again: refused, nothing booked */
     char *reuse = cat(first, "%s&action=save", fields);
     assert_int_equal(simc_post(f->ss, "/ap.pl", reuse, &status), 0);
     free(reuse);
     assert_error(f, status, "This form has expired or was already submitted.");
     assert_int_equal(simc_count_rows(f->port), 0);
-    assert_int_equal(simc_stat(f->port, "update"), 2);
+    assert_int_equal(simc_stat(f->port, "update"), 3);
 }
 
 /* save books a draft with its lines; the answer names the document; the form_id of the saved
