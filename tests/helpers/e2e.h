@@ -31,6 +31,8 @@ struct e2e {
     struct runner_stats stats; /* of the last e2e_run */
     int n_items;               /* enqueued by e2e_add / e2e_add_many */
     const char *vendor_name;   /* of the invoices enqueued from now on (NULL: "E2E Vendor") */
+    bool lines_gross; /* the flow books lines gross: e2e_assert_invariants holds each booked
+                       * line to net + tax (tests/helpers/invariants.h), not to its net */
 };
 
 /*
@@ -90,6 +92,10 @@ void e2e_add(struct e2e *e, const struct e2e_invoice *inv, char *ret_key);
  * the lines' net and tax. Writes its key into ret_key (may be NULL). */
 void e2e_add_lines(struct e2e *e, const struct e2e_invoice *head, const struct e2e_line *lines,
                    size_t n_lines, char *ret_key);
+/* Enqueues every invoice the file holds (CSV, UBL, CII, as `apbot enqueue` reads them, without
+ * a vendor map); a refused one or a file error aborts the test. Writes the keys in file order
+ * into ret_keys (max of them, 25 bytes each; may be NULL). Returns how many were enqueued. */
+int e2e_add_file(struct e2e *e, const char *path, char (*ret_keys)[25], int max);
 /* Enqueues n valid invoices "<prefix>-<i>" over vendors 100001..100040, EUR and a few other
  * currencies, dates in November 2026. */
 void e2e_add_many(struct e2e *e, const char *prefix, int n);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "apbot/invoice.h"
+#include "apbot/linetax.h"
 #include "apbot/machine.h"
 #include "apbot/money.h"
 #include "apbot/store.h"
@@ -131,6 +132,7 @@ static const char *fld(const struct csv_row *row, int k)
 struct check {
     struct csv_table *ledger;
     struct csv_table *lines;
+    enum inv_lines line_amounts; /* net or gross */
     int key_length;
     bool allow_pending;
     struct inv_report *r;
@@ -176,8 +178,9 @@ static int64_t abs64(int64_t v)
 }
 
 /* The booking's lines in lines.csv against the invoice's lines: as many, in order, each with the
- * invoice line's G/L account (when it has one) and its net amount (sign aside: a credit note may
- * be entered positive). Returns true when they agree; a first difference goes into why. */
+ * invoice line's G/L account (when it has one) and its net amount, or its gross (net + the tax
+ * linetax.h gives it) for a flow that books lines gross (sign aside: a credit note may be
+ * entered positive). Returns true when they agree; a first difference goes into why. */
 static bool lines_agree(const struct check *c, const char *doc, const struct store_item *it,
                         char *why, size_t whylen)
 {
@@ -190,6 +193,12 @@ static bool lines_agree(const struct check *c, const char *doc, const struct sto
     }
     size_t k = 0;
     bool ok = true;
+    struct linetax taxes;
+    linetax_init(&taxes, &inv);
+    if (c->line_amounts == INV_LINES_GROSS && !taxes.ok) {
+        snprintf(why, whylen, "booked gross, but its line taxes cannot be told: %.150s", taxes.why);
+        ok = false;
+    }
     for (size_t i = 0; i < c->lines->n && ok; i++) {
         const struct csv_row *row = &c->lines->rows[i];
         if (strcmp(fld(row, N_DOC), doc) != 0)
@@ -202,14 +211,15 @@ static bool lines_agree(const struct check *c, const char *doc, const struct sto
         }
         const struct invoice_line *l = &inv.lines[k];
         int64_t amount = 0;
+        int64_t want = c->line_amounts == INV_LINES_GROSS ? l->net + taxes.tax[k] : l->net;
         bool amount_ok = money_parse(fld(row, N_AMOUNT), it->currency, MONEY_PLAIN,
                                      MONEY_ROUND_REFUSE, &amount, NULL, 0) == APBOT_OK &&
-                         abs64(amount) == abs64(l->net);
+                         abs64(amount) == abs64(want);
         bool gl_ok = !l->gl_account || strcmp(l->gl_account, fld(row, N_GL)) == 0;
         if (!amount_ok || !gl_ok) {
             char net[48];
-            if (money_format_plain(l->net, it->exponent, net, sizeof(net)) != APBOT_OK)
-                snprintf(net, sizeof(net), "%" PRId64 " minor units", l->net);
+            if (money_format_plain(want, it->exponent, net, sizeof(net)) != APBOT_OK)
+                snprintf(net, sizeof(net), "%" PRId64 " minor units", want);
             snprintf(why, whylen, "line %zu: ERP %s %s, invoice %s %s", k + 1, fld(row, N_GL),
                      fld(row, N_AMOUNT), l->gl_account ? l->gl_account : "(any account)", net);
             ok = false;
@@ -220,6 +230,7 @@ static bool lines_agree(const struct check *c, const char *doc, const struct sto
         snprintf(why, whylen, "the ERP has %zu lines, the invoice %zu", k, inv.n_lines);
         ok = false;
     }
+    linetax_done(&taxes);
     invoice_done(&inv);
     return ok;
 }
@@ -322,13 +333,22 @@ static int load(unsigned short port, bool lines, struct csv_table *t)
 int invariants_check(const char *db_path, unsigned short port, int key_length, bool allow_pending,
                      struct inv_report *ret)
 {
+    return invariants_check_lines(db_path, port, key_length, allow_pending, INV_LINES_NET, ret);
+}
+
+int invariants_check_lines(const char *db_path, unsigned short port, int key_length,
+                           bool allow_pending, enum inv_lines lines_mode, struct inv_report *ret)
+{
     struct inv_report local;
     struct inv_report *r = ret ? ret : &local;
     struct csv_table ledger, lines;
     struct store *st = NULL;
     char err[APBOT_ERR_LEN];
     memset(r, 0, sizeof(*r));
-    struct check c = {.key_length = key_length, .allow_pending = allow_pending, .r = r};
+    struct check c = {.key_length = key_length,
+                      .allow_pending = allow_pending,
+                      .r = r,
+                      .line_amounts = lines_mode};
 
     /* With other hosts still at work (allow_pending), the queue's settled items are noted
      * before the ledger is read: an item that settles after that, booked after the ledger

@@ -3,7 +3,8 @@
  * (/_sim/ledger.csv, /_sim/lines.csv, /_sim/stats) and the queue: no reference booked twice; no
  * committing request that carried a reference the ERP already held (reposts_of_booked 0); every
  * `completed` item booked exactly once with its amount and document number, approved (status
- * posted) and with all its lines (accounts and amounts as in the invoice); nothing booked for a
+ * posted) and with all its lines (accounts and amounts as in the invoice: net, or gross for a
+ * flow that books lines gross); nothing booked for a
  * business exception; every item terminal unless the test stopped the run on purpose.
  */
 #ifndef APBOT_TESTS_INVARIANTS_H
@@ -32,6 +33,15 @@ struct inv_report {
  */
 int invariants_check(const char *db_path, unsigned short port, int key_length, bool allow_pending,
                      struct inv_report *ret);
+
+/* What a booked line's amount must be (sign aside). */
+enum inv_lines {
+    INV_LINES_NET = 0, /* the invoice line's net (what the bundled flows book) */
+    INV_LINES_GROSS,   /* its net + tax, the tax as a flow books it (model/linetax.h) */
+};
+/* invariants_check, with the booked lines held to `lines`. */
+int invariants_check_lines(const char *db_path, unsigned short port, int key_length,
+                           bool allow_pending, enum inv_lines lines, struct inv_report *ret);
 
 /* Prints a one-paragraph summary of r to stderr (for failing tests). */
 void invariants_print(const struct inv_report *r);
