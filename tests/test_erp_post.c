@@ -12,7 +12,8 @@
  * hooks that stop a post before anything is sent, and traces with every control's source;
  * the ERP's computed total compared with the invoice's before the committing step
  * (<compare-amount>): equal goes on, different is a business exception naming both with
- * nothing saved, unreadable is a screen other than the flow says.
+ * nothing saved, unreadable is a screen other than the flow says; the same on a JSON client's
+ * compute call.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -743,6 +744,52 @@ static void test_erp_post_compare_amount(void **state)
     fx_stop(&x);
 }
 
+/* A JSON client's compute call before the entry: the total in its answer (a tagged decimal,
+ * as Tryton writes them) compared the same way. */
+static void test_erp_post_compare_amount_json(void **state)
+{
+    (void)state;
+    struct fx x;
+    const char *pairs[] = {
+        "<step name=\"enter\" get=\"/ap.pl?action=add\" repeat=\"until-lines\">",
+        "<step name=\"compute\">\n"
+        "      <send url=\"/app/compute\"><json>{\"method\": \"compute\", \"lines\": "
+        "[{\"$each-line\": {\"amount\": \"${line.net|json:decimal}\"}}]}</json></send>\n"
+        "      <capture name=\"erp_total\" json=\"/result/amount_total/decimal\"/>\n"
+        "      <compare-amount capture=\"erp_total\" equals=\"${invoice.payable}\"/>\n"
+        "    </step>\n"
+        "    <step name=\"enter\" get=\"/ap.pl?action=add\" repeat=\"until-lines\">",
+        NULL};
+    static const char *const answers[] = {"10.00", "12.00"};
+    for (size_t i = 0; i < 2; i++) {
+        char body[256];
+        snprintf(body, sizeof(body),
+                 "{\"id\": 1, \"result\": {\"amount_total\": {\"__class__\": \"Decimal\", "
+                 "\"decimal\": \"%s\"}}}",
+                 answers[i]);
+        fx_start(&x, pairs, GL_5700, 1);
+        route_happy(&x);
+        ROUTE(&x, "POST", "/app/compute", {.body = body, .type = "application/json"});
+        struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+        struct pagesrv_req rq;
+        assert_true(last_with(&x, "/app/compute", &rq));
+        assert_non_null(strstr(rq.body, "\"amount\":\"10.00\""));
+        if (i == 0) {
+            V(r, DECIDE_CONFIRMED);
+            assert_int_equal(posts_with(&x, "action=save"), 1);
+        } else {
+            V(r, DECIDE_REJECTED);
+            assert_true(r.amount_differs);
+            assert_string_equal(r.reason, "the ERP computes 12.00 EUR (erp_total on step "
+                                          "'compute'), but the invoice's ${invoice.payable} is "
+                                          "10.00 EUR: nothing was booked");
+            assert_int_equal(posts_with(&x, "action=update"), 0);
+            assert_int_equal(posts_with(&x, "action=save"), 0);
+        }
+        fx_stop(&x);
+    }
+}
+
 /* ---- follow-up steps --------------------------------------------------------------------- */
 
 static void test_erp_post_approve_failure_keeps_doc(void **state)
@@ -1157,6 +1204,7 @@ int main(void)
         cmocka_unit_test(test_erp_post_fill_problem_masks_before_cut),
         cmocka_unit_test(test_erp_post_repeat_until_lines),
         cmocka_unit_test(test_erp_post_compare_amount),
+        cmocka_unit_test(test_erp_post_compare_amount_json),
         cmocka_unit_test(test_erp_post_approve_failure_keeps_doc),
         cmocka_unit_test(test_erp_post_from_followups),
         cmocka_unit_test(test_erp_post_saved_not_recorded_stops),
