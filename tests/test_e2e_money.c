@@ -287,8 +287,8 @@ static void test_e2e_money_lines_gross_classic(void **state)
     item_of(&e, k5, &it);
     assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
     assert_string_equal(it.reason, "the ERP computes 336.90 EUR (erp_total on step 'enter'), but "
-                                   "the invoice's ${invoice.payable|abs} is 300.00 EUR: nothing "
-                                   "was booked");
+                                   "the invoice's amount payable is 300.00 EUR: nothing was "
+                                   "booked");
     store_item_done(&it);
     assert_int_equal(simc_count_natural(e.port, "100008", "G-UBL-PREPAID"), 0);
     /* the charge on the document: the line taxes cannot be told, the reason says why */

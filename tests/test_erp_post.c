@@ -781,7 +781,7 @@ static void test_erp_post_compare_amount_json(void **state)
             V(r, DECIDE_REJECTED);
             assert_true(r.amount_differs);
             assert_string_equal(r.reason, "the ERP computes 12.00 EUR (erp_total on step "
-                                          "'compute'), but the invoice's ${invoice.payable} is "
+                                          "'compute'), but the invoice's amount payable is "
                                           "10.00 EUR: nothing was booked");
             assert_int_equal(posts_with(&x, "action=update"), 0);
             assert_int_equal(posts_with(&x, "action=save"), 0);

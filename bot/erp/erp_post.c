@@ -961,6 +961,24 @@ static bool submit_again(struct post_run *pr, struct submit *sb, int round, stru
     return false;
 }
 
+/* What a <compare-amount>'s equals names, in a clerk's words where it is one of the invoice's
+ * totals ("amount payable"), else the template itself. */
+static const char *compare_words(const char *equals)
+{
+    static const struct {
+        const char *var, *words;
+    } w[] = {{"invoice.payable", "amount payable"},
+             {"invoice.net", "net amount"},
+             {"invoice.tax", "tax amount"}};
+    for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+        size_t n = strlen(w[i].var);
+        if (strncmp(equals, "${", 2) == 0 && strncmp(equals + 2, w[i].var, n) == 0 &&
+            (strcmp(equals + 2 + n, "}") == 0 || strcmp(equals + 2 + n, "|abs}") == 0))
+            return w[i].words;
+    }
+    return equals;
+}
+
 /* The step is done (its last round answered as expected): its <compare-amount>s, each the
  * ERP's own amount a capture read against the invoice's amount. A difference sets
  * facts.amount_differs and the reason naming both; an amount that does not read is a screen
@@ -1010,7 +1028,8 @@ static struct decide_post submit_compare(struct post_run *pr, struct submit *sb)
                      "the ERP computes %s %s (%s on step '%s'), but the invoice's %s is %s %s: "
                      "nothing was booked",
                      money_text(got, exp, a, sizeof(a)), pr->inv->currency, cm->capture, st->name,
-                     cm->equals, money_text(want, exp, b, sizeof(b)), pr->inv->currency);
+                     compare_words(cm->equals), money_text(want, exp, b, sizeof(b)),
+                     pr->inv->currency);
             snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", sb->what);
             pr->ret->amount_differs = true;
             break;
