@@ -6,13 +6,16 @@
 #                            (`make test`, `make bench`): headless Chromium and Node.js for
 #                            the HTML and review-page checks, the PostgreSQL server the
 #                            PostgreSQL backend is tested against, valgrind (the memcheck
-#                            test), systemd (systemd-analyze checks contrib/systemd/)
+#                            test), systemd (systemd-analyze checks contrib/systemd/), the
+#                            Prometheus project's Python client (its exposition parsers read
+#                            the metrics in t_metrics)
 # Further arguments are extra package names.
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
       zlib1g-dev sqlite3 curl libpq-dev)
-test_pkgs=(chromium nodejs postgresql postgresql-client valgrind systemd)
+test_pkgs=(chromium nodejs postgresql postgresql-client valgrind systemd
+           python3-prometheus-client)
 if [ "${1:-}" = "--test" ]; then
     shift
     pkgs+=("${test_pkgs[@]}")

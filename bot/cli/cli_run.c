@@ -1,9 +1,10 @@
 /*
  * cli_run.c - `apbot run --flow FILE [--erp URL] [--until-empty] [--max-seconds N]
- * [--concurrency N|auto] [--quiet] [--log-format text|json]`: parses the options, turns
- * SIGINT/SIGTERM into the runner's cancel flag, picks the output (a progress line on a
- * terminal, key=value or JSON log lines otherwise) and maps the runner's result to an exit code.
- * The work is runner.c's.
+ * [--concurrency N|auto] [--quiet] [--log-format text|json] [--metrics-file PATH
+ * [--metrics-interval N]]`: parses the options, turns SIGINT/SIGTERM into the runner's cancel
+ * flag, picks the output (a progress line on a terminal, key=value or JSON log lines otherwise),
+ * maps the runner's result to an exit code and writes the run's last metrics with it. The work
+ * is runner.c's.
  */
 #include "cli.h"
 
@@ -31,6 +32,7 @@ static void run_usage(FILE *out)
             "usage: apbot [--db PATH] [--erp URL] run --flow FILE [--erp URL] [--until-empty]\n"
             "             [--max-seconds N] [--concurrency N|auto] [--quiet]\n"
             "             [--log-format text|json]\n"
+            "             [--metrics-file PATH [--metrics-interval N]]\n"
             "\n"
             "Posts queued invoices into the ERP the flow describes: look up, post with the\n"
             "intent committed first, reconcile every ambiguous outcome.\n"
@@ -42,6 +44,10 @@ static void run_usage(FILE *out)
             "                     max-sessions); auto (the default) adapts to the ERP's\n"
             "                     capacity: more while answers stay fast, fewer when they slow\n"
             "                     down, time out or the ERP says it is overloaded\n"
+            "  --metrics-file PATH  keep the run's figures in PATH for the node exporter's\n"
+            "                     textfile collector (Prometheus text format), rewritten whole\n"
+            "                     every N seconds (--metrics-interval, default 5) and at the end\n"
+            "                     with the exit code\n"
             "  --quiet            no progress line and no log lines, only the summary\n"
             "  --log-format F     text (key=value, the default) or json: one JSON object per\n"
             "                     log line, the same fields (journald, log shippers)\n"
@@ -70,7 +76,8 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
     struct runner_options opt;
     struct runner_stats stats;
     bool quiet = false, json = false;
-    const char *erp = ctx->erp_url;
+    const char *erp = ctx->erp_url, *metrics_path = NULL;
+    char err[APBOT_ERR_LEN];
 
     memset(&opt, 0, sizeof(opt));
     for (int i = 1; i < argc; i++) {
@@ -104,6 +111,16 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
             }
             opt.max_seconds = n;
             i++;
+        } else if (strcmp(a, "--metrics-file") == 0 && v) {
+            metrics_path = v;
+            i++;
+        } else if (strcmp(a, "--metrics-interval") == 0 && v) {
+            if (!parse_count(v, 3600, &n) || n < 1) {
+                fprintf(stderr, "apbot run: --metrics-interval wants 1..3600 seconds\n");
+                return CLI_EXIT_USAGE;
+            }
+            opt.metrics_every_ms = n * 1000;
+            i++;
         } else if (strcmp(a, "--concurrency") == 0 && v) {
             if (strcmp(v, "auto") == 0) {
                 opt.concurrency = 0;
@@ -124,6 +141,16 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot run: --flow FILE is required\n");
         run_usage(stderr);
         return CLI_EXIT_USAGE;
+    }
+    if (metrics_path) {
+        /* a path that cannot be written is found before anything is sent */
+        opt.metrics = runner_metrics_new();
+        opt.metrics_path = metrics_path;
+        if (runner_metrics_write(opt.metrics, metrics_path, -1, err, sizeof(err)) != APBOT_OK) {
+            fprintf(stderr, "apbot run: --metrics-file: %s\n", err);
+            runner_metrics_free(opt.metrics);
+            return CLI_EXIT_ERROR;
+        }
     }
     opt.erp_url = erp;
     opt.db_path = ctx->db_path;
@@ -154,18 +181,27 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
                "force %" PRId64 " ms\n",
                stats.max_late_commit_ms, stats.settle_ms);
     fflush(stdout);
+    int status = CLI_EXIT_ERROR;
     switch (rc) {
     case APBOT_OK:
-        return CLI_EXIT_OK;
+        status = CLI_EXIT_OK;
+        break;
     case APBOT_E_SYSTEMIC:
         fprintf(stderr,
                 "apbot run: circuit breaker: %s\n"
                 "apbot run: stopped; in-flight items were handed back, untouched items stay "
                 "queued. Fix the ERP side and run again.\n",
                 stats.message);
-        return CLI_EXIT_SYSTEMIC;
+        status = CLI_EXIT_SYSTEMIC;
+        break;
     default:
         fprintf(stderr, "apbot run: %s\n", stats.message[0] ? stats.message : apbot_strerror(rc));
-        return CLI_EXIT_ERROR;
+        break;
     }
+    if (opt.metrics) {
+        if (runner_metrics_write(opt.metrics, metrics_path, status, err, sizeof(err)) != APBOT_OK)
+            fprintf(stderr, "apbot run: the last metrics were not written: %s\n", err);
+        runner_metrics_free(opt.metrics);
+    }
+    return status;
 }

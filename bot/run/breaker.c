@@ -17,16 +17,21 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "run/runmetrics.h"
+
 #define RUNNER_SUSPECT_FAILURES 3 /* unanswered in a row: stop claiming, probe instead */
 
 void breaker_trip(struct runner *r, const char *msg)
 {
     pthread_mutex_lock(&r->mu);
-    if (!r->tripped) {
+    bool first = !r->tripped;
+    if (first) {
         r->tripped = true;
         snprintf(r->trip_msg, sizeof(r->trip_msg), "%.500s", msg);
     }
     pthread_mutex_unlock(&r->mu);
+    if (first)
+        runmetrics_count(r->opt->metrics, RUNMETRICS_BREAKER_TRIPS);
     atomic_store(&r->stop, true);
 }
 
@@ -56,9 +61,11 @@ static void breaker_unanswered(struct runner *r, const char *what)
                  r->unanswered, (now - r->first_unanswered_mono) / 1000, r->last_unanswered);
     }
     pthread_mutex_unlock(&r->mu);
-    if (first_suspect)
+    if (first_suspect) {
+        runmetrics_count(r->opt->metrics, RUNMETRICS_BREAKER_PAUSES);
         runlog_msg(r, "warn", "the ERP does not answer; pausing claims and probing",
                    what ? what : "");
+    }
     if (trip)
         breaker_trip(r, msg);
 }

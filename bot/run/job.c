@@ -33,6 +33,7 @@
 #include "erp/erp_post.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
+#include "run/runmetrics.h"
 
 #define RUNNER_EXCERPT_MAX 1024 /* bytes of page text kept per exchange */
 #define RUNNER_FORM_CONFIRM 3   /* pages without the flow's form in a row that trip */
@@ -118,10 +119,12 @@ static void evidence_flush(struct worker *w)
 static void evidence_put(struct worker *w, const struct erp_exchange *ev)
 {
     struct runner *r = w->r;
+    enum limiter_signal sig = load_signal(ev);
     w->stats.exchanges++;
     breaker_count(r, ev->transport);
-    if (ev->http_status > 0 || load_signal(ev) == LIMITER_TIMEOUT)
-        limiter_sample(r->limiter, ev->step, ev->elapsed_ms, load_signal(ev));
+    runmetrics_exchange(r->opt->metrics, ev->step, ev->outcome, ev->elapsed_ms, sig);
+    if (ev->http_status > 0 || sig == LIMITER_TIMEOUT)
+        limiter_sample(r->limiter, ev->step, ev->elapsed_ms, sig);
     if (!w->item_id)
         return;
     if (w->n_pending >= RUNNER_PENDING_MAX)
@@ -352,6 +355,9 @@ static enum machine_event job_lookup(struct job *j)
     if (!job_lease(j))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
+    runmetrics_count(w->r->opt->metrics, RUNMETRICS_LOOKUPS);
+    if (j->item.state == MACHINE_RECONCILING)
+        runmetrics_count(w->r->opt->metrics, RUNMETRICS_RECONCILIATIONS);
     j->looked_at = mono_ms();
     int rc = erp_lookup(w->erp, j->item.key, &j->inv, j->inv.currency, &res, err, sizeof(err));
     if (rc == APBOT_E_SYSTEMIC) {
@@ -485,8 +491,10 @@ static enum machine_event post_event(struct job *j, const struct erp_post_result
         }
         return MACHINE_EV_FOLLOWUP_FAILED;
     }
-    if (pr->commit_sent)
+    if (pr->commit_sent) {
         w->stats.posts_sent++;
+        runmetrics_count(w->r->opt->metrics, RUNMETRICS_POSTS);
+    }
     switch (pr->verdict) {
     case DECIDE_CONFIRMED:
         snprintf(j->doc, sizeof(j->doc), "%s", pr->doc);
@@ -581,6 +589,7 @@ void job_run(struct worker *w, struct store_item *it)
         runlog_msg(w->r, "error", "payload unreadable", err);
     w->item_id = j.item.id;
     w->stats.claims++;
+    runmetrics_count(w->r->opt->metrics, RUNMETRICS_CLAIMS);
 
     /* A finishing item claimed anew is looked up first (its follow-up steps may have gone
      * through before a crash); one that became finishing in this claim runs them at once. */

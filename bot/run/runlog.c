@@ -28,6 +28,7 @@
 #include "base/unittest.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
+#include "run/runmetrics.h"
 
 /* Draws the progress line (under term_mu). */
 static void progress_show(struct runner *r)
@@ -216,6 +217,7 @@ void runlog_transition(void *ctx, const struct transition_log *l)
         snprintf(worker, sizeof(worker), "%d", w->index);
         runlog_kv(line, sizeof(line), "worker", worker);
         w->stats.transitions++;
+        runmetrics_finished(w->r->opt->metrics, l->to);
         switch (l->to) {
         case MACHINE_COMPLETED:
             w->stats.completed++;

@@ -74,6 +74,7 @@ struct runner {
     _Atomic int64_t max_late;  /* the longest late commit seen (ms) */
     enum runner_settle_method settle_method; /* how late commits are measured */
     atomic_bool login_ok_once;               /* a login succeeded in this run */
+    bool metrics_failed; /* the calling thread's: the last metrics file was not written */
 
     pthread_mutex_t login_mu; /* until a login succeeded: one login attempt at a time */
     pthread_cond_t login_cv;

@@ -36,6 +36,7 @@
 #include "erp/erp_resolve.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
+#include "run/runmetrics.h"
 #include "run/runner-int.h"
 
 #define RUNNER_PROBE_CAP_MS 1000  /* longest pause between probes of a silent ERP */
@@ -223,6 +224,7 @@ enum login_rc worker_login(struct worker *w)
     if (rc == APBOT_OK) {
         w->login_fails = 0;
         w->stats.logins++;
+        runmetrics_count(r->opt->metrics, RUNMETRICS_LOGINS);
         return LOGIN_OK;
     }
     if (rc == APBOT_E_SYSTEMIC)
@@ -288,6 +290,7 @@ static void worker_probe(struct worker *w, int *probes)
     if (erp_probe(w->erp, transport, sizeof(transport)) == APBOT_OK) {
         w->stats.exchanges++;
         breaker_count(w->r, transport);
+        runmetrics_probe(w->r->opt->metrics, transport);
     }
     int64_t pause = runner_backoff_ms(100, RUNNER_PROBE_CAP_MS, (*probes)++, 0, rng_next(&w->rng));
     worker_sleep(w, pause < 50 ? 50 : pause);
@@ -657,14 +660,42 @@ static void run_recover(struct runner *r)
         runlog_msg(r, "warn", "recovery", err);
 }
 
+/* The run's gauges into its metrics, and (write) its textfile rewritten; a file that cannot
+ * be written is said once, and the run goes on. */
+static void run_metrics(struct runner *r, bool write)
+{
+    const struct runner_options *opt = r->opt;
+    char err[APBOT_ERR_LEN];
+
+    if (!opt->metrics)
+        return;
+    pthread_mutex_lock(&r->mu);
+    bool tripped = r->tripped;
+    pthread_mutex_unlock(&r->mu);
+    enum runmetrics_breaker b = tripped              ? RUNMETRICS_BREAKER_TRIPPED
+                                : breaker_suspect(r) ? RUNMETRICS_BREAKER_PROBING
+                                                     : RUNMETRICS_BREAKER_CLOSED;
+    runmetrics_live(opt->metrics, r->n_workers, limiter_limit(r->limiter), b,
+                    atomic_load(&r->settle_ms), atomic_load(&r->max_late));
+    if (!write || !opt->metrics_path)
+        return;
+    if (runner_metrics_write(opt->metrics, opt->metrics_path, -1, err, sizeof(err)) == APBOT_OK)
+        r->metrics_failed = false;
+    else if (!r->metrics_failed) {
+        r->metrics_failed = true;
+        runlog_msg(r, "warn", "metrics file not written", err);
+    }
+}
+
 /* The calling thread's watch, until the run must stop (returned: why): clock, cancel,
- * breaker, queue, recovery, progress. */
+ * breaker, queue, recovery, progress, metrics. */
 static enum runner_stop run_watch(struct runner *r)
 {
     const struct runner_options *opt = r->opt;
     char err[APBOT_ERR_LEN];
     enum runner_stop why;
-    int64_t last_recover = mono_ms(), last_progress = 0, last_count = 0;
+    int64_t last_recover = mono_ms(), last_progress = 0, last_count = 0, last_metrics = 0;
+    long metrics_every = opt->metrics_every_ms > 0 ? opt->metrics_every_ms : 5000;
     struct store_counts counts;
 
     memset(&counts, 0, sizeof(counts));
@@ -683,6 +714,10 @@ static enum runner_stop run_watch(struct runner *r)
             bool any = true;
             if (store_pending(r->st, &any, err, sizeof(err)) == APBOT_OK && !any)
                 return RUNNER_STOP_EMPTY;
+        }
+        if (opt->metrics && now - last_metrics >= metrics_every) {
+            last_metrics = now;
+            run_metrics(r, true);
         }
         if (opt->progress && now - last_progress >= RUNNER_PROGRESS_EVERY_MS) {
             last_progress = now;
@@ -714,6 +749,7 @@ static enum runner_stop run_result(struct runner *r, enum runner_stop why, struc
     ret->limit = limiter_limit(r->limiter);
     ret->settle_ms = atomic_load(&r->settle_ms);
     ret->max_late_commit_ms = atomic_load(&r->max_late);
+    run_metrics(r, false); /* the command writes the last file, with its exit code */
     if (store_counts(r->st, &counts, err, sizeof(err)) == APBOT_OK) {
         ret->pending = pending_of(&counts);
         if (r->opt->progress)

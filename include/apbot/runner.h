@@ -35,6 +35,10 @@ enum runner_stop {
 };
 const char *runner_stop_name(enum runner_stop s); /* "empty", "time", ... */
 
+/* What a run counts for operations (runmetrics.c): made by the caller, fed by the run, written
+ * as the node exporter's textfile (runner_metrics_write). */
+struct runner_metrics;
+
 /*
  * What to run. Zero means "the flow's value" for every number below (a zeroed struct plus
  * flow_path and db_path is a valid run); negative numbers are refused.
@@ -54,6 +58,12 @@ struct runner_options {
     bool log_json;                 /* those lines as JSON objects with the same fields */
     bool progress;                 /* redraw a progress line on stderr, with warnings and
                                     * errors scrolled above it (a terminal) */
+
+    /* What the run counts for operations, when metrics is non-NULL (it outlives the run); with
+     * metrics_path, the textfile the run rewrites every metrics_every_ms (0 = 5000). */
+    struct runner_metrics *metrics;
+    const char *metrics_path;
+    long metrics_every_ms;
 
     /* Policy overrides, mostly for tests (0 = the flow's value). */
     long settle_ms, lease_ms, timeout_ms, connect_timeout_ms;
@@ -97,6 +107,18 @@ struct runner_stats {
  * must have called apbot_global_init(). ret may be NULL.
  */
 int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT_MUST_USE;
+
+/*
+ * The run's figures for operations. runner_metrics_new starts the clock of the run (its start
+ * time); NULL is fine for free. runner_metrics_write writes them to path in the Prometheus text
+ * format, as the node exporter's textfile collector reads it, whole (a new file renamed over
+ * the old one); exit_code >= 0 ends the run's figures (end time, exit code; once). Returns
+ * APBOT_OK or APBOT_E_IO with the file and why in err. Safe while a run counts into m.
+ */
+struct runner_metrics *runner_metrics_new(void);
+void runner_metrics_free(struct runner_metrics *m);
+int runner_metrics_write(struct runner_metrics *m, const char *path, int exit_code, char *err,
+                         size_t errlen) APBOT_MUST_USE;
 
 /*
  * The settle delay in force for a flow whose policy says policy_settle_ms when the ERP was

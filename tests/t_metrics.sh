@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# t_metrics.sh - the figures operations scrape, read with the Prometheus project's own parser
+# (tests/lib/prom_parse.py, Debian's python3-prometheus-client) and held to the truth:
+#  - `apbot run --metrics-file`: the textfile is there from the start, rewritten whole while the
+#    run goes on (running 1, requests counted) and at the end with the exit code; ERP requests
+#    per step add up to what the simulator served, its overload answers (429, 503) to apbot's,
+#    the posts to the bookings in the ERP's ground truth, the items finished to `apbot status`;
+#    every histogram's count is its step's requests; no label carries a key, vendor or
+#    document; a refused login ends with exit code 4 and the breaker tripped; a path that
+#    cannot be written stops the run before anything is sent;
+#  - `apbot serve`'s GET /metrics in OpenMetrics (and in the text format 0.0.4 when asked):
+#    the items per state equal `apbot status --json`, the day's completed items and money per
+#    currency equal the queue's, the settle delay and the longest late commit `status --flow`'s;
+#    behind HTTP Basic when a password is set.
+# Env (set by ctest): APBOT_BIN, ERPSIM_BIN, APBOT_SRC.
+set -euo pipefail
+
+: "${APBOT_BIN:?APBOT_BIN not set}"
+: "${ERPSIM_BIN:?ERPSIM_BIN not set}"
+SRC=${APBOT_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+FLOW=$SRC/flows/acme.xml
+GEN=$(dirname "$APBOT_BIN")/gen-invoices
+# Debian's interpreter, where python3-prometheus-client is (not a python3 earlier on PATH)
+PY=${APBOT_TEST_PYTHON:-/usr/bin/python3}
+
+. "$SRC/tests/lib/harness.sh"
+harness_init metrics
+serve_pid=""
+metrics_cleanup() {
+    if [ -n "$serve_pid" ]; then
+        kill "$serve_pid" 2>/dev/null || true
+        wait "$serve_pid" 2>/dev/null || true
+    fi
+    harness_cleanup
+}
+trap metrics_cleanup EXIT
+
+"$PY" -c 'import prometheus_client' 2>/dev/null || {
+    echo "t_metrics: $PY has no prometheus_client (python3-prometheus-client; make test-deps)" >&2
+    exit 1
+}
+
+# parse FORMAT FILE OUT: the samples, one per line; a parse error fails the test
+parse() {
+    if ! "$PY" "$SRC/tests/lib/prom_parse.py" --format "$1" "$2" >"$3" 2>"$3.err"; then
+        fail "$2 is not valid $1: $(cat "$3.err")"
+        sed 's/^/  | /' "$2" | head -n 40 >&2
+        return 1
+    fi
+}
+# val FILE SAMPLE: the value of one sample line (name{labels}), "" when absent
+val() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+# sum FILE REGEX: the sum of the samples whose name{labels} matches
+sum() { awk -v re="$2" '$1 ~ re { s += $2 } END { printf "%d\n", s }' "$1"; }
+# simstat EXPR: a figure of the simulator's /_sim/stats (d: its JSON)
+simstat() { curl -fsS "$erp/_sim/stats" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
+
+# An ERP with four slots, posts of 100-200 ms and a few overload answers: the run lasts some
+# seconds, long enough to see its file rewritten.
+scn=$work/busy.scn
+printf '%s\n' 'slots = 4' 'service_ms.login = 5' 'service_ms.form = 5..10' \
+    'service_ms.check = 5..10' 'service_ms.post = 100..200' 'service_ms.search = 10..20' \
+    'service_ms.journal = 5' 'index_lag_ms = 0' 'fault.overload503 = 0.04' \
+    'fault.overload429 = 0.03' >"$scn"
+"$ERPSIM_BIN" --port 0 --admin --scenario "$scn" --seed 33 >"$work/sim.out" 2>"$work/sim.err" &
+sim_pid=$!
+port=""
+for _ in $(seq 1 100); do
+    port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
+    [ -n "$port" ] && break
+    sleep 0.05
+done
+[ -n "$port" ] || { echo "erp-sim did not start" >&2; exit 1; }
+erp=http://127.0.0.1:$port
+export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
+unset APBOT_ERP_URL APBOT_DB APBOT_REVIEW_PASSWORD
+
+"$GEN" --month-end --head 60 --out "$work/invoices.csv"
+run enqueue enqueue --vendors "$SRC/fixtures/invoices/vendors.csv" "$work/invoices.csv"
+expect_rc enqueue 3 # one refused line in the set
+
+# ---- 1. a path that cannot be written: nothing is sent ------------------------------------
+logins_before=$(simstat "d['requests']['login']")
+run nodir run --flow "$FLOW" --erp "$erp" --until-empty --max-seconds 60 \
+    --metrics-file "$work/no/such/dir/apbot.prom"
+expect_rc nodir 1
+expect_grep nodir "$work/nodir.err" "--metrics-file: .*no/such/dir/apbot.prom"
+expect_eq "logins after a refused --metrics-file" "$(simstat "d['requests']['login']")" "$logins_before"
+run nodir-status status --json
+expect_grep nodir-status "$work/nodir-status.out" '"completed": 0'
+
+# ---- 2. the run's textfile, during and after the run ---------------------------------------
+mkdir "$work/textfile"
+prom=$work/textfile/apbot.prom
+"$APBOT_BIN" --db "$db" run --flow "$FLOW" --erp "$erp" --until-empty --max-seconds 120 \
+    --concurrency 4 --metrics-file "$prom" --metrics-interval 1 >"$work/run.out" 2>"$work/run.err" &
+run_pid=$!
+seen_running=no
+for _ in $(seq 1 200); do
+    if [ -f "$prom" ]; then
+        cp "$prom" "$work/mid.prom"
+        if parse prometheus "$work/mid.prom" "$work/mid.txt" &&
+            [ "$(val "$work/mid.txt" 'apbot_run_running{}')" = 1 ] &&
+            [ "$(sum "$work/mid.txt" '^apbot_erp_requests_total')" -gt 0 ]; then
+            seen_running=yes
+            break
+        fi
+    fi
+    kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+done
+rc=0
+wait "$run_pid" || rc=$?
+expect_eq "run exit" "$rc" 0
+expect_eq "a file of the running run, with requests counted" "$seen_running" yes
+expect_no_grep mid "$work/mid.txt" '^apbot_run_exit_code'
+
+parse prometheus "$prom" "$work/end.txt"
+ls "$work/textfile" >"$work/textfile.ls"
+expect_eq "files beside the textfile (no temporary left)" "$(cat "$work/textfile.ls")" "apbot.prom"
+expect_eq "mode of the textfile" "$(stat -c %a "$prom")" 644
+expect_eq "running at the end" "$(val "$work/end.txt" 'apbot_run_running{}')" 0
+expect_eq "exit code" "$(val "$work/end.txt" 'apbot_run_exit_code{}')" 0
+start=$(val "$work/end.txt" 'apbot_run_start_time_seconds{}')
+end=$(val "$work/end.txt" 'apbot_run_end_time_seconds{}')
+now=$(date +%s)
+awk -v s="$start" -v e="$end" -v n="$now" 'BEGIN { exit !(s > n - 300 && s <= e && e <= n + 1) }' ||
+    fail "start $start and end $end are not around now ($now)"
+
+run status status --json
+completed=$(sed -n 's/^ *"completed": *\([0-9]*\).*/\1/p' "$work/status.out")
+bex=$(sed -n 's/^ *"business-exception": *\([0-9]*\).*/\1/p' "$work/status.out")
+review=$(sed -n 's/^ *"manual-review": *\([0-9]*\).*/\1/p' "$work/status.out")
+[ "${completed:-0}" -gt 40 ] || fail "too few completed: $completed"
+expect_eq "completed items" "$(val "$work/end.txt" 'apbot_run_items_total{state="completed"}')" "$completed"
+expect_eq "business exceptions" \
+    "$(val "$work/end.txt" 'apbot_run_items_total{state="business-exception"}')" "$bex"
+expect_eq "manual review" "$(val "$work/end.txt" 'apbot_run_items_total{state="manual-review"}')" "$review"
+
+# against the ERP's ground truth and its own counts: every committing request is a post, the
+# confirmed ones are the bookings (the others met an overload answer and booked nothing); the
+# ERP served every request apbot counted, and the redirects to its home page that a login
+# follows inside its exchange
+booked=$(curl -fsS "$erp/_sim/ledger.csv" | tail -n +2 | wc -l)
+expect_eq "confirmed posts against bookings in the ERP" \
+    "$(val "$work/end.txt" 'apbot_erp_requests_total{outcome="confirmed",step="post"}')" "$booked"
+expect_eq "posts against requests of the post step" "$(val "$work/end.txt" 'apbot_run_posts_total{}')" \
+    "$(sum "$work/end.txt" '^apbot_erp_requests_total[{]outcome="[^"]*",step="post"[}]')"
+served=$(simstat "d['requests']['total'] - d['requests']['admin'] - d['requests']['home']")
+expect_eq "ERP requests against those the ERP served" \
+    "$(sum "$work/end.txt" '^apbot_erp_requests_total')" "$served"
+overload=$(simstat "d['answers_429'] + d['answers_503']")
+[ "$overload" -gt 0 ] || fail "the scenario made no overload answer"
+expect_eq "overload answers against the ERP's" \
+    "$(val "$work/end.txt" 'apbot_erp_overload_answers_total{}')" "$overload"
+expect_eq "login requests against the ERP's" \
+    "$(sum "$work/end.txt" '^apbot_erp_requests_total[{]outcome="[^"]*",step="login"[}]')" \
+    "$(simstat "d['requests']['login']")"
+expect_eq "logins against logged-in answers" "$(val "$work/end.txt" 'apbot_run_logins_total{}')" \
+    "$(val "$work/end.txt" 'apbot_erp_requests_total{outcome="logged-in",step="login"}')"
+# each step's histogram counts its requests
+for step in $(sed -n 's/^apbot_erp_request_duration_seconds_count{step="\([^"]*\)"}.*/\1/p' "$work/end.txt"); do
+    expect_eq "latency observations of step $step" \
+        "$(val "$work/end.txt" "apbot_erp_request_duration_seconds_count{step=\"$step\"}")" \
+        "$(sum "$work/end.txt" "^apbot_erp_requests_total[{]outcome=\"[^\"]*\",step=\"$step\"[}]")"
+done
+expect_grep steps "$work/end.txt" '^apbot_erp_requests_total[{]outcome="confirmed",step="post"[}]'
+expect_eq "breaker closed" "$(val "$work/end.txt" 'apbot_run_breaker_state{state="closed"}')" 1
+expect_eq "sessions limit" "$(val "$work/end.txt" 'apbot_run_sessions{}')" 4
+# bounded labels: no key, vendor, invoice or document number
+expect_no_grep labels "$prom" 'AP1-|Vendor|R2026|DOC|\?'
+
+# ---- 3. a refused login: the breaker, exit 4 -----------------------------------------------
+run enqueue2 enqueue --vendors "$SRC/fixtures/invoices/vendors.csv" "$SRC/fixtures/invoices/good.csv"
+APBOT_ERP_PASSWORD=wrong-password run refused run --flow "$FLOW" --erp "$erp" --until-empty \
+    --max-seconds 60 --metrics-file "$prom"
+expect_rc refused 4
+parse prometheus "$prom" "$work/refused.txt"
+expect_eq "exit code after a refused login" "$(val "$work/refused.txt" 'apbot_run_exit_code{}')" 4
+expect_eq "breaker tripped" "$(val "$work/refused.txt" 'apbot_run_breaker_state{state="tripped"}')" 1
+expect_eq "breaker trips" "$(val "$work/refused.txt" 'apbot_run_breaker_trips_total{}')" 1
+expect_eq "posts of the refused run" "$(val "$work/refused.txt" 'apbot_run_posts_total{}')" 0
+expect_no_grep refused-secret "$prom" 'wrong-password|acme-demo'
+
+harness_finish metrics
