@@ -170,7 +170,79 @@ expect_eq "sessions limit" "$(val "$work/end.txt" 'apbot_run_sessions{}')" 4
 # bounded labels: no key, vendor, invoice or document number
 expect_no_grep labels "$prom" 'AP1-|Vendor|R2026|DOC|\?'
 
-# ---- 3. a refused login: the breaker, exit 4 -----------------------------------------------
+# ---- 3. apbot serve's GET /metrics against the queue ----------------------------------------
+# start_serve NAME: apbot serve on a free loopback port; sets $serve_url
+start_serve() {
+    "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --erp "$erp" --listen 127.0.0.1:0 \
+        >"$work/$1.out" 2>"$work/$1.err" &
+    serve_pid=$!
+    serve_url=""
+    for _ in $(seq 1 100); do
+        serve_url=$(sed -n 's|^listening on \(http://[^ ]*\)$|\1|p' "$work/$1.out" 2>/dev/null | head -n1 || true)
+        [ -n "$serve_url" ] && break
+        sleep 0.05
+    done
+    [ -n "$serve_url" ] || { echo "apbot serve did not start" >&2; cat "$work/$1.err" >&2; exit 1; }
+}
+stop_serve() {
+    kill "$serve_pid" 2>/dev/null || true
+    wait "$serve_pid" 2>/dev/null || true
+    serve_pid=""
+}
+start_serve serve
+curl -fsS -D "$work/om.head" -o "$work/om.raw" "$serve_url/metrics" || fail "GET /metrics"
+expect_grep om-type "$work/om.head" '^Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8'
+expect_no_grep om-cookie "$work/om.head" '^Set-Cookie'
+parse openmetrics "$work/om.raw" "$work/om.txt"
+run status-flow status --json --flow "$FLOW"
+for state in new checking posting reconciling finishing completed business-exception manual-review; do
+    want=$(sed -n "s/^ *\"$state\": *\([0-9]*\).*/\1/p" "$work/status-flow.out")
+    expect_eq "items $state" "$(val "$work/om.txt" "apbot_queue_items{state=\"$state\"}")" "$want"
+done
+expect_eq "review depth" "$(val "$work/om.txt" 'apbot_queue_review_depth{}')" "$review"
+# everything settled today: the day's items are the queue's
+expect_eq "completed today" "$(val "$work/om.txt" 'apbot_today_items{state="completed"}')" "$completed"
+expect_eq "business exceptions today" \
+    "$(val "$work/om.txt" 'apbot_today_items{state="business-exception"}')" "$bex"
+settle_ms=$(sed -n 's/^ *"settle_ms": *\([0-9]*\).*/\1/p' "$work/status-flow.out")
+late_ms=$(sed -n 's/^ *"max_late_commit_ms": *\([0-9]*\).*/\1/p' "$work/status-flow.out")
+expect_eq "settle delay" "$(val "$work/om.txt" 'apbot_settle_delay_seconds{}')" "$((settle_ms / 1000))"
+expect_eq "late commit" "$(val "$work/om.txt" 'apbot_late_commit_max_seconds{}')" "$((late_ms / 1000))"
+# money per currency: the exact decimal of the completed items' minor units, as apbot list shows them
+run list list --state completed --json --limit 100000
+"$PY" - "$work/list.out" >"$work/money.want" <<'PYEOF'
+import json, sys
+from decimal import Decimal
+sums = {}
+for it in json.load(open(sys.argv[1])):
+    c = it["currency"]
+    sums[c] = sums.get(c, Decimal(0)) + Decimal(it["total_minor"]).scaleb(-it["exponent"])
+for c in sorted(sums):
+    text = format(sums[c], "f")
+    if "." in text:
+        text = text.rstrip("0")
+        text = text + "0" if text.endswith(".") else text
+    print('apbot_today_amount{state="completed",currency="%s"} %s' % (c, text))
+PYEOF
+grep '^apbot_today_amount{state="completed"' "$work/om.raw" >"$work/money.got" || true
+[ "$(wc -l <"$work/money.want")" -ge 2 ] || fail "fewer than two currencies completed"
+if diff "$work/money.want" "$work/money.got" >&2; then ok "money per currency completed today"; else
+    fail "money per currency completed today differs from the queue's"; fi
+# the text format 0.0.4 for a scraper that asks for it
+curl -fsS -H 'Accept: text/plain;version=0.0.4' -D "$work/prom.head" -o "$work/prom.raw" \
+    "$serve_url/metrics" || fail "GET /metrics as text/plain"
+expect_grep prom-type "$work/prom.head" '^Content-Type: text/plain; version=0.0.4; charset=utf-8'
+parse prometheus "$work/prom.raw" "$work/prom.txt"
+expect_eq "0.0.4: completed" "$(val "$work/prom.txt" 'apbot_queue_items{state="completed"}')" "$completed"
+expect_eq "another Host" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: evil.example' "$serve_url/metrics")" 421
+stop_serve
+# with a password set, /metrics needs it as every page does (Prometheus: basic_auth)
+APBOT_REVIEW_PASSWORD=metrics-scrape-secret start_serve serve-pw
+expect_eq "without the password" "$(curl -s -o /dev/null -w '%{http_code}' "$serve_url/metrics")" 401
+expect_eq "with it" "$(curl -s -o /dev/null -w '%{http_code}' -u prometheus:metrics-scrape-secret "$serve_url/metrics")" 200
+stop_serve
+
+# ---- 4. a refused login: the breaker, exit 4 -----------------------------------------------
 run enqueue2 enqueue --vendors "$SRC/fixtures/invoices/vendors.csv" "$SRC/fixtures/invoices/good.csv"
 APBOT_ERP_PASSWORD=wrong-password run refused run --flow "$FLOW" --erp "$erp" --until-empty \
     --max-seconds 60 --metrics-file "$prom"

@@ -2,7 +2,8 @@
  * test_serve.c - the review page's safety decisions as tables: where it may listen (loopback
  * always, anything else only with a long enough password), which Host headers it answers on
  * loopback (no DNS rebinding), HTTP Basic (any user, the password compared exactly), and which
- * origins a POST may come from. The pages themselves are driven by tests/t_serve.sh.
+ * origins a POST may come from; the format GET /metrics answers in and what it shows. The pages
+ * themselves are driven by tests/t_serve.sh, the metrics by tests/t_metrics.sh.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,9 +12,13 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "apbot/buf.h"
+#include "apbot/machine.h"
 #include "apbot/serve.h"
+#include "apbot/store.h"
 #include "office/serve-int.h"
 
 struct listen_row {
@@ -193,12 +198,99 @@ static void test_serve_origin(void **state)
     }
 }
 
+/* The format a scraper gets: Prometheus's own Accept (OpenMetrics first), a text/plain only
+ * scraper, curl's and a browser's. */
+static void test_serve_metrics_format(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *accept;
+        enum metrics_format want;
+    } rows[] = {
+        {NULL, METRICS_OPENMETRICS},
+        {"*/*", METRICS_OPENMETRICS},
+        {"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+         "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+         METRICS_OPENMETRICS},
+        {"text/plain;version=0.0.4;q=1,*/*;q=0.1", METRICS_PROMETHEUS},
+        {"Text/Plain", METRICS_PROMETHEUS},
+        {"text/html,application/xhtml+xml", METRICS_OPENMETRICS},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (serve_metrics_format(rows[i].accept) != rows[i].want)
+            fail_msg("Accept %s: want %s", rows[i].accept ? rows[i].accept : "(none)",
+                     rows[i].want == METRICS_OPENMETRICS ? "OpenMetrics" : "0.0.4");
+}
+
+/* The queue's figures as the exposition shows them: per state, the oldest age, the review
+ * depth, the day per final state in items and per currency in exact money, the settle delay. */
+static void test_serve_metrics_render(void **state)
+{
+    (void)state;
+    struct serve_metrics_figs *f = calloc(1, sizeof(*f));
+    struct apbot_buf b;
+    assert_non_null(f);
+    f->now_ms = 1000000;
+    f->counts.by_state[MACHINE_NEW] = 3;
+    f->counts.by_state[MACHINE_COMPLETED] = 40;
+    f->counts.by_state[MACHINE_MANUAL_REVIEW] = 2;
+    f->counts.total = 45;
+    f->counts.oldest_pending_at = 1000000 - 90500;
+    f->sums[0] = (struct store_final_sum){MACHINE_COMPLETED, "EUR", 2, 30, 1234567};
+    f->sums[1] = (struct store_final_sum){MACHINE_COMPLETED, "JPY", 0, 5, 90000};
+    f->sums[2] = (struct store_final_sum){MACHINE_COMPLETED, "KWD", 3, 1, 1500};
+    f->sums[3] = (struct store_final_sum){MACHINE_BUSINESS_EXCEPTION, "EUR", 2, 2, -500};
+    f->n_sums = 4;
+    f->settle_known = true;
+    f->settle_ms = 4000;
+    f->max_late_ms = 2000;
+
+    apbot_buf_init(&b, 1 << 16);
+    assert_int_equal(serve_metrics_render(f, METRICS_OPENMETRICS, &b), APBOT_OK);
+    const char *t = apbot_buf_str(&b);
+    static const char *const want[] = {
+        "apbot_queue_items{state=\"new\"} 3\n",
+        "apbot_queue_items{state=\"completed\"} 40\n",
+        "apbot_queue_items{state=\"posting\"} 0\n",
+        "# UNIT apbot_queue_oldest_pending_age_seconds seconds\n"
+        "apbot_queue_oldest_pending_age_seconds 90.5\n",
+        "apbot_queue_review_depth 2\n",
+        "apbot_today_items{state=\"completed\"} 36\n",
+        "apbot_today_items{state=\"business-exception\"} 2\n",
+        "apbot_today_items{state=\"manual-review\"} 0\n",
+        "apbot_today_amount{state=\"completed\",currency=\"EUR\"} 12345.67\n",
+        "apbot_today_amount{state=\"completed\",currency=\"JPY\"} 90000\n",
+        "apbot_today_amount{state=\"completed\",currency=\"KWD\"} 1.5\n",
+        "apbot_today_amount{state=\"business-exception\",currency=\"EUR\"} -5.0\n",
+        "apbot_settle_delay_seconds 4.0\n",
+        "apbot_late_commit_max_seconds 2.0\n",
+        "# EOF\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (!strstr(t, want[i]))
+            fail_msg("no \"%s\" in:\n%s", want[i], t);
+    apbot_buf_done(&b);
+
+    /* nothing pending, no flow: age 0, no settle delay */
+    f->counts.oldest_pending_at = 0;
+    f->settle_known = false;
+    apbot_buf_init(&b, 1 << 16);
+    assert_int_equal(serve_metrics_render(f, METRICS_PROMETHEUS, &b), APBOT_OK);
+    t = apbot_buf_str(&b);
+    assert_non_null(strstr(t, "apbot_queue_oldest_pending_age_seconds 0.0\n"));
+    assert_null(strstr(t, "apbot_settle_delay_seconds"));
+    assert_null(strstr(t, "# EOF"));
+    apbot_buf_done(&b);
+    free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_serve_parse_listen), cmocka_unit_test(test_serve_exposure),
-        cmocka_unit_test(test_serve_host),         cmocka_unit_test(test_serve_basic),
-        cmocka_unit_test(test_serve_origin),
+        cmocka_unit_test(test_serve_parse_listen),   cmocka_unit_test(test_serve_exposure),
+        cmocka_unit_test(test_serve_host),           cmocka_unit_test(test_serve_basic),
+        cmocka_unit_test(test_serve_origin),         cmocka_unit_test(test_serve_metrics_format),
+        cmocka_unit_test(test_serve_metrics_render),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

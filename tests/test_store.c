@@ -786,7 +786,7 @@ static void test_store_backend_ops_are_checked(void **state)
     } while (0);
     STORE_REQUIRED_OPS(NULL_ONE)
 #undef NULL_ONE
-    assert_int_equal(refused, 32);
+    assert_int_equal(refused, 33);
 
     struct store_ops bad = *real;
     bad.name = NULL;
@@ -1184,6 +1184,82 @@ static void test_store_operator_resolution(void **state)
     assert_string_equal(e.actor, "operator:test");
     assert_string_equal(e.event, "resolve-posted");
     assert_int_equal(state_of(f, id), MACHINE_COMPLETED);
+}
+
+/*
+ * What a day settled (store_final_sums): the items whose last change into a final state fell
+ * in the window, per state and currency, in items and money; items still pending, and those
+ * settled before or after the window, are not counted; a row past max is APBOT_E_LIMIT.
+ */
+static void test_store_final_sums(void **state)
+{
+    struct fx *f = *state;
+    char key[32], fp[65];
+    enum store_enqueue_result res;
+    int64_t yen = 0;
+    struct store_final_sum rows[8];
+    size_t n = 99;
+
+    for (int i = 1; i <= 5; i++)
+        (void)enq(f, i, 0, T0, NULL);
+    struct store_new_item jp = mk_item(6, 0, key, fp);
+    jp.currency = "JPY";
+    jp.exponent = 0;
+    jp.total = 5000;
+    assert_int_equal(store_enqueue_raw(f->st, &jp, AT(T0), &res, &yen, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    for (int i = 1; i <= 6; i++)
+        assert_true(claim_id(f, f->st, "w", T0 + 100) > 0);
+    /* in the window [T0 + 1000, T0 + 5000): 1 and 2 completed, 6 (JPY) completed, 3 to review */
+    assert_int_equal(step_item(f, f->st, 1, "w", MACHINE_EV_FOUND, T0 + 1000, "D-1", NULL),
+                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, 2, "w", MACHINE_EV_FOUND, T0 + 4999, "D-2", NULL),
+                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, yen, "w", MACHINE_EV_FOUND, T0 + 2000, "D-6", NULL),
+                     APBOT_OK);
+    assert_int_equal(
+        step_item(f, f->st, 3, "w", MACHINE_EV_FOUND_CONFLICT, T0 + 3000, NULL, "amount differs"),
+        APBOT_OK);
+    /* after it: 4 completed; 5 stays checking */
+    assert_int_equal(step_item(f, f->st, 4, "w", MACHINE_EV_FOUND, T0 + 5000, "D-4", NULL),
+                     APBOT_OK);
+
+    assert_int_equal(
+        store_final_sums(f->st, T0 + 1000, T0 + 5000, rows, 8, &n, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(n, 3);
+    /* sorted by state, then currency */
+    assert_int_equal(rows[0].state, MACHINE_COMPLETED);
+    assert_string_equal(rows[0].currency, "EUR");
+    assert_int_equal(rows[0].exponent, 2);
+    assert_int_equal(rows[0].items, 2);
+    assert_int_equal(rows[0].amount, 2 * 123450);
+    assert_int_equal(rows[1].state, MACHINE_COMPLETED);
+    assert_string_equal(rows[1].currency, "JPY");
+    assert_int_equal(rows[1].exponent, 0);
+    assert_int_equal(rows[1].items, 1);
+    assert_int_equal(rows[1].amount, 5000);
+    assert_int_equal(rows[2].state, MACHINE_MANUAL_REVIEW);
+    assert_string_equal(rows[2].currency, "EUR");
+    assert_int_equal(rows[2].items, 1);
+    assert_int_equal(rows[2].amount, 123450);
+
+    /* a wider window takes item 4 in; an empty one nothing */
+    assert_int_equal(store_final_sums(f->st, T0, T0 + 10000, rows, 8, &n, f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(rows[0].items, 3);
+    assert_int_equal(
+        store_final_sums(f->st, T0 + 6000, T0 + 6000, rows, 8, &n, f->err, sizeof(f->err)),
+        APBOT_OK);
+    assert_int_equal(n, 0);
+    /* more rows than room */
+    n = 77;
+    assert_int_equal(store_final_sums(f->st, T0, T0 + 10000, rows, 2, &n, f->err, sizeof(f->err)),
+                     APBOT_E_LIMIT);
+    assert_int_equal(n, 77); /* untouched */
+    assert_int_equal(store_final_sums(f->st, T0 + 1, T0, rows, 8, &n, f->err, sizeof(f->err)),
+                     APBOT_E_INVAL);
 }
 
 static void test_store_unknown_state_is_left_alone(void **state)
@@ -3351,11 +3427,11 @@ int main(void)
         X(test_store_operator_resolution), X(test_store_unknown_state_is_left_alone),              \
         X(test_store_evidence_round_trip), X(test_store_durability),                               \
         X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
-        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
-        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
-        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
-        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
-        X(test_store_busy_retry_outlasts_a_lock),                                                  \
+        X(test_store_final_sums), X(test_store_settle_runs_on_mono_not_wall),                      \
+        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
+        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
+        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
+        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
         X(test_store_busy_two_processes_under_write_pressure),                                     \
         X(test_store_backend_ops_are_checked), X(test_store_audit_chain_detects_tampering),        \
         X(test_store_audit_head_of_a_day)

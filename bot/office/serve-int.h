@@ -6,7 +6,8 @@
  *   serve_today.c   Today (GET /);
  *   serve_queue.c   the review queue (GET /queue);
  *   serve_item.c    one item (GET /item/ID) and deciding (POST /item/ID/decide);
- *   serve_report.c  the daily report (GET /report).
+ *   serve_report.c  the daily report (GET /report);
+ *   serve_metrics.c the queue's figures for Prometheus (GET /metrics).
  * A page reads its request's arguments, loads what it shows from the queue (and the ERP),
  * then builds the HTML; each in functions of their own. Every text on a page goes through
  * html.h's cleaned variants.
@@ -22,6 +23,8 @@
 
 #include "apbot/review.h"
 #include "apbot/serve.h"
+#include "apbot/store.h"
+#include "base/metrics.h"
 #include "office/html.h"
 
 struct store;
@@ -91,7 +94,20 @@ enum MHD_Result serve_queue(struct serve_ctx *c);            /* GET /queue (serv
 enum MHD_Result serve_item(struct serve_ctx *c, int64_t id); /* GET /item/ID (serve_item.c) */
 /* POST /item/ID/decide with its x-www-form-urlencoded body (serve_item.c) */
 enum MHD_Result serve_decide(struct serve_ctx *c, int64_t id, const char *body);
-enum MHD_Result serve_report(struct serve_ctx *c); /* GET /report (serve_report.c) */
+enum MHD_Result serve_report(struct serve_ctx *c);  /* GET /report (serve_report.c) */
+enum MHD_Result serve_metrics(struct serve_ctx *c); /* GET /metrics (serve_metrics.c) */
+
+#define SERVE_METRICS_SUMS 192 /* final states x currencies a day may show */
+
+/* What GET /metrics shows, read from the queue. */
+struct serve_metrics_figs {
+    int64_t now_ms;
+    struct store_counts counts;
+    struct store_final_sum sums[SERVE_METRICS_SUMS]; /* today's, store_final_sums */
+    size_t n_sums;
+    bool settle_known; /* with a flow: the two below */
+    int64_t settle_ms, max_late_ms;
+};
 
 #ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
 /* Pure: does a request's Host header name the address a listens on (port = the bound port)?
@@ -105,6 +121,13 @@ bool serve_basic_ok(const char *authorization, const char *password);
 /* Pure: is a POST's Origin (or, without one, its Referer) the page's own origin
  * "http://HOST"? A request without either is accepted (the CSRF token still guards it). */
 bool serve_origin_ok(const char *origin, const char *referer, const char *host_header);
+
+/* Pure: the exposition format an Accept header asks for: OpenMetrics unless it names
+ * text/plain and not application/openmetrics-text. */
+enum metrics_format serve_metrics_format(const char *accept);
+/* Pure: the exposition of f in fmt, appended to out; the writer's result. */
+int serve_metrics_render(const struct serve_metrics_figs *f, enum metrics_format fmt,
+                         struct apbot_buf *out);
 #endif
 
 #endif

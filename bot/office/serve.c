@@ -447,6 +447,8 @@ static enum MHD_Result route_get(struct serve_ctx *c, const char *url)
         return serve_report(c);
     if (strcmp(url, "/app.css") == 0)
         return serve_send_css(c);
+    if (strcmp(url, "/metrics") == 0)
+        return serve_metrics(c);
     if (id > 0 && !decide_path)
         return serve_item(c, id);
     return serve_simple_page(c, MHD_HTTP_NOT_FOUND, "Not found", "There is no such page.");

@@ -112,6 +112,9 @@ struct store_ops {
     int (*each_evidence)(struct store *st, int64_t item_id, store_evidence_fn fn, void *ctx,
                          char *err, size_t errlen);
     int (*counts)(struct store *st, struct store_counts *ret, char *err, size_t errlen);
+    /* store_final_sums; max >= 1 */
+    int (*final_sums)(struct store *st, int64_t from_ms, int64_t to_ms, struct store_final_sum *ret,
+                      size_t max, size_t *ret_n, char *err, size_t errlen);
     int (*pending)(struct store *st, bool *ret_any, char *err, size_t errlen);
     int (*next_due)(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms, char *err,
                     size_t errlen);
@@ -169,6 +172,7 @@ struct store_ops {
     X(each_event)                                                                                  \
     X(each_evidence)                                                                               \
     X(counts)                                                                                      \
+    X(final_sums)                                                                                  \
     X(pending)                                                                                     \
     X(next_due)                                                                                    \
     X(schema_version)                                                                              \
@@ -186,6 +190,17 @@ struct store_ops {
     X(tally)                                                                                       \
     X(each_chained)                                                                                \
     X(audit_head)
+
+/* The final states' items and money in [FROM, TO) of updated_at (store_final_sums), with the
+ * backend's parameter markers: both backends run this one statement. */
+#define STORE_FINAL_SUMS_SQL(FROM, TO)                                                             \
+    "SELECT state, currency, exponent, COUNT(*), CAST(SUM(total) AS BIGINT) FROM items"            \
+    " WHERE state IN ('completed', 'business-exception', 'manual-review')"                         \
+    " AND updated_at >= " FROM " AND updated_at < " TO                                             \
+    " GROUP BY state, currency, exponent ORDER BY state, currency, exponent"
+/* One row of its answer into *row; APBOT_E_BUG for a state this version does not know. */
+int store_final_sum_row(struct store_final_sum *row, const char *state, const char *currency,
+                        int exponent, int64_t items, int64_t amount);
 
 /* The backends' constructors: open and migrate the queue at path. */
 int store_sqlite_open(const char *path, struct store **ret, char *err, size_t errlen);

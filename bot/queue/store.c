@@ -694,6 +694,26 @@ int store_note_late_commit(struct store *st, const char *flow_name, int64_t ms,
     return st->ops->note_late_commit(st, flow_name, ms, now_or_read(now, &buf), err, errlen);
 }
 
+int store_final_sum_row(struct store_final_sum *row, const char *state, const char *currency,
+                        int exponent, int64_t items, int64_t amount)
+{
+    memset(row, 0, sizeof(*row));
+    row->state = machine_state_from_name(state ? state : "");
+    snprintf(row->currency, sizeof(row->currency), "%s", currency ? currency : "");
+    row->exponent = exponent;
+    row->items = items;
+    row->amount = amount;
+    return row->state == MACHINE_STATE_INVALID ? APBOT_E_BUG : APBOT_OK;
+}
+
+int store_final_sums(struct store *st, int64_t from_ms, int64_t to_ms, struct store_final_sum *ret,
+                     size_t max, size_t *ret_n, char *err, size_t errlen)
+{
+    if (!st || !ret || !max || !ret_n || from_ms > to_ms)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments");
+    return st->ops->final_sums(st, from_ms, to_ms, ret, max, ret_n, err, errlen);
+}
+
 int store_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
                       char *err, size_t errlen)
 {

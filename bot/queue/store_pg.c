@@ -1768,6 +1768,36 @@ static int pg_note_late_commit(struct store *st, const char *flow_name, int64_t 
     return pg_run_write(PG(st), now, late_body, &op, err, errlen);
 }
 
+static int pg_final_sums(struct store *st, int64_t from_ms, int64_t to_ms,
+                         struct store_final_sum *ret, size_t max, size_t *ret_n, char *err,
+                         size_t errlen)
+{
+    struct pg *h = PG(st);
+    char sql[512];
+    int rc = APBOT_OK;
+    size_t n = 0;
+
+    /* integers written by this program: nothing to quote; one statement, one snapshot */
+    snprintf(sql, sizeof(sql), STORE_FINAL_SUMS_SQL("%" PRId64, "%" PRId64), from_ms, to_ms);
+    PGresult *res = pg_exec(h, sql, &rc, err, errlen, "summing the final states");
+    if (!res)
+        return rc;
+    for (int i = 0; i < PQntuples(res) && rc == APBOT_OK; i++) {
+        if (n == max) {
+            rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "more than %zu states and currencies", max);
+            break;
+        }
+        rc = store_final_sum_row(&ret[n++], PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                                 (int)col_i64(res, i, 2), col_i64(res, i, 3), col_i64(res, i, 4));
+        if (rc != APBOT_OK)
+            apbot_fail(err, errlen, rc, "an item in an unknown final state");
+    }
+    PQclear(res);
+    if (rc == APBOT_OK)
+        *ret_n = n;
+    return rc;
+}
+
 static int pg_late_commit(struct store *st, const char *flow_name, struct store_late_commit *ret,
                           char *err, size_t errlen)
 {
@@ -2205,6 +2235,7 @@ static const struct store_ops pg_ops = {
     .sync = pg_sync,
     .note_late_commit = pg_note_late_commit,
     .late_commit = pg_late_commit,
+    .final_sums = pg_final_sums,
     .dump = pg_dump,
     .load_begin = pg_load_begin,
     .load_item = pg_load_item,

@@ -2053,6 +2053,42 @@ out:
     return APBOT_OK;
 }
 
+static int sq_final_sums(struct store *st, int64_t from_ms, int64_t to_ms,
+                         struct store_final_sum *ret, size_t max, size_t *ret_n, char *err,
+                         size_t errlen)
+{
+    sqlite3_stmt *s = NULL;
+    size_t n = 0;
+    int r = APBOT_OK;
+    int rc = sqlite3_prepare_v2(SQDB(st), STORE_FINAL_SUMS_SQL("?1", "?2"), -1, &s, NULL);
+
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, from_ms);
+        sqlite3_bind_int64(s, 2, to_ms);
+    }
+    /* one statement: one read snapshot */
+    while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (n == max) {
+            r = apbot_fail(err, errlen, APBOT_E_LIMIT, "more than %zu states and currencies", max);
+            break;
+        }
+        r = store_final_sum_row(&ret[n++], (const char *)sqlite3_column_text(s, 0),
+                                (const char *)sqlite3_column_text(s, 1), sqlite3_column_int(s, 2),
+                                sqlite3_column_int64(s, 3), sqlite3_column_int64(s, 4));
+        if (r != APBOT_OK) {
+            apbot_fail(err, errlen, r, "an item in an unknown final state");
+            break;
+        }
+        rc = SQLITE_OK;
+    }
+    if (r == APBOT_OK && rc != SQLITE_DONE)
+        r = db_fail(st, rc, err, errlen, "summing the final states");
+    sqlite3_finalize(s);
+    if (r == APBOT_OK)
+        *ret_n = n;
+    return r;
+}
+
 static int sq_next_due(struct store *st, const struct apbot_now *now, int64_t *ret_wait_ms,
                        char *err, size_t errlen)
 {
@@ -2564,6 +2600,7 @@ static const struct store_ops sq_ops = {
     .sync = sq_sync,
     .note_late_commit = sq_note_late_commit,
     .late_commit = sq_late_commit,
+    .final_sums = sq_final_sums,
     .dump = sq_dump,
     .load_begin = sq_load_begin,
     .load_item = sq_load_item,

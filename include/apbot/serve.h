@@ -6,7 +6,8 @@
  * day's chart, the last run), the review queue (manual review, business exceptions; filters
  * by vendor and reason; the order of `apbot review`), one item (the invoice, its timeline,
  * every ERP exchange as text, and the decision forms), and the daily report for a chosen date
- * (what `apbot report --format html` writes). Decisions go through the review module exactly
+ * (what `apbot report --format html` writes); and GET /metrics, the queue's figures for
+ * Prometheus (OpenMetrics). Decisions go through the review module exactly
  * as `apbot resolve` does: a posted document is verified in the ERP first, the reviewer's
  * name and a note are required, every decision is one audit event, and a decision taken on a
  * page of an item that has changed since is refused.
