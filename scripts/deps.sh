@@ -8,14 +8,15 @@
 #                            PostgreSQL backend is tested against, valgrind (the memcheck
 #                            test), systemd (systemd-analyze checks contrib/systemd/), the
 #                            Prometheus project's Python client (its exposition parsers read
-#                            the metrics in t_metrics)
+#                            the metrics in t_metrics), aiosmtpd and openssl (the SMTP server
+#                            and the certificates of t_mail)
 # Further arguments are extra package names.
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
       zlib1g-dev sqlite3 curl libpq-dev)
 test_pkgs=(chromium nodejs postgresql postgresql-client valgrind systemd
-           python3-prometheus-client)
+           python3-prometheus-client python3-aiosmtpd openssl)
 if [ "${1:-}" = "--test" ]; then
     shift
     pkgs+=("${test_pkgs[@]}")

@@ -1,7 +1,8 @@
 /*
  * cli_report.c - `apbot report --flow FILE [--erp URL] [--date YYYY-MM-DD]
- * [--format text|csv|html|json] [--out FILE]`: the daily reconciliation of the queue against
- * the ERP's listing of one booking day (report.c builds it, report_render.c writes it).
+ * [--format text|csv|html|json] [--out FILE] [--mail-to ADDR[,ADDR] --smtp URL ...]`: the daily
+ * reconciliation of the queue against the ERP's listing of one booking day (report.c builds
+ * it, report_render.c writes it, report_mail.c mails it).
  *
  * Exit codes are for a scheduler: 0 clean, CLI_EXIT_DRIFT when any drift was found,
  * CLI_EXIT_UNBALANCED when the items do not balance (both still write the report),
@@ -24,6 +25,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/report.h"
+#include "apbot/secret.h"
 #include "apbot/store.h"
 
 #define CLI_REPORT_ERR_LEN (16 * 1024)
@@ -33,13 +35,25 @@ static void report_usage(FILE *out)
     fprintf(out,
             "usage: apbot report --flow FILE [--erp URL] [--date YYYY-MM-DD]\n"
             "                    [--format text|csv|html|json] [--out FILE] [--max-lookups N]\n"
+            "                    [--mail-to ADDR[,ADDR...] --smtp "
+            "smtps://HOST[:PORT]|smtp://HOST[:PORT]\n"
+            "                     [--mail-from ADDR] [--smtp-ca FILE] [--review-url URL]\n"
+            "                     [--mail-label TEXT]]\n"
             "\n"
             "Reconciles the queue with the ERP's listing of one booking day (default: today,\n"
             "local time): balance, matched records, drift (duplicates, missing, orphans,\n"
             "amount and document-number mismatches) and hints for the morning review.\n"
             "\n"
+            "With --mail-to the report is also mailed: a short text (status, balance, review\n"
+            "depth, the oldest items in review, --review-url) and the HTML report attached,\n"
+            "the status in the subject (after --mail-label, e.g. the company; UTF-8),\n"
+            "through the mail server at --smtp (TLS required: smtps://, or smtp:// with\n"
+            "STARTTLS; the certificate verified, --smtp-ca for an in-house CA); credentials\n"
+            "from APBOT_SMTP_USER and APBOT_SMTP_PASSWORD (or their _FILE forms). A report\n"
+            "that cannot be made is mailed as NO REPORT.\n"
+            "\n"
             "exit codes: 0 clean, 5 drift found, 6 does not balance, 1 queue or ERP could not\n"
-            "be read, 2 usage error\n");
+            "be read or the mail not sent, 2 usage error\n");
 }
 
 /*
@@ -97,10 +111,106 @@ static int finish_out(FILE *f, const char *path, const char *tmp, bool ok)
     return 0;
 }
 
+/*
+ * Checks the mail options and fills m: --mail-to and --smtp together, plain addresses, a
+ * sender (--mail-from, else apbot@ this host's name when that makes a plain address), a
+ * review URL of http(s) without blanks. Prints what is wrong; 0 when m is ready or no mail
+ * was asked for.
+ */
+static int mail_setup(struct report_mail *m, const char *to, const char *from, const char **rcpt,
+                      char *store, size_t store_len, char *from_buf, size_t from_len)
+{
+    char err[APBOT_ERR_LEN];
+    size_t n = 0;
+
+    if (!to && !m->smtp_url && !from && !m->ca_file && !m->review_url && !m->label)
+        return 0;
+    if (!to || !m->smtp_url) {
+        fprintf(stderr, "apbot report: mailing the report needs --mail-to and --smtp\n");
+        return -1;
+    }
+    if (report_mail_addresses(to, store, store_len, rcpt, 32, &n, err, sizeof(err)) != APBOT_OK ||
+        report_mail_url_ok(m->smtp_url, err, sizeof(err)) != APBOT_OK) {
+        fprintf(stderr, "apbot report: %s\n", err);
+        return -1;
+    }
+    if (!from) {
+        char host[256] = "";
+        if (gethostname(host, sizeof(host) - 1) != 0)
+            host[0] = '\0';
+        snprintf(from_buf, from_len, "apbot@%s", host);
+        from = from_buf;
+    }
+    const char *one[1];
+    size_t n_from = 0;
+    char from_store[300];
+    if (report_mail_addresses(from, from_store, sizeof(from_store), one, 1, &n_from, err,
+                              sizeof(err)) != APBOT_OK) {
+        fprintf(stderr, "apbot report: the sender %s: give --mail-from ADDR\n", err);
+        return -1;
+    }
+    if (m->review_url && ((strncmp(m->review_url, "https://", 8) != 0 &&
+                           strncmp(m->review_url, "http://", 7) != 0) ||
+                          strpbrk(m->review_url, " \t\r\n\"<>") != NULL)) {
+        fprintf(stderr, "apbot report: --review-url wants an http(s) URL without blanks\n");
+        return -1;
+    }
+    if (m->ca_file && access(m->ca_file, R_OK) != 0) {
+        fprintf(stderr, "apbot report: --smtp-ca %s cannot be read\n", m->ca_file);
+        return -1;
+    }
+    m->from = from;
+    m->to = rcpt;
+    m->n_to = n;
+    return 0;
+}
+
+/* Mails r; the credentials read now, wiped after. 0 once the server took it. */
+static int mail_report(struct report_mail *m, const struct report *r)
+{
+    char err[APBOT_ERR_LEN];
+    char *user = secret_dup(SECRET_SMTP_USER), *password = secret_dup(SECRET_SMTP_PASSWORD);
+    m->user = user;
+    m->password = password;
+    int rc = report_mail_send(r, m, err, sizeof(err));
+    m->user = m->password = NULL;
+    secret_free(user);
+    secret_free(password);
+    if (rc != APBOT_OK) {
+        fprintf(stderr, "apbot report: the report was not mailed: %s\n", err);
+        return -1;
+    }
+    fprintf(stderr, "apbot report: mailed to %zu recipient%s through %s\n", m->n_to,
+            m->n_to == 1 ? "" : "s", m->smtp_url);
+    return 0;
+}
+
+/* Mails that there is no report for date, and why. */
+static void mail_failure(struct report_mail *m, const char *date, const char *flow_name,
+                         const char *why)
+{
+    char err[APBOT_ERR_LEN];
+    char *user = secret_dup(SECRET_SMTP_USER), *password = secret_dup(SECRET_SMTP_PASSWORD);
+    m->user = user;
+    m->password = password;
+    int rc = report_mail_failure(date, flow_name, why, m, err, sizeof(err));
+    m->user = m->password = NULL;
+    secret_free(user);
+    secret_free(password);
+    if (rc != APBOT_OK)
+        fprintf(stderr, "apbot report: the failure was not mailed either: %s\n", err);
+    else
+        fprintf(stderr, "apbot report: mailed NO REPORT to %zu recipient%s\n", m->n_to,
+                m->n_to == 1 ? "" : "s");
+}
+
 int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
 {
     const char *flow_path = NULL, *erp_url = ctx->erp_url, *date = NULL, *out_path = NULL;
-    const char *format = "text";
+    const char *format = "text", *mail_to = NULL, *mail_from = NULL;
+    struct report_mail mail;
+    const char *rcpt[32];
+    char rcpt_store[2048], from_buf[300];
     enum report_format fmt = REPORT_FMT_TEXT;
     int max_lookups = 0;
     struct flow *f = NULL;
@@ -114,6 +224,7 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
     int status = CLI_EXIT_ERROR;
     int rc;
 
+    memset(&mail, 0, sizeof(mail));
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const bool has = i + 1 < argc;
@@ -130,6 +241,18 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
             format = argv[++i];
         } else if (strcmp(a, "--out") == 0 && has) {
             out_path = argv[++i];
+        } else if (strcmp(a, "--mail-to") == 0 && has) {
+            mail_to = argv[++i];
+        } else if (strcmp(a, "--mail-from") == 0 && has) {
+            mail_from = argv[++i];
+        } else if (strcmp(a, "--smtp") == 0 && has) {
+            mail.smtp_url = argv[++i];
+        } else if (strcmp(a, "--smtp-ca") == 0 && has) {
+            mail.ca_file = argv[++i];
+        } else if (strcmp(a, "--review-url") == 0 && has) {
+            mail.review_url = argv[++i];
+        } else if (strcmp(a, "--mail-label") == 0 && has) {
+            mail.label = argv[++i];
         } else if (strcmp(a, "--max-lookups") == 0 && has) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);
@@ -161,6 +284,9 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         report_local_date(store_now_ms(), today);
         date = today;
     }
+    if (mail_setup(&mail, mail_to, mail_from, rcpt, rcpt_store, sizeof(rcpt_store), from_buf,
+                   sizeof(from_buf)) != 0)
+        return CLI_EXIT_USAGE;
     if (store_path_is_file(ctx->db_path) && access(ctx->db_path, F_OK) != 0) {
         fprintf(stderr, "apbot report: no queue database at %s\n", ctx->db_path);
         return CLI_EXIT_ERROR;
@@ -190,6 +316,8 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
     rc = report_build(st, erp, f, &opt, &r, err, CLI_REPORT_ERR_LEN);
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot report: the ERP could not be read completely, no report: %s\n", err);
+        if (mail.n_to)
+            mail_failure(&mail, date, f->name, err);
         goto out;
     }
     out = open_out(out_path, tmp, sizeof(tmp));
@@ -213,6 +341,8 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         status = CLI_EXIT_UNBALANCED;
         break;
     }
+    if (mail.n_to && mail_report(&mail, r) != 0)
+        status = CLI_EXIT_ERROR;
     if (out_path || fmt != REPORT_FMT_TEXT) {
         const struct report_summary *s = report_summary(r);
         fprintf(stderr, "apbot report %s: %s (drift %lld, %s)%s%s\n", s->date,

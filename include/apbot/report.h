@@ -33,6 +33,7 @@ struct store;
 struct flow;
 struct erp_session;
 struct report;
+struct apbot_buf;
 
 /* If you add a kind: add its name, its drift flag and its section in report.c/report_render.c. */
 enum report_kind {
@@ -249,6 +250,49 @@ int report_format_from_name(const char *name, enum report_format *ret) APBOT_MUS
 /* Writes the report to out in fmt. Returns APBOT_OK or APBOT_E_IO (detail in err). */
 int report_write(const struct report *r, enum report_format fmt, FILE *out, char *err,
                  size_t errlen) APBOT_MUST_USE;
+
+/*
+ * The morning mail (report_mail.c): through a mail server that speaks TLS (smtps://, or
+ * smtp:// with STARTTLS required; the certificate verified), a MIME message from `from` to
+ * every address of `to`: a short text (status, the day's balance, money per currency, the
+ * review depth, the oldest items in review, the review page's address, the audit chain's head)
+ * and the HTML report attached; the subject names the status (DRIFT, DOES NOT BALANCE).
+ * Addresses must be plain (mail_address_ok); nothing from the report reaches a header but the
+ * date, the flow's name and the status, encoded (RFC 2047) where not ASCII.
+ */
+struct report_mail {
+    const char *smtp_url; /* smtps://HOST[:PORT] or smtp://HOST[:PORT] */
+    const char *ca_file;  /* NULL: the system's CAs */
+    const char *user;     /* SMTP credentials (secret.h), NULL: none */
+    const char *password;
+    const char *from; /* plain addresses */
+    const char *const *to;
+    size_t n_to;
+    const char *review_url; /* linked in the text, or NULL */
+    const char *label;      /* put before the subject (UTF-8: a company, a ledger), or NULL */
+};
+/* Sends r. APBOT_OK once the server accepted it; APBOT_E_INVAL (addresses, URL), APBOT_E_NET
+ * (the server, TLS, authentication), APBOT_E_IO; detail in err, never the password. */
+int report_mail_send(const struct report *r, const struct report_mail *m, char *err,
+                     size_t errlen) APBOT_MUST_USE;
+/* Sends the mail that says the report for date could not be made, and why (subject
+ * "... NO REPORT"). flow_name may be NULL. Same returns. */
+int report_mail_failure(const char *date, const char *flow_name, const char *why,
+                        const struct report_mail *m, char *err, size_t errlen) APBOT_MUST_USE;
+/* Whether list is a comma-separated list of 1..32 plain addresses (for a command's usage
+ * check); APBOT_E_INVAL naming the first that is not. */
+int report_mail_addresses(const char *list, char *store, size_t store_len, const char **ret,
+                          size_t max, size_t *ret_n, char *err, size_t errlen) APBOT_MUST_USE;
+/* Whether url is a mail server URL apbot sends to (smtps:// or smtp://, a host and a port). */
+int report_mail_url_ok(const char *url, char *err, size_t errlen) APBOT_MUST_USE;
+
+#ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
+/* The subject: "[LABEL: ]apbot report DATE (FLOW): STATUS[ (N findings)]". */
+void report_mail_subject(const struct report *r, const char *label, char *buf, size_t len);
+/* The text, appended to out; attachment (may be NULL) is named at its end. */
+int report_mail_text(const struct report *r, const char *review_url, const char *attachment,
+                     struct apbot_buf *out);
+#endif
 
 /* Local calendar date of a Unix-ms time, "YYYY-MM-DD" into buf (>= 11 bytes). */
 void report_local_date(int64_t ms, char buf[11]);
