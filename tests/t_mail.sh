@@ -8,8 +8,8 @@
 #    multipart/mixed with the text (status, balance, review depth, the oldest items in
 #    review, the review page's link) and the attachment byte for byte what the same command
 #    wrote with --format html --out; CRLF lines of at most 78 characters;
-#  - smtps:// with a --mail-label that is not ASCII (and carries a line break): the subject RFC
-#    2047 encoded, decoded equal, the break a space;
+#  - smtps:// with a --mail-subject-prefix that is not ASCII (and carries a line break): the
+#    subject RFC 2047 encoded, decoded equal, the break a space;
 #  - refused, nothing delivered: a server that offers no STARTTLS, a certificate not signed by
 #    the CA given, a wrong password (never printed); addresses that would inject a header, and
 #    one with a display name, are usage errors;
@@ -162,10 +162,10 @@ print("ok")
 PYEOF
 expect_grep check1 "$work/check1.out" '^ok$'
 
-# ---- 2. smtps://, a label in UTF-8 with a line break: the subject encoded ------------------
+# ---- 2. smtps://, a prefix in UTF-8 with a line break: the subject encoded -----------------
 start_sink smtps
 run report2 report --flow "$FLOW" --erp "$erp" "${mail_args[@]}" \
-    --mail-label $'Kreditoren Größe – Süd\r\nBcc: spy@example.net' --smtp "smtps://127.0.0.1:$smtp_port"
+    --mail-subject-prefix $'Kreditoren Größe – Süd\r\nBcc: spy@example.net' --smtp "smtps://127.0.0.1:$smtp_port"
 expect_rc report2 5
 expect_eq "messages delivered over smtps" "$(delivered)" 1
 expect_grep subject-raw "$inbox/1.eml" '^Subject: =\?UTF-8\?B\?'
@@ -176,7 +176,7 @@ m = email.message_from_bytes(open(sys.argv[1], "rb").read(), policy=email.policy
 meta = json.load(open(sys.argv[2]))
 assert meta["tls"] and meta["auth_user"] == "mailer", meta
 assert meta["rcpt_tos"] == ["finance@example.org", "controller@example.org"], meta
-assert m["Subject"].startswith("Kreditoren Größe – Süd  Bcc: spy@example.net: apbot report "), m["Subject"]
+assert m["Subject"].startswith("Kreditoren Größe – Süd  Bcc: spy@example.net apbot report "), m["Subject"]
 assert m["Subject"].endswith("(acme): DRIFT (1 finding)"), m["Subject"]
 assert m["Bcc"] is None
 assert "apbot daily report for " in m.get_body(("plain",)).get_content()

@@ -38,7 +38,7 @@ static void report_usage(FILE *out)
             "                    [--mail-to ADDR[,ADDR...] --smtp "
             "smtps://HOST[:PORT]|smtp://HOST[:PORT]\n"
             "                     [--mail-from ADDR] [--smtp-ca FILE] [--review-url URL]\n"
-            "                     [--mail-label TEXT]]\n"
+            "                     [--mail-subject-prefix TEXT]]\n"
             "\n"
             "Reconciles the queue with the ERP's listing of one booking day (default: today,\n"
             "local time): balance, matched records, drift (duplicates, missing, orphans,\n"
@@ -46,7 +46,8 @@ static void report_usage(FILE *out)
             "\n"
             "With --mail-to the report is also mailed: a short text (status, balance, review\n"
             "depth, the oldest items in review, --review-url) and the HTML report attached,\n"
-            "the status in the subject (after --mail-label, e.g. the company; UTF-8),\n"
+            "the status in the subject (after --mail-subject-prefix: the company, a failed\n"
+            "unit; UTF-8),\n"
             "through the mail server at --smtp (TLS required: smtps://, or smtp:// with\n"
             "STARTTLS; the certificate verified, --smtp-ca for an in-house CA); credentials\n"
             "from APBOT_SMTP_USER and APBOT_SMTP_PASSWORD (or their _FILE forms). A report\n"
@@ -123,7 +124,7 @@ static int mail_setup(struct report_mail *m, const char *to, const char *from, c
     char err[APBOT_ERR_LEN];
     size_t n = 0;
 
-    if (!to && !m->smtp_url && !from && !m->ca_file && !m->review_url && !m->label)
+    if (!to && !m->smtp_url && !from && !m->ca_file && !m->review_url && !m->subject_prefix)
         return 0;
     if (!to || !m->smtp_url) {
         fprintf(stderr, "apbot report: mailing the report needs --mail-to and --smtp\n");
@@ -251,8 +252,8 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
             mail.ca_file = argv[++i];
         } else if (strcmp(a, "--review-url") == 0 && has) {
             mail.review_url = argv[++i];
-        } else if (strcmp(a, "--mail-label") == 0 && has) {
-            mail.label = argv[++i];
+        } else if (strcmp(a, "--mail-subject-prefix") == 0 && has) {
+            mail.subject_prefix = argv[++i];
         } else if (strcmp(a, "--max-lookups") == 0 && has) {
             char *end = NULL;
             long v = strtol(argv[++i], &end, 10);

@@ -41,7 +41,7 @@ static const char *status_word(enum report_status s)
 
 /* ---- what the mail says (pure) ---------------------------------------------------------- */
 
-UNITTEST void report_mail_subject(const struct report *r, const char *label, char *buf, size_t len)
+UNITTEST void report_mail_subject(const struct report *r, const char *prefix, char *buf, size_t len)
 {
     const struct report_summary *s = report_summary(r);
     enum report_status st = report_status(r);
@@ -50,8 +50,8 @@ UNITTEST void report_mail_subject(const struct report *r, const char *label, cha
     if (st == REPORT_DRIFT)
         snprintf(drift, sizeof(drift), " (%" PRId64 " finding%s)", s->drift,
                  s->drift == 1 ? "" : "s");
-    snprintf(buf, len, "%.100s%sapbot report %s%s%.80s%s: %s%s", label ? label : "",
-             label ? ": " : "", s->date, s->flow_name ? " (" : "", s->flow_name ? s->flow_name : "",
+    snprintf(buf, len, "%.100s%sapbot report %s%s%.80s%s: %s%s", prefix ? prefix : "",
+             prefix ? " " : "", s->date, s->flow_name ? " (" : "", s->flow_name ? s->flow_name : "",
              s->flow_name ? ")" : "", status_word(st), drift);
 }
 
@@ -235,7 +235,7 @@ int report_mail_send(const struct report *r, const struct report_mail *m, char *
         rc = apbot_fail(err, errlen, APBOT_E_IO, "mail: cannot render the report");
     apbot_buf_init(&text, MAIL_TEXT_MAX);
     if (rc == APBOT_OK) {
-        report_mail_subject(r, m->label, subject, sizeof(subject));
+        report_mail_subject(r, m->subject_prefix, subject, sizeof(subject));
         rc = report_mail_text(r, m->review_url, filename, &text);
         if (rc != APBOT_OK)
             apbot_fail(err, errlen, rc, "mail: the text is longer than %d bytes", MAIL_TEXT_MAX);
@@ -255,8 +255,8 @@ int report_mail_failure(const char *date, const char *flow_name, const char *why
     int rc, bad = 0;
 
     snprintf(subject, sizeof(subject), "%.100s%sapbot report %s%s%.80s%s: NO REPORT",
-             m->label ? m->label : "", m->label ? ": " : "", date, flow_name ? " (" : "",
-             flow_name ? flow_name : "", flow_name ? ")" : "");
+             m->subject_prefix ? m->subject_prefix : "", m->subject_prefix ? " " : "", date,
+             flow_name ? " (" : "", flow_name ? flow_name : "", flow_name ? ")" : "");
     apbot_buf_init(&text, MAIL_TEXT_MAX);
     bad |= apbot_buf_addf(&text, "apbot could not make the daily report for %s.\n\nWhy: ", date);
     bad |= line_text(&text, why, 2000);

@@ -268,8 +268,9 @@ struct report_mail {
     const char *from; /* plain addresses */
     const char *const *to;
     size_t n_to;
-    const char *review_url; /* linked in the text, or NULL */
-    const char *label;      /* put before the subject (UTF-8: a company, a ledger), or NULL */
+    const char *review_url;     /* linked in the text, or NULL */
+    const char *subject_prefix; /* put before the subject (UTF-8: a company, a failed unit),
+                                 * or NULL */
 };
 /* Sends r. APBOT_OK once the server accepted it; APBOT_E_INVAL (addresses, URL), APBOT_E_NET
  * (the server, TLS, authentication), APBOT_E_IO; detail in err, never the password. */
@@ -287,8 +288,8 @@ int report_mail_addresses(const char *list, char *store, size_t store_len, const
 int report_mail_url_ok(const char *url, char *err, size_t errlen) APBOT_MUST_USE;
 
 #ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
-/* The subject: "[LABEL: ]apbot report DATE (FLOW): STATUS[ (N findings)]". */
-void report_mail_subject(const struct report *r, const char *label, char *buf, size_t len);
+/* The subject: "[PREFIX ]apbot report DATE (FLOW): STATUS[ (N findings)]". */
+void report_mail_subject(const struct report *r, const char *prefix, char *buf, size_t len);
 /* The text, appended to out; attachment (may be NULL) is named at its end. */
 int report_mail_text(const struct report *r, const char *review_url, const char *attachment,
                      struct apbot_buf *out);
