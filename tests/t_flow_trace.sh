@@ -20,25 +20,10 @@ INV=$SRC/fixtures/invoices/good.csv
 . "$SRC/tests/lib/harness.sh"
 harness_init trace
 
-# start_ui UI: the erp-sim program with that UI, admin on, no service times, no search lag.
+# start_ui UI: the erp-sim program with that UI on a fast scenario.
 start_ui() {
-    local scn=$work/fast.scn
-    printf '%s\n' 'slots = 4' 'service_ms.login = 0' 'service_ms.form = 0' \
-        'service_ms.check = 0' 'service_ms.post = 0' 'service_ms.search = 0' \
-        'service_ms.journal = 0' 'index_lag_ms = 0' >"$scn"
-    : >"$work/sim.out"
-    "$ERPSIM_BIN" --port 0 --admin --ui "$1" --scenario "$scn" >"$work/sim.out" 2>"$work/sim.err" &
-    sim_pid=$!
-    port=""
-    for _ in $(seq 1 100); do
-        port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
-        [ -n "$port" ] && break
-        sleep 0.05
-    done
-    [ -n "$port" ] || { echo "erp-sim did not start" >&2; cat "$work/sim.err" >&2; exit 1; }
-    erp=http://127.0.0.1:$port
-    export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
-    unset APBOT_ERP_URL APBOT_DB
+    fast_scenario "$work/fast.scn"
+    sim_launch --ui "$1" --scenario "$work/fast.scn"
 }
 
 stop_ui() {

@@ -25,15 +25,6 @@ PY=${APBOT_TEST_PYTHON:-/usr/bin/python3}
 
 . "$SRC/tests/lib/harness.sh"
 harness_init metrics
-serve_pid=""
-metrics_cleanup() {
-    if [ -n "$serve_pid" ]; then
-        kill "$serve_pid" 2>/dev/null || true
-        wait "$serve_pid" 2>/dev/null || true
-    fi
-    harness_cleanup
-}
-trap metrics_cleanup EXIT
 
 "$PY" -c 'import prometheus_client' 2>/dev/null || {
     echo "t_metrics: $PY has no prometheus_client (python3-prometheus-client; make test-deps)" >&2
@@ -62,17 +53,7 @@ printf '%s\n' 'slots = 4' 'service_ms.login = 5' 'service_ms.form = 5..10' \
     'service_ms.check = 5..10' 'service_ms.post = 100..200' 'service_ms.search = 10..20' \
     'service_ms.journal = 5' 'index_lag_ms = 0' 'fault.overload503 = 0.04' \
     'fault.overload429 = 0.03' >"$scn"
-"$ERPSIM_BIN" --port 0 --admin --scenario "$scn" --seed 33 >"$work/sim.out" 2>"$work/sim.err" &
-sim_pid=$!
-port=""
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
-    [ -n "$port" ] && break
-    sleep 0.05
-done
-[ -n "$port" ] || { echo "erp-sim did not start" >&2; exit 1; }
-erp=http://127.0.0.1:$port
-export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
+sim_launch --scenario "$scn" --seed 33
 unset APBOT_ERP_URL APBOT_DB APBOT_REVIEW_PASSWORD
 
 "$GEN" --month-end --head 60 --out "$work/invoices.csv"

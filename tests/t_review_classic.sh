@@ -24,33 +24,10 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 
 . "$SRC/tests/lib/harness.sh"
 harness_init reviewclassic
-serve_pid=""
-rc_cleanup() {
-    if [ -n "$serve_pid" ]; then
-        kill "$serve_pid" 2>/dev/null || true
-        wait "$serve_pid" 2>/dev/null || true
-    fi
-    harness_cleanup
-}
-trap rc_cleanup EXIT
 
 # ---- the classic ERP, its report without a currency column ----------------------------------
-printf '%s\n' 'slots = 4' 'service_ms.login = 0' 'service_ms.form = 0' 'service_ms.check = 0' \
-    'service_ms.post = 0' 'service_ms.search = 0' 'service_ms.journal = 0' 'index_lag_ms = 0' \
-    'list_currency = off' >"$work/classic.scn"
-"$ERPSIM_BIN" --port 0 --admin --ui classic --scenario "$work/classic.scn" \
-    >"$work/sim.out" 2>"$work/sim.err" &
-sim_pid=$!
-port=""
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
-    [ -n "$port" ] && break
-    sleep 0.05
-done
-[ -n "$port" ] || { echo "erp-sim did not start" >&2; cat "$work/sim.err" >&2; exit 1; }
-erp=http://127.0.0.1:$port
-export APBOT_ERP_USER=clerk APBOT_ERP_PASSWORD=acme-demo
-unset APBOT_ERP_URL APBOT_DB
+fast_scenario "$work/classic.scn" 'list_currency = off'
+sim_launch --ui classic --scenario "$work/classic.scn"
 
 # The search as a CGI-era ERP's URL has it: every column flag of the search form (the
 # simulator reads only the reference).

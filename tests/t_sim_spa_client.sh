@@ -20,15 +20,7 @@ if ! [ -x "$CHROMIUM" ] || ! command -v node >/dev/null; then
     exit 0
 fi
 
-"$ERPSIM_BIN" --port 0 --ui spa --admin --seed 5 >"$work/sim.out" 2>"$work/sim.err" &
-sim_pid=$!
-port=""
-for _ in $(seq 1 100); do
-    port=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/sim.out" | head -n1)
-    [ -n "$port" ] && break
-    sleep 0.05
-done
-[ -n "$port" ] || { echo "erp-sim did not start" >&2; cat "$work/sim.err" >&2; exit 1; }
+sim_launch --ui spa --seed 5
 
 drc=0
 HOME=$work CHROMIUM=$CHROMIUM SIM_URL=http://127.0.0.1:$port \
