@@ -66,17 +66,13 @@ void secret_free(char *s)
     }
 }
 
-/* Reads the secret file at path (shown as `what` in messages). *ret: heap, NULL when empty. */
-static int secret_read_file(const char *path, bool nofollow, const char *what, char **ret,
-                            char *err, size_t errlen)
+int secret_open_private(const char *path, bool nofollow, const char *what, int *ret_fd, char *err,
+                        size_t errlen)
 {
-    char buf[SECRET_FILE_MAX + 2];
     struct stat st;
-    size_t n = 0;
     /* O_NONBLOCK: a FIFO is refused, not waited on (a regular file reads as without it) */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
 
-    *ret = NULL;
     if (fd < 0)
         return apbot_fail(err, errlen, APBOT_E_IO, "%s: %.200s: %s", what, path, strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -90,6 +86,22 @@ static int secret_read_file(const char *path, bool nofollow, const char *what, c
                           "file must be 0600 or 0400 (chmod 600 %.200s)",
                           what, path, (unsigned)(st.st_mode & 0777), path);
     }
+    *ret_fd = fd;
+    return APBOT_OK;
+}
+
+/* Reads the secret file at path (shown as `what` in messages). *ret: heap, NULL when empty. */
+static int secret_read_file(const char *path, bool nofollow, const char *what, char **ret,
+                            char *err, size_t errlen)
+{
+    char buf[SECRET_FILE_MAX + 2];
+    size_t n = 0;
+    int fd = -1;
+    int rc = secret_open_private(path, nofollow, what, &fd, err, errlen);
+
+    *ret = NULL;
+    if (rc != APBOT_OK)
+        return rc;
     for (;;) {
         ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
         if (r < 0 && errno == EINTR)

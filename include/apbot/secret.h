@@ -18,6 +18,7 @@
 #ifndef APBOT_SECRET_H
 #define APBOT_SECRET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define SECRET_FILE_MAX 4096
@@ -55,6 +56,17 @@ char *secret_dup(enum secret_id id);
 
 /* Wipes and forgets what secret_load_all kept (at exit). */
 void secret_forget_all(void);
+
+/*
+ * Opens path for reading under the rule every secret file follows (and the reviewers file,
+ * reviewers.h): a regular file (a FIFO is refused without waiting) whose mode gives its group
+ * and others nothing. nofollow: a final symbolic link is refused. what names the file in
+ * messages. On success *ret_fd is an open descriptor (O_CLOEXEC) the caller closes; otherwise
+ * APBOT_E_IO (cannot open) or APBOT_E_INVAL (not a regular file, readable by others) with what,
+ * the path and why in err, and *ret_fd untouched.
+ */
+int secret_open_private(const char *path, bool nofollow, const char *what, int *ret_fd, char *err,
+                        size_t errlen);
 
 /* Wipes s (NUL-terminated) and frees it. NULL is fine. */
 void secret_free(char *s);
