@@ -14,7 +14,7 @@
 set -eu
 pkgs=(cmake make gcc pkg-config libcurl4-openssl-dev libxml2-dev libsqlite3-dev libssl-dev
       libpcre2-dev libcmocka-dev libmicrohttpd-dev libcsv-dev libjansson-dev libqpdf-dev
-      zlib1g-dev sqlite3 curl libpq-dev)
+      zlib1g-dev sqlite3 curl libpq-dev libcrypt-dev)
 test_pkgs=(chromium nodejs postgresql postgresql-client valgrind systemd
            python3-prometheus-client python3-aiosmtpd openssl)
 if [ "${1:-}" = "--test" ]; then
