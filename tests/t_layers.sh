@@ -26,7 +26,7 @@ declare -A face=(
     [apbot]=lib [error]=base [mem]=base [buf]=base [text]=base [clock]=base [secret]=base
     [money]=model [invoice]=model [linetax]=model [machine]=model
     [reader]=input [vendors]=input [store]=queue [flow]=flow [erp]=erp [runner]=run
-    [review]=office [report]=office [serve]=office [trace]=office
+    [review]=office [reviewers]=office [report]=office [serve]=office [trace]=office
 )
 
 bad=0

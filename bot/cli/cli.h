@@ -11,7 +11,8 @@ enum cli_exit {
     CLI_EXIT_OK = 0,         /* done, nothing to report */
     CLI_EXIT_ERROR = 1,      /* generic failure (database, file, ERP unusable for a command) */
     CLI_EXIT_USAGE = 2,      /* bad command line */
-    CLI_EXIT_REFUSED = 3,    /* enqueue: some input refused or conflicting; resolve: refused */
+    CLI_EXIT_REFUSED = 3,    /* enqueue: some input refused or conflicting; resolve: refused;
+                              * reviewer: the login is taken or unknown */
     CLI_EXIT_SYSTEMIC = 4,   /* run: stopped by the circuit breaker (ERP unusable) */
     CLI_EXIT_DRIFT = 5,      /* report: drift found between the queue and the ERP */
     CLI_EXIT_UNBALANCED = 6, /* report: items do not balance */
@@ -32,6 +33,7 @@ int cli_flow(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_report(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_review(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv);
+int cli_reviewer(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_serve(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_migrate(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_audit(const struct cli_ctx *ctx, int argc, char **argv);

@@ -29,6 +29,9 @@ static const struct {
     {"resolve", cli_resolve,
      "resolve ID --posted DOC --flow FILE [--force REASON] | --requeue | --reject REASON\n"
      "              [--by NAME] [--note TEXT] [--expect-version V]"},
+    {"reviewer", cli_reviewer,
+     "reviewer add|passwd|set|remove|list [LOGIN] [--role viewer|reviewer] [--name TEXT]\n"
+     "              [--file FILE]   who may sign in to the review page"},
     {"report", cli_report,
      "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
      "[--out FILE]"},
@@ -55,13 +58,15 @@ static void usage(FILE *out)
             "  --erp URL     ERP base URL (default $APBOT_ERP_URL or the flow's)\n"
             "  --help, --version\n"
             "\nenvironment: APBOT_ERP_USER, APBOT_ERP_PASSWORD (ERP credentials; never logged),\n"
-            "  APBOT_REVIEW_PASSWORD (serve: required to listen beyond loopback)\n"
+            "  APBOT_REVIEWERS (serve, reviewer: the reviewers file), APBOT_REVIEW_PASSWORD\n"
+            "  (serve without a reviewers file: one shared password)\n"
             "\nexit codes:\n"
             "  0  ok\n"
             "  1  error (database, file, ERP unusable for this command)\n"
             "  2  usage error\n"
             "  3  enqueue refused or found conflicting input; resolve refused; review or\n"
-            "     resolve of an unknown item; flow trace: the invoice was rejected\n"
+            "     resolve of an unknown item; flow trace: the invoice was rejected;\n"
+            "     reviewer: the login is taken or unknown\n"
             "  4  run stopped by the circuit breaker (ERP unreachable, login refused,\n"
             "     entry form missing or changed); untouched items stay queued\n"
             "  5  report found drift (duplicates, missing, orphans, mismatches)\n"
