@@ -158,7 +158,7 @@ expect_grep list_new "$work/list_new.out" "\"RV-4\""
 # ---- the audit trail ----------------------------------------------------------------------
 run audit1 review "$i1" --json
 expect_grep audit1 "$work/audit1.out" "\"actor\": \"operator:alice\""
-expect_grep audit1 "$work/audit1.out" "verified in the ERP: key $k1 is document $fixed1 with 119\.00 EUR; note: ticket 42"
+expect_grep audit1 "$work/audit1.out" "verified in the ERP: key $k1 is document $fixed1 with 119\.00 EUR; note: ticket 42; by alice on the command line, OS user $(id -un) \(uid $(id -u)\)\""
 expect_grep audit1 "$work/audit1.out" "\"erp_doc\": \"$fixed1\""
 run audit2 review "$i2" --json
 expect_grep audit2 "$work/audit2.out" "\"actor\": \"operator:bob\""

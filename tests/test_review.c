@@ -336,6 +336,8 @@ static void test_review_decide_posted(void **state)
     d.action = REVIEW_POSTED;
     d.doc = "AP-2026-999999";
     d.operator_name = "alice";
+    d.display_name = "Alice Example";
+    d.auth = REVIEW_AUTH_PASSWORD;
     d.note = "clerk says so";
     d.require_note = true;
     d.expect_version = v0;
@@ -370,8 +372,17 @@ static void test_review_decide_posted(void **state)
     assert_string_equal(r.item.erp_doc, doc);
     assert_string_equal(r.events[r.n_events - 1].actor, "operator:alice");
     assert_non_null(strstr(r.events[r.n_events - 1].detail, "verified in the ERP"));
-    assert_non_null(strstr(r.events[r.n_events - 1].detail, "note: ticket 42"));
+    assert_non_null(strstr(r.events[r.n_events - 1].detail,
+                           "note: ticket 42; by alice (Alice Example), signed in with their own "
+                           "password"));
     review_item_done(&r);
+
+    /* a display name that cannot be recorded is a malformed decision */
+    d.display_name = "line\nbreak";
+    assert_int_equal(review_decide(x.st, x.flow, x.e.url, &d, &res), APBOT_OK);
+    assert_int_equal(res.verdict, REVIEW_INVALID);
+    review_result_done(&res);
+    d.display_name = "Alice Example";
 
     /* the same decision again, on the version it was taken on: refused as stale */
     assert_int_equal(review_decide(x.st, x.flow, x.e.url, &d, &res), APBOT_OK);
@@ -473,6 +484,47 @@ static void test_review_decide_stale_and_policy(void **state)
     fx_stop(&x);
 }
 
+struct who_row {
+    const char *name, *display, *os_user;
+    enum review_auth auth;
+    const char *want;
+};
+
+/* clang-format off */
+static const struct who_row who_table[] = {
+    {"alice", "Alice Example", NULL, REVIEW_AUTH_PASSWORD,
+     "by alice (Alice Example), signed in with their own password"},
+    {"alice", NULL, NULL, REVIEW_AUTH_PASSWORD, "by alice, signed in with their own password"},
+    {"alice", "", NULL, REVIEW_AUTH_PASSWORD, "by alice, signed in with their own password"},
+    {"bob", "Bob B.", NULL, REVIEW_AUTH_PROXY,
+     "by bob (Bob B.), identified by the company's login proxy"},
+    {"erin", "ignored", NULL, REVIEW_AUTH_SHARED,
+     "by erin, signed in with the shared review password (the name is as typed at sign-in)"},
+    {"carol", NULL, "root (uid 0)", REVIEW_AUTH_CLI,
+     "by carol on the command line, OS user root (uid 0)"},
+    {"carol", NULL, NULL, REVIEW_AUTH_CLI, "by carol on the command line, OS user unknown"},
+    {"carol", NULL, NULL, REVIEW_AUTH__COUNT, "by carol, authenticated in no known way"},
+};
+/* clang-format on */
+
+static void test_review_who(void **state)
+{
+    char buf[512];
+    (void)state;
+    for (size_t i = 0; i < sizeof(who_table) / sizeof(who_table[0]); i++) {
+        const struct who_row *r = &who_table[i];
+        struct review_decision d = {.operator_name = r->name,
+                                    .display_name = r->display,
+                                    .os_user = r->os_user,
+                                    .auth = r->auth};
+        review_who(&d, buf, sizeof(buf));
+        if (strcmp(buf, r->want) != 0)
+            fail_msg("row %zu: '%s', want '%s'", i, buf, r->want);
+    }
+    assert_string_equal(review_auth_name(REVIEW_AUTH_PROXY), "proxy");
+    assert_string_equal(review_auth_name(REVIEW_AUTH__COUNT), "invalid");
+}
+
 static void test_review_queue_and_json(void **state)
 {
     struct fx x;
@@ -538,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_review_decide_posted),
         cmocka_unit_test(test_review_decide_stale_and_policy),
         cmocka_unit_test(test_review_queue_and_json),
+        cmocka_unit_test(test_review_who),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

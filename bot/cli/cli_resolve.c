@@ -6,6 +6,7 @@
  * The decision itself (the policy, the verification of a posted document in the ERP through
  * the flow's lookup, the optimistic check and the audit event) lives in the review module,
  * which the review page uses too; this file parses the command line and prints the verdict.
+ * The audit event records --by NAME and, beside it, the OS user who ran the command.
  * Exit codes: 0 recorded, 3 refused, 1 error (database; ERP unreadable while verifying
  * without --force), 2 usage.
  */
@@ -14,7 +15,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pwd.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "apbot/error.h"
@@ -29,7 +32,8 @@ static void resolve_usage(FILE *out)
     fprintf(out, "usage: apbot resolve ID --posted DOC --flow FILE [--force REASON]\n"
                  "       apbot resolve ID --requeue\n"
                  "       apbot resolve ID --reject REASON\n"
-                 "  options: --by NAME (default: the login name), --note TEXT,\n"
+                 "  options: --by NAME (default: the login name; the OS user is recorded\n"
+                 "           beside it), --note TEXT,\n"
                  "           --expect-version V (refuse if the item changed since version V,\n"
                  "           as shown by apbot review ID --json)\n"
                  "\n"
@@ -54,6 +58,22 @@ static const char *operator_name(const char *by)
     if (n && *n)
         return n;
     return NULL;
+}
+
+/* The OS user running the command, "root (uid 0)", into buf: recorded beside --by, which is
+ * only what the operator typed. */
+static const char *os_user(char *buf, size_t len)
+{
+    struct passwd pw, *found = NULL;
+    char pwbuf[4096];
+    uid_t uid = geteuid();
+
+    if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &found) == 0 && found && found->pw_name &&
+        *found->pw_name)
+        snprintf(buf, len, "%s (uid %u)", found->pw_name, (unsigned)uid);
+    else
+        snprintf(buf, len, "uid %u", (unsigned)uid);
+    return buf;
 }
 
 /* The ERP exchanges a refused verification saw, for the operator (escaped: ERP text). */
@@ -83,7 +103,7 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     struct flow *f = NULL;
     struct review_decision d;
     struct review_result res;
-    char err[APBOT_ERR_LEN], msg[1200];
+    char err[APBOT_ERR_LEN], msg[1200], user[320];
     char *flow_err = NULL;
     int status = CLI_EXIT_ERROR;
 
@@ -157,6 +177,8 @@ int cli_resolve(const struct cli_ctx *ctx, int argc, char **argv)
     d.reason = reject;
     d.force = force;
     d.operator_name = operator_name(by);
+    d.auth = REVIEW_AUTH_CLI;
+    d.os_user = os_user(user, sizeof(user));
     d.note = note;
     d.expect_version = expect_version;
 

@@ -783,6 +783,48 @@ static void keep_evidence(struct store *st, int64_t id, const struct review_veri
     }
 }
 
+static const char *const auth_names[REVIEW_AUTH__COUNT] = {
+    [REVIEW_AUTH_CLI] = "command-line",
+    [REVIEW_AUTH_PASSWORD] = "password",
+    [REVIEW_AUTH_PROXY] = "proxy",
+    [REVIEW_AUTH_SHARED] = "shared-password",
+};
+
+const char *review_auth_name(enum review_auth a)
+{
+    return (unsigned)a < REVIEW_AUTH__COUNT ? auth_names[a] : "invalid";
+}
+
+const char *review_who(const struct review_decision *d, char *buf, size_t len)
+{
+    const char *name = nz(d->operator_name);
+    const bool display = d->display_name && *d->display_name;
+
+    switch (d->auth) {
+    case REVIEW_AUTH_CLI:
+        snprintf(buf, len, "by %s on the command line, OS user %s", name,
+                 d->os_user && *d->os_user ? d->os_user : "unknown");
+        return buf;
+    case REVIEW_AUTH_PASSWORD:
+    case REVIEW_AUTH_PROXY:
+        snprintf(buf, len, "by %s%s%s%s, %s", name, display ? " (" : "",
+                 display ? d->display_name : "", display ? ")" : "",
+                 d->auth == REVIEW_AUTH_PASSWORD ? "signed in with their own password"
+                                                 : "identified by the company's login proxy");
+        return buf;
+    case REVIEW_AUTH_SHARED:
+        snprintf(buf, len,
+                 "by %s, signed in with the shared review password (the name is as typed at "
+                 "sign-in)",
+                 name);
+        return buf;
+    case REVIEW_AUTH__COUNT:
+        break;
+    }
+    snprintf(buf, len, "by %s, authenticated in no known way", name);
+    return buf;
+}
+
 /* Checks the decision's own fields. Returns false with the message set. */
 static bool decision_ok(const struct review_decision *d, struct review_result *r)
 {
@@ -796,6 +838,12 @@ static bool decision_ok(const struct review_decision *d, struct review_result *r
                    d->operator_name && *d->operator_name ? "the reviewer's name is not usable"
                                                          : "no reviewer's name",
                    REVIEW_NAME_MAX);
+        return false;
+    }
+    if ((unsigned)d->auth >= REVIEW_AUTH__COUNT ||
+        (d->display_name && *d->display_name && !review_text_ok(d->display_name)) ||
+        (d->os_user && *d->os_user && !review_text_ok(d->os_user))) {
+        result_set(r, REVIEW_INVALID, "who decides is not known well enough to record it");
         return false;
     }
     if (d->action == REVIEW_POSTED && !review_doc_ok(d->doc)) {
@@ -829,7 +877,7 @@ static bool decision_ok(const struct review_decision *d, struct review_result *r
 static void decision_detail(const struct review_decision *d, const struct store_item *it,
                             struct review_result *r)
 {
-    char buf[1536];
+    char buf[1536], who[512];
 
     r->detail[0] = '\0';
     switch (d->action) {
@@ -856,6 +904,14 @@ static void decision_detail(const struct review_decision *d, const struct store_
         detail_add(r, "; note: ");
         detail_add(r, d->note);
     }
+    /* who decided is never cut: what comes before it makes room */
+    review_who(d, who, sizeof(who));
+    if (strlen(r->detail) + 2 + strlen(who) >= sizeof(r->detail)) {
+        text_cut_utf8(r->detail, sizeof(r->detail) - 6 - strlen(who));
+        detail_add(r, "...");
+    }
+    detail_add(r, "; ");
+    detail_add(r, who);
 }
 
 int review_decide(struct store *st, const struct flow *f, const char *erp_url,

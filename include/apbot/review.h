@@ -199,6 +199,18 @@ void review_verify_posted(const struct flow *f, const char *erp_url, const struc
 /* NULL is fine. */
 void review_verification_done(struct review_verification *v);
 
+/* How the person deciding was authenticated: the audit event records it beside the name. If
+ * you add one: its words in review_who and its row in test_review's table. */
+enum review_auth {
+    REVIEW_AUTH_CLI = 0,  /* apbot resolve: --by NAME as typed; the OS user is recorded */
+    REVIEW_AUTH_PASSWORD, /* the review page: their own password (the reviewers file) */
+    REVIEW_AUTH_PROXY,    /* the review page: the identity the company's login proxy vouches for */
+    REVIEW_AUTH_SHARED,   /* the review page: the one shared password; the name is as typed */
+    REVIEW_AUTH__COUNT
+};
+/* "command-line", "password", "proxy", "shared-password"; "invalid" for bad values. */
+const char *review_auth_name(enum review_auth a);
+
 /* A decision as a person gives it. Strings are borrowed. */
 struct review_decision {
     int64_t id;
@@ -208,7 +220,11 @@ struct review_decision {
     const char *force;         /* REVIEW_POSTED: record although the ERP does not show the
                                 * document or cannot be asked (never when it conflicts): the
                                 * reason, recorded; NULL = verify or refuse */
-    const char *operator_name; /* required (review_name_ok) */
+    const char *operator_name; /* required (review_name_ok): the login on the page */
+    const char *display_name;  /* the page: the person's display name; may be NULL */
+    enum review_auth auth;     /* how operator_name was authenticated */
+    const char *os_user;       /* REVIEW_AUTH_CLI: the OS user running the command ("root
+                                * (uid 0)"); may be NULL (unknown) */
     const char *note;          /* may be NULL unless require_note */
     bool require_note;         /* the review page requires a note */
     int64_t expect_version;    /* > 0: refused unless the item's version is this */
@@ -229,16 +245,24 @@ struct review_result {
     enum machine_state from, to;
     int64_t version;    /* the item's version after the change (DONE), else as found */
     char message[1024]; /* one sentence for the operator (why refused, what was recorded) */
-    char detail[2048];  /* DONE: the audit event's detail */
+    char detail[2048];  /* DONE: the audit event's detail, ending in review_who's words */
     char actor[REVIEW_NAME_MAX + 16];  /* "operator:NAME" */
     struct review_verification verify; /* POSTED: what the ERP said, its exchanges */
 };
 
 /*
+ * Pure: who decided and how they were authenticated, as the audit event's detail ends, e.g.
+ * "by alice (Alice Example), signed in with their own password" or "by alice on the command
+ * line, OS user root (uid 0)". Into buf (cut to len); returns buf.
+ */
+const char *review_who(const struct review_decision *d, char *buf, size_t len);
+
+/*
  * Takes a decision: checks it, the policy and the optimistic version, verifies a posted
  * document in the ERP through f (f may be NULL only with force), keeps the verification's
  * exchanges as the item's evidence, then re-checks the item and applies the change in one
- * write transaction (machine_next + store_apply, no lease, actor "operator:NAME"), so a change
+ * write transaction (machine_next + store_apply, no lease, actor "operator:NAME", the detail
+ * ending in who decided and how they were authenticated: review_who), so a change
  * made meanwhile (by a runner or another reviewer) refuses the decision. Returns APBOT_OK with
  * the verdict in *ret (free with review_result_done), whatever the verdict.
  */
