@@ -1,9 +1,13 @@
 /*
  * test_serve.c - the review page's safety decisions as tables: where it may listen (loopback
- * always, anything else only with a long enough password), which Host headers it answers on
- * loopback (no DNS rebinding), HTTP Basic (any user, the password compared exactly), and which
- * origins a POST may come from; the format GET /metrics answers in and what it shows. The pages
- * themselves are driven by tests/t_serve.sh, the metrics by tests/t_metrics.sh.
+ * always, anything else only where people must sign in), which Host headers it answers on
+ * loopback (no DNS rebinding), which origins a POST may come from (http and https), who may
+ * ask for what in each mode (serve_access_decide), when a session ends (idle, absolute), the
+ * throttle on failed sign-ins, where a sign-in may send the browser back to (never another
+ * site), which addresses are trusted proxies and which client such a proxy forwards for, and
+ * which header names a proxy's header may have; the format GET /metrics answers in and what
+ * it shows. The pages themselves are driven by tests/t_serve.sh, the metrics by
+ * tests/t_metrics.sh.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "apbot/buf.h"
 #include "apbot/machine.h"
@@ -82,13 +87,17 @@ static void test_serve_exposure(void **state)
 
     assert_int_equal(serve_parse_listen("127.0.0.1:0", &lo, err, sizeof(err)), APBOT_OK);
     assert_int_equal(serve_parse_listen("0.0.0.0:0", &any, err, sizeof(err)), APBOT_OK);
-    assert_int_equal(serve_exposure_ok(&lo, NULL, err, sizeof(err)), APBOT_OK);
-    assert_int_equal(serve_exposure_ok(&lo, "", err, sizeof(err)), APBOT_OK);
-    assert_int_equal(serve_exposure_ok(&any, NULL, err, sizeof(err)), APBOT_E_INVAL);
+    assert_int_equal(serve_exposure_ok(&lo, false, NULL, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(serve_exposure_ok(&lo, false, "", err, sizeof(err)), APBOT_OK);
+    assert_int_equal(serve_exposure_ok(&any, false, NULL, err, sizeof(err)), APBOT_E_INVAL);
     assert_non_null(strstr(err, "APBOT_REVIEW_PASSWORD"));
-    assert_int_equal(serve_exposure_ok(&any, "", err, sizeof(err)), APBOT_E_INVAL);
-    assert_int_equal(serve_exposure_ok(&any, "elevenchars", err, sizeof(err)), APBOT_E_INVAL);
-    assert_int_equal(serve_exposure_ok(&any, "twelve chars", err, sizeof(err)), APBOT_OK);
+    assert_non_null(strstr(err, "--reviewers"));
+    assert_int_equal(serve_exposure_ok(&any, false, "", err, sizeof(err)), APBOT_E_INVAL);
+    assert_int_equal(serve_exposure_ok(&any, false, "elevenchars", err, sizeof(err)),
+                     APBOT_E_INVAL);
+    assert_int_equal(serve_exposure_ok(&any, false, "twelve chars", err, sizeof(err)), APBOT_OK);
+    /* a reviewers file: everyone signs in with their own password */
+    assert_int_equal(serve_exposure_ok(&any, true, NULL, err, sizeof(err)), APBOT_OK);
 }
 
 struct host_row {
@@ -129,60 +138,28 @@ static void test_serve_host(void **state)
     }
 }
 
-struct basic_row {
-    const char *header;
-    const char *password;
-    bool ok;
-};
-
-/* clang-format off */
-static const struct basic_row basic_table[] = {
-    /* "lead:correct horse battery staple" */
-    {"Basic bGVhZDpjb3JyZWN0IGhvcnNlIGJhdHRlcnkgc3RhcGxl", "correct horse battery staple", true},
-    {"basic bGVhZDpjb3JyZWN0IGhvcnNlIGJhdHRlcnkgc3RhcGxl", "correct horse battery staple", true},
-    /* any user: ":correct horse battery staple" */
-    {"Basic OmNvcnJlY3QgaG9yc2UgYmF0dGVyeSBzdGFwbGU=", "correct horse battery staple", true},
-    /* "lead:correct horse battery stapl" (one short) */
-    {"Basic bGVhZDpjb3JyZWN0IGhvcnNlIGJhdHRlcnkgc3RhcGw=", "correct horse battery staple", false},
-    /* "lead:correct horse battery staplee" */
-    {"Basic bGVhZDpjb3JyZWN0IGhvcnNlIGJhdHRlcnkgc3RhcGxlZQ==", "correct horse battery staple", false},
-    /* no colon: "leadcorrect" */
-    {"Basic bGVhZGNvcnJlY3Q=", "correct", false},
-    {"Bearer bGVhZDpjb3JyZWN0", "correct", false},
-    {"Basic !!!!", "correct", false},
-    {"Basic ", "correct", false},
-    {NULL, "correct", false},
-    {"Basic bGVhZDo=", "", false}, /* no password set: nothing passes */
-};
-/* clang-format on */
-
-static void test_serve_basic(void **state)
-{
-    (void)state;
-    for (size_t i = 0; i < sizeof(basic_table) / sizeof(basic_table[0]); i++) {
-        const struct basic_row *r = &basic_table[i];
-        if (serve_basic_ok(r->header, r->password) != r->ok)
-            fail_msg("'%s': want %s", r->header ? r->header : "(none)", r->ok ? "ok" : "refused");
-    }
-}
-
 struct origin_row {
-    const char *origin, *referer, *host;
+    const char *origin, *referer, *scheme, *host;
     bool ok;
 };
 
 /* clang-format off */
 static const struct origin_row origin_table[] = {
-    {"http://127.0.0.1:8470", NULL, "127.0.0.1:8470", true},
-    {"http://127.0.0.1:8471", NULL, "127.0.0.1:8470", false},
-    {"null", NULL, "127.0.0.1:8470", false},
-    {"http://evil.example", "http://127.0.0.1:8470/item/1", "127.0.0.1:8470", false},
-    {NULL, "http://127.0.0.1:8470/item/1", "127.0.0.1:8470", true},
-    {NULL, "http://127.0.0.1:8470", "127.0.0.1:8470", true},
-    {NULL, "http://127.0.0.1:84701/item/1", "127.0.0.1:8470", false},
-    {NULL, "http://evil.example/?http://127.0.0.1:8470/", "127.0.0.1:8470", false},
-    {NULL, NULL, "127.0.0.1:8470", true}, /* the CSRF token still guards it */
-    {"http://127.0.0.1:8470", NULL, NULL, false},
+    {"http://127.0.0.1:8470", NULL, "http", "127.0.0.1:8470", true},
+    {"http://127.0.0.1:8471", NULL, "http", "127.0.0.1:8470", false},
+    {"null", NULL, "http", "127.0.0.1:8470", false},
+    {"http://evil.example", "http://127.0.0.1:8470/item/1", "http", "127.0.0.1:8470", false},
+    {NULL, "http://127.0.0.1:8470/item/1", "http", "127.0.0.1:8470", true},
+    {NULL, "http://127.0.0.1:8470", "http", "127.0.0.1:8470", true},
+    {NULL, "http://127.0.0.1:84701/item/1", "http", "127.0.0.1:8470", false},
+    {NULL, "http://evil.example/?http://127.0.0.1:8470/", "http", "127.0.0.1:8470", false},
+    {NULL, NULL, "http", "127.0.0.1:8470", true}, /* the CSRF token still guards it */
+    {"http://127.0.0.1:8470", NULL, "http", NULL, false},
+    /* over TLS the page's origin is https: plain http is another origin */
+    {"https://review.example.com", NULL, "https", "review.example.com", true},
+    {"http://review.example.com", NULL, "https", "review.example.com", false},
+    {NULL, "https://review.example.com/item/3", "https", "review.example.com", true},
+    {"https://127.0.0.1:8470", NULL, "http", "127.0.0.1:8470", false},
 };
 /* clang-format on */
 
@@ -191,7 +168,7 @@ static void test_serve_origin(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(origin_table) / sizeof(origin_table[0]); i++) {
         const struct origin_row *r = &origin_table[i];
-        if (serve_origin_ok(r->origin, r->referer, r->host) != r->ok)
+        if (serve_origin_ok(r->origin, r->referer, r->scheme, r->host) != r->ok)
             fail_msg("origin %s referer %s host %s: want %s", r->origin ? r->origin : "-",
                      r->referer ? r->referer : "-", r->host ? r->host : "-",
                      r->ok ? "ok" : "refused");
@@ -284,13 +261,218 @@ static void test_serve_metrics_render(void **state)
     free(f);
 }
 
+struct access_row {
+    enum serve_mode mode;
+    bool known;
+    enum reviewers_role role;
+    enum serve_route route;
+    enum serve_access want;
+};
+
+#define OPEN SERVE_MODE_OPEN
+#define SHARED SERVE_MODE_SHARED
+#define FILE_ SERVE_MODE_REVIEWERS
+#define VIEWER REVIEWERS_VIEWER
+#define REVIEWER REVIEWERS_REVIEWER
+
+/* clang-format off */
+static const struct access_row access_table[] = {
+    /* without anyone to sign in: everyone looks, nobody decides */
+    {OPEN,   false, VIEWER,   SERVE_ROUTE_VIEW,   SERVE_ALLOW},
+    {OPEN,   false, VIEWER,   SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
+    {OPEN,   false, REVIEWER, SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
+    {OPEN,   false, VIEWER,   SERVE_ROUTE_ASSET,  SERVE_ALLOW},
+    {OPEN,   false, VIEWER,   SERVE_ROUTE_LOGIN,  SERVE_ALLOW}, /* it says nobody signs in */
+    /* one shared password */
+    {SHARED, false, VIEWER,   SERVE_ROUTE_VIEW,   SERVE_SIGN_IN},
+    {SHARED, false, REVIEWER, SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
+    {SHARED, true,  REVIEWER, SERVE_ROUTE_VIEW,   SERVE_ALLOW},
+    {SHARED, true,  REVIEWER, SERVE_ROUTE_DECIDE, SERVE_ALLOW},
+    {SHARED, false, VIEWER,   SERVE_ROUTE_ASSET,  SERVE_ALLOW}, /* the sign-in page's style */
+    {SHARED, false, VIEWER,   SERVE_ROUTE_LOGIN,  SERVE_ALLOW},
+    {SHARED, false, VIEWER,   SERVE_ROUTE_LOGOUT, SERVE_ALLOW},
+    /* the reviewers file */
+    {FILE_,  false, REVIEWER, SERVE_ROUTE_VIEW,   SERVE_SIGN_IN},
+    {FILE_,  false, REVIEWER, SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
+    {FILE_,  true,  VIEWER,   SERVE_ROUTE_VIEW,   SERVE_ALLOW},
+    {FILE_,  true,  VIEWER,   SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
+    {FILE_,  true,  REVIEWER, SERVE_ROUTE_VIEW,   SERVE_ALLOW},
+    {FILE_,  true,  REVIEWER, SERVE_ROUTE_DECIDE, SERVE_ALLOW},
+    {FILE_,  true,  REVIEWERS_ROLE__COUNT, SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
+    {FILE_,  true,  VIEWER,   SERVE_ROUTE_LOGOUT, SERVE_ALLOW},
+};
+/* clang-format on */
+
+static void test_serve_access(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(access_table) / sizeof(access_table[0]); i++) {
+        const struct access_row *r = &access_table[i];
+        enum serve_access got = serve_access_decide(r->mode, r->known, r->role, r->route);
+        if (got != r->want)
+            fail_msg("row %zu: mode %d known %d role %d route %d: %d, want %d", i, r->mode,
+                     r->known, r->role, r->route, got, r->want);
+    }
+}
+
+struct session_row {
+    int64_t now, created, seen;
+    enum serve_session_state want;
+};
+
+#define IDLE (30 * 60 * 1000)
+#define MAX (10 * 3600 * 1000)
+
+/* clang-format off */
+static const struct session_row session_table[] = {
+    {1000, 1000, 1000, SERVE_SESSION_LIVE},
+    {1000 + IDLE - 1, 1000, 1000, SERVE_SESSION_LIVE},
+    {1000 + IDLE, 1000, 1000, SERVE_SESSION_IDLE},
+    {1000 + IDLE + 5, 1000, 6, SERVE_SESSION_IDLE},
+    /* used every few minutes: alive until the absolute limit, however busy */
+    {1000 + MAX - 1, 1000, 1000 + MAX - 60000, SERVE_SESSION_LIVE},
+    {1000 + MAX, 1000, 1000 + MAX - 1, SERVE_SESSION_EXPIRED},
+    {1000 + MAX + IDLE, 1000, 1000, SERVE_SESSION_EXPIRED}, /* both: expired wins */
+    /* a clock that went back (another boot's stamps): ended, never extended */
+    {500, 1000, 1000, SERVE_SESSION_EXPIRED},
+};
+/* clang-format on */
+
+static void test_serve_session(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(session_table) / sizeof(session_table[0]); i++) {
+        const struct session_row *r = &session_table[i];
+        enum serve_session_state got = serve_session_check(r->now, r->created, r->seen, IDLE, MAX);
+        if (got != r->want)
+            fail_msg("row %zu: %d, want %d", i, got, r->want);
+    }
+}
+
+static void test_serve_throttle(void **state)
+{
+    struct serve_throttle t = {0, 0};
+    const int64_t w = 15 * 60 * 1000;
+    (void)state;
+
+    /* five failures in the window are allowed to happen; the sixth attempt waits */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(serve_throttle_wait(&t, 1000 + i * 1000, 5, w), 0);
+        serve_throttle_fail(&t, 1000 + i * 1000, w);
+    }
+    assert_int_equal(t.failures, 5);
+    assert_int_equal(serve_throttle_wait(&t, 6000, 5, w), w - 5000);
+    assert_int_equal(serve_throttle_wait(&t, 1000 + w - 1, 5, w), 1);
+    /* the window passed: allowed again, and the next failure starts a new window */
+    assert_int_equal(serve_throttle_wait(&t, 1000 + w, 5, w), 0);
+    serve_throttle_fail(&t, 1000 + w, w);
+    assert_int_equal(t.failures, 1);
+    assert_int_equal(t.since, 1000 + w);
+    /* a clock that went back: not a reason to wait forever */
+    t.failures = 9;
+    assert_int_equal(serve_throttle_wait(&t, 10, 5, w), 0);
+}
+
+struct next_row {
+    const char *next, *want;
+};
+
+/* clang-format off */
+static const struct next_row next_table[] = {
+    {"/queue", "/queue"},
+    {"/queue?tab=exceptions", "/queue?tab=exceptions"},
+    {"/item/42", "/item/42"},
+    {NULL, "/"},
+    {"", "/"},
+    {"queue", "/"},
+    {"//evil.example/", "/"},
+    {"/\\evil.example/", "/"},
+    {"/a\\b", "/"},
+    {"https://evil.example/", "/"},
+    {"/item/1 x", "/"},
+    {"/item/1\r\nSet-Cookie: x=y", "/"},
+    {"/login", "/"},
+    {"/logout", "/"},
+    {"/report?date=2026-11-03", "/report?date=2026-11-03"},
+};
+/* clang-format on */
+
+static void test_serve_next(void **state)
+{
+    char longpath[700];
+    (void)state;
+    for (size_t i = 0; i < sizeof(next_table) / sizeof(next_table[0]); i++)
+        if (strcmp(serve_next_path(next_table[i].next), next_table[i].want) != 0)
+            fail_msg("row %zu: '%s', want '%s'", i, serve_next_path(next_table[i].next),
+                     next_table[i].want);
+    longpath[0] = '/';
+    memset(longpath + 1, 'a', sizeof(longpath) - 2);
+    longpath[sizeof(longpath) - 1] = '\0';
+    assert_string_equal(serve_next_path(longpath), "/");
+}
+
+static void test_serve_proxies(void **state)
+{
+    struct serve_proxies p;
+    struct serve_ip ip;
+    char err[256], client[64];
+    (void)state;
+
+    assert_int_equal(serve_parse_proxies(NULL, &p, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(p.n, 0);
+    assert_int_equal(serve_parse_proxies("10.0.0.5, ::1,[fd00::7]", &p, err, sizeof(err)),
+                     APBOT_OK);
+    assert_int_equal(p.n, 3);
+    assert_int_equal(serve_parse_proxies("10.0.0.5,proxy.example", &p, err, sizeof(err)),
+                     APBOT_E_INVAL);
+    assert_non_null(strstr(err, "proxy.example"));
+    assert_int_equal(serve_parse_proxies("10.0.0.0/8", &p, err, sizeof(err)), APBOT_E_INVAL);
+    assert_int_equal(serve_parse_proxies("10.0.0.5,", &p, err, sizeof(err)), APBOT_E_INVAL);
+
+    assert_int_equal(serve_parse_proxies("10.0.0.5,::1", &p, err, sizeof(err)), APBOT_OK);
+    ip.family = AF_INET;
+    memcpy(ip.a, (unsigned char[]){10, 0, 0, 5}, 4);
+    assert_true(serve_ip_listed(&p, &ip));
+    memcpy(ip.a, (unsigned char[]){10, 0, 0, 6}, 4);
+    assert_false(serve_ip_listed(&p, &ip));
+    memset(&ip, 0, sizeof(ip));
+    ip.family = AF_INET6;
+    ip.a[15] = 1;
+    assert_true(serve_ip_listed(&p, &ip));
+    /* an IPv4-mapped IPv6 peer is compared as the IPv4 address it is */
+    assert_int_equal(serve_parse_proxies("::ffff:10.0.0.5", &p, err, sizeof(err)), APBOT_OK);
+    ip.family = AF_INET;
+    memcpy(ip.a, (unsigned char[]){10, 0, 0, 5}, 4);
+    assert_true(serve_ip_listed(&p, &ip));
+
+    /* the client a proxy forwards for: the last entry (the one the proxy added) */
+    assert_true(serve_forwarded_client("203.0.113.9", client, sizeof(client)));
+    assert_string_equal(client, "203.0.113.9");
+    assert_true(serve_forwarded_client("1.2.3.4, 203.0.113.9", client, sizeof(client)));
+    assert_string_equal(client, "203.0.113.9");
+    assert_true(serve_forwarded_client("1.2.3.4,2001:db8::1 ", client, sizeof(client)));
+    assert_string_equal(client, "2001:db8::1");
+    assert_false(serve_forwarded_client("203.0.113.9, evil", client, sizeof(client)));
+    assert_false(serve_forwarded_client("", client, sizeof(client)));
+    assert_false(serve_forwarded_client(NULL, client, sizeof(client)));
+
+    assert_true(serve_header_name_ok("X-Remote-User"));
+    assert_true(serve_header_name_ok("X_Auth_Request_User"));
+    assert_false(serve_header_name_ok("X-Remote-User:"));
+    assert_false(serve_header_name_ok("X Remote"));
+    assert_false(serve_header_name_ok(""));
+    assert_false(serve_header_name_ok(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_serve_parse_listen),   cmocka_unit_test(test_serve_exposure),
-        cmocka_unit_test(test_serve_host),           cmocka_unit_test(test_serve_basic),
-        cmocka_unit_test(test_serve_origin),         cmocka_unit_test(test_serve_metrics_format),
-        cmocka_unit_test(test_serve_metrics_render),
+        cmocka_unit_test(test_serve_host),           cmocka_unit_test(test_serve_origin),
+        cmocka_unit_test(test_serve_metrics_format), cmocka_unit_test(test_serve_metrics_render),
+        cmocka_unit_test(test_serve_access),         cmocka_unit_test(test_serve_session),
+        cmocka_unit_test(test_serve_throttle),       cmocka_unit_test(test_serve_next),
+        cmocka_unit_test(test_serve_proxies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

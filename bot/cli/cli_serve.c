@@ -1,13 +1,16 @@
 /*
- * cli_serve.c - `apbot serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]`: the review
- * page over the queue database (serve.c), until SIGINT or SIGTERM.
+ * cli_serve.c - `apbot serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL] [--reviewers
+ * FILE] [--trusted-proxy ADDR[,ADDR]] [--proxy-header NAME] [--session-idle S]
+ * [--session-max S]`: the review page over the queue database (serve.c), until SIGINT or
+ * SIGTERM.
  *
  * The flow is what verifies a "posted as DOC" decision and reads the ERP's listing for the
- * report; APBOT_ERP_USER / APBOT_ERP_PASSWORD are its credentials, APBOT_REVIEW_PASSWORD the
- * page's own (required for an address that is not loopback). The first line on stdout is
- * "listening on http://HOST:PORT" (--listen HOST:0 picks a free port); decisions are logged on
- * stderr, one line each. Exit codes: 0 stopped by a signal, 1 error (database, flow, address in
- * use), 2 usage (including an unsafe --listen).
+ * report; APBOT_ERP_USER / APBOT_ERP_PASSWORD are its credentials. Who may sign in: the
+ * reviewers file (--reviewers or APBOT_REVIEWERS), else the shared APBOT_REVIEW_PASSWORD, else
+ * nobody (loopback only, read-only). The first line on stdout is "listening on
+ * http://HOST:PORT" (--listen HOST:0 picks a free port); decisions, sign-ins and refusals are
+ * logged on stderr, one line each. Exit codes: 0 stopped by a signal, 1 error (database, flow,
+ * reviewers file, address in use), 2 usage (including an unsafe --listen).
  */
 #include "cli.h"
 
@@ -36,18 +39,42 @@ static void serve_usage(FILE *out)
 {
     fprintf(out,
             "usage: apbot serve --flow FILE [--listen HOST:PORT] [--erp URL]\n"
+            "                   [--reviewers FILE] [--trusted-proxy ADDR[,ADDR...]]\n"
+            "                   [--proxy-header NAME] [--session-idle SECONDS]\n"
+            "                   [--session-max SECONDS]\n"
             "\n"
             "The review queue and the daily report as a local web page (default listen\n"
-            "%s). An address that is not loopback needs APBOT_REVIEW_PASSWORD (or its _FILE\n"
-            "form, or the systemd credential review-password; then every request needs it,\n"
-            "HTTP Basic). Stop with Ctrl-C or SIGTERM.\n"
-            "exit codes: 0 stopped, 1 error (database, flow, address in use), 2 usage\n",
-            SERVE_DEFAULT_LISTEN);
+            "%s). Who may sign in and decide: the reviewers file (--reviewers, default\n"
+            "$APBOT_REVIEWERS; apbot reviewer add), each person with their own password and\n"
+            "role; behind the company's login proxy, the person named in its header (default\n"
+            "%s), believed only from the --trusted-proxy addresses. Without a reviewers\n"
+            "file, APBOT_REVIEW_PASSWORD (or its _FILE form, or the systemd credential\n"
+            "review-password) is one shared password; with neither, the page is read-only\n"
+            "and loopback only. Sessions end after --session-idle (default %d) and\n"
+            "--session-max (default %d) seconds. Stop with Ctrl-C or SIGTERM.\n"
+            "exit codes: 0 stopped, 1 error (database, flow, reviewers file, address in use),\n"
+            "2 usage\n",
+            SERVE_DEFAULT_LISTEN, SERVE_PROXY_HEADER, SERVE_SESSION_IDLE_S, SERVE_SESSION_MAX_S);
+}
+
+/* A number of seconds for option name; false (with a message) when it is none. */
+static bool seconds_arg(const char *name, const char *v, int *ret)
+{
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (!end || *end || n <= 0 || n > 7 * 24 * 3600) {
+        fprintf(stderr, "apbot serve: %s wants seconds (1 to a week)\n", name);
+        return false;
+    }
+    *ret = (int)n;
+    return true;
 }
 
 int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
 {
     const char *flow_path = NULL, *listen = SERVE_DEFAULT_LISTEN, *erp_url = ctx->erp_url;
+    const char *reviewers = getenv("APBOT_REVIEWERS"), *proxies = NULL, *proxy_header = NULL;
+    int idle_s = 0, max_s = 0;
     struct serve_options opt;
     struct serve_addr addr;
     struct flow *f = NULL;
@@ -68,6 +95,20 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
             listen = argv[++i];
         } else if (strcmp(argv[i], "--erp") == 0 && has) {
             erp_url = argv[++i];
+        } else if (strcmp(argv[i], "--reviewers") == 0 && has) {
+            reviewers = argv[++i];
+        } else if (strcmp(argv[i], "--trusted-proxy") == 0 && has) {
+            proxies = argv[++i];
+        } else if (strcmp(argv[i], "--proxy-header") == 0 && has) {
+            proxy_header = argv[++i];
+        } else if (strcmp(argv[i], "--session-idle") == 0 && has) {
+            if (!seconds_arg(argv[i], argv[i + 1], &idle_s))
+                return CLI_EXIT_USAGE;
+            i++;
+        } else if (strcmp(argv[i], "--session-max") == 0 && has) {
+            if (!seconds_arg(argv[i], argv[i + 1], &max_s))
+                return CLI_EXIT_USAGE;
+            i++;
         } else {
             fprintf(stderr, "apbot serve: unknown or incomplete option '%s'\n", argv[i]);
             serve_usage(stderr);
@@ -80,9 +121,21 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
         serve_usage(stderr);
         return CLI_EXIT_USAGE;
     }
+    if (reviewers && !*reviewers)
+        reviewers = NULL;
     review_password = secret_dup(SECRET_REVIEW_PASSWORD);
+    if (reviewers && review_password) {
+        /* the file says who may decide, each by name: one password for all is not used */
+        fprintf(stderr,
+                "apbot serve: APBOT_REVIEW_PASSWORD is not used: the reviewers file %s "
+                "says who may sign in\n",
+                reviewers);
+        secret_free(review_password);
+        review_password = NULL;
+    }
     if (serve_parse_listen(listen, &addr, err, sizeof(err)) != APBOT_OK ||
-        serve_exposure_ok(&addr, review_password, err, sizeof(err)) != APBOT_OK) {
+        serve_exposure_ok(&addr, reviewers != NULL, review_password, err, sizeof(err)) !=
+            APBOT_OK) {
         fprintf(stderr, "apbot serve: %s\n", err);
         secret_free(review_password);
         return CLI_EXIT_USAGE;
@@ -110,6 +163,11 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     opt.erp_url = erp_url;
     opt.listen = listen;
     opt.password = review_password;
+    opt.reviewers_path = reviewers;
+    opt.trusted_proxies = proxies;
+    opt.proxy_header = proxy_header;
+    opt.session_idle_s = idle_s;
+    opt.session_max_s = max_s;
     opt.stop = &serve_stop;
     opt.announce = stdout;
     opt.log = stderr;

@@ -4,12 +4,13 @@
  * serve_item.c, serve_report.c) sees it.
  *
  * What it guards, in the order a request meets it: the Host header on loopback (DNS
- * rebinding), HTTP Basic when a password is set, the method and body size, then for a POST
- * the form's content type, its origin, the session cookie (random, signed with a key made at
- * start) and the CSRF token derived from it (checked with the form, serve_item.c). Pages are
- * never cached, never framed and run no script (Content-Security-Policy without script-src).
- * Each request opens the queue itself and closes it when answered, so a running `apbot run`
- * is never held up for longer than one of the store's own transactions.
+ * rebinding), the method and body size, who is asking (serve_auth.c: a trusted proxy's
+ * header or the session behind the cookie) and whether they may ask for this (a page needs a
+ * signed-in person wherever people sign in, a decision a reviewer), then for a POST the
+ * form's content type, its origin and the cookie's CSRF token (checked with the form). Pages
+ * are never cached, never framed and run no script (Content-Security-Policy without
+ * script-src). Each request opens the queue itself and closes it when answered, so a running
+ * `apbot run` is never held up for longer than one of the store's own transactions.
  */
 #include "office/serve-int.h"
 
@@ -18,8 +19,6 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,8 +36,6 @@
 #include "base/unittest.h"
 
 #define SERVE_BODY_MAX 16384 /* bytes of a POST body at most */
-#define SESSION_COOKIE "apbot_review"
-#define REVIEWER_COOKIE "apbot_reviewer"
 
 /* ---- pure checks ------------------------------------------------------------------------ */
 
@@ -104,14 +101,16 @@ int serve_parse_listen(const char *listen, struct serve_addr *ret, char *err, si
     return APBOT_OK;
 }
 
-int serve_exposure_ok(const struct serve_addr *a, const char *password, char *err, size_t errlen)
+int serve_exposure_ok(const struct serve_addr *a, bool reviewers, const char *password, char *err,
+                      size_t errlen)
 {
-    if (a->loopback)
+    if (a->loopback || reviewers)
         return APBOT_OK;
     if (!password || !*password)
         return apbot_fail(err, errlen, APBOT_E_INVAL,
-                          "refusing to listen on %s, which is not loopback, without a password: "
-                          "set APBOT_REVIEW_PASSWORD (every request then needs it, HTTP Basic)",
+                          "refusing to listen on %s, which is not loopback, where nobody needs to "
+                          "sign in: give a reviewers file (--reviewers FILE, apbot reviewer add) "
+                          "or set APBOT_REVIEW_PASSWORD",
                           a->host);
     if (strlen(password) < SERVE_PASSWORD_MIN)
         return apbot_fail(err, errlen, APBOT_E_INVAL,
@@ -148,61 +147,15 @@ UNITTEST bool serve_host_ok(const char *host_header, const struct serve_addr *a,
     return false;
 }
 
-/* Constant-time equality of two strings (the length is not secret). */
-static bool same_secret(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    if (na != nb)
-        return false;
-    return CRYPTO_memcmp(a, b, na) == 0;
-}
-
-UNITTEST bool serve_basic_ok(const char *authorization, const char *password)
-{
-    unsigned char decoded[1024];
-    const char *p;
-    size_t len;
-    int n;
-    char *colon;
-    bool ok;
-
-    if (!authorization || !password || !*password)
-        return false;
-    if (strncasecmp(authorization, "Basic ", 6) != 0)
-        return false;
-    p = authorization + 6;
-    while (*p == ' ')
-        p++;
-    len = strlen(p);
-    if (len == 0 || len % 4 != 0 || len / 4 * 3 >= sizeof(decoded))
-        return false;
-    n = EVP_DecodeBlock(decoded, (const unsigned char *)p, (int)len);
-    if (n < 0)
-        return false;
-    /* EVP_DecodeBlock counts the padding as zero bytes */
-    if (len >= 1 && p[len - 1] == '=')
-        n--;
-    if (len >= 2 && p[len - 2] == '=')
-        n--;
-    decoded[n] = '\0';
-    if (strlen((char *)decoded) != (size_t)n)
-        return false; /* a NUL inside */
-    colon = strchr((char *)decoded, ':');
-    if (!colon)
-        return false;
-    ok = same_secret(colon + 1, password);
-    OPENSSL_cleanse(decoded, sizeof(decoded));
-    return ok;
-}
-
-UNITTEST bool serve_origin_ok(const char *origin, const char *referer, const char *host_header)
+UNITTEST bool serve_origin_ok(const char *origin, const char *referer, const char *scheme,
+                              const char *host_header)
 {
     char want[160];
     size_t n;
 
     if (!host_header)
         return false;
-    n = (size_t)snprintf(want, sizeof(want), "http://%s", host_header);
+    n = (size_t)snprintf(want, sizeof(want), "%s://%s", scheme, host_header);
     if (n >= sizeof(want))
         return false;
     if (origin)
@@ -212,72 +165,11 @@ UNITTEST bool serve_origin_ok(const char *origin, const char *referer, const cha
     return true;
 }
 
-/* ---- sessions --------------------------------------------------------------------------- */
-
-/* Per request: its body, and what the handler learnt of its session. */
+/* Per request: its body. */
 struct req {
     struct apbot_buf body;
     bool too_big;
 };
-
-/* Hex HMAC-SHA256 of what under the server's key. */
-static void sign(const struct serve_server *s, const char *what, char out[65])
-{
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    static const char hex[] = "0123456789abcdef";
-
-    if (!HMAC(EVP_sha256(), s->key, (int)sizeof(s->key), (const unsigned char *)what, strlen(what),
-              mac, &len) ||
-        len < 32)
-        abort(); /* OpenSSL cannot compute SHA-256: nothing is safe to serve */
-    for (unsigned i = 0; i < 32; i++) {
-        out[2 * i] = hex[mac[i] >> 4];
-        out[2 * i + 1] = hex[mac[i] & 15];
-    }
-    out[64] = '\0';
-}
-
-/* A session id is RANDOM.MAC: made here, so one the server did not make is refused. */
-static bool session_valid(const struct serve_server *s, const char *sid)
-{
-    char mac[65], what[64];
-    const char *dot;
-
-    if (!sid || strlen(sid) != 32 + 1 + 32)
-        return false;
-    dot = sid + 32;
-    if (*dot != '.')
-        return false;
-    snprintf(what, sizeof(what), "sid:%.32s", sid);
-    sign(s, what, mac);
-    return CRYPTO_memcmp(mac, dot + 1, 32) == 0;
-}
-
-static void session_new(const struct serve_server *s, char out[80])
-{
-    unsigned char rnd[16];
-    char hexr[33], mac[65], what[64];
-    static const char hex[] = "0123456789abcdef";
-
-    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-        abort(); /* no randomness: sessions could be guessed */
-    for (unsigned i = 0; i < 16; i++) {
-        hexr[2 * i] = hex[rnd[i] >> 4];
-        hexr[2 * i + 1] = hex[rnd[i] & 15];
-    }
-    hexr[32] = '\0';
-    snprintf(what, sizeof(what), "sid:%s", hexr);
-    sign(s, what, mac);
-    snprintf(out, 80, "%s.%.32s", hexr, mac);
-}
-
-static void csrf_of(const struct serve_server *s, const char *sid, char out[65])
-{
-    char what[96];
-    snprintf(what, sizeof(what), "csrf:%s", sid);
-    sign(s, what, out);
-}
 
 /* ---- answers ---------------------------------------------------------------------------- */
 
@@ -301,27 +193,34 @@ enum MHD_Result serve_send(struct serve_ctx *c, int status, const char *type, co
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
     enum MHD_Result rc;
-    char cookie[256];
+    char cookie[2][256];
 
     if (!r)
         return MHD_NO;
     safe_headers(r, cacheable);
     MHD_add_response_header(r, "Content-Type", type);
-    if (c->new_sid) {
-        snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict", SESSION_COOKIE,
-                 c->sid);
-        MHD_add_response_header(r, "Set-Cookie", cookie);
-    }
-    if (c->set_reviewer) {
-        snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d",
-                 REVIEWER_COOKIE, c->reviewer, 30 * 24 * 3600);
-        MHD_add_response_header(r, "Set-Cookie", cookie);
-    }
-    if (status == MHD_HTTP_UNAUTHORIZED)
-        MHD_add_response_header(r, "WWW-Authenticate",
-                                "Basic realm=\"apbot review\", "
-                                "charset=\"UTF-8\"");
+    for (int i = 0, n = serve_cookies(c, cookie); i < n; i++)
+        MHD_add_response_header(r, "Set-Cookie", cookie[i]);
+    if (c->retry_after)
+        MHD_add_response_header(r, "Retry-After", c->retry_after);
     rc = MHD_queue_response(c->conn, (unsigned int)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result serve_redirect(struct serve_ctx *c, const char *location)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result rc;
+    char cookie[2][256];
+
+    if (!r)
+        return MHD_NO;
+    safe_headers(r, false);
+    MHD_add_response_header(r, "Location", location);
+    for (int i = 0, n = serve_cookies(c, cookie); i < n; i++)
+        MHD_add_response_header(r, "Set-Cookie", cookie[i]);
+    rc = MHD_queue_response(c->conn, MHD_HTTP_SEE_OTHER, r);
     MHD_destroy_response(r);
     return rc;
 }
@@ -348,26 +247,14 @@ static int64_t item_id_of(const char *url, bool *ret_decide)
     return 0;
 }
 
-/* The request's context: its session (the cookie when this server made it, else a new one),
- * the session's CSRF token and the reviewer cookie when it holds a usable name. */
+/* The request's context: who asks (serve_auth.c), the cookie and its CSRF token. */
 static void ctx_init(struct serve_ctx *c, struct serve_server *s, struct MHD_Connection *conn)
 {
-    const char *cookie = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, SESSION_COOKIE);
-    const char *rev = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, REVIEWER_COOKIE);
-
     memset(c, 0, sizeof(*c));
     c->s = s;
     c->conn = conn;
     c->now = store_now_ms();
-    if (session_valid(s, cookie)) {
-        snprintf(c->sid, sizeof(c->sid), "%s", cookie);
-    } else {
-        session_new(s, c->sid);
-        c->new_sid = true;
-    }
-    csrf_of(s, c->sid, c->csrf);
-    if (rev && review_name_ok(rev))
-        snprintf(c->reviewer, sizeof(c->reviewer), "%s", rev);
+    serve_auth_identify(c);
 }
 
 /* Why a request is refused: the answer's status, the page's title and what it says. */
@@ -384,22 +271,17 @@ static bool refuse(struct refusal *no, int status, const char *title, const char
     return false;
 }
 
-/* The guards of every request: the Host on loopback, HTTP Basic when there is a password, the
- * method (GET, HEAD or POST), the body's size. */
+/* The guards of every request: the Host on loopback (not from a trusted proxy, which names the
+ * page as the browser sees it), the method (GET, HEAD or POST), the body's size. */
 static bool request_ok(const struct serve_ctx *c, const char *method, const struct req *rq,
                        struct refusal *no)
 {
     const struct serve_server *s = c->s;
     const char *host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Host");
 
-    if (!serve_host_ok(host, &s->addr, s->port))
+    if (!c->from_proxy && !serve_host_ok(host, &s->addr, s->port))
         return refuse(no, MHD_HTTP_MISDIRECTED_REQUEST, "Refused",
                       "This page answers only to its own loopback address.");
-    if (s->opt->password && *s->opt->password &&
-        !serve_basic_ok(MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization"),
-                        s->opt->password))
-        return refuse(no, MHD_HTTP_UNAUTHORIZED, "Sign in",
-                      "This page needs the review password (HTTP Basic).");
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0 && strcmp(method, "POST") != 0)
         return refuse(no, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused", "Only GET and POST.");
     if (rq->too_big)
@@ -407,70 +289,188 @@ static bool request_ok(const struct serve_ctx *c, const char *method, const stru
     return true;
 }
 
-/* The guards of a POST: only a decision (decide_path), from the page's form (its content
- * type), from the page's own origin (Origin or Referer, and Sec-Fetch-Site), in a session this
- * server made. The form's CSRF token is checked with the form (serve_decide). */
-static bool post_ok(const struct serve_ctx *c, bool decide_path, struct refusal *no)
+/* The guards of a POST: from a form (its content type), from the page's own origin (Origin or
+ * Referer, and Sec-Fetch-Site), with a cookie this server made. The form's CSRF token is
+ * checked with the form. */
+static bool post_ok(const struct serve_ctx *c, struct refusal *no)
 {
     const char *host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Host");
     const char *type = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Content-Type");
     const char *site = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Sec-Fetch-Site");
 
-    if (!decide_path)
-        return refuse(no, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused", "Only decisions are posted.");
     if (!type || strncasecmp(type, "application/x-www-form-urlencoded", 33) != 0)
         return refuse(no, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "Refused",
                       "A decision comes from the page's form.");
     if (!serve_origin_ok(MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Origin"),
-                         MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Referer"), host) ||
+                         MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Referer"),
+                         c->secure ? "https" : "http", host) ||
         (site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0))
         return refuse(no, MHD_HTTP_FORBIDDEN, "Refused",
                       "A decision must come from this page, not from another site.");
-    if (c->new_sid)
+    if (c->new_anchor)
         return refuse(no, MHD_HTTP_FORBIDDEN, "Refused",
-                      "This form is not from this page's session. Open the item again and "
-                      "decide there.");
+                      "This form is not from this page's session. Open the page again and "
+                      "send it from there.");
     return true;
 }
 
-/* A GET (or HEAD): the page at url. */
-static enum MHD_Result route_get(struct serve_ctx *c, const char *url)
+/* What url asks for with method, and the item (id > 0) for a page or a decision on one. */
+static enum serve_route route_of(const char *method, const char *url, int64_t *ret_id,
+                                 bool *ret_known)
 {
-    bool decide_path = false;
-    int64_t id = item_id_of(url, &decide_path);
+    const bool post = strcmp(method, "POST") == 0;
+    bool decide = false;
+    int64_t id = item_id_of(url, &decide);
 
+    *ret_id = id;
+    *ret_known = true;
+    if (strcmp(url, "/app.css") == 0 && !post)
+        return SERVE_ROUTE_ASSET;
+    if (strcmp(url, "/login") == 0)
+        return SERVE_ROUTE_LOGIN;
+    if (strcmp(url, "/logout") == 0 && post)
+        return SERVE_ROUTE_LOGOUT;
+    if (post) {
+        *ret_known = id > 0 && decide;
+        return SERVE_ROUTE_DECIDE;
+    }
+    *ret_known = strcmp(url, "/") == 0 || strcmp(url, "/queue") == 0 ||
+                 strcmp(url, "/report") == 0 || strcmp(url, "/metrics") == 0 || (id > 0 && !decide);
+    return SERVE_ROUTE_VIEW;
+}
+
+/* A GET (or HEAD) of a page. */
+static enum MHD_Result route_get(struct serve_ctx *c, const char *url, int64_t id)
+{
     if (strcmp(url, "/") == 0)
         return serve_today(c);
     if (strcmp(url, "/queue") == 0)
         return serve_queue(c);
     if (strcmp(url, "/report") == 0)
         return serve_report(c);
-    if (strcmp(url, "/app.css") == 0)
-        return serve_send_css(c);
     if (strcmp(url, "/metrics") == 0)
         return serve_metrics(c);
-    if (id > 0 && !decide_path)
+    if (id > 0)
         return serve_item(c, id);
     return serve_simple_page(c, MHD_HTTP_NOT_FOUND, "Not found", "There is no such page.");
 }
 
-/* A whole request: its context, the guards, then the page or the decision. */
+/* Appends s to b percent-encoded (all but unreserved characters); false past b's bound. */
+static bool add_escaped(struct apbot_buf *b, const char *s)
+{
+    static const char hexd[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char enc[3] = {'%', hexd[*p >> 4], hexd[*p & 15]};
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
+                     *p == '/';
+        if (apbot_buf_add(b, plain ? (const char *)p : enc, plain ? 1 : 3) != APBOT_OK)
+            return false;
+    }
+    return true;
+}
+
+/* MHD_get_connection_values' callback: one query argument more, "k=v" (encoded). */
+static enum MHD_Result add_argument(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    struct apbot_buf *b = cls;
+    (void)kind;
+    if ((b->len && apbot_buf_adds(b, "&") != APBOT_OK) || !add_escaped(b, key) ||
+        apbot_buf_adds(b, "=") != APBOT_OK || !add_escaped(b, value ? value : ""))
+        return MHD_NO;
+    return MHD_YES;
+}
+
+/* The sign-in page, to come back to url with its query afterwards (cut when too long). */
+static enum MHD_Result to_sign_in(struct serve_ctx *c, const char *url)
+{
+    struct apbot_buf q, loc;
+    enum MHD_Result rc;
+
+    apbot_buf_init(&q, 480);
+    apbot_buf_init(&loc, 2048);
+    MHD_get_connection_values(c->conn, MHD_GET_ARGUMENT_KIND, add_argument, &q);
+    /* next=PATH?QUERY, the whole of it encoded once more as one argument */
+    if (apbot_buf_adds(&loc, "/login?next=") != APBOT_OK || !add_escaped(&loc, url) ||
+        (q.len && (!add_escaped(&loc, "?") || !add_escaped(&loc, apbot_buf_str(&q))))) {
+        apbot_buf_reset(&loc);
+        if (apbot_buf_adds(&loc, "/login") != APBOT_OK)
+            abort(); /* a constant far below the bound */
+    }
+    rc = serve_redirect(c, apbot_buf_str(&loc));
+    apbot_buf_done(&q);
+    apbot_buf_done(&loc);
+    return rc;
+}
+
+/* A request that may not be made by whoever makes it: 403, logged. */
+static enum MHD_Result forbidden(struct serve_ctx *c, enum serve_route route, int64_t id)
+{
+    if (route == SERVE_ROUTE_DECIDE && c->who.known) {
+        serve_log(c, "refused: %s %s may not decide (item=%lld from=%s)",
+                  reviewers_role_name(c->who.role), c->who.login, (long long)id, c->client);
+        return serve_simple_page(c, MHD_HTTP_FORBIDDEN, "Refused",
+                                 "You may look at the queue, not decide: your role is viewer.");
+    }
+    serve_log(c, "refused: a decision from someone not signed in (item=%lld from=%s)",
+              (long long)id, c->client);
+    return serve_simple_page(c, MHD_HTTP_FORBIDDEN, "Refused",
+                             c->s->mode == SERVE_MODE_OPEN
+                                 ? "Nobody decides on this page: it runs without reviewers. "
+                                   "Start apbot serve with a reviewers file to decide here."
+                                 : "Sign in first: only a signed-in reviewer decides.");
+}
+
+/* A whole request: its context, the guards, who may ask for it, then the page or the form. */
 static enum MHD_Result handle(struct serve_server *s, struct MHD_Connection *conn, const char *url,
                               const char *method, struct req *rq)
 {
     struct serve_ctx c;
     struct refusal no;
-    bool decide_path = false;
+    enum serve_route route;
+    bool known;
     int64_t id;
+    char buf[160];
 
     ctx_init(&c, s, conn);
     if (!request_ok(&c, method, rq, &no))
         return serve_simple_page(&c, no.status, no.title, no.what);
-    if (strcmp(method, "POST") != 0)
-        return route_get(&c, url);
-    id = item_id_of(url, &decide_path);
-    if (!post_ok(&c, decide_path, &no))
+    route = route_of(method, url, &id, &known);
+    if (c.proxy_unknown && route != SERVE_ROUTE_ASSET) {
+        snprintf(buf, sizeof(buf),
+                 "Your company's login says you are %s, who is not among this page's reviewers.",
+                 c.proxy_user);
+        return serve_simple_page(&c, MHD_HTTP_FORBIDDEN, "Not a reviewer here", buf);
+    }
+    if (strcmp(method, "POST") == 0 && !post_ok(&c, &no))
         return serve_simple_page(&c, no.status, no.title, no.what);
+    switch (serve_access_decide(s->mode, c.who.known, c.who.role, route)) {
+    case SERVE_ALLOW:
+        break;
+    case SERVE_SIGN_IN:
+        return to_sign_in(&c, url);
+    case SERVE_FORBIDDEN:
+        if (!known)
+            break; /* not a decision at all: said below */
+        return forbidden(&c, route, id);
+    }
+    switch (route) {
+    case SERVE_ROUTE_ASSET:
+        return serve_send_css(&c);
+    case SERVE_ROUTE_LOGIN:
+        return strcmp(method, "POST") == 0 ? serve_login_post(&c, apbot_buf_str(&rq->body))
+                                           : serve_login_get(&c);
+    case SERVE_ROUTE_LOGOUT:
+        return serve_logout(&c, apbot_buf_str(&rq->body));
+    case SERVE_ROUTE_VIEW:
+        return route_get(&c, url, known ? id : 0);
+    case SERVE_ROUTE_DECIDE:
+        break;
+    }
+    if (!known)
+        return serve_simple_page(&c, MHD_HTTP_METHOD_NOT_ALLOWED, "Refused",
+                                 "Only decisions, sign-in and sign-out are posted.");
     return serve_decide(&c, id, apbot_buf_str(&rq->body));
 }
 
@@ -548,45 +548,55 @@ static struct MHD_Daemon *start_daemon(struct serve_server *s, const struct sock
 
 int serve_run(const struct serve_options *opt, char *err, size_t errlen)
 {
+    struct serve_options o = *opt;
     struct serve_server s;
     struct sockaddr_storage ss;
     struct MHD_Daemon *d;
     const union MHD_DaemonInfo *info;
     int rc;
 
+    if (o.session_idle_s == 0)
+        o.session_idle_s = SERVE_SESSION_IDLE_S;
+    if (o.session_max_s == 0)
+        o.session_max_s = SERVE_SESSION_MAX_S;
     memset(&s, 0, sizeof(s));
-    s.opt = opt;
-    rc = serve_parse_listen(opt->listen ? opt->listen : SERVE_DEFAULT_LISTEN, &s.addr, err, errlen);
+    s.opt = &o;
+    rc = serve_parse_listen(o.listen ? o.listen : SERVE_DEFAULT_LISTEN, &s.addr, err, errlen);
     if (rc == APBOT_OK)
-        rc = serve_exposure_ok(&s.addr, opt->password, err, errlen);
+        rc = serve_exposure_ok(&s.addr, o.reviewers_path != NULL, o.password, err, errlen);
+    if (rc == APBOT_OK)
+        rc = listen_sockaddr(&s.addr, &ss, err, errlen);
     if (rc != APBOT_OK)
         return rc;
     if (RAND_bytes(s.key, sizeof(s.key)) != 1)
         return apbot_fail(err, errlen, APBOT_E_BUG, "no randomness for the session key");
-    xmlInitParser();
-
-    rc = listen_sockaddr(&s.addr, &ss, err, errlen);
+    rc = serve_auth_start(&s, err, errlen);
     if (rc != APBOT_OK)
         return rc;
+    xmlInitParser();
+
     s.erp_user = secret_dup(SECRET_ERP_USER);
     s.erp_password = secret_dup(SECRET_ERP_PASSWORD);
     d = start_daemon(&s, (const struct sockaddr *)&ss);
     if (!d) {
         secret_free(s.erp_user);
         secret_free(s.erp_password);
+        serve_auth_stop(&s);
         return apbot_fail(err, errlen, APBOT_E_IO, "cannot listen on %s:%u (in use?)", s.addr.host,
                           (unsigned)s.addr.port);
     }
     info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     s.port = info && info->port ? info->port : s.addr.port;
-    if (opt->announce) {
+    if (o.announce) {
+        const char *scheme = s.tls ? "https" : "http";
         if (s.addr.ipv6)
-            fprintf(opt->announce, "listening on http://[%s]:%u\n", s.addr.host, (unsigned)s.port);
+            fprintf(o.announce, "listening on %s://[%s]:%u\n", scheme, s.addr.host,
+                    (unsigned)s.port);
         else
-            fprintf(opt->announce, "listening on http://%s:%u\n", s.addr.host, (unsigned)s.port);
-        fflush(opt->announce);
+            fprintf(o.announce, "listening on %s://%s:%u\n", scheme, s.addr.host, (unsigned)s.port);
+        fflush(o.announce);
     }
-    while (!atomic_load(opt->stop)) {
+    while (!atomic_load(o.stop)) {
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -594,5 +604,6 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
     OPENSSL_cleanse(s.key, sizeof(s.key));
     secret_free(s.erp_user);
     secret_free(s.erp_password);
+    serve_auth_stop(&s);
     return APBOT_OK;
 }

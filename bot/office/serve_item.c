@@ -5,7 +5,6 @@
  */
 #include "office/serve-int.h"
 
-#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,6 @@
 #include "apbot/review.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
-
-#define SERVE_FIELDS_MAX 32 /* fields of one form */
 
 /* ---- what the item page shows, from the queue ------------------------------------------- */
 
@@ -58,7 +55,7 @@ struct verdict_view {
     int64_t id; /* the item decided on */
     const struct review_result *res;
     /* what the reviewer typed, shown again when the decision is refused */
-    const char *action, *doc, *reason, *reviewer, *note;
+    const char *action, *doc, *reason, *note;
 };
 
 /* A term and its value ("-" for none). */
@@ -196,20 +193,11 @@ static const struct decision_spec {
      "A business exception: the invoice will not be booked. Give the reason.", "Reject"},
 };
 
-/* A hidden field. */
-static void hidden(xmlNodePtr form, const char *name, const char *value)
-{
-    xmlNodePtr n = html_el(form, "input", NULL);
-    html_attr(n, "type", "hidden");
-    html_attr(n, "name", name);
-    html_attr(n, "value", value);
-}
-
 /* One decision's form, posted to /item/ID/decide for the item's version. again: what the
- * reviewer typed into this form before it was refused, or NULL; reviewer: the name to offer. */
+ * reviewer typed into this form before it was refused, or NULL. The decision is signed by the
+ * session: the form has no name to type. */
 static void decision_form(struct serve_ctx *c, xmlNodePtr box, const struct review_item *r,
-                          const struct decision_spec *spec, const struct verdict_view *again,
-                          const char *reviewer)
+                          const struct decision_spec *spec, const struct verdict_view *again)
 {
     const char *name = review_action_name(spec->action);
     xmlNodePtr form, n;
@@ -224,9 +212,9 @@ static void decision_form(struct serve_ctx *c, xmlNodePtr box, const struct revi
     html_attr(form, "action", action);
     html_el_clean(form, "h3", NULL, spec->title);
     html_el_clean(form, "p", "help", spec->help);
-    hidden(form, "csrf", c->csrf);
-    hidden(form, "version", ver);
-    hidden(form, "action", name);
+    serve_hidden(form, "csrf", c->csrf);
+    serve_hidden(form, "version", ver);
+    serve_hidden(form, "action", name);
     if (spec->action == REVIEW_POSTED || spec->action == REVIEW_REJECT) {
         const bool posted = spec->action == REVIEW_POSTED;
         snprintf(id, sizeof(id), "%s-%s", name, posted ? "doc" : "reason");
@@ -241,17 +229,6 @@ static void decision_form(struct serve_ctx *c, xmlNodePtr box, const struct revi
         if (again)
             html_attr_clean(n, "value", posted ? again->doc : again->reason);
     }
-    snprintf(id, sizeof(id), "%s-reviewer", name);
-    html_attr(html_el_clean(form, "label", NULL, "Your name"), "for", id);
-    n = html_el(form, "input", NULL);
-    html_attr(n, "type", "text");
-    html_id(n, id);
-    html_attr(n, "name", "reviewer");
-    html_attr(n, "required", "required");
-    html_attr(n, "pattern", "[A-Za-z0-9._@-]{1,64}");
-    html_attr(n, "title", "letters, digits, . _ - @");
-    if (reviewer && *reviewer)
-        html_attr_clean(n, "value", reviewer);
     snprintf(id, sizeof(id), "%s-note", name);
     html_attr(html_el_clean(form, "label", NULL, "Note (why; goes into the audit trail)"), "for",
               id);
@@ -262,18 +239,37 @@ static void decision_form(struct serve_ctx *c, xmlNodePtr box, const struct revi
     html_attr(n, "required", "required");
     if (again && again->note)
         html_text_clean(n, again->note);
+    n = html_el(form, "p", "help signer");
+    html_textf_clean(n, "Recorded as %s (%s).", c->who.display, c->who.login);
     html_el_clean(form, "button", NULL, spec->button);
 }
 
-/* The forms of the decisions the item's state allows; v: the decision just taken, if any. */
+/* Says why this person sees no decision forms. */
+static void no_decisions(struct serve_ctx *c, xmlNodePtr parent)
+{
+    xmlNodePtr p = html_el(parent, "p", "readonly no-print");
+    html_id(p, "readonly");
+    if (c->s->mode == SERVE_MODE_OPEN)
+        html_text_clean(p, "Read-only: nobody decides on this page, which runs without "
+                           "reviewers. Decide with apbot resolve, or start apbot serve with a "
+                           "reviewers file.");
+    else
+        html_textf_clean(p, "You may look, not decide: %s is a viewer.", c->who.login);
+}
+
+/* The forms of the decisions the item's state allows, for someone who may decide; v: the
+ * decision just taken, if any. */
 static void decision_forms(struct serve_ctx *c, xmlNodePtr parent, const struct review_item *r,
                            const struct verdict_view *v)
 {
     const struct store_item *it = &r->item;
-    const char *reviewer = v && v->reviewer && *v->reviewer ? v->reviewer : c->reviewer;
     xmlNodePtr sec, box;
     char why[256];
 
+    if (!serve_may_decide(c)) {
+        no_decisions(c, parent);
+        return;
+    }
     sec = html_el(parent, "section", "decide no-print");
     html_id(sec, "decide");
     html_el_clean(sec, "h2", NULL, "Decide");
@@ -284,7 +280,7 @@ static void decision_forms(struct serve_ctx *c, xmlNodePtr parent, const struct 
         bool again = v && v->action && strcmp(v->action, name) == 0;
         if (review_allowed(it->state, spec->action, it->erp_doc, why, sizeof(why)) != APBOT_OK)
             continue;
-        decision_form(c, box, r, spec, again ? v : NULL, reviewer);
+        decision_form(c, box, r, spec, again ? v : NULL);
     }
 }
 
@@ -439,83 +435,14 @@ enum MHD_Result serve_item(struct serve_ctx *c, int64_t id)
 
 /* ---- deciding --------------------------------------------------------------------------- */
 
-struct form {
-    char *names[SERVE_FIELDS_MAX], *values[SERVE_FIELDS_MAX];
-    size_t n;
-};
-
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Decodes one x-www-form-urlencoded token. Heap. */
-static char *form_decode(const char *s, size_t n)
-{
-    char *out = apbot_xmalloc(n + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '+') {
-            out[o++] = ' ';
-        } else if (s[i] == '%' && i + 2 < n && hexval((unsigned char)s[i + 1]) >= 0 &&
-                   hexval((unsigned char)s[i + 2]) >= 0) {
-            out[o++] =
-                (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-static void form_parse(struct form *f, const char *body)
-{
-    const char *p = body ? body : "";
-    memset(f, 0, sizeof(*f));
-    while (*p && f->n < SERVE_FIELDS_MAX) {
-        size_t len = strcspn(p, "&");
-        const char *eq = memchr(p, '=', len);
-        if (eq) {
-            f->names[f->n] = form_decode(p, (size_t)(eq - p));
-            f->values[f->n] = form_decode(eq + 1, len - (size_t)(eq - p) - 1);
-            f->n++;
-        }
-        p += len + (p[len] == '&');
-    }
-}
-
-static const char *form_get(const struct form *f, const char *name)
-{
-    for (size_t i = 0; i < f->n; i++)
-        if (strcmp(f->names[i], name) == 0)
-            return f->values[i];
-    return NULL;
-}
-
-static void form_done(struct form *f)
-{
-    for (size_t i = 0; i < f->n; i++) {
-        free(f->names[i]);
-        free(f->values[i]);
-    }
-}
-
 /* What a posted form asks for: the decision, and what the reviewer typed. */
 struct decide_args {
-    struct form f; /* owns every string below */
+    struct serve_form f; /* owns every string below */
     struct review_decision d;
     const char *action; /* the action as posted */
 };
 
-/* Reads a posted decision on item id (a->f is then to be freed with form_done, whatever the
+/* Reads a posted decision on item id (a->f is then to be freed with serve_form_done, whatever the
  * return). Returns 0, or the status of a refusal with its text in *why: a CSRF token that is
  * not the session's, a version that is not a positive number. */
 static int decide_args(struct serve_ctx *c, int64_t id, const char *body, struct decide_args *a,
@@ -526,15 +453,15 @@ static int decide_args(struct serve_ctx *c, int64_t id, const char *body, struct
     char *endp = NULL;
     long long ver;
 
-    form_parse(&a->f, body);
-    csrf = form_get(&a->f, "csrf");
-    if (!csrf || strlen(csrf) != 64 || CRYPTO_memcmp(csrf, c->csrf, 64) != 0) {
+    serve_form_parse(&a->f, body);
+    csrf = serve_form_get(&a->f, "csrf");
+    if (!serve_csrf_ok(c, csrf)) {
         *why = "This form is not from this page's session (its CSRF token is missing or wrong). "
                "Open the item again and decide there.";
         return MHD_HTTP_FORBIDDEN;
     }
-    version = form_get(&a->f, "version");
-    a->action = form_get(&a->f, "action");
+    version = serve_form_get(&a->f, "version");
+    a->action = serve_form_get(&a->f, "action");
     ver = version ? strtoll(version, &endp, 10) : 0;
     if (!version || !endp || *endp || ver <= 0) {
         *why = "The form does not say which version of the item it was made for.";
@@ -543,10 +470,13 @@ static int decide_args(struct serve_ctx *c, int64_t id, const char *body, struct
     memset(d, 0, sizeof(*d));
     d->id = id;
     d->action = review_action_from_name(a->action);
-    d->doc = d->action == REVIEW_POSTED ? form_get(&a->f, "doc") : NULL;
-    d->reason = d->action == REVIEW_REJECT ? form_get(&a->f, "reason") : NULL;
-    d->operator_name = form_get(&a->f, "reviewer");
-    d->note = form_get(&a->f, "note");
+    d->doc = d->action == REVIEW_POSTED ? serve_form_get(&a->f, "doc") : NULL;
+    d->reason = d->action == REVIEW_REJECT ? serve_form_get(&a->f, "reason") : NULL;
+    /* signed by the session, never by the form */
+    d->operator_name = c->who.login;
+    d->display_name = c->who.display;
+    d->auth = c->who.how;
+    d->note = serve_form_get(&a->f, "note");
     d->require_note = true;
     d->expect_version = ver;
     return 0;
@@ -575,21 +505,12 @@ static void decide_log(struct serve_ctx *c, const struct review_decision *d,
                        const struct review_result *res)
 {
     static const char *const verdicts[] = {"done", "invalid", "refused", "unverifiable", "failed"};
-    FILE *log = c->s->opt->log;
-    char *m, *who;
 
-    if (!log)
-        return;
-    m = text_escape(res->message, 2048, 0);
-    who = text_escape(d->operator_name, 128, 0);
-    fprintf(log, "apbot serve: item=%lld decision=%s by=%s verdict=%s: %s\n", (long long)d->id,
-            review_action_name(d->action), who,
-            (size_t)res->verdict < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[res->verdict]
-                                                                          : "?",
-            m);
-    fflush(log);
-    free(m);
-    free(who);
+    serve_log(c, "item=%lld decision=%s by=%s auth=%s from=%s verdict=%s: %.700s", (long long)d->id,
+              review_action_name(d->action), d->operator_name, review_auth_name(d->auth), c->client,
+              (size_t)res->verdict < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[res->verdict]
+                                                                            : "?",
+              res->message);
 }
 
 enum MHD_Result serve_decide(struct serve_ctx *c, int64_t id, const char *body)
@@ -603,25 +524,23 @@ enum MHD_Result serve_decide(struct serve_ctx *c, int64_t id, const char *body)
     enum MHD_Result out;
     int status, rc;
 
+    if (!serve_may_decide(c)) /* serve.c refused it already: never signed by nobody */
+        return serve_simple_page(c, MHD_HTTP_FORBIDDEN, "Refused", "Only a reviewer decides.");
     status = decide_args(c, id, body, &a, &why);
     if (status != 0) {
-        form_done(&a.f);
+        serve_form_done(&a.f);
         return serve_simple_page(c, status, "Refused", why);
     }
     st = serve_store_open(c, err, sizeof(err));
     if (!st) {
-        form_done(&a.f);
+        serve_form_done(&a.f);
         return serve_store_failed(c, err);
     }
     rc = review_decide(st, c->s->opt->flow, c->s->opt->erp_url, &a.d, &res);
     store_close(st);
     if (rc != APBOT_OK) {
-        form_done(&a.f);
+        serve_form_done(&a.f);
         return serve_simple_page(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "Error", "internal error");
-    }
-    if (res.verdict == REVIEW_DONE) {
-        snprintf(c->reviewer, sizeof(c->reviewer), "%s", a.d.operator_name);
-        c->set_reviewer = true;
     }
     decide_log(c, &a.d, &res);
     memset(&v, 0, sizeof(v));
@@ -630,10 +549,9 @@ enum MHD_Result serve_decide(struct serve_ctx *c, int64_t id, const char *body)
     v.action = a.action;
     v.doc = a.d.doc;
     v.reason = a.d.reason;
-    v.reviewer = a.d.operator_name;
     v.note = a.d.note;
     out = item_page(c, id, &v, decide_status(&res));
     review_result_done(&res);
-    form_done(&a.f);
+    serve_form_done(&a.f);
     return out;
 }

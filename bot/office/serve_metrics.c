@@ -174,7 +174,9 @@ enum MHD_Result serve_metrics(struct serve_ctx *c)
     struct store *st;
     int rc = APBOT_E_DB;
 
-    c->new_sid = false; /* a scraper keeps no session */
+    /* a scraper keeps no cookie: none is set, an ended session's is not cleared */
+    c->new_visitor = false;
+    c->session_cookie = SERVE_SESSION_COOKIE_KEEP;
     apbot_buf_init(&b, SERVE_METRICS_MAX_BYTES);
     st = serve_store_open(c, err, sizeof(err));
     if (st)

@@ -1,7 +1,7 @@
 /*
  * serve_page.c - the frame of every page of the review page (serve-int.h): the head, the
- * navigation, the footer and the style sheet; banners; the short pages that say one thing;
- * the queue opened for one request.
+ * navigation (with who is signed in), the footer and the style sheet; banners; the short
+ * pages that say one thing; posted forms decoded; the queue opened for one request.
  */
 #include "office/serve-int.h"
 
@@ -11,7 +11,9 @@
 
 #include "apbot/buf.h"
 #include "apbot/flow.h"
+#include "apbot/mem.h"
 #include "apbot/report.h"
+#include "apbot/secret.h"
 #include "apbot/store.h"
 #include "office/report_html.h"
 
@@ -50,6 +52,13 @@ static const char serve_css[] =
     "dl.fields{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}"
     "dl.fields dt{font-weight:bold}dl.fields dd{margin:0}"
     ".state{font-weight:bold}"
+    "header .who{margin-left:auto;color:#345;font-size:13px}"
+    "header .who .name{font-weight:bold}"
+    "form.logout{display:inline;margin-left:.6em}form.logout button{margin:0;padding:.1em .6em}"
+    "form.login{max-width:22em;border:1px solid #ccc;border-radius:4px;padding:.6em 1em}"
+    "form.login label{display:block;margin:.5em 0 .1em;font-weight:bold}"
+    "input[type=password]{font:inherit;padding:.25em;box-sizing:border-box;width:100%}"
+    "p.readonly{color:#555}"
     "footer{margin-top:2em;color:#777;font-size:12px}"
     "@media print{header nav,form,.no-print{display:none}pre.excerpt{max-height:none}}";
 
@@ -81,13 +90,18 @@ void serve_page_start(struct serve_page *p, struct serve_ctx *c, const char *tit
     p->body = html_el(p->doc.html, "body", NULL);
     header = html_el(p->body, "header", NULL);
     html_el_clean(header, "span", "brand", "apbot review");
-    navn = html_el(header, "nav", NULL);
-    for (size_t i = 0; i < sizeof(nav) / sizeof(nav[0]); i++)
-        serve_link(navn, nav[i].href, active && strcmp(active, nav[i].id) == 0 ? "active" : NULL,
-                   nav[i].label);
-    n = html_el(header, "span", "where");
-    html_textf_clean(n, "queue %s, flow %s", c->s->opt->db_path,
-                     c->s->opt->flow && c->s->opt->flow->name ? c->s->opt->flow->name : "?");
+    /* the pages and the queue's name only for who may see them */
+    if (serve_access_decide(c->s->mode, c->who.known, c->who.role, SERVE_ROUTE_VIEW) ==
+        SERVE_ALLOW) {
+        navn = html_el(header, "nav", NULL);
+        for (size_t i = 0; i < sizeof(nav) / sizeof(nav[0]); i++)
+            serve_link(navn, nav[i].href,
+                       active && strcmp(active, nav[i].id) == 0 ? "active" : NULL, nav[i].label);
+        n = html_el(header, "span", "where");
+        html_textf_clean(n, "queue %s, flow %s", c->s->opt->db_path,
+                         c->s->opt->flow && c->s->opt->flow->name ? c->s->opt->flow->name : "?");
+    }
+    serve_auth_header(c, header);
     p->main = html_el(p->body, "main", NULL);
 }
 
@@ -139,6 +153,81 @@ xmlNodePtr serve_link(xmlNodePtr parent, const char *href, const char *cls, cons
     xmlNodePtr a = html_el_clean(parent, "a", cls, t);
     html_attr_clean(a, "href", href);
     return a;
+}
+
+void serve_hidden(xmlNodePtr form, const char *name, const char *value)
+{
+    xmlNodePtr n = html_el(form, "input", NULL);
+    html_attr(n, "type", "hidden");
+    html_attr(n, "name", name);
+    html_attr_clean(n, "value", value);
+}
+
+/* ---- posted forms ----------------------------------------------------------------------- */
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Decodes one x-www-form-urlencoded token. Heap. */
+static char *form_decode(const char *s, size_t n)
+{
+    char *out = apbot_xmalloc(n + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '+') {
+            out[o++] = ' ';
+        } else if (s[i] == '%' && i + 2 < n && hexval((unsigned char)s[i + 1]) >= 0 &&
+                   hexval((unsigned char)s[i + 2]) >= 0) {
+            out[o++] =
+                (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+void serve_form_parse(struct serve_form *f, const char *body)
+{
+    const char *p = body ? body : "";
+    memset(f, 0, sizeof(*f));
+    while (*p && f->n < SERVE_FIELDS_MAX) {
+        size_t len = strcspn(p, "&");
+        const char *eq = memchr(p, '=', len);
+        if (eq) {
+            f->names[f->n] = form_decode(p, (size_t)(eq - p));
+            f->values[f->n] = form_decode(eq + 1, len - (size_t)(eq - p) - 1);
+            f->n++;
+        }
+        p += len + (p[len] == '&');
+    }
+}
+
+const char *serve_form_get(const struct serve_form *f, const char *name)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (strcmp(f->names[i], name) == 0)
+            return f->values[i];
+    return NULL;
+}
+
+void serve_form_done(struct serve_form *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        secret_free(f->names[i]);
+        secret_free(f->values[i]);
+    }
+    f->n = 0;
 }
 
 /* Every occurrence of the ERP user or password replaced by "***" (heap). */
