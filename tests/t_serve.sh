@@ -19,8 +19,11 @@
 #    hostile item shown as text, a posted document refused then accepted (verified, audited
 #    under the signed-in login), a reject, a decision from a stale page refused, a requeue, a
 #    forged CSRF token and cross-site forms refused, a stolen cookie dead after sign-out, the
-#    shared password; screenshots are kept under the build directory ($APBOT_SHOTS, default
-#    ./serve-screenshots beside the test);
+#    shared password, a decision over TLS (the certificate pinned); screenshots are kept under
+#    the build directory ($APBOT_SHOTS, default ./serve-screenshots beside the test);
+#  - TLS without a proxy (--tls-cert/--tls-key, a self-signed certificate made with openssl):
+#    curl with the certificate as its trust anchor, Secure cookies, TLS 1.1 and plain http
+#    refused, a key others may read and a key of another certificate refused;
 #  - the CLI sees the same decisions and audit, and the next run picks the requeued item up.
 # The Chromium part is skipped, with a message, only when chromium or node is absent
 # (`make test` installs both).
@@ -341,6 +344,61 @@ code=$(curl -s -b "$work/jar_o" -o /dev/null -w '%{http_code}' "$open_url/item/$
 expect_eq "read-only: a decision is refused" "$code" 403
 expect_grep readonly "$work/open_ro.err" "refused: a decision from someone not signed in"
 
+# ---- TLS without a proxy: a self-signed certificate for 127.0.0.1 -------------------------------
+tls_url=""
+if command -v openssl >/dev/null; then
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/key.pem" -out "$work/cert.pem" \
+        -days 2 -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
+    chmod 600 "$work/key.pem"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$work/other_key.pem" \
+        -out "$work/other_cert.pem" -days 2 -subj "/CN=127.0.0.1" 2>/dev/null
+    chmod 600 "$work/other_key.pem"
+    start_serve tls --listen 127.0.0.1:0 --reviewers "$rv" --tls-cert "$work/cert.pem" \
+        --tls-key "$work/key.pem"
+    tls_url=$serve_url
+    expect_eq "tls: announced as https" "${tls_url%%://*}" https
+    expect_grep tls "$work/tls.err" "https with the certificate /CN=127.0.0.1, valid until"
+    code=$(curl -s --cacert "$work/cert.pem" -D "$work/h_tls.txt" -o /dev/null -w '%{http_code}' \
+        "$tls_url/login")
+    expect_eq "tls: the sign-in page with the certificate as trust anchor" "$code" 200
+    expect_grep tls "$work/h_tls.txt" "^Set-Cookie: apbot_visit=[0-9a-f.]+; Path=/; HttpOnly; SameSite=Strict; Secure"
+    expect_eq "tls: signed in" "$(sign_in "$tls_url" "$work/jar_tls" alice "${pw[alice]}" \
+        --cacert "$work/cert.pem" -D "$work/h_tls_in.txt")" 303
+    expect_grep tls "$work/h_tls_in.txt" "^Set-Cookie: apbot_session=[0-9a-f]{64}; Path=/; HttpOnly; SameSite=Strict; Secure"
+    rc=0
+    curl -s -o /dev/null "$tls_url/login" || rc=$?
+    expect_eq "tls: a client without the certificate refuses the server (curl exit 60)" "$rc" 60
+    rc=0
+    curl -s -o /dev/null --cacert "$work/cert.pem" --tls-max 1.1 "$tls_url/login" || rc=$?
+    [ "$rc" -ne 0 ] && ok "tls: TLS 1.1 is refused (curl exit $rc)" || fail "tls: TLS 1.1 was accepted"
+    rc=0
+    curl -s -o /dev/null "http://${tls_url#https://}/login" || rc=$?
+    [ "$rc" -ne 0 ] && ok "tls: no plain http on the https port (curl exit $rc)" ||
+        fail "tls: plain http was answered"
+    # refused before anything listens: a key others may read, a key of another certificate,
+    # one file without the other
+    chmod 640 "$work/other_key.pem"
+    rc=0
+    "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --tls-cert "$work/cert.pem" \
+        --tls-key "$work/other_key.pem" >"$work/tls_mode.out" 2>"$work/tls_mode.err" || rc=$?
+    expect_eq "tls: a key its group may read exits" "$rc" 1
+    expect_grep tls "$work/tls_mode.err" "--tls-key: .*may read it \(mode 640\)"
+    chmod 600 "$work/other_key.pem"
+    rc=0
+    "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --tls-cert "$work/cert.pem" \
+        --tls-key "$work/other_key.pem" >"$work/tls_pair.out" 2>"$work/tls_pair.err" || rc=$?
+    expect_eq "tls: the key of another certificate exits" "$rc" 1
+    expect_grep tls "$work/tls_pair.err" "does not belong to the certificate"
+    rc=0
+    "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --tls-cert "$work/cert.pem" \
+        >"$work/tls_half.out" 2>"$work/tls_half.err" || rc=$?
+    expect_eq "tls: a certificate without its key is a usage error" "$rc" 2
+    tls_spki=$(openssl x509 -pubkey -noout -in "$work/cert.pem" | openssl pkey -pubin -outform der |
+        openssl dgst -sha256 -binary | base64)
+else
+    echo "SKIP: no openssl: the TLS part did not run"
+fi
+
 # ---- the clerk fixes two bookings in the ERP before deciding ---------------------------------
 delete_doc "$wrong1"
 right1=$(book "$k1" 119.00 SV-1)
@@ -356,6 +414,7 @@ if [ -x "$CHROMIUM" ] && command -v node >/dev/null; then
         PROFILE=$(mktemp -d "$work/chromium.XXXXXX") ITEM_POSTED=$i1 ITEM_REQUEUE=$i2 \
         ITEM_REJECT=$i3 ITEM_HOSTILE=$i4 RIGHT_DOC=$right1 WRONG_DOC=AP-2026-999999 \
         PASSWORDS=$passwords SHARED_URL=$shared_url SHARED_PASSWORD=$shared_pw \
+        TLS_URL=$tls_url TLS_SPKI=${tls_spki:-} TLS_ITEM=$i5 \
         timeout 240 node "$SRC/tests/serve_drive.js" >"$work/drive.out" 2>"$work/drive.err" || drc=$?
     cat "$work/drive.out"
     if [ "$drc" -ne 0 ]; then
@@ -388,6 +447,11 @@ if [ -x "$CHROMIUM" ] && command -v node >/dev/null; then
     expect_grep log "$work/serve.err" "signed out: bob from=127.0.0.1"
     expect_grep log "$work/serve.err" "item=$i1 decision=posted by=alice auth=password from=127.0.0.1 verdict=done"
     expect_no_grep log "$work/serve.err" "alice's own password|bob's own password|only looks at it"
+    if [ -n "$tls_url" ]; then
+        run a5 review "$i5" --json
+        expect_grep tls "$work/a5.out" '"state": "new"'
+        expect_grep tls "$work/a5.out" 'note: over tls; by alice \(Alice Example\), signed in with their own password'
+    fi
 
     # ---- the requeued item is picked up by the next run -------------------------------------
     run run2 run --flow "$FLOW" --erp "$erp" --until-empty --quiet

@@ -1,8 +1,8 @@
 /*
  * cli_serve.c - `apbot serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL] [--reviewers
  * FILE] [--trusted-proxy ADDR[,ADDR]] [--proxy-header NAME] [--session-idle S]
- * [--session-max S]`: the review page over the queue database (serve.c), until SIGINT or
- * SIGTERM.
+ * [--session-max S] [--tls-cert FILE --tls-key FILE]`: the review page over the queue
+ * database (serve.c), over https with a certificate, until SIGINT or SIGTERM.
  *
  * The flow is what verifies a "posted as DOC" decision and reads the ERP's listing for the
  * report; APBOT_ERP_USER / APBOT_ERP_PASSWORD are its credentials. Who may sign in: the
@@ -10,7 +10,7 @@
  * nobody (loopback only, read-only). The first line on stdout is "listening on
  * http://HOST:PORT" (--listen HOST:0 picks a free port); decisions, sign-ins and refusals are
  * logged on stderr, one line each. Exit codes: 0 stopped by a signal, 1 error (database, flow,
- * reviewers file, address in use), 2 usage (including an unsafe --listen).
+ * reviewers file, certificate or key, address in use), 2 usage (including an unsafe --listen).
  */
 #include "cli.h"
 
@@ -41,7 +41,7 @@ static void serve_usage(FILE *out)
             "usage: apbot serve --flow FILE [--listen HOST:PORT] [--erp URL]\n"
             "                   [--reviewers FILE] [--trusted-proxy ADDR[,ADDR...]]\n"
             "                   [--proxy-header NAME] [--session-idle SECONDS]\n"
-            "                   [--session-max SECONDS]\n"
+            "                   [--session-max SECONDS] [--tls-cert FILE --tls-key FILE]\n"
             "\n"
             "The review queue and the daily report as a local web page (default listen\n"
             "%s). Who may sign in and decide: the reviewers file (--reviewers, default\n"
@@ -51,7 +51,9 @@ static void serve_usage(FILE *out)
             "file, APBOT_REVIEW_PASSWORD (or its _FILE form, or the systemd credential\n"
             "review-password) is one shared password; with neither, the page is read-only\n"
             "and loopback only. Sessions end after --session-idle (default %d) and\n"
-            "--session-max (default %d) seconds. Stop with Ctrl-C or SIGTERM.\n"
+            "--session-max (default %d) seconds. --tls-cert and --tls-key (PEM; the key\n"
+            "readable by its owner only) serve https itself, TLS 1.2 and 1.3, the cookies\n"
+            "Secure. Stop with Ctrl-C or SIGTERM.\n"
             "exit codes: 0 stopped, 1 error (database, flow, reviewers file, address in use),\n"
             "2 usage\n",
             SERVE_DEFAULT_LISTEN, SERVE_PROXY_HEADER, SERVE_SESSION_IDLE_S, SERVE_SESSION_MAX_S);
@@ -74,6 +76,7 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
 {
     const char *flow_path = NULL, *listen = SERVE_DEFAULT_LISTEN, *erp_url = ctx->erp_url;
     const char *reviewers = getenv("APBOT_REVIEWERS"), *proxies = NULL, *proxy_header = NULL;
+    const char *tls_cert = NULL, *tls_key = NULL;
     int idle_s = 0, max_s = 0;
     struct serve_options opt;
     struct serve_addr addr;
@@ -101,6 +104,10 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
             proxies = argv[++i];
         } else if (strcmp(argv[i], "--proxy-header") == 0 && has) {
             proxy_header = argv[++i];
+        } else if (strcmp(argv[i], "--tls-cert") == 0 && has) {
+            tls_cert = argv[++i];
+        } else if (strcmp(argv[i], "--tls-key") == 0 && has) {
+            tls_key = argv[++i];
         } else if (strcmp(argv[i], "--session-idle") == 0 && has) {
             if (!seconds_arg(argv[i], argv[i + 1], &idle_s))
                 return CLI_EXIT_USAGE;
@@ -123,6 +130,10 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     }
     if (reviewers && !*reviewers)
         reviewers = NULL;
+    if (!tls_cert != !tls_key) {
+        fprintf(stderr, "apbot serve: --tls-cert and --tls-key go together\n");
+        return CLI_EXIT_USAGE;
+    }
     review_password = secret_dup(SECRET_REVIEW_PASSWORD);
     if (reviewers && review_password) {
         /* the file says who may decide, each by name: one password for all is not used */
@@ -168,6 +179,8 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     opt.proxy_header = proxy_header;
     opt.session_idle_s = idle_s;
     opt.session_max_s = max_s;
+    opt.tls_cert_path = tls_cert;
+    opt.tls_key_path = tls_key;
     opt.stop = &serve_stop;
     opt.announce = stdout;
     opt.log = stderr;

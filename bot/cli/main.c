@@ -36,7 +36,9 @@ static const struct {
      "report --flow FILE [--erp URL] [--date YYYY-MM-DD] [--format text|csv|html|json] "
      "[--out FILE]"},
     {"serve", cli_serve,
-     "serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL]   the review page"},
+     "serve --flow FILE [--listen 127.0.0.1:8470] [--erp URL] [--reviewers FILE]\n"
+     "              [--trusted-proxy ADDR[,ADDR]] [--tls-cert FILE --tls-key FILE]   the review "
+     "page"},
     {"flow", cli_flow,
      "flow check FILE...                   validate flows\n"
      "  apbot flow trace FLOW --invoice FILE[#N] [--erp URL] [--dry-run]   explain one post"},

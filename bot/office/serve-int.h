@@ -4,6 +4,7 @@
  *                   who may do what), the answer's headers, dispatch;
  *   serve_auth.c    who is asking: sign-in and sign-out, sessions, the throttle on failed
  *                   sign-ins, the login proxy's header, the reviewers file read again;
+ *   serve_tls.c     the certificate and key of --tls-cert/--tls-key, read and checked;
  *   serve_page.c    the frame every page is built in, banners, short pages, the style sheet;
  *   serve_today.c   Today (GET /);
  *   serve_queue.c   the review queue (GET /queue);
@@ -71,6 +72,8 @@ struct serve_server {
     enum serve_mode mode;
     struct serve_proxies proxies; /* --trusted-proxy */
     bool tls;                     /* served over TLS here */
+    char *tls_cert, *tls_key;     /* PEM, for libmicrohttpd (the key wiped at the end) */
+    char tls_what[320];           /* the certificate's subject and end, for the log */
     struct serve_auth *auth;
 };
 
@@ -115,6 +118,15 @@ enum MHD_Result serve_send(struct serve_ctx *c, int status, const char *type, co
                            size_t len, bool cacheable);
 /* 303 See Other to location (a path of this page), with the cookie the request set. */
 enum MHD_Result serve_redirect(struct serve_ctx *c, const char *location);
+
+/* ---- TLS (serve_tls.c) ------------------------------------------------------------------ */
+
+/* With --tls-cert and --tls-key: reads both (the key under the rule of secret files), checks
+ * they are PEM and belong together, sets s->tls. APBOT_OK without them; APBOT_E_INVAL for one
+ * without the other; APBOT_E_IO naming the file and why. */
+int serve_tls_load(struct serve_server *s, char *err, size_t errlen);
+/* Wipes the key and frees both. */
+void serve_tls_free(struct serve_server *s);
 
 /* ---- who is asking (serve_auth.c) ------------------------------------------------------- */
 

@@ -531,19 +531,33 @@ static int listen_sockaddr(const struct serve_addr *a, struct sockaddr_storage *
     return APBOT_OK;
 }
 
+/* GnuTLS's priorities for the page: its defaults, but TLS 1.2 and 1.3 only. */
+#define SERVE_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 /* libmicrohttpd on sa: a thread per connection, at most 64 connections (32 from one address),
- * idle ones closed after 60 s, 128 KiB of memory each. NULL when it cannot listen. */
+ * idle ones closed after 60 s, 128 KiB of memory each; https with s's certificate when s->tls.
+ * NULL when it cannot listen. */
 static struct MHD_Daemon *start_daemon(struct serve_server *s, const struct sockaddr *sa)
 {
     unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    /* libmicrohttpd keeps the pointers: they live in s until the daemon stops */
+    struct MHD_OptionItem tls[] = {
+        {s->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s->tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)SERVE_TLS_PRIORITIES},
+        {MHD_OPTION_END, 0, NULL},
+    };
 
     if (s->addr.ipv6)
         flags |= MHD_USE_IPv6;
+    if (s->tls)
+        flags |= MHD_USE_TLS;
     return MHD_start_daemon(
         flags, s->addr.port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, sa,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
+        (unsigned int)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
 }
 
 int serve_run(const struct serve_options *opt, char *err, size_t errlen)
@@ -570,9 +584,14 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
         return rc;
     if (RAND_bytes(s.key, sizeof(s.key)) != 1)
         return apbot_fail(err, errlen, APBOT_E_BUG, "no randomness for the session key");
-    rc = serve_auth_start(&s, err, errlen);
+    rc = serve_tls_load(&s, err, errlen);
     if (rc != APBOT_OK)
         return rc;
+    rc = serve_auth_start(&s, err, errlen);
+    if (rc != APBOT_OK) {
+        serve_tls_free(&s);
+        return rc;
+    }
     xmlInitParser();
 
     s.erp_user = secret_dup(SECRET_ERP_USER);
@@ -582,8 +601,14 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
         secret_free(s.erp_user);
         secret_free(s.erp_password);
         serve_auth_stop(&s);
-        return apbot_fail(err, errlen, APBOT_E_IO, "cannot listen on %s:%u (in use?)", s.addr.host,
-                          (unsigned)s.addr.port);
+        rc = apbot_fail(err, errlen, APBOT_E_IO, "cannot listen on %s:%u (in use?%s)", s.addr.host,
+                        (unsigned)s.addr.port, s.tls ? " or GnuTLS refused the certificate" : "");
+        serve_tls_free(&s);
+        return rc;
+    }
+    if (s.tls && o.log) {
+        fprintf(o.log, "apbot serve: https with the %s\n", s.tls_what);
+        fflush(o.log);
     }
     info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     s.port = info && info->port ? info->port : s.addr.port;
@@ -605,5 +630,6 @@ int serve_run(const struct serve_options *opt, char *err, size_t errlen)
     secret_free(s.erp_user);
     secret_free(s.erp_password);
     serve_auth_stop(&s);
+    serve_tls_free(&s);
     return APBOT_OK;
 }

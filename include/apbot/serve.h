@@ -26,12 +26,13 @@
  * half of the report need the ERP; everything else keeps working while the ERP is down.
  *
  * Safe by default: it binds 127.0.0.1; an address that is not loopback is refused unless a
- * reviewers file or a password (APBOT_REVIEW_PASSWORD) says who may sign in. On loopback the
- * Host header must name the loopback address (no DNS rebinding).
- * Every POST carries the session's CSRF token (an HMAC of the session cookie under a key
- * made at start) and must come from the page's own origin. Every answer forbids framing,
- * script and caching of pages; every value from an invoice or the ERP is a text node or an
- * attribute escaped by libxml2's serialiser; secrets never reach a page.
+ * reviewers file or a password (APBOT_REVIEW_PASSWORD) says who may sign in. With a
+ * certificate and its key it serves https itself (libmicrohttpd's TLS, TLS 1.2 and 1.3 only).
+ * On loopback the Host header must name the loopback address (no DNS rebinding). Every POST
+ * carries a CSRF token (an HMAC, under a key made at start, of the session's id or the
+ * visitor's cookie and of who is signed in) and must come from the page's own origin. Every
+ * answer forbids framing, script and caching of pages; every value from an invoice or the ERP
+ * is a text node or an attribute escaped by libxml2's serialiser; secrets never reach a page.
  */
 #ifndef APBOT_SERVE_H
 #define APBOT_SERVE_H
@@ -87,6 +88,8 @@ struct serve_options {
     const char *proxy_header;    /* NULL: SERVE_PROXY_HEADER */
     int session_idle_s;          /* 0: SERVE_SESSION_IDLE_S */
     int session_max_s;           /* 0: SERVE_SESSION_MAX_S */
+    const char *tls_cert_path;   /* PEM certificate (chain) to serve https with, or NULL */
+    const char *tls_key_path;    /* its unencrypted PEM key, readable by the owner only */
     atomic_int *stop;            /* the server returns once this is non-zero */
     FILE *announce;              /* gets "listening on http://HOST:PORT\n" (flushed); may be NULL */
     FILE *log; /* one line per decision, sign-in and refusal (escaped); may be NULL */
@@ -94,8 +97,9 @@ struct serve_options {
 
 /*
  * Serves until *opt->stop becomes non-zero. Needs http_global_init() (for the ERP). Returns
- * APBOT_OK after a clean stop; APBOT_E_INVAL for a bad or unsafe listen address (nothing is
- * bound), APBOT_E_IO when the address cannot be bound. Detail in err.
+ * APBOT_OK after a clean stop; APBOT_E_INVAL for a bad or unsafe listen address or options that
+ * do not go together (nothing is bound), APBOT_E_IO when the address cannot be bound or a file
+ * (the reviewers file, the certificate, its key) cannot be used. Detail in err.
  */
 int serve_run(const struct serve_options *opt, char *err, size_t errlen) APBOT_MUST_USE;
 
