@@ -836,7 +836,7 @@ static enum MHD_Result login_page(struct serve_ctx *c, int status, const char *m
     html_attr(n, "required", "required");
     html_attr(n, "autocomplete", "current-password");
     html_el_clean(form, "button", NULL, "Sign in");
-    if (next && strcmp(serve_next_path(next), "/") != 0) {
+    if (next) {
         /* from a link on another site the browser sends no cookie (SameSite=Strict): who is
          * signed in already goes on from here, a link of this site */
         xmlNodePtr q = html_el_clean(p.main, "p", "help", "Signed in already? ");
@@ -860,7 +860,7 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body)
     struct serve_form f;
     struct serve_who who;
     const char *name, *password, *next;
-    char *hash = NULL, retry[32];
+    char *hash = NULL, retry[32], key[65];
     int64_t now = apbot_clock_mono_ms(), wait;
     enum MHD_Result res;
 
@@ -879,7 +879,9 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body)
         res = login_page(c, MHD_HTTP_BAD_REQUEST, "Give your name and your password.", name, next);
         goto out;
     }
-    wait = throttle_attempt(c, name, now);
+    /* the throttle counts a name by its first 64 bytes: longer ones are no names anyway */
+    snprintf(key, sizeof(key), "%.64s", name);
+    wait = throttle_attempt(c, key, now);
     if (wait > 0) {
         serve_log(c,
                   "sign-in refused: too many failed attempts for name=%.64s or from=%s, "
@@ -898,7 +900,9 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body)
         res = login_page(c, MHD_HTTP_UNAUTHORIZED, "Wrong name or password.", name, next);
         goto out;
     }
-    throttle_success(c, name, now);
+    throttle_success(c, key, now);
+    if (c->who.known && c->who.how != REVIEW_AUTH_PROXY)
+        session_end(c); /* signing in again: the session before is over */
     session_start(c, &who, hash);
     serve_log(c, "signed in: %s (%s) from=%s by %s", who.login, reviewers_role_name(who.role),
               c->client, review_auth_name(who.how));
