@@ -3,8 +3,8 @@
  * refuses (naming the line), the hashes it accepts (slow, salted: yescrypt, scrypt, bcrypt of
  * cost 10 or more) and those it refuses (plain, MD5, SHA-512 crypt, fast bcrypt), a password
  * hashed and verified through libxcrypt (salted: two hashes of one password differ), the file
- * written and read back (0600, rewritten whole), refused when its group or others may read it,
- * and the lock that serialises changes.
+ * written and read back (0600, rewritten whole, its owner kept when root rewrites it), refused
+ * when its group or others may read it, and the lock that serialises changes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -282,6 +282,20 @@ static void test_reviewers_file(void **state)
     free(text);
     reviewers_done(&back);
     reviewers_done(&rv);
+
+    /* a rewrite keeps the file's owner and group: root changing the service user's file (only
+     * root can give a file away, so only then) */
+    if (geteuid() == 0) {
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(reviewers_load(path, false, &back, err, sizeof(err)), APBOT_OK);
+        assert_int_equal(reviewers_save(path, &back, err, sizeof(err)), APBOT_OK);
+        reviewers_done(&back);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_uid, 65534);
+        assert_int_equal(st.st_gid, 65534);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(chown(path, 0, 0), 0);
+    }
 
     /* readable by the group: refused, naming the file and the mode, whatever it holds */
     assert_int_equal(chmod(path, 0640), 0);

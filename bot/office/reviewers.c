@@ -399,6 +399,7 @@ int reviewers_save(const char *path, const struct reviewers *r, char *err, size_
 {
     char tmp[4200];
     char *text = reviewers_format(r), *dir;
+    struct stat old;
     unsigned char rnd[6];
     int fd, dfd, rc = APBOT_OK;
 
@@ -415,7 +416,14 @@ int reviewers_save(const char *path, const struct reviewers *r, char *err, size_
         secret_free(text);
         return rc;
     }
-    if (fchmod(fd, 0600) != 0 || write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
+    /* the new file keeps the old one's owner and group: root changing the file of the user
+     * apbot serve runs as must not take it away from that user */
+    if (stat(path, &old) == 0 && fchown(fd, old.st_uid, old.st_gid) != 0)
+        rc = apbot_fail(err, errlen, APBOT_E_IO,
+                        "%.200s: cannot keep its owner (uid %u): change it as its owner or as "
+                        "root",
+                        path, (unsigned)old.st_uid);
+    else if (fchmod(fd, 0600) != 0 || write_all(fd, text, strlen(text)) != 0 || fsync(fd) != 0)
         rc = apbot_fail(err, errlen, APBOT_E_IO, "%.200s: %s", tmp, strerror(errno));
     if (close(fd) != 0 && rc == APBOT_OK)
         rc = apbot_fail(err, errlen, APBOT_E_IO, "%.200s: %s", tmp, strerror(errno));

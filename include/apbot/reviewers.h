@@ -83,8 +83,10 @@ int reviewers_load(const char *path, bool missing_ok, struct reviewers *ret, cha
                    size_t errlen) APBOT_MUST_USE;
 
 /*
- * Writes r to path whole: a new temporary file beside it (O_EXCL, mode 0600, written and
- * synced), renamed over path, the directory synced. Take reviewers_lock first.
+ * Writes r to path whole: a new temporary file beside it (O_EXCL, mode 0600, the old file's
+ * owner and group, written and synced), renamed over path, the directory synced. APBOT_E_IO
+ * when the owner cannot be kept (another user's file, changed by someone but root). Take
+ * reviewers_lock first.
  */
 int reviewers_save(const char *path, const struct reviewers *r, char *err,
                    size_t errlen) APBOT_MUST_USE;
