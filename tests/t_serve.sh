@@ -129,10 +129,11 @@ expect_grep run1 "$work/run1.out" "business-exception 2, manual-review 3"
 rv=$work/reviewers
 declare -A pw=([alice]="alice's own password" [bob]="bob's own password"
     [carol]="carol's own password" [dave]="dave's own password" [vera]="vera only looks at it"
-    [trudy]="trudy's own password" [gone]="gone's own password" [pat]="pat's own password")
-for who in alice bob carol dave vera trudy gone pat; do
+    [trudy]="trudy's own password" [gone]="gone's own password" [pat]="pat's own password"
+    [prometheus]="the scraper's password")
+for who in alice bob carol dave vera trudy gone pat prometheus; do
     role=reviewer
-    [ "$who" = vera ] && role=viewer
+    [ "$who" = vera ] || [ "$who" = prometheus ] && role=viewer
     name=$who
     [ "$who" = alice ] && name="Alice Example"
     printf '%s\n' "${pw[$who]}" | "$APBOT_BIN" reviewer add "$who" --role "$role" --name "$name" \
@@ -210,6 +211,18 @@ expect_no_grep by "$work/serve.err" "mallory"
 run state2 review "$i2" --json
 expect_grep csrf "$work/state2.out" '"state": "manual-review"'
 expect_no_grep csrf "$work/state2.out" 'mallory'
+
+# ---- GET /metrics: a scraper gives a login's name and password by HTTP Basic -------------------
+curl -s -D "$work/h_metrics.txt" -o /dev/null "$base/metrics"
+expect_grep metrics "$work/h_metrics.txt" "^HTTP/1.1 401"
+expect_grep metrics "$work/h_metrics.txt" '^WWW-Authenticate: Basic realm="apbot metrics"'
+code=$(curl -s -o "$work/metrics.txt" -w '%{http_code}' -u "prometheus:${pw[prometheus]}" "$base/metrics")
+expect_eq "metrics: a viewer's credentials" "$code" 200
+expect_grep metrics "$work/metrics.txt" '^apbot_queue_review_depth 3$'
+expect_eq "metrics: a wrong password"     "$(status "$base/metrics" -u "prometheus:not the scraper's password")" 401
+expect_grep metrics "$work/serve.err" "metrics: sign-in failed: name=prometheus from=127.0.0.1"
+expect_eq "metrics: a signed-in session" "$(status "$base/metrics" -b "$work/jar")" 200
+expect_eq "metrics: Basic opens no page" "$(status "$base/" -u "prometheus:${pw[prometheus]}")" 303
 
 # ---- failed sign-ins: logged without the password, throttled per name and per address --------
 wrong="Tr0ub4dor&3-not-it"

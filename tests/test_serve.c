@@ -300,6 +300,13 @@ static const struct access_row access_table[] = {
     {FILE_,  true,  REVIEWER, SERVE_ROUTE_DECIDE, SERVE_ALLOW},
     {FILE_,  true,  REVIEWERS_ROLE__COUNT, SERVE_ROUTE_DECIDE, SERVE_FORBIDDEN},
     {FILE_,  true,  VIEWER,   SERVE_ROUTE_LOGOUT, SERVE_ALLOW},
+    /* a scraper: nothing asked on the open page, a login's credentials elsewhere (a viewer's
+     * do: the figures are what every page shows) */
+    {OPEN,   false, VIEWER,   SERVE_ROUTE_METRICS, SERVE_ALLOW},
+    {SHARED, false, VIEWER,   SERVE_ROUTE_METRICS, SERVE_CREDENTIALS},
+    {SHARED, true,  REVIEWER, SERVE_ROUTE_METRICS, SERVE_ALLOW},
+    {FILE_,  false, VIEWER,   SERVE_ROUTE_METRICS, SERVE_CREDENTIALS},
+    {FILE_,  true,  VIEWER,   SERVE_ROUTE_METRICS, SERVE_ALLOW},
 };
 /* clang-format on */
 
@@ -411,6 +418,54 @@ static void test_serve_next(void **state)
     assert_string_equal(serve_next_path(longpath), "/");
 }
 
+struct basic_row {
+    const char *header;
+    bool ok;
+    const char *user, *pw;
+};
+
+/* clang-format off */
+static const struct basic_row basic_table[] = {
+    /* "lead:correct horse battery staple" */
+    {"Basic bGVhZDpjb3JyZWN0IGhvcnNlIGJhdHRlcnkgc3RhcGxl", true, "lead",
+     "correct horse battery staple"},
+    {"basic bGVhZDpjb3JyZWN0IGhvcnNlIGJhdHRlcnkgc3RhcGxl", true, "lead",
+     "correct horse battery staple"},
+    /* ":correct horse battery staple": no user */
+    {"Basic OmNvcnJlY3QgaG9yc2UgYmF0dGVyeSBzdGFwbGU=", true, "", "correct horse battery staple"},
+    /* "lead:pass:word": the password may hold a colon */
+    {"Basic bGVhZDpwYXNzOndvcmQ=", true, "lead", "pass:word"},
+    /* no colon: "leadcorrect" */
+    {"Basic bGVhZGNvcnJlY3Q=", false, NULL, NULL},
+    {"Bearer bGVhZDpjb3JyZWN0", false, NULL, NULL},
+    {"Basic !!!!", false, NULL, NULL},
+    {"Basic ", false, NULL, NULL},
+    {"Basic YWJj", false, NULL, NULL}, /* "abc" */
+    /* "a\0b:c": a NUL inside */
+    {"Basic YQBiOmM=", false, NULL, NULL},
+    {NULL, false, NULL, NULL},
+};
+/* clang-format on */
+
+static void test_serve_basic(void **state)
+{
+    char user[65], pw[258], small[4];
+    (void)state;
+    for (size_t i = 0; i < sizeof(basic_table) / sizeof(basic_table[0]); i++) {
+        const struct basic_row *r = &basic_table[i];
+        bool ok = serve_basic_parse(r->header, user, sizeof(user), pw, sizeof(pw));
+        if (ok != r->ok)
+            fail_msg("row %zu '%s': want %s", i, r->header ? r->header : "(none)",
+                     r->ok ? "ok" : "refused");
+        if (ok && (strcmp(user, r->user) != 0 || strcmp(pw, r->pw) != 0))
+            fail_msg("row %zu: user '%s' password '%s'", i, user, pw);
+    }
+    /* what does not fit is refused, never cut */
+    assert_false(serve_basic_parse(basic_table[0].header, small, sizeof(small), pw, sizeof(pw)));
+    assert_false(
+        serve_basic_parse(basic_table[0].header, user, sizeof(user), small, sizeof(small)));
+}
+
 static void test_serve_proxies(void **state)
 {
     struct serve_proxies p;
@@ -472,7 +527,7 @@ int main(void)
         cmocka_unit_test(test_serve_metrics_format), cmocka_unit_test(test_serve_metrics_render),
         cmocka_unit_test(test_serve_access),         cmocka_unit_test(test_serve_session),
         cmocka_unit_test(test_serve_throttle),       cmocka_unit_test(test_serve_next),
-        cmocka_unit_test(test_serve_proxies),
+        cmocka_unit_test(test_serve_proxies),        cmocka_unit_test(test_serve_basic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,7 @@ struct serve_ctx {
     bool proxy_unknown;      /* the trusted proxy names someone not in the reviewers file */
     char proxy_user[65];     /* whom, for the refusal */
     const char *retry_after; /* the answer carries Retry-After: this many seconds */
+    bool basic_challenge;    /* a 401 that asks for HTTP Basic (a scraper's) */
     int64_t now;
 };
 
@@ -132,16 +133,18 @@ void serve_tls_free(struct serve_server *s);
 
 /* What a request asks for, as far as who may ask it. */
 enum serve_route {
-    SERVE_ROUTE_ASSET,  /* GET /app.css */
-    SERVE_ROUTE_LOGIN,  /* GET or POST /login */
-    SERVE_ROUTE_LOGOUT, /* POST /logout */
-    SERVE_ROUTE_VIEW,   /* GET of a page */
-    SERVE_ROUTE_DECIDE, /* POST /item/ID/decide */
+    SERVE_ROUTE_ASSET,   /* GET /app.css */
+    SERVE_ROUTE_LOGIN,   /* GET or POST /login */
+    SERVE_ROUTE_LOGOUT,  /* POST /logout */
+    SERVE_ROUTE_VIEW,    /* GET of a page */
+    SERVE_ROUTE_DECIDE,  /* POST /item/ID/decide */
+    SERVE_ROUTE_METRICS, /* GET /metrics: a scraper, not a browser */
 };
 enum serve_access {
     SERVE_ALLOW,
-    SERVE_SIGN_IN,  /* a page: to the sign-in page first */
-    SERVE_FORBIDDEN /* 403, logged */
+    SERVE_SIGN_IN,     /* a page: to the sign-in page first */
+    SERVE_CREDENTIALS, /* a scraper: a login's name and password by HTTP Basic, else 401 */
+    SERVE_FORBIDDEN    /* 403, logged */
 };
 
 /* The state of a session (serve_session_check). */
@@ -166,6 +169,10 @@ void serve_auth_stop(struct serve_server *s);
 /* Who asks (c->who), from a trusted proxy's header or the session behind the cookie; the
  * cookie (a new visitor's when it holds none that is valid) and its CSRF token. */
 void serve_auth_identify(struct serve_ctx *c);
+/* A scraper's HTTP Basic credentials (/metrics), checked as a sign-in is (the reviewers file or
+ * the shared password, the same throttle, failures logged), without a session: true when they
+ * name someone, who c->who then is. */
+bool serve_auth_basic(struct serve_ctx *c);
 /* May c's person decide? */
 bool serve_may_decide(const struct serve_ctx *c);
 /* Is token the CSRF token of c's cookie (constant time)? */
@@ -281,6 +288,10 @@ bool serve_ip_listed(const struct serve_proxies *list, const struct serve_ip *ip
 bool serve_forwarded_client(const char *xff, char *ret, size_t len);
 /* Pure: may name be a header's name (1..64 of letters, digits, - _)? */
 bool serve_header_name_ok(const char *name);
+/* Pure: the user and password of an Authorization header's HTTP Basic credentials, into user
+ * and pw (cut nowhere: false when they do not fit, when it is not Basic, not base64, holds a
+ * NUL or no colon). */
+bool serve_basic_parse(const char *authorization, char *user, size_t ulen, char *pw, size_t pwlen);
 
 /* Pure: the exposition format an Accept header asks for: OpenMetrics unless it names
  * text/plain and not application/openmetrics-text. */

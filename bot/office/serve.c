@@ -203,6 +203,9 @@ enum MHD_Result serve_send(struct serve_ctx *c, int status, const char *type, co
         MHD_add_response_header(r, "Set-Cookie", cookie[i]);
     if (c->retry_after)
         MHD_add_response_header(r, "Retry-After", c->retry_after);
+    if (status == MHD_HTTP_UNAUTHORIZED && c->basic_challenge)
+        MHD_add_response_header(r, "WWW-Authenticate",
+                                "Basic realm=\"apbot metrics\", charset=\"UTF-8\"");
     rc = MHD_queue_response(c->conn, (unsigned int)status, r);
     MHD_destroy_response(r);
     return rc;
@@ -330,12 +333,14 @@ static enum serve_route route_of(const char *method, const char *url, int64_t *r
         return SERVE_ROUTE_LOGIN;
     if (strcmp(url, "/logout") == 0 && post)
         return SERVE_ROUTE_LOGOUT;
+    if (strcmp(url, "/metrics") == 0 && !post)
+        return SERVE_ROUTE_METRICS;
     if (post) {
         *ret_known = id > 0 && decide;
         return SERVE_ROUTE_DECIDE;
     }
     *ret_known = strcmp(url, "/") == 0 || strcmp(url, "/queue") == 0 ||
-                 strcmp(url, "/report") == 0 || strcmp(url, "/metrics") == 0 || (id > 0 && !decide);
+                 strcmp(url, "/report") == 0 || (id > 0 && !decide);
     return SERVE_ROUTE_VIEW;
 }
 
@@ -348,8 +353,6 @@ static enum MHD_Result route_get(struct serve_ctx *c, const char *url, int64_t i
         return serve_queue(c);
     if (strcmp(url, "/report") == 0)
         return serve_report(c);
-    if (strcmp(url, "/metrics") == 0)
-        return serve_metrics(c);
     if (id > 0)
         return serve_item(c, id);
     return serve_simple_page(c, MHD_HTTP_NOT_FOUND, "Not found", "There is no such page.");
@@ -422,6 +425,8 @@ static enum MHD_Result forbidden(struct serve_ctx *c, enum serve_route route, in
                                  : "Sign in first: only a signed-in reviewer decides.");
 }
 
+#define BASIC_TEXT "GET /metrics wants a login's name and password (HTTP Basic).\n"
+
 /* A whole request: its context, the guards, who may ask for it, then the page or the form. */
 static enum MHD_Result handle(struct serve_server *s, struct MHD_Connection *conn, const char *url,
                               const char *method, struct req *rq)
@@ -450,6 +455,11 @@ static enum MHD_Result handle(struct serve_server *s, struct MHD_Connection *con
         break;
     case SERVE_SIGN_IN:
         return to_sign_in(&c, url);
+    case SERVE_CREDENTIALS:
+        if (serve_auth_basic(&c))
+            break;
+        return serve_send(&c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", BASIC_TEXT,
+                          sizeof(BASIC_TEXT) - 1, false);
     case SERVE_FORBIDDEN:
         if (!known)
             break; /* not a decision at all: said below */
@@ -465,6 +475,8 @@ static enum MHD_Result handle(struct serve_server *s, struct MHD_Connection *con
         return serve_logout(&c, apbot_buf_str(&rq->body));
     case SERVE_ROUTE_VIEW:
         return route_get(&c, url, known ? id : 0);
+    case SERVE_ROUTE_METRICS:
+        return serve_metrics(&c);
     case SERVE_ROUTE_DECIDE:
         break;
     }

@@ -120,6 +120,8 @@ enum serve_access serve_access_decide(enum serve_mode mode, bool known, enum rev
     case SERVE_ROUTE_DECIDE:
         return mode != SERVE_MODE_OPEN && known && role == REVIEWERS_REVIEWER ? SERVE_ALLOW
                                                                               : SERVE_FORBIDDEN;
+    case SERVE_ROUTE_METRICS:
+        return mode == SERVE_MODE_OPEN || known ? SERVE_ALLOW : SERVE_CREDENTIALS;
     }
     return SERVE_FORBIDDEN;
 }
@@ -256,6 +258,47 @@ UNITTEST bool serve_header_name_ok(const char *name)
             return false;
     }
     return true;
+}
+
+UNITTEST bool serve_basic_parse(const char *authorization, char *user, size_t ulen, char *pw,
+                                size_t pwlen)
+{
+    unsigned char decoded[1024];
+    const char *p;
+    char *colon;
+    size_t len, ul;
+    int n;
+    bool ok = false;
+
+    if (!authorization || strncasecmp(authorization, "Basic ", 6) != 0)
+        return false;
+    p = authorization + 6;
+    while (*p == ' ')
+        p++;
+    len = strlen(p);
+    if (len == 0 || len % 4 != 0 || len / 4 * 3 >= sizeof(decoded))
+        return false;
+    n = EVP_DecodeBlock(decoded, (const unsigned char *)p, (int)len);
+    if (n < 0)
+        return false;
+    /* EVP_DecodeBlock counts the padding as zero bytes */
+    if (p[len - 1] == '=')
+        n--;
+    if (len >= 2 && p[len - 2] == '=')
+        n--;
+    decoded[n] = '\0';
+    colon = strchr((char *)decoded, ':');
+    if (strlen((char *)decoded) == (size_t)n && colon) {
+        ul = (size_t)(colon - (char *)decoded);
+        if (ul < ulen && strlen(colon + 1) < pwlen) {
+            memcpy(user, decoded, ul);
+            user[ul] = '\0';
+            snprintf(pw, pwlen, "%s", colon + 1);
+            ok = true;
+        }
+    }
+    OPENSSL_cleanse(decoded, sizeof(decoded));
+    return ok;
 }
 
 /* ---- the log ---------------------------------------------------------------------------- */
@@ -784,6 +827,38 @@ static bool check_password(struct serve_ctx *c, const char *name, const char *pa
         *ret_hash = apbot_xstrdup(r.hash);
     }
     explicit_bzero(&r, sizeof(r));
+    return ok;
+}
+
+bool serve_auth_basic(struct serve_ctx *c)
+{
+    const char *h = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "Authorization");
+    char user[REVIEW_NAME_MAX + 2], pw[REVIEWERS_PASSWORD_MAX + 2], *hash = NULL;
+    struct serve_who who;
+    int64_t now = apbot_clock_mono_ms(), wait;
+    bool ok = false;
+
+    c->basic_challenge = true;
+    if (!serve_basic_parse(h, user, sizeof(user), pw, sizeof(pw)))
+        goto out;
+    wait = throttle_attempt(c, user, now);
+    if (wait > 0) {
+        serve_log(c, "metrics: refused, too many failed attempts for name=%s or from=%s", user,
+                  c->client);
+        goto out;
+    }
+    ok = check_password(c, user, pw, &who, &hash);
+    if (!ok) {
+        serve_log(c, "metrics: sign-in failed: name=%s from=%s: wrong name or password", user,
+                  c->client);
+        goto out;
+    }
+    throttle_success(c, user, now);
+    c->who = who;
+    c->basic_challenge = false;
+out:
+    secret_free(hash);
+    explicit_bzero(pw, sizeof(pw));
     return ok;
 }
 
