@@ -261,6 +261,21 @@ expect_grep ended "$work/serve.err" "session of pat ended: the password was chan
 expect_eq "pat: the old password no longer signs in" "$(sign_in "$base" "$work/jar_p" pat "${pw[pat]}")" 401
 expect_eq "pat: the new one does" "$(sign_in "$base" "$work/jar_p" pat "pat's newer password")" 303
 expect_eq "alice: still signed in" "$(status "$base/" -b "$work/jar")" 200
+# a reviewer made a viewer: the session goes on, the decision form it still holds does not
+curl -s -o "$work/item_pat.html" -b "$work/jar_p" "$base/item/$i2"
+pcsrf=$(csrf_of "$work/item_pat.html")
+pver=$(grep -o 'name="version" value="[0-9]*"' "$work/item_pat.html" | head -n1 | sed 's/.*value="//; s/"//')
+[ -n "$pcsrf" ] && [ -n "$pver" ] || fail "pat: no decision form while a reviewer"
+"$APBOT_BIN" reviewer set pat --role viewer --file "$rv" >/dev/null
+expect_eq "made a viewer: a decision from the page before is refused" \
+    "$(status "$base/item/$i2/decide" -b "$work/jar_p" \
+        -d "csrf=$pcsrf&version=$pver&action=requeue&note=x")" 403
+expect_grep demoted "$work/serve.err" "refused: viewer pat may not decide \(item=$i2 "
+curl -s -o "$work/item_pat.html" -b "$work/jar_p" "$base/item/$i2"
+expect_grep demoted "$work/item_pat.html" "pat, viewer"
+expect_no_grep demoted "$work/item_pat.html" 'id="form-requeue"'
+run state_pat review "$i2" --json
+expect_grep demoted "$work/state_pat.out" '"state": "manual-review"'
 
 # ---- the login proxy: believed from 127.0.0.2 only, the role from the file ---------------------
 code=$(curl -s -o "$work/proxy_vera.html" -w '%{http_code}' --interface 127.0.0.2 \

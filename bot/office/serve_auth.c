@@ -10,12 +10,12 @@
  *
  * Sessions live here, on the server: the cookie holds a random id (its SHA-256 is what the
  * table keeps), made anew at every sign-in, dropped at sign-out, ended after an idle time and
- * an absolute time, and when the person is removed from the file, gets a new password or a
- * new role. The table is bounded; so is the throttle on failed sign-ins (per name and per
- * address), and so is the number of password hashes computed at once. Before sign-in a
- * visitor has a signed cookie the server keeps nothing for: its CSRF token guards the sign-in
- * form. Every sign-in, failed or not, every sign-out and every forged proxy header is logged,
- * never a password.
+ * an absolute time, and when the person is removed from the file or gets a new password (a
+ * new role or display name holds from the next request). The table is bounded; so is the
+ * throttle on failed sign-ins (per name and per address), and so is the number of password
+ * hashes computed at once. Before sign-in a visitor has a signed cookie the server keeps
+ * nothing for: its CSRF token guards the sign-in form. Every sign-in, failed or not, every
+ * sign-out and every forged proxy header is logged, never a password.
  */
 #include "office/serve-int.h"
 
