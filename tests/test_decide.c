@@ -1,8 +1,9 @@
 /*
  * test_decide.c - the safety decisions as tables: what an answer to a post step means
- * (before, at and after the committing step) and when a lookup proves an absence. Each row
- * reads like the design; then every combination of facts is enumerated and the properties
- * that keep an invoice from being booked twice are checked on all of them.
+ * (before, at and after the committing step), what a page that lacks the step's form, control
+ * or button means once the step's rules were tried on it, and when a lookup proves an absence. Each
+ * row reads like the design; then every combination of facts is enumerated and the properties that
+ * keep an invoice from being booked twice are checked on all of them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,13 +138,80 @@ static void test_decide_post_table(void **state)
     }
 }
 
+/* A page that lacks the step's form, control or button: what the step's rules, tried on that
+ * page, make of it. Nothing of the step was sent in any row. */
+struct missing_row {
+    const char *what;
+    enum decide_phase phase;
+    bool missing; /* the form, a control or the button is missing (not merely different) */
+    bool aborted;
+    enum decide_rule rule;
+    bool doc;
+    enum decide_post_verdict want;
+    bool want_relogin;
+};
+
+/* clang-format off */
+static const struct missing_row missing_rows[] = {
+ /* what                                                   phase miss abrt rule    doc  verdict                   relogin */
+ {"pre: no rule explains the missing button",               PRE, 1, 0, R_NONE,  0, DECIDE_SYSTEMIC,          0},
+ {"pre: two buttons match (not missing): rules not asked",  PRE, 0, 0, R_REJ,   0, DECIDE_SYSTEMIC,          0},
+ {"pre: closed period leaves Save out: rejected",           PRE, 1, 0, R_REJ,   0, DECIDE_REJECTED,          0},
+ {"pre: vendor picker instead of the form: rejected",       PRE, 1, 0, R_REJ,   0, DECIDE_REJECTED,          0},
+ {"pre: the page says the invoice exists",                  PRE, 1, 0, R_AE,    0, DECIDE_ALREADY_EXISTS,    0},
+ {"pre: the page is the login",                             PRE, 1, 0, R_SE,    0, DECIDE_RESTART,           1},
+ {"pre: the page says try later",                           PRE, 1, 0, R_NS,    0, DECIDE_NOT_SENT,          0},
+ {"pre: a rule calls the page ambiguous",                   PRE, 1, 0, R_UNK,   0, DECIDE_NOT_SENT,          0},
+ {"pre: a rule's pattern ran out of budget",                PRE, 1, 1, R_NONE,  0, DECIDE_NOT_SENT,          0},
+ {"commit: Save button missing, closed period",             COM, 1, 0, R_REJ,   0, DECIDE_REJECTED,          0},
+ {"commit: Save button missing, no rule",                   COM, 1, 0, R_NONE,  0, DECIDE_SYSTEMIC,          0},
+ {"commit: a success rule on the unsubmitted page",         COM, 1, 0, R_DONE,  1, DECIDE_NOT_SENT,          0},
+ {"commit: a saved rule on the unsubmitted page",           COM, 1, 0, R_SAVED, 1, DECIDE_NOT_SENT,          0},
+ {"commit: a rule calls the page ambiguous",                COM, 1, 0, R_UNK,   0, DECIDE_NOT_SENT,          0},
+ {"followup: approved by someone meanwhile",                FUP, 1, 0, R_DONE,  1, DECIDE_CONFIRMED,         0},
+ {"followup: finished, but no document number known",      FUP, 1, 0, R_DONE,  0, DECIDE_FOLLOWUP_FAILED,   0},
+ {"followup: no rule explains the missing Approve",         FUP, 1, 0, R_NONE,  1, DECIDE_FOLLOWUP_FAILED,   0},
+ {"followup: the ERP refuses the approve",                  FUP, 1, 0, R_REJ,   1, DECIDE_REJECTED,          0},
+ {"followup: the page is the login",                        FUP, 1, 0, R_SE,    1, DECIDE_RESTART_FOLLOWUPS, 1},
+ {"followup: the page says it already exists",              FUP, 1, 0, R_AE,    1, DECIDE_FOLLOWUP_FAILED,   0},
+ {"followup: a rule's pattern ran out of budget",           FUP, 1, 1, R_DONE,  1, DECIDE_FOLLOWUP_FAILED,   0},
+};
+/* clang-format on */
+
+static void test_decide_post_missing_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(missing_rows) / sizeof(missing_rows[0]); i++) {
+        const struct missing_row *r = &missing_rows[i];
+        struct decide_post_facts f = {
+            .phase = r->phase,
+            .last = true,
+            .fill_error = true,
+            .missing = r->missing,
+            .transport = DECIDE_TR_ANSWERED,
+            .status = 200,
+            .match_aborted = r->aborted,
+            .rule = r->rule,
+            .doc = r->doc,
+            .captures_ok = true,
+            .page_ok = true,
+        };
+        struct decide_post d = decide_post(&f);
+        if (d.verdict != r->want || d.relogin != r->want_relogin)
+            fail_msg("%s: got %s relogin %d, want %s relogin %d (%s)", r->what,
+                     decide_post_verdict_name(d.verdict), d.relogin,
+                     decide_post_verdict_name(r->want), r->want_relogin, d.why);
+        assert_non_null(d.why);
+    }
+}
+
 /* Calls fn for every combination of post facts. */
 static void each_post_facts(void (*fn)(const struct decide_post_facts *f, long *count), long *count)
 {
     static const enum decide_rule rules[] = {R_NONE, R_DONE, R_SAVED, R_REJ,
                                              R_AE,   R_NS,   R_SE,    R_UNK};
     for (int phase = 0; phase < 3; phase++)
-        for (int bits = 0; bits < (1 << 10); bits++)
+        for (int bits = 0; bits < (1 << 11); bits++)
             for (int tr = 0; tr < 3; tr++)
                 for (size_t ru = 0; ru < sizeof(rules) / sizeof(rules[0]); ru++) {
                     struct decide_post_facts f = {
@@ -158,6 +226,7 @@ static void each_post_facts(void (*fn)(const struct decide_post_facts *f, long *
                         .session_gone = bits & 128,
                         .captures_ok = bits & 256,
                         .page_ok = bits & 512,
+                        .missing = bits & 1024,
                         .transport = (enum decide_transport)tr,
                         .status = (bits & 512) ? 200 : 500,
                         .rule = rules[ru],
@@ -200,6 +269,21 @@ static void post_properties(const struct decide_post_facts *f, long *count)
     /* Restarting the post is only ever for a session lost before the commit. */
     if (d.verdict == DECIDE_RESTART)
         assert_true(d.relogin && !committed);
+    /* A form that is not as the flow says is "the form changed" (systemic, before the commit)
+     * unless a rule tried on the page that lacks a control explains it; then never booked
+     * (nothing of the step was sent), and finished only after the commit by a success rule. */
+    if (f->fill_error && !f->data_error) {
+        bool explained = f->missing && f->transport == DECIDE_TR_ANSWERED &&
+                         (f->rule != R_NONE || f->match_aborted);
+        if (!explained)
+            assert_int_equal(d.verdict, f->phase == DECIDE_FOLLOWUP ? DECIDE_FOLLOWUP_FAILED
+                                                                    : DECIDE_SYSTEMIC);
+        else
+            assert_true(d.verdict != DECIDE_SYSTEMIC && d.verdict != DECIDE_UNKNOWN &&
+                        d.verdict != DECIDE_SAVED && d.verdict != DECIDE_NEXT);
+        if (d.verdict == DECIDE_CONFIRMED)
+            assert_true(f->phase == DECIDE_FOLLOWUP && f->rule == R_DONE && f->doc);
+    }
 }
 
 static void amount_properties(const struct decide_post_facts *f, long *count)
@@ -221,7 +305,7 @@ static void test_decide_post_properties_every_combination(void **state)
     long count = 0;
     each_post_facts(post_properties, &count);
     print_message("post decision: %ld combinations of facts checked\n", count);
-    assert_true(count == 3L * 1024 * 3 * 8);
+    assert_true(count == 3L * 2048 * 3 * 8);
 }
 
 /* <compare-amount>: the ERP's own amount differs from the invoice's. Before the committing
@@ -261,7 +345,7 @@ static void test_decide_post_amount_differs(void **state)
      * a business exception where the step would have gone on. */
     long n = 0;
     each_post_facts(amount_properties, &n);
-    assert_true(n == 3L * 1024 * 3 * 8);
+    assert_true(n == 3L * 2048 * 3 * 8);
 }
 
 struct lookup_row {
@@ -380,6 +464,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decide_post_table),
+        cmocka_unit_test(test_decide_post_missing_table),
         cmocka_unit_test(test_decide_post_properties_every_combination),
         cmocka_unit_test(test_decide_post_amount_differs),
         cmocka_unit_test(test_decide_lookup_table),

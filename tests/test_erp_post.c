@@ -5,15 +5,16 @@
  * and a map: without a mapping as data errors naming field and value, lines added, skipped
  * and refused, an update repeated until every line has its row (and bounded), saved then
  * approved with the saved hook before the follow-up, an approve that fails or is refused with
- * the document kept, a session lost before the commit (restart), after it (follow-ups again),
- * a 303 to the login after the commit (unknown), success text forged in a comment, a script
- * or an attribute (not success), a pathological pattern (unknown within the budget), a form
- * action off the origin (refused, nothing sent), a committing GET dropped and sent once, the
- * hooks that stop a post before anything is sent, and traces with every control's source;
- * the ERP's computed total compared with the invoice's before the committing step
- * (<compare-amount>): equal goes on, different is a business exception naming both with
- * nothing saved, unreadable is a screen other than the flow says; the same on a JSON client's
- * compute call.
+ * the document kept, a page that lacks the step's form or button explained by the step's rules
+ * (a closed period, a vendor picker, a draft approved meanwhile) rather than "the form changed", a
+ * session lost before the commit (restart), after it (follow-ups again), a 303 to the login after
+ * the commit (unknown), success text forged in a comment, a script or an attribute (not success), a
+ * pathological pattern (unknown within the budget), a form action off the origin (refused, nothing
+ * sent), a committing GET dropped and sent once, the hooks that stop a post before anything is
+ * sent, and traces with every control's source; the ERP's computed total compared with the
+ * invoice's before the committing step (<compare-amount>): equal goes on, different is a business
+ * exception naming both with nothing saved, unreadable is a screen other than the flow says; the
+ * same on a JSON client's compute call.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -859,6 +860,137 @@ static void test_erp_post_from_followups(void **state)
     fx_stop(&x);
 }
 
+/* ---- rules before "the form changed" ----------------------------------------------------- */
+
+/* The save step's rule that says what a missing Save button means on this ERP (a closed
+ * period: the page carries the closing date and leaves Save out). */
+#define SAVE_RULES "<rule name=\"save-validation\" outcome=\"rejected\" status=\"500\""
+#define PERIOD_RULE(when)                                                                          \
+    "<rule name=\"period-closed\" outcome=\"rejected\" " when " raw=\"true\" "                     \
+    "reason=\"The invoice date is in a closed period\">name=\"closedto\" "                         \
+    "value=\"\\d</rule>" SAVE_RULES
+
+/* Routes an update answered by `update_page` (no save button on it). */
+static void route_update_to(struct fx *x, const char *update_page)
+{
+    route_login(x);
+    ROUTE(x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    pagesrv_route_body(x->srv, "POST", "/ap.pl", "action=update",
+                       &(struct pagesrv_resp){.file = update_page}, 1);
+    ROUTE_BODY(x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+}
+
+static void test_erp_post_rules_explain_missing(void **state)
+{
+    (void)state;
+    struct fx x;
+    struct erp_post_result r;
+
+    /* The Save button is left out and the page carries a closing date: the step's
+     * when-missing rule says why, a business exception with its reason; nothing saved. */
+    const char *button[] = {SAVE_RULES, PERIOD_RULE("when-missing=\"button\""), NULL};
+    fx_start(&x, button, GL_5700, 1);
+    route_update_to(&x, "add-closed.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_false(r.commit_sent);
+    assert_false(r.data_error);
+    assert_string_equal(r.reason, "The invoice date is in a closed period");
+    assert_string_equal(r.rule, "period-closed");
+    assert_non_null(strstr(r.detail, "rule 'period-closed' says why"));
+    assert_null(strstr(r.detail, "the form changed"));
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    assert_non_null(strstr(x.traces, "[save POST rejected rule=period-closed]"));
+    fx_stop(&x);
+
+    /* The same rule, a page without the closing date: no rule explains it, the form changed. */
+    fx_start(&x, button, GL_5700, 1);
+    route_update_to(&x, "add-no-save.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    assert_non_null(strstr(r.detail, "the form changed"));
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    fx_stop(&x);
+
+    /* A rule for a missing form does not explain a missing button. */
+    const char *form[] = {SAVE_RULES, PERIOD_RULE("when-missing=\"form\""), NULL};
+    fx_start(&x, form, GL_5700, 1);
+    route_update_to(&x, "add-closed.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_SYSTEMIC);
+    fx_stop(&x);
+
+    /* A plain step rule is tried on the page that lacks the button too ... */
+    const char *plain[] = {SAVE_RULES, PERIOD_RULE(""), NULL};
+    fx_start(&x, plain, GL_5700, 1);
+    route_update_to(&x, "add-closed.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_string_equal(r.reason, "The invoice date is in a closed period");
+    fx_stop(&x);
+
+    /* ... but a when-missing rule never on an answer: the save's own answer still decides. */
+    const char *never[] = {
+        SAVE_RULES,
+        "<rule name=\"not-on-answers\" outcome=\"rejected\" when-missing=\"any\">saved as "
+        "draft</rule>" SAVE_RULES,
+        NULL};
+    fx_start(&x, never, GL_5700, 1);
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    fx_stop(&x);
+
+    /* A "select one of these vendors" page instead of the entry form: a rule for the missing
+     * form names the business condition. */
+    const char *picker[] = {
+        SAVE_RULES,
+        "<rule name=\"vendor-ambiguous\" outcome=\"rejected\" when-missing=\"form\" "
+        "reason=\"The vendor number matches several vendors\">&lt;th "
+        "class=\"listtop\"&gt;Select Vendor&lt;/th&gt;</rule>" SAVE_RULES,
+        NULL};
+    fx_start(&x, picker, GL_5700, 1);
+    route_update_to(&x, "vendor-picker.html");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_string_equal(r.reason, "The vendor number matches several vendors");
+    assert_false(r.commit_sent);
+    assert_int_equal(posts_with(&x, "action=save"), 0);
+    fx_stop(&x);
+}
+
+/* The follow-up step's page: a draft approved by someone meanwhile shows no Approve button;
+ * the approve step's rule over that page says it is finished - not a failed follow-up. */
+static void test_erp_post_followup_page_rules(void **state)
+{
+    (void)state;
+    struct fx x;
+    const char *pairs[] = {
+        "<form xpath=\"//form[@name='invoice']\" submit=\"action\" submit-value=\"approve\"/>",
+        "<form xpath=\"//form[@name='invoice']\" submit=\"action\" submit-value=\"approve\"/>"
+        "<rule name=\"approved-meanwhile\" outcome=\"completed\" when-missing=\"button\""
+        ">&lt;span id=\"status\"&gt;posted&lt;/span&gt;</rule>",
+        NULL};
+    fx_start(&x, pairs, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-posted.html"});
+    struct erp_post_result r = run(&x, ERP_POST_FROM_FOLLOWUPS, DOC);
+    V(r, DECIDE_CONFIRMED);
+    assert_string_equal(r.doc, DOC);
+    assert_string_equal(r.rule, "approved-meanwhile");
+    assert_int_equal(posts_with(&x, "action="), 0);
+    fx_stop(&x);
+
+    /* A draft still shows its Approve button: the rule is not asked, the approve is sent. */
+    fx_start(&x, pairs, GL_5700, 1);
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_FOLLOWUPS, DOC);
+    V(r, DECIDE_CONFIRMED);
+    assert_string_equal(r.rule, "approved");
+    assert_int_equal(posts_with(&x, "action=approve"), 1);
+    fx_stop(&x);
+}
+
 static bool refuse_saved(void *ctx, const char *doc)
 {
     (void)ctx;
@@ -1207,6 +1339,8 @@ int main(void)
         cmocka_unit_test(test_erp_post_compare_amount_json),
         cmocka_unit_test(test_erp_post_approve_failure_keeps_doc),
         cmocka_unit_test(test_erp_post_from_followups),
+        cmocka_unit_test(test_erp_post_rules_explain_missing),
+        cmocka_unit_test(test_erp_post_followup_page_rules),
         cmocka_unit_test(test_erp_post_saved_not_recorded_stops),
         cmocka_unit_test(test_erp_post_session_lost_before_commit_restarts),
         cmocka_unit_test(test_erp_post_session_lost_at_commit),

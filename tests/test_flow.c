@@ -1169,6 +1169,40 @@ static const struct mutation mutations[] = {
     {FULL, "<column name=\"status\" xpath=\"td[2]\"/>", "<column name=\"state\" xpath=\"td[2]\"/>",
      INV, NULL, "column 'state': unknown name"},
 
+    /* rules before "the form changed": when-missing on a step that fills a form */
+    {FULL, "<rule name=\"enter-invalid\" outcome=\"rejected\" status=\"500\"",
+     "<rule name=\"closed\" outcome=\"rejected\" when-missing=\"button\" reason=\"Period "
+     "closed\">closedto</rule><rule name=\"enter-invalid\" outcome=\"rejected\" status=\"500\"",
+     APBOT_OK, NULL, NULL},
+    {FULL, "<rule name=\"enter-invalid\" outcome=\"rejected\" status=\"500\"",
+     "<rule name=\"enter-invalid\" outcome=\"rejected\" status=\"500\" when-missing=\"label\"",
+     APBOT_E_PARSE, NULL, "schema: "},
+    {FULL, "<rule name=\"posted-redirect\" outcome=\"completed\" url=\"/add$\"/>",
+     "<rule name=\"posted-redirect\" outcome=\"completed\" url=\"/add$\" when-missing=\"any\"/>",
+     INV, NULL,
+     "rule 'posted-redirect': when-missing=\"any\" is not for <outcomes> (they are tried on the "
+     "last step's answer; put the rule on the step)"},
+    {FULL, "<rule name=\"bad-credentials\" outcome=\"rejected\" status=\"401,403\"/>",
+     "<rule name=\"bad-credentials\" outcome=\"rejected\" status=\"401,403\" "
+     "when-missing=\"form\"/>",
+     INV, NULL, "rule 'bad-credentials': when-missing=\"form\" is not for <login>"},
+    /* a follow-up step's rule may say completed (a draft approved meanwhile), with the document
+     * the commit captured; a step before the commit may not */
+    {FULL, "<capture name=\"receipt\"",
+     "<rule name=\"approved-meanwhile\" outcome=\"completed\" when-missing=\"button\""
+     ">&lt;span id=\"status\"&gt;posted</rule><capture name=\"receipt\"",
+     APBOT_OK, NULL, NULL},
+    {FULL, "<rule name=\"enter-invalid\" outcome=\"rejected\" status=\"500\"",
+     "<rule name=\"enter-done\" outcome=\"completed\">Posted</rule>"
+     "<rule name=\"enter-invalid\" outcome=\"rejected\" status=\"500\"",
+     INV, "<rule name=\"enter-done\"",
+     "rule 'enter-done': outcome 'completed' is not allowed in step rules before the committing "
+     "one (completed only on follow-up steps and in <outcomes>)"},
+    {FULL, "<capture name=\"receipt\"",
+     "<rule name=\"approved-any\" outcome=\"completed\" status=\"200\"/><capture "
+     "name=\"receipt\"",
+     INV, "<rule name=\"approved-any\"", "rule 'approved-any': a completed rule needs a pattern"},
+
     /* list */
     {FULL, "&amp;to=${to|date:%m/%d/%Y}", "", INV, "<list get",
      "list: its request must use ${date} (one day) or both ${from} and ${to}"},
@@ -1820,6 +1854,11 @@ static void test_flow_names(void **state)
     assert_string_equal(flow_option_name(FLOW_OPTION_LABEL_PREFIX), "label-prefix");
     assert_string_equal(flow_missing_name(FLOW_MISSING_SKIP), "skip");
     assert_string_equal(flow_list_by_name(FLOW_LIST_BY_INVOICE), "invoice");
+    assert_string_equal(flow_when_name(FLOW_WHEN_MISSING_BUTTON), "button");
+    assert_string_equal(flow_when_name(FLOW_WHEN__COUNT), "invalid");
+    for (int w = FLOW_WHEN_MISSING_ANY; w < FLOW_WHEN__COUNT; w++)
+        assert_int_equal(flow_when_from_name(flow_when_name((enum flow_when)w)), w);
+    assert_int_equal(flow_when_from_name("always"), FLOW_WHEN__COUNT); /* no attribute value */
     assert_string_equal(flow_option_name(FLOW_OPTION__COUNT), "invalid");
     assert_string_equal(flow_missing_name(FLOW_MISSING__COUNT), "invalid");
     assert_string_equal(flow_list_by_name(FLOW_LIST_BY__COUNT), "invalid");

@@ -204,6 +204,63 @@ static struct decide_post followup(const struct decide_post_facts *f)
     return verdict(DECIDE_NEXT, false, "the follow-up step was answered as expected");
 }
 
+/*
+ * The page the step works on lacks its form, a control or its button, and one of the step's
+ * rules matched that page. Nothing of the step was sent: before the commit (and at it) the
+ * rule's word is read as on a page fetched before the submit, after it as on a follow-up's
+ * page. Only a rule that says what the ERP means (refused, already held, finished, the session
+ * gone) changes the course; any other leaves the step not done, never "the form changed".
+ */
+static struct decide_post missing_explained(const struct decide_post_facts *f)
+{
+    const bool after = f->phase == DECIDE_FOLLOWUP;
+    if (f->match_aborted)
+        return after ? verdict(DECIDE_FOLLOWUP_FAILED, false,
+                               "a rule exhausted the match budget on the page that lacks the "
+                               "follow-up step's control")
+                     : verdict(DECIDE_NOT_SENT, false,
+                               "a rule exhausted the match budget on the page that lacks the "
+                               "step's control: nothing of the step was sent");
+    switch (f->rule) {
+    case DECIDE_RULE_REJECTED:
+        return verdict(DECIDE_REJECTED, false,
+                       after ? "the page lacks the follow-up step's control, and a rule says the "
+                               "ERP refuses it"
+                             : "the page lacks the step's control, and a rule says the ERP "
+                               "will not take the invoice");
+    case DECIDE_RULE_COMPLETED:
+        if (after && f->doc)
+            return verdict(DECIDE_CONFIRMED, false,
+                           "the page lacks the follow-up step's control, and a rule says the "
+                           "document is finished");
+        break;
+    case DECIDE_RULE_ALREADY_EXISTS:
+        if (!after)
+            return verdict(DECIDE_ALREADY_EXISTS, false,
+                           "the page lacks the step's control, and a rule says the ERP already "
+                           "holds the invoice");
+        break;
+    case DECIDE_RULE_SESSION_EXPIRED:
+        return after ? verdict(DECIDE_RESTART_FOLLOWUPS, true,
+                               "the page lacks the follow-up step's control, and a rule says "
+                               "the session ended")
+                     : verdict(DECIDE_RESTART, true,
+                               "the page lacks the step's control, and a rule says the session "
+                               "ended");
+    case DECIDE_RULE_SAVED:
+    case DECIDE_RULE_NOT_SENT:
+    case DECIDE_RULE_UNKNOWN:
+    case DECIDE_RULE_NONE:
+        break;
+    }
+    return after ? verdict(DECIDE_FOLLOWUP_FAILED, false,
+                           "the page lacks the follow-up step's control, and a rule says it is "
+                           "not done yet")
+                 : verdict(DECIDE_NOT_SENT, false,
+                           "the page lacks the step's control, and a rule says the ERP did not "
+                           "take it: nothing of the step was sent");
+}
+
 struct decide_post decide_post(const struct decide_post_facts *f)
 {
     /* Problems found while filling the form come before the step is submitted. */
@@ -211,6 +268,10 @@ struct decide_post decide_post(const struct decide_post_facts *f)
         return verdict(DECIDE_REJECTED, false,
                        "the invoice carries a value the ERP's form does not offer");
     if (f->fill_error) {
+        /* A rule over the page says what a missing control means; none: the form changed. */
+        if (f->missing && f->transport == DECIDE_TR_ANSWERED &&
+            (f->rule != DECIDE_RULE_NONE || f->match_aborted))
+            return missing_explained(f);
         if (f->phase == DECIDE_FOLLOWUP)
             return verdict(DECIDE_FOLLOWUP_FAILED, false,
                            "the follow-up form is not as the flow describes");

@@ -12,6 +12,11 @@
  * only an answer that proves nothing was processed is "not sent"; everything ambiguous is
  * "unknown" and is reconciled by lookup, never re-posted blind. After it (approve/release
  * steps) the document exists: a failure there is retried on that document, never by posting.
+ * A page that lacks the step's form, a control or its button is "the form changed" (systemic:
+ * it counts toward the circuit breaker) unless one of the step's rules explains that page: a
+ * closed period that leaves the Save button out is the ERP refusing the invoice, a draft that
+ * someone approved meanwhile has no Approve button and is finished. Nothing of the step was
+ * sent then, so the rule's word is read as for a page fetched before the step's submit.
  *
  * The lookup: an absence is confirmed only by a complete, genuine results screen: every page
  * answered and read, the flow's results-screen marker present, no page that may have been cut
@@ -59,6 +64,10 @@ struct decide_post_facts {
                       * mapping): found while filling, before the step was submitted */
     bool fill_error; /* the form, a control or the button is missing or ambiguous: found
                       * while filling, before the step was submitted */
+    bool missing;    /* with fill_error: the form, a control or the button is missing from
+                      * the page the step works on (not merely different), and the step's
+                      * rules were tried on that page: rule and match_aborted say what they
+                      * made of it (transport ANSWERED, status that page's) */
     enum decide_transport transport;
     long status;           /* HTTP status of the answer (of the last hop) */
     bool via_redirect;     /* the answer came through a redirect, or is a 3xx not followed */

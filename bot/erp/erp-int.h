@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "apbot/erp.h"
+#include "apbot/flow.h"
 #include "web/http.h"
 #include "web/match.h"
 
@@ -102,6 +103,13 @@ enum match_outcome erp_view_body(struct erp_view *v, const struct match_re *re, 
  */
 const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rule *rules, size_t n,
                                        struct match_result **ret_m);
+/* The same for a page that lacks the step's form, a control or its button (`missing`, one of
+ * FLOW_WHEN_MISSING_FORM, _CONTROL, _BUTTON): the rules without when-missing and those whose
+ * when-missing is that kind or "any". erp_view_rules skips when-missing rules: an answer lacks
+ * nothing. */
+const struct flow_rule *erp_view_rules_missing(struct erp_view *v, const struct flow_rule *rules,
+                                               size_t n, enum flow_when missing,
+                                               struct match_result **ret_m);
 
 /* True when one of the flow's session markers matches the answer (status on the first hop or
  * the final answer, redirect on the first hop's Location, body pattern). A pattern that

@@ -392,14 +392,27 @@ char *erp_view_capture(struct erp_view *v, const struct flow_capture *c)
     return value;
 }
 
-const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rule *rules, size_t n,
-                                       struct match_result **ret_m)
+/* True when a rule of kind `when` is tried on a page that lacks `missing` (FLOW_WHEN_ALWAYS:
+ * on an answer, where nothing is missing). */
+static bool rule_applies(enum flow_when when, enum flow_when missing)
+{
+    if (when == FLOW_WHEN_ALWAYS)
+        return true;
+    return missing != FLOW_WHEN_ALWAYS && (when == FLOW_WHEN_MISSING_ANY || when == missing);
+}
+
+/* erp_view_rules over the rules that apply to a page lacking `missing` (see rule_applies). */
+static const struct flow_rule *view_rules(struct erp_view *v, const struct flow_rule *rules,
+                                          size_t n, enum flow_when missing,
+                                          struct match_result **ret_m)
 {
     const struct http_response *r = v->r;
     *ret_m = NULL;
     for (size_t i = 0; i < n && !v->aborted; i++) {
         const struct flow_rule *rule = &rules[i];
         const char *name = rule->name ? rule->name : "?";
+        if (!rule_applies(rule->when, missing))
+            continue;
         if (rule->status && !match_status(rule->status, r->status))
             continue;
         if (rule->url) {
@@ -442,6 +455,19 @@ const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rul
         return rule;
     }
     return NULL;
+}
+
+const struct flow_rule *erp_view_rules(struct erp_view *v, const struct flow_rule *rules, size_t n,
+                                       struct match_result **ret_m)
+{
+    return view_rules(v, rules, n, FLOW_WHEN_ALWAYS, ret_m);
+}
+
+const struct flow_rule *erp_view_rules_missing(struct erp_view *v, const struct flow_rule *rules,
+                                               size_t n, enum flow_when missing,
+                                               struct match_result **ret_m)
+{
+    return view_rules(v, rules, n, missing, ret_m);
 }
 
 bool erp_view_session_gone(struct erp_view *v, const struct flow *f)

@@ -51,9 +51,11 @@ struct post_run {
     size_t n_caps;
     char doc[128];
     bool have_doc;
-    struct page *cur;      /* the page the next step without `get` works on */
-    struct post_ref *refs; /* per resolve of the flow: what it found for this invoice */
-    struct linetax taxes;  /* the tax of each line (${line.tax}, ${line.gross}), once */
+    struct page *cur;           /* the page the next step without `get` works on */
+    struct http_response cur_r; /* the answer cur was read from: a step's rules are tried on
+                                 * it when cur lacks the step's form, a control or its button */
+    struct post_ref *refs;      /* per resolve of the flow: what it found for this invoice */
+    struct linetax taxes;       /* the tax of each line (${line.tax}, ${line.gross}), once */
 };
 
 /* What one resolve found for this invoice: one row, or one per line (its code uses line.*). */
@@ -69,6 +71,10 @@ struct fill {
     const struct erp_session *s; /* its secrets are masked out of what */
     bool data_error;
     bool fill_error;
+    enum flow_when missing; /* with fill_error: what the page lacks (FLOW_WHEN_MISSING_FORM,
+                             * _CONTROL or _BUTTON), FLOW_WHEN_ALWAYS when the form is there
+                             * but not as the flow says (two buttons, a control of another
+                             * kind, an action off the origin) */
     char what[400];
     size_t skipped; /* lines left out (missing="skip") */
     bool sources;   /* record where each value came from (srcs): only a trace shows them */
@@ -125,6 +131,17 @@ static void fill_problem(struct fill *fl, bool data, const char *fmt, const char
     snprintf(fl->what, sizeof(fl->what), fmt, ma, mb);
     free(ma);
     free(mb);
+}
+
+/* A fill problem that is a missing form, control or button (`kind`): the step's rules are
+ * tried on the page before it counts as "the form changed". */
+static void fill_missing(struct fill *fl, enum flow_when kind, const char *fmt, const char *a,
+                         const char *b)
+{
+    if (fl->data_error || fl->fill_error)
+        return;
+    fill_problem(fl, false, fmt, a, b);
+    fl->missing = kind;
 }
 
 /* ${ref.NAME.COLUMN} from what the step's resolves found (line_n for one per line), and
@@ -217,6 +234,25 @@ static void captures_clear(struct post_run *pr, bool keep_doc)
     } else {
         pr->have_doc = false;
     }
+}
+
+/* Makes *p, read from the answer *r, the page the next step works on; takes both. */
+static void cur_take(struct post_run *pr, struct page **p, struct http_response *r)
+{
+    page_free(pr->cur);
+    http_response_done(&pr->cur_r);
+    pr->cur = *p;
+    *p = NULL;
+    pr->cur_r = *r;
+    memset(r, 0, sizeof(*r));
+}
+
+static void cur_drop(struct post_run *pr)
+{
+    page_free(pr->cur);
+    pr->cur = NULL;
+    http_response_done(&pr->cur_r);
+    memset(&pr->cur_r, 0, sizeof(pr->cur_r));
 }
 
 static enum page_option_mode option_mode(enum flow_option o)
@@ -374,7 +410,10 @@ static bool fill_field(struct post_run *pr, struct page_form *form, const struct
             ok = true;
             goto out;
         }
-        fill_problem(fl, false, "the form has no control '%s'%s (the form changed)", name, NULL);
+        fill_missing(fl, FLOW_WHEN_MISSING_CONTROL,
+                     "the form has no control '%s'%s (the form "
+                     "changed)",
+                     name, NULL);
         goto out;
     }
     if (fd->option != FLOW_OPTION_DEFAULT) {
@@ -640,19 +679,17 @@ static struct decide_post step_fetch(struct post_run *pr, size_t i)
     d = decide_post(&facts);
     erp_xch_begin(pr->s, &x, st->name, "GET", url, &r, p, NULL);
     report(pr, &x, d, v.aborted ? v.aborted_what : NULL, what);
-    if (d.verdict == DECIDE_NEXT) {
-        page_free(pr->cur);
-        pr->cur = p;
-        p = NULL;
-    } else {
+    if (d.verdict != DECIDE_NEXT) {
         if (r.retry_after_s > 0)
             pr->ret->retry_after_ms = r.retry_after_s * 1000;
         set_detail(pr, st->name, d.why, what);
     }
     if (d.relogin)
         pr->ret->relogin = true;
-    page_free(p);
     erp_view_done(&v);
+    if (d.verdict == DECIDE_NEXT)
+        cur_take(pr, &p, &r);
+    page_free(p);
     http_response_done(&r);
     free(tmpl);
     free(url);
@@ -702,6 +739,7 @@ struct submit {
     char what[512];
     const char *method;
     bool doc_by_rule;    /* the rule's (?<doc>) gave the document number */
+    bool keep;           /* the answer becomes the page the next step works on */
     struct erp_send snd; /* a <send> step's request, composed */
 };
 
@@ -756,7 +794,8 @@ static void submit_fill(struct post_run *pr, struct submit *sb)
     struct fill *fl = &sb->fl;
 
     if (!pr->cur || page_find_form(pr->cur, st->form.xpath, form, NULL, 0) != APBOT_OK) {
-        fill_problem(fl, false, "form %s not found on the ERP's page%s", st->form.xpath, NULL);
+        fill_missing(fl, FLOW_WHEN_MISSING_FORM, "form %s not found on the ERP's page%s",
+                     st->form.xpath, NULL);
         return;
     }
     if (!form->action || !http_same_origin(erp_base_url(pr->s), form->action)) {
@@ -772,10 +811,11 @@ static void submit_fill(struct post_run *pr, struct submit *sb)
             snprintf(b, sizeof(b), "%s%s%s%s", st->form.submit,
                      st->form.submit_value ? "' of value '" : "",
                      st->form.submit_value ? st->form.submit_value : "", "'");
-            fill_problem(fl, false,
-                         rc == APBOT_E_CONFLICT ? "several buttons '%s match: the form changed%s"
-                                                : "no button '%s: the form changed%s",
-                         b, NULL);
+            if (rc == APBOT_E_CONFLICT)
+                fill_problem(fl, false, "several buttons '%s match: the form changed%s", b, NULL);
+            else
+                fill_missing(fl, FLOW_WHEN_MISSING_BUTTON, "no button '%s: the form changed%s", b,
+                             NULL);
         }
     }
     if (!fl->data_error && !fl->fill_error && form->method && strcmp(form->method, "GET") == 0) {
@@ -790,6 +830,56 @@ static void submit_fill(struct post_run *pr, struct submit *sb)
     }
 }
 
+/* The business exception's reason a rule gives: its (?<reason>) group, else its reason=,
+ * else its name. */
+static void rule_reason(struct post_run *pr, const struct flow_rule *rule,
+                        const struct match_result *m)
+{
+    char *g = m ? match_group(m, "reason") : NULL;
+    snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s",
+             g && *g        ? g
+             : rule->reason ? rule->reason
+                            : (rule->name ? rule->name : "rejected"));
+    erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
+    free(g);
+}
+
+/* The page the step works on lacks its form, a control or its button (sb->fl.missing): the
+ * step's rules are tried on that page before it counts as "the form changed" (decide.h). Fills
+ * the facts; returns the rule that matched (its groups in sb->m), or NULL. */
+static const struct flow_rule *missing_rules(struct post_run *pr, struct submit *sb)
+{
+    struct erp_view v;
+
+    if (sb->fl.missing == FLOW_WHEN_ALWAYS || !pr->cur || !pr->cur_r.body)
+        return NULL;
+    erp_view_init(&v, pr->s, &pr->cur_r);
+    const struct flow_rule *rule =
+        erp_view_rules_missing(&v, sb->st->rules, sb->st->n_rules, sb->fl.missing, &sb->m);
+    sb->facts.missing = true;
+    sb->facts.transport = DECIDE_TR_ANSWERED;
+    sb->facts.status = pr->cur_r.status;
+    sb->facts.rule = rule ? rule_kind(rule->outcome) : DECIDE_RULE_NONE;
+    sb->facts.match_aborted = v.aborted;
+    if (v.aborted)
+        snprintf(sb->what, sizeof(sb->what), "%s stopped on the page that lacks it: %s",
+                 v.aborted_what,
+                 match_budget_reason(&v.budget) ? match_budget_reason(&v.budget) : "aborted");
+    erp_view_done(&v);
+    return rule;
+}
+
+/* The text of a missing control without the conclusion a rule just overturned. */
+static void strip_changed(char *what)
+{
+    static const char *const tails[] = {" (the form changed)", ": the form changed"};
+    for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+        char *at = strstr(what, tails[i]);
+        if (at)
+            memmove(at, at + strlen(tails[i]), strlen(at + strlen(tails[i])) + 1);
+    }
+}
+
 /* The form could not be filled: nothing is sent; decides and reports what was found. */
 static struct decide_post submit_unfilled(struct post_run *pr, struct submit *sb)
 {
@@ -799,14 +889,28 @@ static struct decide_post submit_unfilled(struct post_run *pr, struct submit *sb
     char *m_what = erp_mask(pr->s, sb->fl.what);
     snprintf(sb->what, sizeof(sb->what), "%s", m_what);
     free(m_what);
+    const struct flow_rule *rule = sb->fl.data_error ? NULL : missing_rules(pr, sb);
+    if (rule) {
+        strip_changed(sb->what);
+        size_t at = strlen(sb->what);
+        snprintf(sb->what + at, sizeof(sb->what) - at, "; rule '%s' says why",
+                 rule->name ? rule->name : "?");
+    }
     struct decide_post d = decide_post(&sb->facts);
     erp_xch_begin(pr->s, &sb->x, st->name, sb->method, submit_url(sb), NULL, NULL, "not submitted");
     submit_trace(pr, sb);
-    report(pr, &sb->x, d, NULL, sb->what);
+    report(pr, &sb->x, d, rule ? rule->name : NULL, sb->what);
     if (sb->fl.data_error) {
         snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s", sb->what);
         pr->ret->data_error = true;
     }
+    if (rule) {
+        erp_text_copy(pr->ret->rule, sizeof(pr->ret->rule), rule->name ? rule->name : "");
+        if (d.verdict == DECIDE_REJECTED)
+            rule_reason(pr, rule, sb->m);
+    }
+    if (d.relogin)
+        pr->ret->relogin = true;
     set_detail(pr, st->name, d.why, sb->what);
     return d;
 }
@@ -1062,22 +1166,11 @@ static void submit_conclude(struct post_run *pr, struct submit *sb, struct decid
         erp_text_copy(pr->ret->rule, sizeof(pr->ret->rule), rule->name ? rule->name : "");
     if (d.relogin)
         pr->ret->relogin = true;
-    if (d.verdict == DECIDE_REJECTED && rule) {
-        char *g = sb->m ? match_group(sb->m, "reason") : NULL;
-        snprintf(pr->ret->reason, sizeof(pr->ret->reason), "%s",
-                 g && *g        ? g
-                 : rule->reason ? rule->reason
-                                : (rule->name ? rule->name : "rejected"));
-        erp_mask_into(pr->s, pr->ret->reason, sizeof(pr->ret->reason));
-        free(g);
-    }
+    if (d.verdict == DECIDE_REJECTED && rule)
+        rule_reason(pr, rule, sb->m);
     if (d.verdict == DECIDE_NOT_SENT && sb->r.retry_after_s > 0)
         pr->ret->retry_after_ms = sb->r.retry_after_s * 1000;
-    if (d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED) {
-        page_free(pr->cur);
-        pr->cur = sb->p;
-        sb->p = NULL;
-    }
+    sb->keep = d.verdict == DECIDE_NEXT || d.verdict == DECIDE_SAVED;
     set_detail(pr, st->name, d.why, sb->what);
 }
 
@@ -1118,6 +1211,8 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     }
     if (sb.have_view)
         erp_view_done(&sb.v);
+    if (sb.keep)
+        cur_take(pr, &sb.p, &sb.r);
     match_result_free(sb.m);
     page_free(sb.p);
     http_response_done(&sb.r);
@@ -1314,8 +1409,7 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
             if (restarts < ERP_POST_RESTARTS) {
                 restarts++;
                 captures_clear(&pr, followups);
-                page_free(pr.cur);
-                pr.cur = NULL;
+                cur_drop(&pr);
                 start = followups ? ci + 1 : 0;
                 continue;
             }
@@ -1337,7 +1431,7 @@ int erp_post_run(struct erp_session *s, const struct invoice *inv, const char *k
     if (ret->relogin)
         s->logged_in = false;
     captures_clear(&pr, false);
-    page_free(pr.cur);
+    cur_drop(&pr);
     post_refs_free(&pr);
     linetax_done(&pr.taxes);
     return APBOT_OK;

@@ -64,6 +64,7 @@ enum flow_outcome flow_outcome_from_name(const char *name);
 enum flow_option flow_option_from_name(const char *name);
 enum flow_missing flow_missing_from_name(const char *name);
 enum flow_list_by flow_list_by_from_name(const char *name);
+enum flow_when flow_when_from_name(const char *name); /* a when-missing value ("any", ...) */
 
 #ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
 /* The names of the values (the other way, flow_outcome_name and flow_option_name, is in

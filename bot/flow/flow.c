@@ -102,6 +102,30 @@ enum flow_missing flow_missing_from_name(const char *name)
     return FLOW_MISSING__COUNT;
 }
 
+static const char *const flow_when_names[] = {
+    [FLOW_WHEN_ALWAYS] = "always",         [FLOW_WHEN_MISSING_ANY] = "any",
+    [FLOW_WHEN_MISSING_FORM] = "form",     [FLOW_WHEN_MISSING_CONTROL] = "control",
+    [FLOW_WHEN_MISSING_BUTTON] = "button",
+};
+_Static_assert(sizeof(flow_when_names) / sizeof(flow_when_names[0]) == FLOW_WHEN__COUNT,
+               "every flow_when needs a name");
+
+const char *flow_when_name(enum flow_when w)
+{
+    if ((int)w < 0 || w >= FLOW_WHEN__COUNT)
+        return "invalid";
+    return flow_when_names[w];
+}
+
+enum flow_when flow_when_from_name(const char *name)
+{
+    /* "always" is the absence of the attribute, not one of its values */
+    for (int i = FLOW_WHEN_MISSING_ANY; name && i < FLOW_WHEN__COUNT; i++)
+        if (strcmp(flow_when_names[i], name) == 0)
+            return (enum flow_when)i;
+    return FLOW_WHEN__COUNT;
+}
+
 static const char *const flow_list_by_names[] = {
     [FLOW_LIST_BY_BOOKED] = "booked",
     [FLOW_LIST_BY_INVOICE] = "invoice",

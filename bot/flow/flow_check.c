@@ -463,6 +463,18 @@ static const char *flow_group_why(enum flow_group g)
 
 /* ---- parts --------------------------------------------------------------------------------- */
 
+/* when-missing is for the rules of a post step that fills a form: `refused` (NULL: allowed)
+ * says why a rule list cannot have it. */
+static void flow_check_when(struct flow_ctx *c, const struct flow_rule *rules, size_t n,
+                            const char *refused)
+{
+    for (size_t i = 0; i < n && refused; i++)
+        if (rules[i].when != FLOW_WHEN_ALWAYS)
+            flow_problem(c, rules[i].line, "rule '%s': when-missing=\"%s\" is not for %s",
+                         rules[i].name ? rules[i].name : "", flow_when_name(rules[i].when),
+                         refused);
+}
+
 /* Outcomes allowed in a rule list, as bits. */
 #define FLOW_RULES_ALL ((1u << FLOW_OUT__COUNT) - 1)
 #define FLOW_RULES_LOGIN                                                                           \
@@ -814,6 +826,7 @@ static void flow_check_login(struct flow_ctx *c)
         flow_check_form(c, &l->form, &field, "login");
     flow_check_send(c, &l->send, &url, &field, "login");
     flow_check_rules(c, l->rules, l->n_rules, FLOW_RULES_LOGIN, "<login>");
+    flow_check_when(c, l->rules, l->n_rules, "<login> (only post steps fill forms for a flow)");
     flow_check_session_captures(c, l->captures, l->n_captures);
     for (size_t i = 0; i < l->n_then; i++) {
         const struct flow_call *t = &l->then[i];
@@ -1190,14 +1203,23 @@ static void flow_check_post(struct flow_ctx *c)
                          "%s: missing=\"skip\" only before the committing step (the document "
                          "would be booked without the skipped lines)",
                          msg);
+        /* completed on a follow-up step: a page that shows the document finished (approved
+         * by someone meanwhile) ends the post; before the commit nothing can be booked */
         flow_check_rules(c, s->rules, s->n_rules,
                          i == ps.ci && followers ? FLOW_RULES_STEP | (1u << FLOW_OUT_SAVED)
+                         : after                 ? FLOW_RULES_STEP | (1u << FLOW_OUT_COMPLETED)
                                                  : FLOW_RULES_STEP,
-                         "step rules (completed only in <outcomes>)");
+                         "step rules before the committing one (completed only on follow-up "
+                         "steps and in <outcomes>)");
+        flow_check_when(c, s->rules, s->n_rules,
+                        s->send.present ? "a <send> step (it fills no form, so nothing can be "
+                                          "missing)"
+                                        : NULL);
         flow_check_captures(c, &ps, i);
         flow_check_compares(c, &ps, i, &field);
         for (size_t r = 0; r < s->n_rules; r++)
-            flow_check_doc_yield(c, &s->rules[r], flow_step_captures_doc(s),
+            flow_check_doc_yield(c, &s->rules[r],
+                                 flow_step_captures_doc(s) || (after && ps.doc_by_commit),
                                  "<capture name=\"doc\"> on this step");
         flow_scan_captures(c, &ps, i);
         if (!ps.has_commit || i <= ps.ci)
@@ -1206,6 +1228,9 @@ static void flow_check_post(struct flow_ctx *c)
         free(avail);
     }
     flow_check_rules(c, f->outcomes, f->n_outcomes, FLOW_RULES_OUTCOMES, "<outcomes>");
+    flow_check_when(c, f->outcomes, f->n_outcomes,
+                    "<outcomes> (they are tried on the last step's answer; put the rule on the "
+                    "step)");
     for (size_t i = 0; i < f->n_outcomes; i++) {
         have_completed = have_completed || f->outcomes[i].outcome == FLOW_OUT_COMPLETED;
         flow_check_doc_yield(c, &f->outcomes[i], ps.doc_by_commit,

@@ -269,8 +269,10 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
 {
     char *outcome = flow_prop(n, "outcome");
     char *url = flow_prop(n, "url");
+    char *when = flow_prop(n, "when-missing");
     char *pattern = NULL;
     enum flow_outcome o = flow_outcome_from_name(outcome);
+    enum flow_when w = when ? flow_when_from_name(when) : FLOW_WHEN_ALWAYS;
     char what[160];
     size_t cap = 0;
     bool success_json = false;
@@ -284,6 +286,10 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
     snprintf(what, sizeof(what), "rule '%s'", r->name ? r->name : "");
     if (o == FLOW_OUT__COUNT)
         flow_problem(c, r->line, "%s: unknown outcome '%s'", what, outcome ? outcome : "");
+    r->when = w == FLOW_WHEN__COUNT ? FLOW_WHEN_ALWAYS : w;
+    if (w == FLOW_WHEN__COUNT)
+        flow_problem(c, r->line, "%s: when-missing=\"%s\": expected form, control, button or any",
+                     what, when);
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
         if (!flow_is(k, "json") ||
             !flow_room(c, (void **)&r->json, &cap, r->n_json, sizeof(*r->json), flow_line(c, k),
@@ -317,6 +323,7 @@ static void flow_build_rule(struct flow_ctx *c, xmlNode *n, struct flow_rule *r)
                      what, flow_outcome_name(o));
     free(outcome);
     free(url);
+    free(when);
     free(pattern);
 }
 

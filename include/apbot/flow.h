@@ -90,6 +90,20 @@ struct flow_json_cond {
     int line;
 };
 
+/* Which page a step rule is tried on (when-missing="..."). Every step rule is tried on the
+ * step's answer and, before apbot concludes that the step's form, a control or its button is
+ * missing from the page the step works on, on that page; a when-missing rule only on such a
+ * page, and only when what is missing is of its kind. If you add one, add its name in flow.c. */
+enum flow_when {
+    FLOW_WHEN_ALWAYS = 0,      /* no when-missing: the answer, and a page that lacks a control */
+    FLOW_WHEN_MISSING_ANY,     /* "any": only a page that lacks the form, a control or the button */
+    FLOW_WHEN_MISSING_FORM,    /* "form": only a page without the step's form */
+    FLOW_WHEN_MISSING_CONTROL, /* "control": only a page whose form lacks a field's control */
+    FLOW_WHEN_MISSING_BUTTON,  /* "button": only a page whose form lacks the button to press */
+    FLOW_WHEN__COUNT
+};
+const char *flow_when_name(enum flow_when w); /* "always", "any", "form", "control", ... */
+
 /* One ordered outcome rule: every condition given must match (NULL = not a condition); a
  * loaded rule has at least one. */
 struct flow_rule {
@@ -102,7 +116,8 @@ struct flow_rule {
     struct flow_json_cond *json; /* conditions on a JSON answer, all of which must hold */
     size_t n_json;
     char *reason; /* the reason told to a clerk when the rule's patterns name none, or NULL */
-    int line;     /* line in the flow file */
+    enum flow_when when; /* post step rules: which pages it is tried on */
+    int line;            /* line in the flow file */
 };
 
 /* A marker of "the session is gone" (<session-expired>): every condition given must match;

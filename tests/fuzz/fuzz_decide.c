@@ -54,6 +54,20 @@ static void post_properties(const struct decide_post_facts *f)
         CHECK((f->phase == DECIDE_BEFORE_COMMIT || (f->phase == DECIDE_COMMIT && f->fetch)) &&
               (d.verdict == DECIDE_NEXT || other.verdict == DECIDE_NEXT) &&
               (d.verdict == DECIDE_REJECTED || other.verdict == DECIDE_REJECTED));
+    /* A form not as the flow says is systemic (before the commit) unless a rule tried on the
+     * page that lacks a control explains it; finished only after the commit. */
+    if (f->fill_error && !f->data_error) {
+        bool explained = f->missing && f->transport == DECIDE_TR_ANSWERED &&
+                         (f->rule != DECIDE_RULE_NONE || f->match_aborted);
+        if (!explained)
+            CHECK(d.verdict ==
+                  (f->phase == DECIDE_FOLLOWUP ? DECIDE_FOLLOWUP_FAILED : DECIDE_SYSTEMIC));
+        else
+            CHECK(d.verdict != DECIDE_SYSTEMIC && d.verdict != DECIDE_UNKNOWN &&
+                  d.verdict != DECIDE_SAVED && d.verdict != DECIDE_NEXT);
+        if (d.verdict == DECIDE_CONFIRMED)
+            CHECK(f->phase == DECIDE_FOLLOWUP && f->rule == DECIDE_RULE_COMPLETED && f->doc);
+    }
 }
 
 static void lookup_properties(const struct decide_lookup_facts *f)
@@ -96,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             .session_gone = bits & 128,
             .captures_ok = bits & 256,
             .page_ok = bits & 512,
+            .missing = sel & 2,
             .transport = (enum decide_transport)(fuzz_byte(&in) % 3),
             .status = status,
             .rule = (enum decide_rule)(fuzz_byte(&in) % (DECIDE_RULE_UNKNOWN + 1)),
