@@ -5,7 +5,9 @@
  * form (buttons named action, value=label selects), update (resolves the vendor, due date,
  * one more line row, a fresh one-time form_id), save (a draft with its lines, the document
  * number in the answer), the edit page (reference, total, status, approve only for drafts),
- * approve (posted; the answer names no document, as a message or a redirect), the validation
+ * approve (posted; the answer names no document, as a message or a redirect; by the id alone,
+ * without the edit page), a closed period (closed_to: the Save button left out after update),
+ * the vendor picker (a number that begins several vendors' numbers), the validation
  * errors (HTTP 500 <h2 class="error">), the prefix search that cannot show the reference and
  * stops at 100 rows, the listing by invoice date over a range, commit faults on save and
  * approve, and reposts of booked references. Each test runs its own in-process simulator.
@@ -434,10 +436,11 @@ static void test_sim_classic_edit_and_approve(void **state)
     assert_string_equal(v, "posted");
     assert_null(strstr(html, "value=\"approve\""));
     assert_int_equal(simc_field(html, "form_id", v, sizeof v), -1);
-    /* approving it again (no form_id to be had): refused */
+    /* approving it again (by its id alone): refused, it is posted */
     snprintf(path, sizeof path, "id=%s&action=approve", doc);
     assert_int_equal(simc_post(f->ss, "/ap.pl", path, &status), 0);
-    assert_error(f, status, "This form has expired or was already submitted.");
+    snprintf(v, sizeof v, "Transaction %s is already approved.", doc);
+    assert_error(f, status, v);
     /* an unknown document */
     assert_int_equal(simc_get(f->ss, "/ap.pl?action=edit&id=AP-1999-000001", &status), 0);
     assert_error(f, status, "Transaction not found: AP-1999-000001");
@@ -488,6 +491,138 @@ static void test_sim_classic_approve_redirect(void **state)
     assert_int_equal(simc_stat(f->port, "approvals"), 9);
     assert_int_equal(simc_stat(f->port, "drafts"), 0);
     assert_int_equal(simc_set(f->port, "approve_answer", "sometimes"), -1);
+}
+
+/* The approve needs the document's id alone (no edit page first): a draft approved by
+ * `id=DOC&action=approve`; a form_id it carries must be live; a second approve is refused. */
+static void test_sim_classic_approve_by_id(void **state)
+{
+    struct fx *f = *state;
+    long status = 0;
+    char doc[32], body[160], st[16], msg[96];
+    login(f);
+    assert_int_equal(enter_and_save(f, "INV-ID", "AP1-BYID"), 200);
+    saved_doc(f, doc, sizeof doc);
+    /* a form_id that is not live: refused, still a draft */
+    snprintf(body, sizeof body, "id=%s&form_id=000000000000000000000000&action=approve", doc);
+    assert_int_equal(simc_post(f->ss, "/ap.pl", body, &status), 0);
+    assert_error(f, status, "This form has expired or was already submitted.");
+    assert_int_equal(simc_doc_status(f->port, doc, st, sizeof st), 0);
+    assert_string_equal(st, "draft");
+    /* the id alone */
+    snprintf(body, sizeof body, "action=approve&id=%s", doc);
+    assert_int_equal(simc_post(f->ss, "/ap.pl", body, &status), 0);
+    assert_int_equal(status, 200);
+    assert_non_null(strstr(simc_body(f->ss), "<p class=\"info\">Draft Posted</p>"));
+    assert_int_equal(simc_doc_status(f->port, doc, st, sizeof st), 0);
+    assert_string_equal(st, "posted");
+    assert_int_equal(simc_post(f->ss, "/ap.pl", body, &status), 0);
+    snprintf(msg, sizeof msg, "Transaction %s is already approved.", doc);
+    assert_error(f, status, msg);
+    assert_int_equal(simc_stat(f->port, "approvals"), 1);
+    assert_int_equal(simc_stat(f->port, "edit"), 0); /* no page was fetched for it */
+}
+
+/* closed_to closes the books through a date: every entry form carries it hidden (closedto);
+ * update of an invoice dated on or before it answers the form without its Save button and no
+ * word why; a save of it is refused; a later date keeps Save. */
+static void test_sim_classic_closed_period(void **state)
+{
+    struct fx *f = *state;
+    long status = 0;
+    char fields[2048], v[64];
+    login(f);
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    assert_int_equal(simc_field(simc_body(f->ss), "closedto", v, sizeof v), 0);
+    assert_string_equal(v, ""); /* no period closed */
+    assert_int_equal(simc_set(f->port, "closed_to", "2026-10-31"), 0);
+    assert_int_equal(simc_set(f->port, "closed_to", "10/31/2026"), -1);
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    const char *html = simc_body(f->ss);
+    assert_int_equal(simc_field(html, "closedto", v, sizeof v), 0);
+    assert_string_equal(v, "10/31/2026");
+    assert_int_equal(count(html, "name=\"action\" value=\"save\""), 1); /* no date yet */
+    /* dated 10/31/2026, the closing day itself: no Save button, no message */
+    snprintf(fields, sizeof fields,
+             "vendor=100001&currency=EUR&doctype=Invoice&invnumber=INV-C&ponumber=AP1-CLOSED"
+             "&transdate=10%%2F31%%2F2026&%s",
+             line1);
+    assert_int_equal(submit(f, fields, "update"), 200);
+    html = simc_body(f->ss);
+    assert_non_null(strstr(html, "name=\"invoice\""));
+    assert_int_equal(count(html, "name=\"action\" value=\"save\""), 0);
+    assert_int_equal(count(html, "name=\"action\" value=\"update\""), 1);
+    assert_null(strstr(html, "class=\"error\""));
+    assert_null(strstr(html, "period"));
+    assert_int_equal(simc_field(html, "closedto", v, sizeof v), 0);
+    assert_string_equal(v, "10/31/2026");
+    assert_int_equal(simc_field(html, "vendor_id", v, sizeof v), 0);
+    assert_string_equal(v, "V-000001"); /* resolved all the same */
+    /* pressing Save anyway (the button is not there, the request is): refused */
+    assert_int_equal(submit(f, fields, "save"), 500);
+    assert_error(f, 500, "Cannot save a transaction for a closed period (10/2026).");
+    assert_int_equal(simc_count_rows(f->port), 0);
+    /* dated 11/01/2026: Save is back */
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    snprintf(fields, sizeof fields,
+             "vendor=100001&currency=EUR&doctype=Invoice&invnumber=INV-O&ponumber=AP1-OPEN"
+             "&transdate=11%%2F01%%2F2026&%s",
+             line1);
+    assert_int_equal(submit(f, fields, "update"), 200);
+    assert_int_equal(count(simc_body(f->ss), "name=\"action\" value=\"save\""), 1);
+    assert_int_equal(submit(f, fields, "save"), 200);
+    assert_int_equal(simc_count_rows(f->port), 1);
+    /* off: nothing closed beyond the master data's periods */
+    assert_int_equal(simc_set(f->port, "closed_to", "off"), 0);
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    assert_int_equal(simc_field(simc_body(f->ss), "closedto", v, sizeof v), 0);
+    assert_string_equal(v, "");
+}
+
+/* A vendor typed that begins several vendors' numbers and is none of them: update answers a
+ * "select one of these" page (no invoice form) carrying what was typed; Continue with a pick
+ * resolves that vendor. An exact number, and a prefix of one vendor only, are as before. */
+static void test_sim_classic_vendor_picker(void **state)
+{
+    struct fx *f = *state;
+    long status = 0;
+    char fields[2048], v[128];
+    login(f);
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    snprintf(fields, sizeof fields,
+             "vendor=10002&currency=EUR&doctype=Invoice&invnumber=INV-P&ponumber=AP1-PICK"
+             "&transdate=11%%2F03%%2F2026&%s",
+             line1);
+    assert_int_equal(submit(f, fields, "update"), 200);
+    const char *html = simc_body(f->ss);
+    assert_non_null(strstr(html, "<th class=\"listtop\">Select Vendor</th>"));
+    assert_null(strstr(html, "name=\"invoice\""));
+    assert_int_equal(count(html, "name=\"vendor_pick\""), 10); /* 100020 .. 100029 */
+    assert_non_null(strstr(html, "<td class=\"number\">100021</td>"));
+    assert_int_equal(count(html, "name=\"action\" value=\"continue\""), 1);
+    assert_int_equal(simc_field(html, "ponumber", v, sizeof v), 0);
+    assert_string_equal(v, "AP1-PICK");
+    assert_int_equal(simc_field(html, "account_1", v, sizeof v), 0);
+    assert_string_equal(v, "5700--Office Supplies");
+    /* Continue with 100021: the entry form, that vendor resolved, what was typed kept */
+    assert_int_equal(submit(f, "vendor_pick=100021", "continue"), 200);
+    html = simc_body(f->ss);
+    assert_non_null(strstr(html, "name=\"invoice\""));
+    assert_int_equal(simc_field(html, "vendor_id", v, sizeof v), 0);
+    assert_string_equal(v, "V-000021");
+    assert_int_equal(simc_field(html, "vendor", v, sizeof v), 0);
+    assert_string_equal(v, "100021");
+    assert_int_equal(simc_field(html, "ponumber", v, sizeof v), 0);
+    assert_string_equal(v, "AP1-PICK");
+    assert_int_equal(count(html, "name=\"action\" value=\"save\""), 1);
+    /* a prefix of one vendor's number only, and a number no vendor begins: not on file */
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    assert_int_equal(submit(f, "vendor=10009", "update"), 500);
+    assert_error(f, 500, "Vendor not on file: 10009");
+    assert_int_equal(simc_get(f->ss, "/ap.pl?action=add", &status), 0);
+    assert_int_equal(submit(f, "vendor=1000999", "update"), 500);
+    assert_error(f, 500, "Vendor not on file: 1000999");
+    assert_int_equal(simc_count_rows(f->port), 0);
 }
 
 /* ---- validation --------------------------------------------------------------------------- */
@@ -892,6 +1027,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_classic_save_draft, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_classic_edit_and_approve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_classic_approve_redirect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_classic_approve_by_id, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_classic_closed_period, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_classic_vendor_picker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_classic_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_classic_formats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_classic_search, setup, teardown),
