@@ -11,6 +11,9 @@
  *  - a connection dropped after the save: the draft is found by the lookup and approved, never
  *    saved again;
  *  - approve failures: the draft is approved later, never saved again;
+ *  - a month-end batch with invoices in a just-closed period (the ERP leaves its Save button
+ *    out): business exceptions with a clerk's reason, the rest booked, the run not stopped;
+ *  - a vendor number several vendors begin ("select one of these"): a business exception;
  *  - a multi-line invoice is booked line by line (lines.csv) on both UIs.
  */
 #include <stdarg.h>
@@ -222,6 +225,120 @@ static void test_e2e_classic_approve_fails(void **state)
     e2e_stop(&e);
 }
 
+/* ---- business conditions, not a changed screen ------------------------------------------- */
+
+#define CLOSED_N 5
+#define OPEN_N 11
+
+/* A month-end batch just after the previous period was closed: CLOSED_N invoices dated in
+ * October (vendors of their own, so each goes through an update) among OPEN_N of November. */
+static void add_month_end(struct e2e *e, char closed[][32], char open[][32])
+{
+    for (int i = 0; i < CLOSED_N; i++) {
+        char vendor[16], number[16], date[16];
+        snprintf(vendor, sizeof(vendor), "1000%02d", 11 + i);
+        snprintf(number, sizeof(number), "OCT-%d", i);
+        snprintf(date, sizeof(date), "2026-10-%02d", 20 + i);
+        struct e2e_invoice inv = {vendor, number, date, "EUR", 10000 + i, "6000", false, NULL};
+        e2e_add(e, &inv, closed[i]);
+    }
+    for (int i = 0; i < OPEN_N; i++) {
+        char vendor[16], number[16], date[16];
+        snprintf(vendor, sizeof(vendor), "1000%02d", 1 + i % 6);
+        snprintf(number, sizeof(number), "NOV-%d", i);
+        snprintf(date, sizeof(date), "2026-11-%02d", 1 + i);
+        struct e2e_invoice inv = {vendor, number, date, "EUR", 20000 + i, "5700", false, NULL};
+        e2e_add(e, &inv, open[i]);
+    }
+}
+
+/* The ERP answers update of an invoice dated in the closed period without its Save button and
+ * no word why. flows/classic.xml's rule over that page (when-missing="button", the hidden
+ * closing date) makes each a business exception with a clerk's reason; the rest are booked;
+ * the run is not stopped by the breaker; nothing is saved for the exceptions. Then the same
+ * batch with the rule made to miss: "the form changed", and the breaker stops the run. */
+static void test_e2e_classic_closed_period(void **state)
+{
+    (void)state;
+    struct e2e e;
+    char closed[CLOSED_N][32], open[OPEN_N][32];
+    const char *scn = SCENARIO "closed_to = 2026-10-31\n";
+    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", scn, 81);
+    add_month_end(&e, closed, open);
+    run_ok(&e);
+    e2e_assert_invariants(&e, false);
+    assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), OPEN_N);
+    assert_int_equal(e2e_count(&e, MACHINE_BUSINESS_EXCEPTION), CLOSED_N);
+    for (int i = 0; i < CLOSED_N; i++) {
+        struct store_item it;
+        e2e_get_item(&e, closed[i], &it);
+        assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
+        assert_non_null(it.reason);
+        assert_string_equal(it.reason, "The invoice date is in a closed period");
+        store_item_done(&it);
+        assert_int_equal(simc_count_reference(e.port, closed[i]), 0);
+    }
+    for (int i = 0; i < OPEN_N; i++)
+        assert_int_equal(simc_count_reference(e.port, open[i]), 1);
+    /* no save was ever sent for the closed invoices: one per booked invoice */
+    fprintf(stderr, "closed period: %lld save(s), %lld update(s), %d row(s), stop %s\n",
+            simc_stat(e.port, "save"), simc_stat(e.port, "update"), simc_count_rows(e.port),
+            runner_stop_name(e.stats.stop));
+    assert_int_equal(simc_stat(e.port, "save"), OPEN_N);
+    assert_int_equal(simc_count_rows(e.port), OPEN_N);
+    e2e_stop(&e);
+
+    /* The negative control: a rule for a missing form does not explain a missing button. */
+    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", scn, 81);
+    e2e_flow_copy(&e, "when-missing=\"button\"", "when-missing=\"form\"");
+    add_month_end(&e, closed, open);
+    int rc = e2e_run(&e);
+    fprintf(stderr, "closed period without its rule: %s: %s\n", apbot_strerror(rc),
+            e.stats.message);
+    assert_int_equal(rc, APBOT_E_SYSTEMIC);
+    assert_int_equal(e.stats.stop, RUNNER_STOP_SYSTEMIC);
+    assert_non_null(strstr(e.stats.message, "save"));
+    e2e_assert_invariants(&e, true);
+    for (int i = 0; i < CLOSED_N; i++)
+        assert_int_equal(simc_count_reference(e.port, closed[i]), 0);
+    assert_int_equal(e2e_count(&e, MACHINE_BUSINESS_EXCEPTION), 0);
+    e2e_stop(&e);
+}
+
+/* A vendor number that several vendors' numbers begin: update answers "Select Vendor" instead
+ * of the form. A business exception with a clerk's reason, nothing booked; the invoice beside
+ * it is booked. */
+static void test_e2e_classic_vendor_ambiguous(void **state)
+{
+    (void)state;
+    struct e2e e;
+    char amb[32], ok[32];
+    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", SCENARIO, 82);
+    struct e2e_invoice inv_amb = {"10002", "AMB-1", "2026-11-05", "EUR", 4200, "6000", false, NULL};
+    struct e2e_invoice inv_ok = {"100002", "AMB-2", "2026-11-05", "EUR", 4200, "6000", false, NULL};
+    e2e_add(&e, &inv_amb, amb);
+    e2e_add(&e, &inv_ok, ok);
+    run_ok(&e);
+    e2e_assert_invariants(&e, false);
+    struct store_item it;
+    e2e_get_item(&e, amb, &it);
+    fprintf(stderr, "ambiguous vendor: %s: %s\n", machine_state_name(it.state),
+            it.reason ? it.reason : "-");
+    assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
+    assert_non_null(it.reason);
+    assert_string_equal(
+        it.reason, "The vendor number matches several vendors in the ERP: a person must choose");
+    assert_int_equal(it.counters.attempts, 0);
+    store_item_done(&it);
+    assert_int_equal(simc_count_reference(e.port, amb), 0);
+    e2e_get_item(&e, ok, &it);
+    assert_int_equal(it.state, MACHINE_COMPLETED);
+    store_item_done(&it);
+    assert_int_equal(simc_stat(e.port, "save"), 1);
+    assert_int_equal(simc_count_rows(e.port), 1);
+    e2e_stop(&e);
+}
+
 /* ---- a multi-line invoice, line by line -------------------------------------------------- */
 
 static void multi_line(enum sim_ui ui)
@@ -280,6 +397,8 @@ int main(void)
         cmocka_unit_test(test_e2e_classic_map_without_mapping),
         cmocka_unit_test(test_e2e_classic_drop_after_save),
         cmocka_unit_test(test_e2e_classic_approve_fails),
+        cmocka_unit_test(test_e2e_classic_closed_period),
+        cmocka_unit_test(test_e2e_classic_vendor_ambiguous),
         cmocka_unit_test(test_e2e_multi_line_acme),
         cmocka_unit_test(test_e2e_multi_line_classic),
     };
