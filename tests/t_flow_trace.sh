@@ -154,7 +154,10 @@ for ui in acme classic; do
         expect_grep classic_real "$out" "captured  doc = \"$doc\""
         expect_grep classic_real "$out" "saved     the ERP holds the document as $doc"
         expect_grep classic_real "$out" "^== step 'approve' \(3 of 3, line [0-9]+\): a follow-up step"
-        expect_grep classic_real "$out" "GET $erp/ap.pl\?action=edit&id=$doc"
+        # the approve is sent by the document's id alone: no edit page fetched for it
+        expect_grep classic_real "$out" "^      id     = \"$doc\" +<- the step's <send>"
+        expect_grep classic_real "$out" "^      action = \"approve\" +<- the step's <send>"
+        expect_no_grep classic_real "$out" "GET $erp/ap.pl\?action=edit"
         expect_eq "classic real: approvals" "$(stat approvals)" 1
     else
         expect_grep acme_real "$out" "rule      'posted-banner' \(line [0-9]+\): outcome completed"

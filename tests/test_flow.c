@@ -836,8 +836,26 @@ static void test_flow_classic(void **state)
     assert_true(f->steps[0].repeat_until_lines);
     assert_true(f->steps[0].form.lines.present);
     assert_string_equal(f->steps[1].form.submit_value, "save");
-    assert_string_equal(f->steps[2].form.submit_value, "approve");
-    assert_non_null(strstr(f->steps[2].get, "${doc"));
+    /* the approve is sent as it is, by the document's id: no edit page fetched first */
+    assert_true(f->steps[2].send.present);
+    assert_null(f->steps[2].get);
+    assert_true(f->steps[2].send.post);
+    assert_int_equal(f->steps[2].send.n_fields, 2);
+    assert_string_equal(f->steps[2].send.fields[0].name, "action");
+    assert_string_equal(f->steps[2].send.fields[0].value, "approve");
+    assert_string_equal(f->steps[2].send.fields[1].name, "id");
+    assert_non_null(strstr(f->steps[2].send.fields[1].value, "${doc"));
+    /* a closed period (no Save button) and an ambiguous vendor are business exceptions */
+    bool period = false, vendor = false;
+    for (size_t k = 0; k < f->steps[1].n_rules; k++)
+        period = period ||
+                 (f->steps[1].rules[k].when == FLOW_WHEN_MISSING_BUTTON &&
+                  f->steps[1].rules[k].outcome == FLOW_OUT_REJECTED && f->steps[1].rules[k].reason);
+    for (size_t k = 0; k < f->steps[0].n_rules; k++)
+        vendor = vendor || (f->steps[0].rules[k].name &&
+                            strcmp(f->steps[0].rules[k].name, "vendor-ambiguous") == 0);
+    assert_true(period);
+    assert_true(vendor);
 
     /* the save answer names the draft; a validation page is a rejection */
     i = classify_url(f->steps[ci].rules, f->steps[ci].n_rules, 200, "http://h/ap.pl",

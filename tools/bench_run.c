@@ -6,9 +6,9 @@
  * on, seed 7) on the scenario, a fresh queue gets more invoices than the row can post (by
  * that apbot's own `enqueue`, so that an older binary finds a queue of its own schema), and
  * the real `apbot run --concurrency C --max-seconds T` works on it through a copy of
- * flows/acme.xml whose policy allows 16 sessions. The queue never runs dry, so every row
- * measures the steady state of T seconds, not a tail of reconciliations; the stop hands
- * in-flight items back, as a stop does.
+ * flows/acme.xml (--ui classic: flows/classic.xml) whose policy allows 16 sessions. The queue never
+ * runs dry, so every row measures the steady state of T seconds, not a tail of reconciliations; the
+ * stop hands in-flight items back, as a stop does.
  *
  * While apbot runs, bench-run reads the simulator's /_sim/stats every 250 ms. The window of
  * a row runs from the first sample that saw a request to the last sample before the stop;
@@ -37,7 +37,9 @@
  * duplicates or lost invoices or apbot failed.
  *
  * usage: bench-run --apbot PATH [--src DIR] [--rows 1,2,4,8,16,auto] [--seconds T]
- *                  [--capacity SCHEDULE] [--big N] SCENARIO...
+ *                  [--capacity SCHEDULE] [--big N] [--ui acme|classic] SCENARIO...
+ *   --ui U          the simulator's user interface and its flow, flows/U.xml (default acme):
+ *                   classic shows what a CGI-era ERP costs in requests per invoice
  *   --seconds T     seconds per row (default per scenario: calm 6, month-end 20, else 36)
  *   --capacity S    a capacity schedule applied over the scenario's (e.g. "0:8, 12000:2,
  *                   26000:8"), shown in the title; phases are its steps
@@ -71,6 +73,8 @@
 #define MAX_SAMPLES 4000
 #define POLL_MS 250
 #define FLOW_SESSIONS 16
+
+static const char *g_ui = "acme"; /* --ui: the simulator's user interface, flows/<ui>.xml */
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
@@ -655,7 +659,8 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
     struct sim_options so = {.scenario_path = sc->path,
                              .scenario_text = scen_text[0] ? scen_text : NULL,
                              .seed = 7,
-                             .admin = true};
+                             .admin = true,
+                             .ui = strcmp(g_ui, "classic") == 0 ? SIM_UI_CLASSIC : SIM_UI_ACME};
     double sim_t0 = now_s();
     if (sim_start(&so, &sim, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench-run: simulator: %s\n", err);
@@ -799,11 +804,11 @@ static void print_row(const struct scenario *sc, const struct row *r, double ref
     fflush(stdout);
 }
 
-/* Writes a copy of flows/acme.xml whose policy allows FLOW_SESSIONS sessions. */
+/* Writes a copy of flows/<ui>.xml whose policy allows FLOW_SESSIONS sessions. */
 static int make_flow(const char *src, const char *path)
 {
     char in[512];
-    snprintf(in, sizeof(in), "%s/flows/acme.xml", src);
+    snprintf(in, sizeof(in), "%s/flows/%s.xml", src, g_ui);
     char *text = slurp(in, NULL);
     if (!text)
         return -1;
@@ -840,6 +845,9 @@ int main(int argc, char **argv)
             seconds = strtod(argv[++i], NULL);
         } else if (strcmp(argv[i], "--capacity") == 0 && i + 1 < argc) {
             capacity = argv[++i];
+        } else if (strcmp(argv[i], "--ui") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "acme") == 0 || strcmp(argv[i + 1], "classic") == 0)) {
+            g_ui = argv[++i];
         } else if (strcmp(argv[i], "--big") == 0 && i + 1 < argc) {
             big = (int)strtol(argv[++i], NULL, 10);
         } else {
@@ -849,7 +857,8 @@ int main(int argc, char **argv)
     }
     if (!apbot || (first >= argc && big <= 0)) {
         fprintf(stderr, "usage: bench-run --apbot PATH [--src DIR] [--rows 1,2,4,8,16,auto] "
-                        "[--seconds T] [--capacity SCHEDULE] [--big N] SCENARIO...\n");
+                        "[--seconds T] [--capacity SCHEDULE] [--big N] [--ui acme|classic] "
+                        "SCENARIO...\n");
         return 2;
     }
     char rows_buf[128];
@@ -866,7 +875,7 @@ int main(int argc, char **argv)
     char flowdir[] = "/tmp/apbot-bench-flow-XXXXXX", flow[128];
     if (!mkdtemp(flowdir))
         return 1;
-    snprintf(flow, sizeof(flow), "%s/acme-16.xml", flowdir);
+    snprintf(flow, sizeof(flow), "%s/%s-16.xml", flowdir, g_ui);
     if (make_flow(src, flow) != 0) {
         fprintf(stderr, "bench-run: cannot write the flow copy\n");
         return 1;
@@ -886,8 +895,8 @@ int main(int argc, char **argv)
                 printf(" %s%.0fs:%d", p ? "" : "", sc.phase_at[p], sc.phase_slots[p]);
             printf("%s", sc.capacity_text[0] ? " (bench schedule)" : "");
         }
-        printf("; %.0f s per row, the queue never empties; flow acme.xml, max-sessions=%d\n", secs,
-               FLOW_SESSIONS);
+        printf("; %.0f s per row, the queue never empties; flow %s.xml, max-sessions=%d\n", secs,
+               g_ui, FLOW_SESSIONS);
         print_header(&sc);
         double ref_cost = 0;
         static struct row r[MAX_ROWS];

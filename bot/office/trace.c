@@ -332,12 +332,15 @@ static void print_controls(struct trace_printer *p, const struct erp_trace *t)
     }
     wn = wn > TRACE_NAME_COL ? TRACE_NAME_COL : wn;
     wv = wv > TRACE_VALUE_COL ? TRACE_VALUE_COL : wv;
-    if (t->n_controls == 0) {
+    if (!t->form) /* a <send> step's fields: composed, no page fetched */
+        fprintf(p->out, "    fields    %zu sent as the step's <send> writes them (no page):\n",
+                t->n_controls);
+    else if (t->n_controls == 0) {
         fprintf(p->out, "    form      %s: nothing filled\n", esc(form, sizeof(form), t->form));
         return;
-    }
-    fprintf(p->out, "    form      %s, %zu control%s submitted:\n",
-            esc(form, sizeof(form), t->form), t->n_controls, t->n_controls == 1 ? "" : "s");
+    } else
+        fprintf(p->out, "    form      %s, %zu control%s submitted:\n",
+                esc(form, sizeof(form), t->form), t->n_controls, t->n_controls == 1 ? "" : "s");
     for (size_t i = 0; i < t->n_controls; i++) {
         const struct erp_trace_control *c = &t->controls[i];
         char name[128], value[TRACE_VALUE_MAX + 8], quoted[TRACE_VALUE_MAX + 16], src[700];
@@ -396,7 +399,8 @@ void trace_print(void *printer, const struct erp_trace *t)
     char url[1024], tr[400], text[TRACE_TEXT_MAX], rule[128];
     const char *group = group_of(t->step);
     size_t si0 = 0;
-    const bool submit = t->form != NULL || (t->body && step_named(p->f, t->step, &si0));
+    const bool submit =
+        t->form != NULL || ((t->body || t->n_controls) && step_named(p->f, t->step, &si0));
     size_t si = 0;
     const struct flow_step *st = step_named(p->f, t->step, &si);
     const bool commit_step = st && p->f && si == flow_commit_index(p->f);
@@ -424,7 +428,7 @@ void trace_print(void *printer, const struct erp_trace *t)
     else if (submit && commit_step)
         fprintf(p->out, "   COMMITTING REQUEST (sent once)");
     fputc('\n', p->out);
-    if (submit && t->form)
+    if (submit && (t->form || t->n_controls))
         print_controls(p, t);
     if (t->body) {
         char body[TRACE_BODY_MAX];
