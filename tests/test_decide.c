@@ -451,6 +451,43 @@ static void test_decide_lookup_absence_needs_proof(void **state)
     assert_true(absent > 0);
 }
 
+/* skip="when-known": a step is left unsubmitted only before the commit, with everything its
+ * answer would tell known, every line row there, its fields filled and the learnt controls
+ * set; every other combination submits it. */
+static void test_decide_skip(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        enum decide_phase phase;
+        bool known, lines, filled, set, want;
+    } rows[] = {
+        {"vendor known, one line, filled", PRE, 1, 1, 1, 1, 1},
+        {"first invoice of the vendor: learn it", PRE, 0, 1, 1, 1, 0},
+        {"three lines, one row on the page", PRE, 1, 0, 1, 1, 0},
+        {"an account the ERP does not offer", PRE, 1, 1, 0, 1, 0},
+        {"the form lacks vendor_id", PRE, 1, 1, 1, 0, 0},
+        {"the committing step", COM, 1, 1, 1, 1, 0},
+        {"a follow-up step", FUP, 1, 1, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct decide_skip_facts f = {rows[i].phase, rows[i].known, rows[i].lines, rows[i].filled,
+                                      rows[i].set};
+        struct decide_skip d = decide_skip(&f);
+        if (d.skip != rows[i].want)
+            fail_msg("%s: skip %d, want %d (%s)", rows[i].what, d.skip, rows[i].want, d.why);
+        assert_non_null(d.why);
+        assert_true(*d.why);
+    }
+    /* every combination: skipped only when all hold, before the commit */
+    for (int bits = 0; bits < 16 * 3; bits++) {
+        struct decide_skip_facts f = {(enum decide_phase)(bits / 16), bits & 1, bits & 2, bits & 4,
+                                      bits & 8};
+        bool all = f.phase == PRE && f.known && f.lines_present && f.filled && f.controls_set;
+        assert_int_equal(decide_skip(&f).skip, all);
+    }
+}
+
 static void test_decide_names(void **state)
 {
     (void)state;
@@ -469,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_decide_post_amount_differs),
         cmocka_unit_test(test_decide_lookup_table),
         cmocka_unit_test(test_decide_lookup_absence_needs_proof),
+        cmocka_unit_test(test_decide_skip),
         cmocka_unit_test(test_decide_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,8 @@
  *  - a month-end batch with invoices in a just-closed period (the ERP leaves its Save button
  *    out): business exceptions with a clerk's reason, the rest booked, the run not stopped;
  *  - a vendor number several vendors begin ("select one of these"): a business exception;
+ *  - one-line invoices cost the floor of four requests once the vendor is known (no update,
+ *    no edit page before the approve);
  *  - a multi-line invoice is booked line by line (lines.csv) on both UIs.
  */
 #include <stdarg.h>
@@ -339,6 +341,44 @@ static void test_e2e_classic_vendor_ambiguous(void **state)
     e2e_stop(&e);
 }
 
+/* ---- the fewest requests ----------------------------------------------------------------- */
+
+/* One-line invoices of three vendors: the search, the add form, save and approve each - the
+ * floor of four requests. The update round trip is sent only until the run knows the vendor's
+ * internal key (once per vendor, or twice when both sessions meet a new vendor at once), and
+ * the approve goes by the document's id without its edit page. */
+static void test_e2e_classic_fewest_requests(void **state)
+{
+    (void)state;
+    struct e2e e;
+    const int n = 24;
+    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", SCENARIO, 83);
+    for (int i = 0; i < n; i++) {
+        char vendor[16], number[16];
+        snprintf(vendor, sizeof(vendor), "10000%d", 1 + i % 3);
+        snprintf(number, sizeof(number), "FEW-%d", i);
+        struct e2e_invoice inv = {vendor,   number, "2026-11-05", "EUR",
+                                  1000 + i, "6000", false,        NULL};
+        e2e_add(&e, &inv, NULL);
+    }
+    run_ok(&e);
+    e2e_assert_invariants(&e, false);
+    assert_int_equal(e2e_count(&e, MACHINE_COMPLETED), n);
+    long long updates = simc_stat(e.port, "update");
+    fprintf(stderr,
+            "fewest requests: %d invoices: search %lld, form %lld, update %lld, save %lld, edit "
+            "%lld, approve %lld\n",
+            n, simc_stat(e.port, "search"), simc_stat(e.port, "form"), updates,
+            simc_stat(e.port, "save"), simc_stat(e.port, "edit"), simc_stat(e.port, "approve"));
+    assert_int_equal(simc_stat(e.port, "search"), n);
+    assert_int_equal(simc_stat(e.port, "form"), n);
+    assert_int_equal(simc_stat(e.port, "save"), n);
+    assert_int_equal(simc_stat(e.port, "approve"), n);
+    assert_int_equal(simc_stat(e.port, "edit"), 0); /* neither a candidate nor an approve page */
+    assert_true(updates >= 3 && updates <= 3 * (e.opt.concurrency > 0 ? e.opt.concurrency : 4));
+    e2e_stop(&e);
+}
+
 /* ---- a multi-line invoice, line by line -------------------------------------------------- */
 
 static void multi_line(enum sim_ui ui)
@@ -399,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_e2e_classic_approve_fails),
         cmocka_unit_test(test_e2e_classic_closed_period),
         cmocka_unit_test(test_e2e_classic_vendor_ambiguous),
+        cmocka_unit_test(test_e2e_classic_fewest_requests),
         cmocka_unit_test(test_e2e_multi_line_acme),
         cmocka_unit_test(test_e2e_multi_line_classic),
     };

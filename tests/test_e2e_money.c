@@ -169,7 +169,9 @@ static void test_e2e_money_lines_gross_classic(void **state)
     (void)state;
     struct e2e e;
     e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", NULL, 30);
-    /* docs/writing-flows.md, "How to: book lines gross" */
+    /* docs/writing-flows.md, "How to: book lines gross" (the comparison needs update's answer
+     * every time: the step is never skipped) */
+    e2e_flow_copy(&e, " skip=\"when-known\"", "");
     e2e_flow_copy(&e, "<field name=\"amount_${line.n}\">${line.net|abs|amount:.}</field>",
                   "<field name=\"amount_${line.n}\">${line.gross|abs|amount:.}</field>");
     e2e_flow_copy(&e, "<field name=\"tax\">${invoice.tax|abs|amount:.}</field>",

@@ -991,6 +991,108 @@ static void test_erp_post_followup_page_rules(void **state)
     fx_stop(&x);
 }
 
+/* ---- skip="when-known": the update round trip, once the vendor is known ------------------- */
+
+/* The vendor_id the update answers, learnt per vendor number, and the enter step skipped when
+ * it is known. */
+static const char *const SKIP_PAIRS[] = {
+    "  <post>",
+    "  <resolve name=\"vendor\" code=\"${vendor.id}\" from-step=\"enter\">"
+    "<control name=\"vendor_id\"/></resolve>\n  <post>",
+    "<step name=\"enter\" get=\"/ap.pl?action=add\" repeat=\"until-lines\">",
+    "<step name=\"enter\" get=\"/ap.pl?action=add\" repeat=\"until-lines\" "
+    "skip=\"when-known\">",
+    NULL};
+
+static void test_erp_post_skip_when_known(void **state)
+{
+    (void)state;
+    struct fx x;
+    struct pagesrv_req rq;
+    fx_start(&x, SKIP_PAIRS, GL_5700, 1);
+    route_happy(&x);
+    /* the first invoice of the vendor: the update is sent, its vendor_id learnt */
+    struct erp_post_result r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    assert_true(last_with(&x, "action=save", &rq));
+    assert_non_null(strstr(rq.body, "vendor_id=V-000001"));
+    assert_null(strstr(x.traces, "skipped"));
+
+    /* the next one on the same session: the add form, then save at once with every field of
+     * the enter step and the learnt vendor_id; no update */
+    int saves = posts_with(&x, "action=save");
+    x.traces[0] = '\0';
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_int_equal(r.exchanges, 4); /* add form, save, edit page, approve */
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    assert_int_equal(posts_with(&x, "action=save"), saves + 1);
+    assert_true(last_with(&x, "action=save", &rq));
+    assert_non_null(strstr(rq.body, "vendor_id=V-000001"));
+    assert_non_null(strstr(rq.body, "form_id=f1")); /* the add form's own token */
+    assert_non_null(strstr(rq.body, "vendor=100001"));
+    assert_non_null(strstr(rq.body, "ponumber=" KEY));
+    assert_non_null(strstr(rq.body, "account_1=5700--Office%20Supplies"));
+    assert_non_null(strstr(rq.body, "amount_1=10.00"));
+    assert_null(strstr(rq.body, "action=update"));
+    /* the trace shows the step skipped, where vendor_id came from, and the save's controls
+     * with the enter step's sources */
+    assert_non_null(strstr(x.traces, "[enter POST skipped rule=-]"));
+    assert_non_null(strstr(
+        x.traces, "vendor_id=V-000001(resolve 'vendor': learnt this run from step 'enter')"));
+    assert_non_null(strstr(x.traces, "[save POST saved rule=saved]"));
+    assert_non_null(strstr(x.traces, "vendor=100001(template)"));
+
+    fx_stop(&x);
+
+    /* three lines: the add form has one row, so the update is needed for the rows */
+    fx_start(&x, SKIP_PAIRS, GL_5700, 1);
+    route_login(&x);
+    ROUTE(&x, "GET", "/ap.pl?action=add", {.file = "add-1.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=update", {.file = "add-2.html"},
+               {.file = "add-3.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=save", {.file = "saved.html"});
+    ROUTE(&x, "GET", "/ap.pl?action=edit&id=" DOC, {.file = "edit-draft.html"});
+    ROUTE_BODY(&x, "POST", "/ap.pl", "action=approve", {.file = "approved.html"});
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    invoice_done(&x.inv);
+    make_invoice(&x.inv, GL_3, 3);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_true(posts_with(&x, "action=update") >= 2);
+    fx_stop(&x);
+
+    /* another vendor: not known, the update is sent */
+    fx_start(&x, SKIP_PAIRS, GL_5700, 1);
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    invoice_set_str(&x.inv.vendor_id, "100002");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    assert_int_equal(posts_with(&x, "action=update"), 2);
+    fx_stop(&x);
+
+    /* a known vendor, but an account the form does not offer: not skipped, the step meets
+     * the problem as it would have (a business exception, nothing sent) */
+    fx_start(&x, SKIP_PAIRS, GL_5700, 1);
+    route_happy(&x);
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_CONFIRMED);
+    invoice_done(&x.inv);
+    static const char *const gl_bad[] = {"9999"};
+    make_invoice(&x.inv, gl_bad, 1);
+    saves = posts_with(&x, "action=save");
+    r = run(&x, ERP_POST_FROM_START, NULL);
+    V(r, DECIDE_REJECTED);
+    assert_true(r.data_error);
+    assert_int_equal(posts_with(&x, "action=save"), saves);
+    assert_int_equal(posts_with(&x, "action=update"), 1);
+    fx_stop(&x);
+}
+
 static bool refuse_saved(void *ctx, const char *doc)
 {
     (void)ctx;
@@ -1341,6 +1443,7 @@ int main(void)
         cmocka_unit_test(test_erp_post_from_followups),
         cmocka_unit_test(test_erp_post_rules_explain_missing),
         cmocka_unit_test(test_erp_post_followup_page_rules),
+        cmocka_unit_test(test_erp_post_skip_when_known),
         cmocka_unit_test(test_erp_post_saved_not_recorded_stops),
         cmocka_unit_test(test_erp_post_session_lost_before_commit_restarts),
         cmocka_unit_test(test_erp_post_session_lost_at_commit),

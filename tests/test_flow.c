@@ -856,6 +856,14 @@ static void test_flow_classic(void **state)
                             strcmp(f->steps[0].rules[k].name, "vendor-ambiguous") == 0);
     assert_true(period);
     assert_true(vendor);
+    /* the update is skipped once the vendor's internal key is known: learnt from its answer */
+    assert_true(f->steps[0].skip_known);
+    assert_int_equal(f->n_resolves, 1);
+    assert_string_equal(f->resolves[0].from_step, "enter");
+    assert_int_equal(f->resolves[0].from, 0);
+    assert_int_equal(f->resolves[0].table.n_cols, 1);
+    assert_string_equal(f->resolves[0].table.cols[0].name, "vendor_id");
+    assert_int_equal(f->steps[0].n_resolves, 0); /* its values are not for templates */
 
     /* the save answer names the draft; a validation page is a rejection */
     i = classify_url(f->steps[ci].rules, f->steps[ci].n_rules, 200, "http://h/ap.pl",
@@ -1220,6 +1228,40 @@ static const struct mutation mutations[] = {
      "<rule name=\"approved-any\" outcome=\"completed\" status=\"200\"/><capture "
      "name=\"receipt\"",
      INV, "<rule name=\"approved-any\"", "rule 'approved-any': a completed rule needs a pattern"},
+
+    /* skip="when-known" and <resolve from-step> */
+    {FULL, "<step name=\"enter\" get=\"/add\" repeat=\"until-lines\">",
+     "<step name=\"enter\" get=\"/add\" repeat=\"until-lines\" skip=\"when-known\">", INV, NULL,
+     "step 'enter': skip=\"when-known\" needs a <resolve from-step=\"enter\"> that says what its "
+     "answer tells"},
+    {FULL, "<step name=\"enter\" get=\"/add\" repeat=\"until-lines\">",
+     "<step name=\"enter\" get=\"/add\" repeat=\"until-lines\" skip=\"when-known\">", INV, NULL,
+     "step 'enter': skip=\"when-known\" with a <capture>: a skipped step captures nothing"},
+    {FULL, "<step name=\"enter\" get=\"/add\" repeat=\"until-lines\">",
+     "<step name=\"enter\" get=\"/add\" repeat=\"until-lines\" skip=\"sometimes\">", APBOT_E_PARSE,
+     NULL, "schema: "},
+    {FULL, "<post>",
+     "<resolve name=\"v\" code=\"${vendor.id}\" from-step=\"nope\"><control "
+     "name=\"vendor_id\"/></resolve><post>",
+     INV, NULL, "resolve 'v': from-step 'nope' is not a step of the post"},
+    {FULL, "<post>",
+     "<resolve name=\"v\" code=\"${vendor.id}\" from-step=\"save\"><control "
+     "name=\"vendor_id\"/></resolve><post>",
+     INV, NULL,
+     "resolve 'v': from-step 'save' must come before the committing step (only such a step can "
+     "be skipped)"},
+    {FULL, "<post>",
+     "<resolve name=\"v\" code=\"${line.gl_account}\" from-step=\"enter\"><control "
+     "name=\"vendor_id\"/></resolve><post>",
+     INV, NULL, "resolve 'v': a resolve learnt from a step has one code per invoice (no line.*)"},
+    {FULL, "<post>",
+     "<resolve name=\"v\" code=\"${vendor.id}\" from-step=\"enter\"><control "
+     "name=\"vendor_id\"/><control name=\"vendor_id\"/></resolve><post>",
+     INV, NULL, "resolve 'v': control 'vendor_id' is named twice"},
+    {FULL, "<post>",
+     "<resolve name=\"v\" code=\"${vendor.id}\" from-step=\"enter\" get=\"/x?c=${code}\">"
+     "<control name=\"vendor_id\"/></resolve><post>",
+     APBOT_E_PARSE, NULL, "schema: "},
 
     /* list */
     {FULL, "&amp;to=${to|date:%m/%d/%Y}", "", INV, "<list get",

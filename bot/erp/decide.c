@@ -288,6 +288,27 @@ struct decide_post decide_post(const struct decide_post_facts *f)
     return verdict(DECIDE_UNKNOWN, false, "invalid phase");
 }
 
+struct decide_skip decide_skip(const struct decide_skip_facts *f)
+{
+    struct decide_skip d = {.skip = false, .why = ""};
+    if (f->phase != DECIDE_BEFORE_COMMIT)
+        d.why = "only a step before the committing one is ever skipped";
+    else if (!f->known)
+        d.why = "what its answer would tell is not known yet: submitted (and learnt from)";
+    else if (!f->lines_present)
+        d.why = "the page lacks a line's controls: the round trip brings the row";
+    else if (!f->filled)
+        d.why = "its fields could not be filled: submitted, so that the problem is met as usual";
+    else if (!f->controls_set)
+        d.why = "a learnt control is not on the form: submitted as usual";
+    else {
+        d.skip = true;
+        d.why = "what its answer would tell is known: not sent, the filled form goes to the next "
+                "step";
+    }
+    return d;
+}
+
 static struct decide_lookup lverdict(enum decide_lookup_verdict v, const char *why)
 {
     struct decide_lookup d = {.verdict = v, .why = why};

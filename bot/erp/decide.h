@@ -114,6 +114,31 @@ struct decide_post decide_post(const struct decide_post_facts *f);
 /* "next", "restart", ..., "followup-failed"; "invalid" for bad values. */
 const char *decide_post_verdict_name(enum decide_post_verdict v);
 
+/*
+ * A step that may be skipped (skip="when-known"): a round trip whose only use is what the ERP
+ * resolves on it (the vendor's internal id an "update" puts into the form). It is left
+ * unsubmitted, its form filled and carried to the next step, only before the committing step
+ * (nothing it would send can book, and nothing of it is sent), when the run has learnt every
+ * value its answer would tell, the page already has every line's controls (no row to wait
+ * for), its fields filled without a problem (a problem is met by submitting it as usual) and
+ * every learnt control is on the form.
+ */
+struct decide_skip_facts {
+    enum decide_phase phase;
+    bool known;         /* every value its answer would tell is in the run's cache */
+    bool lines_present; /* the page has every invoice line's controls */
+    bool filled;        /* its fields filled without a data error or a missing control */
+    bool controls_set;  /* every learnt control is on the form and was set */
+};
+
+struct decide_skip {
+    bool skip;
+    const char *why; /* static text, never NULL */
+};
+
+/* Decides whether a step is skipped. Pure; cannot fail. */
+struct decide_skip decide_skip(const struct decide_skip_facts *f);
+
 /* The facts of a lookup, gathered over every page and detail page it read. */
 struct decide_lookup_facts {
     bool answered;         /* every page needed was answered 2xx and parsed */

@@ -157,6 +157,7 @@ struct erp_xch {
     char *why;
     char **cap_names, **cap_values;
     size_t n_captured;
+    bool trace_only; /* nothing was exchanged (a step skipped): a trace shows it, no evidence */
 };
 
 /* Fills x from an exchange: the step, method, URL, transport and, when the answer was read,

@@ -607,7 +607,7 @@ void erp_xch_capture(const struct erp_session *s, struct erp_xch *x, const char 
 void erp_xch_report(const struct erp_session *s, const struct erp_xch *x, erp_trace_fn trace_fn,
                     void *trace_ctx)
 {
-    if (s->evidence) {
+    if (s->evidence && !x->trace_only) {
         const struct erp_exchange ev = {
             .step = x->step,
             .method = x->method,

@@ -54,8 +54,12 @@ struct post_run {
     struct page *cur;           /* the page the next step without `get` works on */
     struct http_response cur_r; /* the answer cur was read from: a step's rules are tried on
                                  * it when cur lacks the step's form, a control or its button */
-    struct post_ref *refs;      /* per resolve of the flow: what it found for this invoice */
-    struct linetax taxes;       /* the tax of each line (${line.tax}, ${line.gross}), once */
+    struct page_form carry;     /* a skipped step's filled form, which the next step submits */
+    bool have_carry;
+    struct src *carry_srcs; /* where the carried controls' values came from (a trace's) */
+    size_t n_carry_srcs;
+    struct post_ref *refs; /* per resolve of the flow: what it found for this invoice */
+    struct linetax taxes;  /* the tax of each line (${line.tax}, ${line.gross}), once */
 };
 
 /* What one resolve found for this invoice: one row, or one per line (its code uses line.*). */
@@ -247,12 +251,26 @@ static void cur_take(struct post_run *pr, struct page **p, struct http_response 
     memset(r, 0, sizeof(*r));
 }
 
+static void carry_drop(struct post_run *pr)
+{
+    page_form_done(&pr->carry);
+    pr->have_carry = false;
+    for (size_t i = 0; i < pr->n_carry_srcs; i++) {
+        free(pr->carry_srcs[i].name);
+        free(pr->carry_srcs[i].source);
+    }
+    free(pr->carry_srcs);
+    pr->carry_srcs = NULL;
+    pr->n_carry_srcs = 0;
+}
+
 static void cur_drop(struct post_run *pr)
 {
     page_free(pr->cur);
     pr->cur = NULL;
     http_response_done(&pr->cur_r);
     memset(&pr->cur_r, 0, sizeof(pr->cur_r));
+    carry_drop(pr);
 }
 
 static enum page_option_mode option_mode(enum flow_option o)
@@ -719,6 +737,142 @@ static void trace_controls(struct post_run *pr, struct erp_xch *x, const struct 
     }
 }
 
+/* ---- skip="when-known": a round trip whose answer is already known ----------------------- */
+
+/* The code of resolve r for this invoice (heap), or NULL. */
+static char *learnt_code(const struct post_run *pr, size_t r)
+{
+    struct flow_vars vars;
+    char *code = NULL;
+    vars_of(pr, &vars);
+    if (flow_expand(pr->f, pr->f->resolves[r].code, &vars, &code, NULL, 0) != APBOT_OK)
+        return NULL;
+    return code;
+}
+
+/* The answer p of step i went on (NEXT): what the resolves learnt from step i read on its form
+ * (the values of their controls) is kept in the run's cache under the invoice's code. */
+static void step_learn(struct post_run *pr, size_t i, const struct page *p)
+{
+    const struct flow *f = pr->f;
+    struct page_form form;
+    bool have_form = false;
+
+    memset(&form, 0, sizeof(form));
+    for (size_t r = 0; r < f->n_resolves; r++) {
+        const struct flow_resolve *rs = &f->resolves[r];
+        if (!rs->from_step || rs->from != i)
+            continue;
+        if (!have_form && page_find_form(p, f->steps[i].form.xpath, &form, NULL, 0) != APBOT_OK)
+            break; /* no form on the answer: nothing to learn */
+        have_form = true;
+        char *code = learnt_code(pr, r);
+        char **values = apbot_xcalloc(rs->table.n_cols ? rs->table.n_cols : 1, sizeof(*values));
+        for (size_t k = 0; k < rs->table.n_cols; k++)
+            for (size_t c = 0; c < form.n && !values[k]; c++)
+                if (strcmp(form.names[c], rs->table.cols[k].name) == 0)
+                    values[k] = form.values[c];
+        if (code)
+            erp_refs_learn(pr->s, r, code, values);
+        free(values); /* its strings are the form's */
+        free(code);
+    }
+    page_form_done(&form);
+}
+
+/* Reports a skipped step to the trace only: nothing was exchanged, so there is no evidence. */
+static void skip_report(struct post_run *pr, size_t i, const struct page_form *form,
+                        const struct fill *fl, const char *why)
+{
+    const struct flow_step *st = &pr->f->steps[i];
+    struct erp_xch x;
+    erp_trace_fn fn;
+    void *ctx;
+
+    if (!tracing(pr))
+        return;
+    trace_hooks(pr, &fn, &ctx);
+    erp_xch_begin(pr->s, &x, st->name, "POST", form->action ? form->action : "", NULL, NULL,
+                  "skipped: what its answer would tell is known");
+    x.trace_only = true;
+    x.form = apbot_xstrdup(st->form.xpath);
+    trace_controls(pr, &x, form, fl);
+    erp_xch_outcome(pr->s, &x, "skipped", NULL, why);
+    erp_xch_report(pr->s, &x, fn, ctx);
+    erp_xch_done(&x);
+}
+
+/*
+ * Step i (skip="when-known") on the page just fetched: when decide_skip allows it, the step is
+ * filled as usual, the controls its answer would set (learnt from an earlier invoice's answer)
+ * are set, and the filled form is carried to the next step instead of being submitted: true.
+ * false: the step is submitted as usual (its problems, if any, are met there).
+ */
+static bool step_skip(struct post_run *pr, size_t i)
+{
+    const struct flow *f = pr->f;
+    const struct flow_step *st = &f->steps[i];
+    struct decide_skip_facts facts = {.phase = phase_of(pr, i), .known = true};
+    struct page_form form;
+    struct fill fl;
+    char ***known = apbot_xcalloc(f->n_resolves ? f->n_resolves : 1, sizeof(*known));
+    bool skipped = false;
+
+    memset(&form, 0, sizeof(form));
+    memset(&fl, 0, sizeof(fl));
+    fl.s = pr->s;
+    fl.sources = tracing(pr);
+    for (size_t r = 0; r < f->n_resolves && facts.known; r++) {
+        if (!f->resolves[r].from_step || f->resolves[r].from != i)
+            continue;
+        char *code = learnt_code(pr, r);
+        facts.known = code && erp_refs_known(pr->s, r, code, &known[r]) == APBOT_OK;
+        free(code);
+    }
+    if (facts.known && pr->cur &&
+        page_find_form(pr->cur, st->form.xpath, &form, NULL, 0) == APBOT_OK) {
+        facts.lines_present = !st->form.lines.present || !lacks_lines(pr, st, pr->cur);
+        fill_form(pr, st, &form, &fl);
+        facts.filled = !fl.data_error && !fl.fill_error && fl.skipped == 0;
+        facts.controls_set = true;
+        for (size_t r = 0; r < f->n_resolves && facts.controls_set; r++) {
+            const struct flow_resolve *rs = &f->resolves[r];
+            if (!known[r])
+                continue;
+            for (size_t k = 0; k < rs->table.n_cols && facts.controls_set; k++) {
+                facts.controls_set =
+                    page_form_set(&form, rs->table.cols[k].name, known[r][k]) == APBOT_OK;
+                if (facts.controls_set && fl.sources) {
+                    char src[200];
+                    snprintf(src, sizeof(src), "resolve '%s': learnt this run from step '%s'",
+                             rs->name, rs->from_step);
+                    fill_source(&fl, rs->table.cols[k].name, src);
+                }
+            }
+        }
+    }
+    struct decide_skip d = decide_skip(&facts);
+    if (d.skip) {
+        skip_report(pr, i, &form, &fl, d.why);
+        carry_drop(pr);
+        pr->carry = form;
+        pr->have_carry = true;
+        memset(&form, 0, sizeof(form));
+        pr->carry_srcs = fl.srcs;
+        pr->n_carry_srcs = fl.n_srcs;
+        fl.srcs = NULL;
+        fl.n_srcs = 0;
+        skipped = true;
+    }
+    for (size_t r = 0; r < f->n_resolves; r++)
+        if (known[r])
+            erp_ref_values_free(known[r], f->resolves[r].table.n_cols);
+    free(known);
+    fill_done(&fl);
+    page_form_done(&form);
+    return skipped;
+}
+
 /* One submission of a step's form, through its phases: fill, send, read the answer, conclude.
  * step_submit owns it and frees what it holds. */
 struct submit {
@@ -793,7 +947,17 @@ static void submit_fill(struct post_run *pr, struct submit *sb)
     struct page_form *form = &sb->form;
     struct fill *fl = &sb->fl;
 
-    if (!pr->cur || page_find_form(pr->cur, st->form.xpath, form, NULL, 0) != APBOT_OK) {
+    if (pr->have_carry) {
+        /* the step before was skipped: its filled form is this step's (flow check: the same
+         * form, no page fetched in between) */
+        *form = pr->carry;
+        memset(&pr->carry, 0, sizeof(pr->carry));
+        pr->have_carry = false;
+        fl->srcs = pr->carry_srcs;
+        fl->n_srcs = fl->cap_srcs = pr->n_carry_srcs;
+        pr->carry_srcs = NULL;
+        pr->n_carry_srcs = 0;
+    } else if (!pr->cur || page_find_form(pr->cur, st->form.xpath, form, NULL, 0) != APBOT_OK) {
         fill_missing(fl, FLOW_WHEN_MISSING_FORM, "form %s not found on the ERP's page%s",
                      st->form.xpath, NULL);
         return;
@@ -1211,6 +1375,8 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     }
     if (sb.have_view)
         erp_view_done(&sb.v);
+    if (d.verdict == DECIDE_NEXT && sb.p)
+        step_learn(pr, i, sb.p);
     if (sb.keep)
         cur_take(pr, &sb.p, &sb.r);
     match_result_free(sb.m);
@@ -1329,6 +1495,8 @@ static struct decide_post run_steps(struct post_run *pr, size_t start)
             if (d.verdict != DECIDE_NEXT)
                 return d;
         }
+        if (st->skip_known && step_skip(pr, i))
+            continue; /* the next step submits its filled form */
         bool again = false;
         int round = 0;
         do {

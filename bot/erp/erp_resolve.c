@@ -117,6 +117,36 @@ static void refs_put(struct erp_refs *r, size_t which, long max, const char *cod
     pthread_mutex_unlock(&r->mu);
 }
 
+/* The session's cache: the run's, or one of its own. */
+static struct erp_refs *refs_of(struct erp_session *s)
+{
+    if (!s->refs) {
+        s->refs = erp_refs_new();
+        s->own_refs = true;
+    }
+    return s->refs;
+}
+
+int erp_refs_known(struct erp_session *s, size_t which, const char *code, char ***ret_values)
+{
+    *ret_values = NULL;
+    if (which >= s->flow->n_resolves || !code || !*code)
+        return APBOT_E_NOTFOUND;
+    *ret_values = refs_get(refs_of(s), which, code, s->flow->resolves[which].table.n_cols);
+    return *ret_values ? APBOT_OK : APBOT_E_NOTFOUND;
+}
+
+void erp_refs_learn(struct erp_session *s, size_t which, const char *code, char *const *values)
+{
+    if (which >= s->flow->n_resolves || !code || !*code)
+        return;
+    const struct flow_resolve *r = &s->flow->resolves[which];
+    for (size_t i = 0; i < r->table.n_cols; i++)
+        if (!values[i] || !*values[i])
+            return; /* the answer did not tell it all: nothing is kept */
+    refs_put(refs_of(s), which, r->max_entries, code, values, r->table.n_cols);
+}
+
 /* The rows of one search, as the table shows them. */
 struct ref_rows {
     size_t n_cols;
@@ -159,11 +189,10 @@ int erp_resolve(struct erp_session *s, size_t which, const char *code, char ***r
     if (!code || !*code)
         return apbot_fail(err, errlen, APBOT_E_DATA, "resolve '%s': the invoice gives no code",
                           r->name);
-    if (!s->refs) {
-        s->refs = erp_refs_new();
-        s->own_refs = true;
-    }
-    *ret_values = refs_get(s->refs, which, code, r->table.n_cols);
+    if (r->from_step) /* learnt from a step's answers, never asked for (flow check) */
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "resolve '%s' is learnt from step '%s'",
+                          r->name, r->from_step);
+    *ret_values = refs_get(refs_of(s), which, code, r->table.n_cols);
     if (*ret_values)
         return APBOT_OK;
 

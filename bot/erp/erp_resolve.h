@@ -6,7 +6,9 @@
  * hands it to each with erp_set_refs; a session without one keeps its own), bounded by each
  * resolve's max-entries, and holds only codes the ERP answered: a code it does not hold is asked
  * again the next time (the ERP may have been given it meanwhile), and each such answer is a
- * business exception naming the code. Thread-safe.
+ * business exception naming the code. A resolve learnt from a post step (from-step) is filled
+ * by that step's answers instead (erp_refs_learn) and read without a request (erp_refs_known).
+ * Thread-safe.
  */
 #ifndef APBOT_ERP_RESOLVE_H
 #define APBOT_ERP_RESOLVE_H
@@ -41,5 +43,16 @@ size_t erp_refs_count(struct erp_refs *r);
 int erp_resolve(struct erp_session *s, size_t which, const char *code, char ***ret_values,
                 char *err, size_t errlen) APBOT_MUST_USE;
 void erp_ref_values_free(char **values, size_t n);
+
+/*
+ * A resolve learnt from a post step (from-step): erp_refs_known hands out what the run's cache
+ * holds for `code` (*ret_values as erp_resolve's, free with erp_ref_values_free) without asking
+ * the ERP: APBOT_OK, or APBOT_E_NOTFOUND when nothing is kept (yet). erp_refs_learn keeps what
+ * the step's answer showed for `code` (one value per column, none empty): the first answer
+ * kept wins, within the resolve's max-entries.
+ */
+int erp_refs_known(struct erp_session *s, size_t which, const char *code,
+                   char ***ret_values) APBOT_MUST_USE;
+void erp_refs_learn(struct erp_session *s, size_t which, const char *code, char *const *values);
 
 #endif

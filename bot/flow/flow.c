@@ -437,6 +437,7 @@ void flow_free(struct flow *f)
         flow_send_done(&r->send);
         flow_table_done(&r->table);
         free(r->match_column);
+        free(r->from_step);
     }
     free(f->resolves);
     free(f);

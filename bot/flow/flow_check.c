@@ -1077,9 +1077,92 @@ static void flow_step_resolves(struct flow_ctx *c, size_t i)
         snprintf(var, sizeof(var), "ref.%s.", c->f->resolves[r].name);
         if (!flow_step_uses(s, var))
             continue;
+        if (c->f->resolves[r].from_step) {
+            flow_problem(c, s->line,
+                         "step '%s': ${%s*} is learnt from step '%s' to skip it, not for "
+                         "templates",
+                         s->name ? s->name : "", var, c->f->resolves[r].from_step);
+            continue;
+        }
         s->resolves = apbot_xrealloc(s->resolves, (s->n_resolves + 1) * sizeof(*s->resolves));
         s->resolves[s->n_resolves++] = r;
     }
+}
+
+/* A resolve learnt from a step (from-step): the step exists, fills a form and comes before the
+ * committing one; one code per invoice; controls named once. */
+static void flow_check_resolve_learnt(struct flow_ctx *c, struct flow_resolve *r, const char *msg)
+{
+    const struct flow *f = c->f;
+    size_t ci = flow_commit_index(f);
+
+    r->from = f->n_steps;
+    for (size_t k = 0; k < f->n_steps; k++)
+        if (f->steps[k].name && strcmp(f->steps[k].name, r->from_step) == 0)
+            r->from = k;
+    if (r->from == f->n_steps)
+        flow_problem(c, r->line, "%s: from-step '%s' is not a step of the post", msg, r->from_step);
+    else if (f->steps[r->from].send.present)
+        flow_problem(c, r->line,
+                     "%s: from-step '%s' sends a <send>: values are learnt from a step's form", msg,
+                     r->from_step);
+    else if (r->from >= ci)
+        flow_problem(c, r->line,
+                     "%s: from-step '%s' must come before the committing step (only such a step "
+                     "can be skipped)",
+                     msg, r->from_step);
+    if (r->per_line)
+        flow_problem(c, r->line,
+                     "%s: a resolve learnt from a step has one code per invoice (no line.*)", msg);
+    for (size_t k = 0; k < r->table.n_cols; k++)
+        for (size_t j = 0; j < k; j++)
+            if (r->table.cols[k].name && r->table.cols[j].name &&
+                strcmp(r->table.cols[k].name, r->table.cols[j].name) == 0) {
+                flow_problem(c, r->table.cols[k].line, "%s: control '%s' is named twice", msg,
+                             r->table.cols[k].name);
+                break;
+            }
+}
+
+/* skip="when-known" on step i: a step before the commit that fills a form, learnt from by a
+ * resolve, without captures (a skipped step captures nothing), followed by a step that submits
+ * the same form without fetching a page (it takes the skipped step's filled form). */
+static void flow_check_skip(struct flow_ctx *c, size_t i, const char *msg)
+{
+    const struct flow *f = c->f;
+    const struct flow_step *s = &f->steps[i];
+    bool learnt = false;
+
+    if (!s->skip_known)
+        return;
+    for (size_t r = 0; r < f->n_resolves; r++)
+        learnt = learnt || (f->resolves[r].from_step && f->resolves[r].from == i);
+    if (!learnt)
+        flow_problem(c, s->line,
+                     "%s: skip=\"when-known\" needs a <resolve from-step=\"%s\"> that says what "
+                     "its answer tells",
+                     msg, s->name ? s->name : "");
+    if (i >= flow_commit_index(f))
+        flow_problem(c, s->line,
+                     "%s: skip=\"when-known\" only before the committing step (a step that may "
+                     "book is never skipped)",
+                     msg);
+    if (s->n_captures)
+        flow_problem(c, s->line,
+                     "%s: skip=\"when-known\" with a <capture>: a skipped step captures nothing",
+                     msg);
+    if (s->n_compares)
+        flow_problem(c, s->line,
+                     "%s: skip=\"when-known\" with a <compare-amount>: a skipped step has no "
+                     "answer whose amount could be compared",
+                     msg);
+    const struct flow_step *next = i + 1 < f->n_steps ? &f->steps[i + 1] : NULL;
+    if (!next || next->get || next->send.present || !next->form.xpath || !s->form.xpath ||
+        strcmp(next->form.xpath, s->form.xpath) != 0)
+        flow_problem(c, s->line,
+                     "%s: skip=\"when-known\" needs a next step without get that submits the same "
+                     "form (it takes the skipped step's filled form)",
+                     msg);
 }
 
 /* Resolves: a unique name, a code that names what to look up, a request using ${code}, a
@@ -1103,6 +1186,10 @@ static void flow_check_resolves(struct flow_ctx *c)
         if (r->per_line)
             code.place = FLOW_P_LINES;
         flow_tpl_check(c, r->code, &code, r->line, msg);
+        if (r->from_step) {
+            flow_check_resolve_learnt(c, r, msg);
+            continue;
+        }
         flow_tpl_check(c, r->get, &req, r->line, msg);
         flow_check_send(c, &r->send, &req, &req, msg);
         if (!(r->get && flow_tpl_uses(r->get, "code")) && !flow_send_uses(&r->send, "code"))
@@ -1192,6 +1279,7 @@ static void flow_check_post(struct flow_ctx *c)
                          "%s: repeat=\"until-lines\" only before the committing step (a "
                          "repeated submit there could book twice)",
                          msg);
+        flow_check_skip(c, i, msg);
         if (s->repeat_until_lines && !s->form.lines.present)
             flow_problem(c, s->line,
                          "%s: repeat=\"until-lines\" needs a <lines> in its form (it repeats "

@@ -705,6 +705,9 @@ static void flow_build_step(struct flow_ctx *c, xmlNode *k, struct flow_step *s)
     s->commits = flow_prop_true(k, "commits");
     s->repeat_until_lines = repeat && strcmp(repeat, "until-lines") == 0;
     free(repeat);
+    char *skip = flow_prop(k, "skip");
+    s->skip_known = skip && strcmp(skip, "when-known") == 0;
+    free(skip);
     for (r = flow_first(k); r && !flow_is(r, "form") && !flow_is(r, "send"); r = flow_next(r))
         ;
     if (r && flow_is(r, "form"))
@@ -776,13 +779,26 @@ static void flow_build_resolve(struct flow_ctx *c, xmlNode *n, struct flow_resol
     flow_number(c, n, "max-entries", 1, 1000000, &r->max_entries, "resolve");
     if (!r->match_column)
         r->match_column = apbot_xstrdup("code");
+    r->from_step = flow_prop(n, "from-step");
+    size_t ccap = 0;
     for (xmlNode *k = flow_first(n); k; k = flow_next(k)) {
-        if (flow_is(k, "send"))
+        if (flow_is(k, "send")) {
             flow_build_send(c, k, &r->send);
-        else if (flow_is(k, "table"))
+        } else if (flow_is(k, "table")) {
             flow_build_table(c, k, &r->table);
+        } else if (flow_is(k, "control") &&
+                   flow_room(c, (void **)&r->table.cols, &ccap, r->table.n_cols,
+                             sizeof(*r->table.cols), flow_line(c, k), "controls of one resolve")) {
+            /* learnt from a step: a column per control, read on that step's form */
+            struct flow_column *col = &r->table.cols[r->table.n_cols++];
+            memset(col, 0, sizeof(*col));
+            col->name = flow_prop(k, "name");
+            col->line = flow_line(c, k);
+        }
     }
-    if (!r->get == !r->send.present)
+    if (r->from_step)
+        r->table.line = r->line;
+    else if (!r->get == !r->send.present)
         flow_problem(c, r->line, "resolve '%s': give get=\"URL\" or <send>, one of the two",
                      r->name ? r->name : "");
 }

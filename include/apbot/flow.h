@@ -222,6 +222,11 @@ struct flow_step {
                               * can never book, so an ambiguous answer there is "not sent" */
     bool repeat_until_lines; /* submit again while the answer's form lacks a line's controls
                               * (at most line_count + 1 times); only before the committing step */
+    bool skip_known; /* skip="when-known": a round trip whose only use is what the ERP resolves
+                      * (an "update" that looks the vendor up): when every <resolve from-step>
+                      * of this step knows the invoice's code and the page already has every
+                      * line's controls, the step is filled but not submitted, the learnt
+                      * controls are set, and the next step (same form, no get) submits it */
     struct flow_rule *rules; /* step rules, tried first (e.g. a rejection at "check") */
     size_t n_rules;
     struct flow_capture *captures; /* applied in order when the step goes on */
@@ -296,16 +301,22 @@ struct flow_header {
 
 /* Reference data (<resolve>): a code the invoice carries (a vendor number, a G/L account) turned
  * into the ERP's ids by a search, once per run per code (cached), its columns then read as
- * ${ref.NAME.COLUMN}. A code the ERP does not hold is a business exception naming it. */
+ * ${ref.NAME.COLUMN}. A code the ERP does not hold is a business exception naming it.
+ * With from-step, the values are learnt instead from a post step's answer: the values of the
+ * controls named by the table's columns (<control name="...">) on that step's form, kept in
+ * the same per-run cache under the code, so that the step can be skipped (skip="when-known")
+ * for a later invoice with the same code. */
 struct flow_resolve {
     char *name;
     char *code;    /* template: the code (invoice values; line.* for one per line) */
     bool per_line; /* code uses line.*: resolved for each line, used inside lines */
     char *get;     /* URL template with ${code}, or NULL with send */
     struct flow_send send;
-    struct flow_table table;
-    char *match_column; /* the column that must equal the code exactly ("code" by default) */
-    long max_entries;   /* codes kept per run (default 10000) */
+    struct flow_table table; /* with from_step: columns named after the controls, no XPath */
+    char *from_step;         /* the post step whose answer it is learnt from, or NULL */
+    size_t from;             /* that step's index (set by the checks) */
+    char *match_column;      /* the column that must equal the code exactly ("code" by default) */
+    long max_entries;        /* codes kept per run (default 10000) */
     int line;
 };
 
