@@ -13,6 +13,7 @@
  *  - approve failures: the draft is approved later, never saved again;
  *  - a month-end batch with invoices in a just-closed period (the ERP leaves its Save button
  *    out): business exceptions with a clerk's reason, the rest booked, the run not stopped;
+ *    for a vendor the run knows (no update), the ERP's own refusal at save, nothing booked;
  *  - a vendor number several vendors begin ("select one of these"): a business exception;
  *  - one-line invoices cost the floor of four requests once the vendor is known (no update,
  *    no edit page before the approve);
@@ -307,6 +308,52 @@ static void test_e2e_classic_closed_period(void **state)
     e2e_stop(&e);
 }
 
+/* The same closed period for a vendor the run already knows: its update is skipped
+ * (skip="when-known"), so no page without a Save button is ever seen, and save itself is sent.
+ * The ERP's save refuses a closed period on its own (it never trusts its screen): the refusal
+ * is a business exception with the ERP's words, and nothing is booked. One session, so that
+ * the open invoices (enqueued first) teach the vendor before the closed ones come. */
+static void test_e2e_classic_closed_period_known_vendor(void **state)
+{
+    (void)state;
+    struct e2e e;
+    char open[2][32], closed[3][32];
+    e2e_start_ui(&e, SIM_UI_CLASSIC, "calm", SCENARIO "closed_to = 2026-10-31\n", 84);
+    e.opt.concurrency = 1;
+    for (int i = 0; i < 2; i++) {
+        char number[16];
+        snprintf(number, sizeof(number), "KNOWN-NOV-%d", i);
+        struct e2e_invoice inv = {"100001", number, "2026-11-03", "EUR",
+                                  3000 + i, "6000", false,        NULL};
+        e2e_add(&e, &inv, open[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        char number[16];
+        snprintf(number, sizeof(number), "KNOWN-OCT-%d", i);
+        struct e2e_invoice inv = {"100001", number, "2026-10-28", "EUR",
+                                  4000 + i, "6000", false,        NULL};
+        e2e_add(&e, &inv, closed[i]);
+    }
+    run_ok(&e);
+    e2e_assert_invariants(&e, false);
+    fprintf(stderr, "closed period, vendor known: %lld update(s), %lld save(s), %d row(s)\n",
+            simc_stat(e.port, "update"), simc_stat(e.port, "save"), simc_count_rows(e.port));
+    assert_int_equal(simc_stat(e.port, "update"), 1); /* the first invoice only */
+    for (int i = 0; i < 3; i++) {
+        struct store_item it;
+        e2e_get_item(&e, closed[i], &it);
+        assert_int_equal(it.state, MACHINE_BUSINESS_EXCEPTION);
+        assert_non_null(it.reason);
+        assert_string_equal(it.reason, "Cannot save a transaction for a closed period (10/2026).");
+        store_item_done(&it);
+        assert_int_equal(simc_count_reference(e.port, closed[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(simc_count_reference(e.port, open[i]), 1);
+    assert_int_equal(simc_count_rows(e.port), 2);
+    e2e_stop(&e);
+}
+
 /* A vendor number that several vendors' numbers begin: update answers "Select Vendor" instead
  * of the form. A business exception with a clerk's reason, nothing booked; the invoice beside
  * it is booked. */
@@ -438,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_e2e_classic_drop_after_save),
         cmocka_unit_test(test_e2e_classic_approve_fails),
         cmocka_unit_test(test_e2e_classic_closed_period),
+        cmocka_unit_test(test_e2e_classic_closed_period_known_vendor),
         cmocka_unit_test(test_e2e_classic_vendor_ambiguous),
         cmocka_unit_test(test_e2e_classic_fewest_requests),
         cmocka_unit_test(test_e2e_multi_line_acme),
