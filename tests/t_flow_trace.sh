@@ -7,8 +7,10 @@
 # rule, the capture; a real trace books once, with its lines, approved, and says so; a second one
 # finds the booking and posts nothing; a draft the lookup finds gets its follow-up steps (not
 # under --dry-run); an account the ERP does not offer is a business exception naming field and
-# value (exit 3) with nothing of the step sent; a wrong password is one login, exit 1; the
-# password never shows; the queue database is never created. Usage errors exit 2.
+# value (exit 3) with nothing of the step sent; an invoice in a closed period (classic: no Save
+# button after update) is a business exception with the rule's reason, no save sent; a wrong
+# password is one login, exit 1; the password never shows; the queue database is never
+# created. Usage errors exit 2.
 # Env (set by ctest): APBOT_BIN, ERPSIM_BIN, APBOT_SRC. Needs bash, curl, grep, sed.
 set -euo pipefail
 
@@ -20,9 +22,10 @@ INV=$SRC/fixtures/invoices/good.csv
 . "$SRC/tests/lib/harness.sh"
 harness_init trace
 
-# start_ui UI: the erp-sim program with that UI on a fast scenario.
+# start_ui UI [LINE...]: the erp-sim program with that UI on a fast scenario, and the scenario
+# lines given.
 start_ui() {
-    fast_scenario "$work/fast.scn"
+    fast_scenario "$work/fast.scn" "${@:2}"
     sim_launch --ui "$1" --scenario "$work/fast.scn"
 }
 
@@ -216,5 +219,24 @@ for ui in acme classic; do
     fi
     stop_ui
 done
+
+# ---- a closed period: update answers without its Save button; the rule says why ----
+# (classic, books closed through October): a business exception with the rule's reason, the
+# save not sent, nothing booked - not "the form changed".
+start_ui classic 'closed_to = 2026-10-31'
+printf '%s\n' 'vendor_id,vendor_name,invoice_number,invoice_date,currency,line_description,line_gl_account,line_net,line_tax' \
+    '100001,Acme,OCT-1,2026-10-30,EUR,Thing,6000,10.00,1.90' >"$work/closed.csv"
+run closed flow trace "$SRC/flows/classic.xml" --invoice "$work/closed.csv" --erp "$erp"
+expect_rc closed 3
+expect_grep closed "$work/closed.out" "^business-exception: "
+expect_grep closed "$work/closed.out" "^reason +The invoice date is in a closed period$"
+expect_grep closed "$work/closed.out" "^exchanges [0-9]+, committing requests sent 0$"
+expect_grep closed "$work/closed.out" "rule 'period-closed' says why"
+expect_no_grep closed "$work/closed.out" "the form changed"
+expect_eq "closed: updates" "$(stat update)" 1
+expect_eq "closed: saves" "$(stat save)" 0
+expect_eq "closed: bookings" "$(stat bookings)" 0
+no_secrets closed
+stop_ui
 
 harness_finish "flow trace"
