@@ -93,11 +93,20 @@ static char **refs_get(struct erp_refs *r, size_t which, const char *code, size_
     return out;
 }
 
-/* Keeps (which, code) -> values unless the resolve's bound is reached or another session
- * kept it first. */
+/* The longest code or value kept: an ERP's key is short; a longer one (a page the ERP got
+ * wrong, or one made to fill the bot's memory) is used for the invoice at hand, never kept. */
+#define ERP_REF_VALUE_MAX 512
+
+/* Keeps (which, code) -> values unless the resolve's bound is reached, another session kept
+ * it first, or a code or value is longer than ERP_REF_VALUE_MAX. */
 static void refs_put(struct erp_refs *r, size_t which, long max, const char *code,
                      char *const *values, size_t n)
 {
+    if (strlen(code) > ERP_REF_VALUE_MAX)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (values[i] && strlen(values[i]) > ERP_REF_VALUE_MAX)
+            return;
     pthread_mutex_lock(&r->mu);
     if (which >= r->n_per) {
         r->per = apbot_xrealloc(r->per, (which + 1) * sizeof(*r->per));

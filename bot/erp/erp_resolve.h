@@ -48,8 +48,8 @@ void erp_ref_values_free(char **values, size_t n);
  * A resolve learnt from a post step (from-step): erp_refs_known hands out what the run's cache
  * holds for `code` (*ret_values as erp_resolve's, free with erp_ref_values_free) without asking
  * the ERP: APBOT_OK, or APBOT_E_NOTFOUND when nothing is kept (yet). erp_refs_learn keeps what
- * the step's answer showed for `code` (one value per column, none empty): the first answer
- * kept wins, within the resolve's max-entries.
+ * the step's answer showed for `code` (one value per column, none empty, none longer than 512
+ * bytes): the first answer kept wins, within the resolve's max-entries.
  */
 int erp_refs_known(struct erp_session *s, size_t which, const char *code,
                    char ***ret_values) APBOT_MUST_USE;
