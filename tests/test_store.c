@@ -624,6 +624,74 @@ static void test_store_claim_order_and_due(void **state)
     assert_int_equal(claim_id(f, f->st, "w3", T0 + 42000), d);
 }
 
+/* store_claim_id: the one item asked for, when it is due and free, before older due items;
+ * anything else (not due, leased, in a state no claim looks for, unknown) is NOTFOUND and
+ * changes nothing. */
+static void test_store_claim_given_item(void **state)
+{
+    struct fx *f = *state;
+    int64_t a = enq(f, 1, 0, T0 + 10, NULL);
+    int64_t b = enq(f, 2, 0, T0 + 20, NULL);
+    int64_t c = enq(f, 3, 0, T0 + 5000, NULL);
+    struct store_item it;
+
+    assert_int_equal(store_claim_id(f->st, b, "w1", AT(T0 + 100), 30000, &f->claimed, &it, f->err,
+                                    sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(it.id, b);
+    assert_int_equal(it.state, MACHINE_CHECKING);
+    assert_string_equal(it.lease_owner, "w1");
+    struct store_item fresh;
+    assert_int_equal(store_get(f->st, b, &fresh, f->err, sizeof(f->err)), APBOT_OK);
+    assert_same_item(&it, &fresh);
+    store_item_done(&fresh);
+    store_item_done(&it);
+    assert_int_equal(n_events(f, b), 2);
+    assert_string_equal(last_event(f, b).event, "claimed");
+
+    /* in checking now, c not due yet, no such item: nothing */
+    int64_t ids[] = {b, c, c + 1000};
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+        memset(&it, 0, sizeof(it));
+        assert_int_equal(store_claim_id(f->st, ids[i], "w2", AT(T0 + 100), 30000, &f->claimed, &it,
+                                        f->err, sizeof(f->err)),
+                         APBOT_E_NOTFOUND);
+        assert_int_equal(it.id, 0);
+    }
+    assert_int_equal(n_events(f, b), 2);
+    assert_int_equal(state_of(f, c), MACHINE_NEW);
+    assert_int_equal(store_claim_id(f->st, 0, "w2", AT(T0 + 100), 30000, &f->claimed, &it, f->err,
+                                    sizeof(f->err)),
+                     APBOT_E_INVAL);
+
+    /* a reconciling item under a live lease is not free; once it expired it is, and keeps its
+     * state without an event */
+    assert_int_equal(step_item(f, f->st, b, "w1", MACHINE_EV_NOT_FOUND, T0 + 200, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(step_item(f, f->st, b, "w1", MACHINE_EV_ALREADY_EXISTS, T0 + 200, NULL, NULL),
+                     APBOT_OK);
+    assert_int_equal(state_of(f, b), MACHINE_RECONCILING);
+    assert_int_equal(store_claim_id(f->st, b, "w2", AT(T0 + 300), 30000, &f->claimed, &it, f->err,
+                                    sizeof(f->err)),
+                     APBOT_E_NOTFOUND);
+    int events = n_events(f, b);
+    assert_int_equal(store_claim_id(f->st, b, "w2", AT(T0 + 100 + 30001), 30000, &f->claimed, &it,
+                                    f->err, sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(it.state, MACHINE_RECONCILING);
+    assert_string_equal(it.lease_owner, "w2");
+    store_item_done(&it);
+    assert_int_equal(n_events(f, b), events);
+
+    /* the others are claimed as ever: a, then c once due */
+    assert_int_equal(claim_id(f, f->st, "w3", T0 + 40000), a);
+    assert_int_equal(store_claim_id(f->st, c, "w3", AT(T0 + 40000), 30000, &f->claimed, &it, f->err,
+                                    sizeof(f->err)),
+                     APBOT_OK);
+    assert_int_equal(it.id, c);
+    store_item_done(&it);
+}
+
 static void test_store_claim_two_connections(void **state)
 {
     struct fx *f = *state;
@@ -786,7 +854,7 @@ static void test_store_backend_ops_are_checked(void **state)
     } while (0);
     STORE_REQUIRED_OPS(NULL_ONE)
 #undef NULL_ONE
-    assert_int_equal(refused, 33);
+    assert_int_equal(refused, 34);
 
     struct store_ops bad = *real;
     bad.name = NULL;
@@ -3421,17 +3489,18 @@ int main(void)
     X(test_store_migrates_fresh_and_reopens), X(test_store_busy_and_bad_path),                     \
         X(test_store_enqueue_queued_already_conflict), X(test_store_enqueue_batches),              \
         X(test_store_enqueue_invoice), X(test_store_claim_order_and_due),                          \
-        X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
-        X(test_store_apply_checks_state_and_lease), X(test_store_apply_get_returns_the_row),       \
-        X(test_store_apply_claim), X(test_store_apply_claim_failed_claim),                         \
-        X(test_store_operator_resolution), X(test_store_unknown_state_is_left_alone),              \
-        X(test_store_evidence_round_trip), X(test_store_durability),                               \
-        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
-        X(test_store_final_sums), X(test_store_settle_runs_on_mono_not_wall),                      \
-        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
-        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
-        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
-        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
+        X(test_store_claim_given_item), X(test_store_claim_two_connections),                       \
+        X(test_store_claim_forked_processes), X(test_store_apply_checks_state_and_lease),          \
+        X(test_store_apply_get_returns_the_row), X(test_store_apply_claim),                        \
+        X(test_store_apply_claim_failed_claim), X(test_store_operator_resolution),                 \
+        X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
+        X(test_store_durability), X(test_store_recover_after_crash),                               \
+        X(test_store_counts_and_each), X(test_store_final_sums),                                   \
+        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
+        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
+        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
+        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
+        X(test_store_busy_retry_outlasts_a_lock),                                                  \
         X(test_store_busy_two_processes_under_write_pressure),                                     \
         X(test_store_backend_ops_are_checked), X(test_store_audit_chain_detects_tampering),        \
         X(test_store_audit_head_of_a_day)

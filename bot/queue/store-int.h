@@ -83,6 +83,10 @@ struct store_ops {
     int (*claim)(struct store *st, const char *owner, const struct apbot_now *now, int64_t lease_ms,
                  const struct machine_step *claimed, struct store_item *ret, char *err,
                  size_t errlen);
+    /* store_claim_id */
+    int (*claim_id)(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                    int64_t lease_ms, const struct machine_step *claimed, struct store_item *ret,
+                    char *err, size_t errlen);
     int (*renew)(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
                  int64_t lease_ms, char *err, size_t errlen);
     /* ret_item (may be NULL): the row as the change left it, read in the same transaction
@@ -163,6 +167,7 @@ struct store_ops {
     X(rollback)                                                                                    \
     X(enqueue)                                                                                     \
     X(claim)                                                                                       \
+    X(claim_id)                                                                                    \
     X(renew)                                                                                       \
     X(apply)                                                                                       \
     X(add_evidence)                                                                                \

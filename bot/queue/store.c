@@ -409,6 +409,19 @@ int store_claim(struct store *st, const char *owner, const struct apbot_now *now
     return st->ops->claim(st, owner, now_or_read(now, &buf), lease_ms, claimed, ret, err, errlen);
 }
 
+int store_claim_id(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                   int64_t lease_ms, const struct machine_step *claimed, struct store_item *ret,
+                   char *err, size_t errlen)
+{
+    if (!st || id <= 0 || !owner || !*owner || !claimed || !ret || lease_ms <= 0 ||
+        (int)claimed->next < 0 || claimed->next >= MACHINE_STATE__COUNT)
+        return apbot_fail(err, errlen, APBOT_E_INVAL,
+                          "store: claim needs an item, an owner, a lease and the claimed step");
+    struct apbot_now buf;
+    return st->ops->claim_id(st, id, owner, now_or_read(now, &buf), lease_ms, claimed, ret, err,
+                             errlen);
+}
+
 int store_renew(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
                 int64_t lease_ms, char *err, size_t errlen)
 {

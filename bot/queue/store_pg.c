@@ -204,6 +204,7 @@ static const char *const pg_migrations[] = {
 enum pg_q {
     P_ENQUEUE,
     P_CLAIM,
+    P_CLAIM_ID,
     P_RENEW,
     P_GET_ID,
     P_GET_KEY,
@@ -271,6 +272,19 @@ static const char *const pg_sql[] = {
         " ORDER BY next_mono, id LIMIT 1 FOR UPDATE SKIP LOCKED),"
         " pick AS (SELECT id, state FROM (SELECT * FROM r UNION ALL SELECT * FROM f"
         " UNION ALL SELECT * FROM n) c ORDER BY next_mono, pri LIMIT 1),"
+        " u AS (UPDATE items i SET state = CASE WHEN p.state = 'new' THEN $3::text"
+        " ELSE p.state END, lease_owner = $4, lease_until = $5, lease_mono = $6, updated_at = $7"
+        " FROM pick p WHERE i.id = p.id RETURNING " ITEM_COLS_I ", p.state AS from_state),"
+        " e AS (INSERT INTO events (item_id, at, from_state, to_state, event, detail, actor)"
+        " SELECT id, $7::bigint, from_state, state, 'claimed', $8::text, $9::text FROM u"
+        " WHERE from_state <> state)"
+        " SELECT * FROM u",
+    /* P_CLAIM of the one row $10 (store_claim_id), when it is due and unleased. */
+    [P_CLAIM_ID] =
+        "WITH pick AS (SELECT id, state FROM items WHERE id = $10"
+        " AND state IN ('new', 'reconciling', 'finishing')"
+        " AND clock_boot = $1 AND next_mono <= $2 AND (lease_owner IS NULL OR lease_mono <= $2)"
+        " FOR UPDATE SKIP LOCKED),"
         " u AS (UPDATE items i SET state = CASE WHEN p.state = 'new' THEN $3::text"
         " ELSE p.state END, lease_owner = $4, lease_until = $5, lease_mono = $6, updated_at = $7"
         " FROM pick p WHERE i.id = p.id RETURNING " ITEM_COLS_I ", p.state AS from_state),"
@@ -1184,6 +1198,7 @@ struct claim_op {
     const char *owner;
     int64_t lease_ms;
     const struct machine_step *claimed;
+    int64_t want_id;      /* store_claim_id: this row or none (0: the first due) */
     struct store_item it; /* the result, valid when have_item */
     bool have_item;
 };
@@ -1209,8 +1224,11 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
     pp_i64(&p, now->wall_ms);
     pp_text_max(&p, op->claimed->why ? op->claimed->why : "claimed", STORE_TEXT_MAX);
     pp_text(&p, actor);
+    if (op->want_id)
+        pp_i64(&p, op->want_id);
     int rc = APBOT_OK;
-    PGresult *res = pg_run(h, P_CLAIM, &p, &rc, err, errlen, "claiming an item");
+    PGresult *res =
+        pg_run(h, op->want_id ? P_CLAIM_ID : P_CLAIM, &p, &rc, err, errlen, "claiming an item");
     if (!res)
         return rc;
     int64_t local = apbot_clock_mono_ms();
@@ -1222,6 +1240,21 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
     PQclear(res);
     pg_item_out(h, &op->it, now->mono_ms, local);
     op->have_item = true;
+    return APBOT_OK;
+}
+
+static int pg_claim_id(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                       int64_t lease_ms, const struct machine_step *claimed, struct store_item *ret,
+                       char *err, size_t errlen)
+{
+    struct claim_op op = {.owner = owner, .lease_ms = lease_ms, .claimed = claimed, .want_id = id};
+    int r = pg_run_write(PG(st), now, claim_body, &op, err, errlen);
+    if (r) {
+        if (op.have_item)
+            store_item_done(&op.it);
+        return r;
+    }
+    *ret = op.it;
     return APBOT_OK;
 }
 
@@ -2219,6 +2252,7 @@ static const struct store_ops pg_ops = {
     .rollback = pg_rollback,
     .enqueue = pg_enqueue,
     .claim = pg_claim,
+    .claim_id = pg_claim_id,
     .renew = pg_renew,
     .apply = pg_apply,
     .add_evidence = pg_add_evidence,

@@ -266,6 +266,7 @@ enum stmt_id {
     Q_GET_ID,
     Q_GET_KEY,
     Q_DUE,
+    Q_DUE_ID,
     Q_CLAIM_UPDATE,
     Q_RENEW,
     Q_DOC_HOLDER,
@@ -319,6 +320,10 @@ static const char *const stmt_sql[] = {
               " AND clock_boot = ?2"
               " AND next_mono <= ?3 AND (lease_owner IS NULL OR lease_mono <= ?3)"
               " ORDER BY next_mono, id LIMIT 1",
+    /* Q_DUE for one given row (store_claim_id), of whichever due state. */
+    [Q_DUE_ID] =
+        "SELECT id, next_mono FROM items WHERE id = ?1 AND " DUE_STATES " AND clock_boot = ?2"
+        " AND next_mono <= ?3 AND (lease_owner IS NULL OR lease_mono <= ?3)",
     [Q_CLAIM_UPDATE] =
         "UPDATE items SET state = ?2, lease_owner = ?3, lease_until = ?4, lease_mono = ?5,"
         " clock_boot = ?6, next_at = ?7, next_mono = ?8, settle_mono = ?9, updated_at = ?10"
@@ -1385,9 +1390,31 @@ struct claim_op {
     const struct apbot_now *now;
     int64_t lease_ms;
     const struct machine_step *claimed;
+    int64_t want_id;      /* store_claim_id: this row or none (0: the first due) */
     struct store_item it; /* the result, valid when have_item */
     bool have_item;
 };
+
+/* Whether row id is due and unleased now (in a state a claim looks for): *ret_id id or 0. */
+static int due_id(struct store *st, int64_t id, const struct apbot_now *now, int64_t *ret_id,
+                  char *err, size_t errlen)
+{
+    sqlite3_stmt *s = stmt_get(st, Q_DUE_ID, err, errlen);
+    if (!s)
+        return APBOT_E_DB;
+    sqlite3_bind_int64(s, 1, id);
+    bind_text_now(s, 2, now->boot);
+    sqlite3_bind_int64(s, 3, now->mono_ms);
+    int rc = sqlite3_step(s);
+    int r = APBOT_OK;
+    *ret_id = 0;
+    if (rc == SQLITE_ROW)
+        *ret_id = id;
+    else if (rc != SQLITE_DONE)
+        r = db_fail(st, rc, err, errlen, "looking for a due item");
+    stmt_done(s);
+    return r;
+}
 
 static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
 {
@@ -1408,13 +1435,22 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
      * backoff), so new items are not starved. Each query uses the items_due index.
      */
     int64_t id_rec = 0, next_rec = 0, id_fin = 0, next_fin = 0, id_new = 0, next_new = 0;
-    r = first_due(st, MACHINE_RECONCILING, now, &id_rec, &next_rec, err, errlen);
-    if (r == APBOT_OK)
-        r = first_due(st, MACHINE_FINISHING, now, &id_fin, &next_fin, err, errlen);
-    if (r == APBOT_OK && !id_rec && !id_fin)
-        r = first_due(st, MACHINE_NEW, now, &id_new, &next_new, err, errlen);
-    if (r)
-        return r;
+    if (op->want_id) {
+        r = due_id(st, op->want_id, now, &id_new, err, errlen);
+        if (r)
+            return r;
+        if (!id_new)
+            return apbot_fail(err, errlen, APBOT_E_NOTFOUND, "item #%" PRId64 " is not due",
+                              op->want_id);
+    } else {
+        r = first_due(st, MACHINE_RECONCILING, now, &id_rec, &next_rec, err, errlen);
+        if (r == APBOT_OK)
+            r = first_due(st, MACHINE_FINISHING, now, &id_fin, &next_fin, err, errlen);
+        if (r == APBOT_OK && !id_rec && !id_fin)
+            r = first_due(st, MACHINE_NEW, now, &id_new, &next_new, err, errlen);
+        if (r)
+            return r;
+    }
     int64_t id = id_rec && (!id_fin || next_rec <= next_fin) ? id_rec : id_fin ? id_fin : id_new;
     if (!id)
         return apbot_fail(err, errlen, APBOT_E_NOTFOUND, "nothing is due");
@@ -1474,6 +1510,22 @@ static int claim_body(struct store *st, void *ctx, char *err, size_t errlen)
 out:
     store_item_done(&it);
     return r;
+}
+
+static int sq_claim_id(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                       int64_t lease_ms, const struct machine_step *claimed, struct store_item *ret,
+                       char *err, size_t errlen)
+{
+    struct claim_op op = {
+        .owner = owner, .now = now, .lease_ms = lease_ms, .claimed = claimed, .want_id = id};
+    int r = run_write(st, claim_body, &op, err, errlen);
+    if (r) {
+        if (op.have_item)
+            store_item_done(&op.it);
+        return r;
+    }
+    *ret = op.it;
+    return APBOT_OK;
 }
 
 static int sq_claim(struct store *st, const char *owner, const struct apbot_now *now,
@@ -2595,6 +2647,7 @@ static const struct store_ops sq_ops = {
     .counts = sq_counts,
     .pending = sq_pending,
     .next_due = sq_next_due,
+    .claim_id = sq_claim_id,
     .schema_version = sq_schema_version,
     .set_busy_timeout = sq_set_busy_timeout,
     .sync = sq_sync,

@@ -235,6 +235,19 @@ int transition_claim(const struct transition_env *env, const struct apbot_now *n
     return APBOT_OK;
 }
 
+int transition_claim_id(const struct transition_env *env, const struct apbot_now *now, int64_t id,
+                        int64_t lease_ms, struct store_item *ret, char *err, size_t errlen)
+{
+    struct machine_step claimed;
+    if (!claim_step(env, &claimed))
+        return apbot_fail(err, errlen, APBOT_E_BUG, "the machine refuses new + claimed");
+    int rc = store_claim_id(env->st, id, env->owner, now, lease_ms, &claimed, ret, err, errlen);
+    if (rc != APBOT_OK)
+        return rc;
+    report_claim(env, ret, &claimed);
+    return APBOT_OK;
+}
+
 struct recover_walk {
     const struct transition_env *env;
     int count;

@@ -110,6 +110,11 @@ int transition_apply(const struct transition_env *env, struct store_item *item,
 int transition_claim(const struct transition_env *env, const struct apbot_now *now,
                      int64_t lease_ms, struct store_item *ret, char *err,
                      size_t errlen) APBOT_MUST_USE;
+/* transition_claim of item id only (store_claim_id): APBOT_E_NOTFOUND when it is not due and
+ * free now. */
+int transition_claim_id(const struct transition_env *env, const struct apbot_now *now, int64_t id,
+                        int64_t lease_ms, struct store_item *ret, char *err,
+                        size_t errlen) APBOT_MUST_USE;
 
 /*
  * Crash recovery: every item whose lease expired goes through lease-expired (checking ->

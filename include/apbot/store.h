@@ -128,6 +128,17 @@ int store_claim(struct store *st, const char *owner, const struct apbot_now *now
                 size_t errlen) APBOT_MUST_USE;
 
 /*
+ * store_claim of one given item: leases item id (as store_claim would, its `claimed` event when
+ * new) if it is due now, unleased and in a state a claim looks for (new, reconciling,
+ * finishing), whatever else is due. For a runner that knows which item it wants next (one it
+ * handed back a moment ago with a short backoff, due again before the older backlog).
+ * APBOT_E_NOTFOUND when it is not (taken, not due yet, moved on, gone): nothing changed.
+ */
+int store_claim_id(struct store *st, int64_t id, const char *owner, const struct apbot_now *now,
+                   int64_t lease_ms, const struct machine_step *claimed, struct store_item *ret,
+                   char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
  * Extends the lease of an item the owner holds to now + lease_ms. A lease stays its owner's
  * after it expires until another process takes the item over (a claim of an expired
  * reconciling/finishing item, or a take-over change), so a late owner may still renew.
