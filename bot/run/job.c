@@ -221,7 +221,8 @@ static bool job_apply(struct job *j, enum machine_event ev, bool may_claim_next)
      * now: not stopping, the ERP not under suspicion, the session logged in and the worker's
      * place within the limiter's limit. */
     bool claim_next = may_claim_next && !w->have_next && !stop_now && !breaker_suspect(r) &&
-                      erp_logged_in(w->erp) && limiter_may_keep(r->limiter);
+                      erp_logged_in(w->erp) && limiter_may_keep(r->limiter) &&
+                      !runner_retry_due(r); /* that one first (worker_turn) */
     struct transition_env env = worker_env(w);
     /* An ERP whose lookup shows no booking time is looked at once before the settle delay
      * ends, to measure its late commits (settle.c); a miss there is no absence (the machine
@@ -243,9 +244,14 @@ static bool job_apply(struct job *j, enum machine_event ev, bool may_claim_next)
     };
     struct transition_out out;
     w->retry_after_ms = j->retry_after_ms;
+    w->backoff_ms = 0;
     int rc = transition_apply(&env, &j->item, &in, &out, err, sizeof(err));
     if (rc == APBOT_OK && out.claimed)
         w->have_next = true;
+    /* Handed back to new for a moment: claimed again once due, before the backlog. */
+    if (rc == APBOT_OK && out.step.next == MACHINE_NEW && out.step.delay == MACHINE_DELAY_BACKOFF &&
+        w->backoff_ms <= RUNNER_RETRY_SOON_MS)
+        runner_retry_later(r, j->item.id, mono_ms() + w->backoff_ms);
     if (rc == APBOT_OK)
         evidence_drop(w); /* stored with the change */
     else

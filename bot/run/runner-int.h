@@ -38,6 +38,30 @@ struct erp_refs;
 /* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
 #define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
 
+#define RUNNER_RETRIES_MAX 256     /* items remembered for an early retry */
+#define RUNNER_RETRY_SOON_MS 60000 /* ... when due again within this */
+
+/*
+ * The items this run handed back to `new` with a short backoff (a lookup that failed, a post
+ * not sent): each is claimed by id once due (store_claim_id), before the older backlog. In due
+ * order they came last, behind every untouched item, so a month-end batch ended with them and
+ * with their own failures (600 invoices: 40 of them took 10 s after the rest). Bounded: a full
+ * list drops the entry due last (its item waits its turn in the queue as before).
+ */
+struct runner_retries {
+    int n;
+    struct {
+        int64_t id;
+        int64_t due; /* mono ms (apbot_clock_mono_ms) */
+    } at[RUNNER_RETRIES_MAX];
+};
+/* Remembers item id, due at `due`; an item already there gets the new time. Cannot fail. */
+void runner_retries_put(struct runner_retries *q, int64_t id, int64_t due);
+/* Takes the entry due first, if it is due at now: its id, else 0. */
+int64_t runner_retries_take(struct runner_retries *q, int64_t now);
+/* Whether an entry is due at now. */
+bool runner_retries_due(const struct runner_retries *q, int64_t now);
+
 /* The numbers a run uses: the flow's policy with the options' overrides applied. */
 struct runner_policy {
     long settle_ms, lease_ms, timeout_ms, connect_timeout_ms;
@@ -100,6 +124,7 @@ struct runner {
         int64_t at;   /* when that lookup began, mono ms */
     } misses[RUNNER_MISSES_MAX];
     size_t next_miss;
+    struct runner_retries retries;
 };
 
 struct worker {
@@ -123,6 +148,7 @@ struct worker {
     struct store_evidence *pending;
     size_t n_pending, cap_pending;
     int64_t retry_after_ms; /* of the event being applied, for the backoff */
+    int64_t backoff_ms;     /* the backoff drawn for the last change */
     /* the item claimed with the last change (job_apply, store_apply_claim), next in hand:
      * its limiter place is the one the worker already holds */
     struct store_item next;
@@ -153,6 +179,9 @@ enum login_rc { LOGIN_OK, LOGIN_TRANSIENT, LOGIN_SYSTEMIC };
 /* Logs the worker's session in, one session at a time until a login succeeded in the run; a
  * refused login trips the breaker. */
 enum login_rc worker_login(struct worker *w);
+/* runner_retries_put / runner_retries_due on the run's list (under r->mu). */
+void runner_retry_later(struct runner *r, int64_t id, int64_t due);
+bool runner_retry_due(struct runner *r);
 /* Sleeps up to ms, returning early when the run stops; what the worker wrote goes to disk
  * first. */
 void worker_sleep(struct worker *w, int64_t ms);

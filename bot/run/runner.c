@@ -112,6 +112,78 @@ UNITTEST int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t ret
     return d;
 }
 
+/* ---- early retries ------------------------------------------------------------------------ */
+
+void runner_retries_put(struct runner_retries *q, int64_t id, int64_t due)
+{
+    int at = -1, last = -1;
+    for (int i = 0; i < q->n; i++) {
+        if (q->at[i].id == id)
+            at = i;
+        if (last < 0 || q->at[i].due > q->at[last].due)
+            last = i;
+    }
+    if (at < 0 && q->n < RUNNER_RETRIES_MAX)
+        at = q->n++;
+    else if (at < 0 && due < q->at[last].due)
+        at = last; /* full: this one is due sooner than the last */
+    if (at < 0)
+        return;
+    q->at[at].id = id;
+    q->at[at].due = due;
+}
+
+int64_t runner_retries_take(struct runner_retries *q, int64_t now)
+{
+    int first = -1;
+    for (int i = 0; i < q->n; i++)
+        if (first < 0 || q->at[i].due < q->at[first].due)
+            first = i;
+    if (first < 0 || q->at[first].due > now)
+        return 0;
+    int64_t id = q->at[first].id;
+    q->at[first] = q->at[--q->n];
+    return id;
+}
+
+bool runner_retries_due(const struct runner_retries *q, int64_t now)
+{
+    for (int i = 0; i < q->n; i++)
+        if (q->at[i].due <= now)
+            return true;
+    return false;
+}
+
+void runner_retry_later(struct runner *r, int64_t id, int64_t due)
+{
+    pthread_mutex_lock(&r->mu);
+    runner_retries_put(&r->retries, id, due);
+    pthread_mutex_unlock(&r->mu);
+}
+
+bool runner_retry_due(struct runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool due = runner_retries_due(&r->retries, mono_ms());
+    pthread_mutex_unlock(&r->mu);
+    return due;
+}
+
+/* Claims the item of the list due first, if one is due and still free (0 and nothing
+ * claimed otherwise: the item moved on or another runner took it). */
+static int worker_claim_retry(struct worker *w, struct store_item *it)
+{
+    struct runner *r = w->r;
+    pthread_mutex_lock(&r->mu);
+    int64_t id = runner_retries_take(&r->retries, mono_ms());
+    pthread_mutex_unlock(&r->mu);
+    if (!id)
+        return APBOT_E_NOTFOUND;
+    struct transition_env env = worker_env(w);
+    char err[APBOT_ERR_LEN];
+    return transition_claim_id(&env, NULL, id, r->pol.lease_ms, it, err, sizeof(err));
+}
+
 /* ---- the worker's writes made durable ---------------------------------------------------- */
 
 /*
@@ -251,8 +323,9 @@ static int64_t worker_backoff(void *ctx, const struct machine_step *step)
     if (step->delay != MACHINE_DELAY_BACKOFF)
         return 0;
     int n = step->next == MACHINE_NEW ? step->counters.attempts : step->counters.cycles;
-    return runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
-                             w->retry_after_ms, rng_next(&w->rng));
+    w->backoff_ms = runner_backoff_ms(pol->backoff_base_ms, pol->backoff_cap_ms, n > 0 ? n - 1 : 0,
+                                      w->retry_after_ms, rng_next(&w->rng));
+    return w->backoff_ms;
 }
 
 struct transition_env worker_env(struct worker *w)
@@ -381,7 +454,9 @@ static bool worker_turn(struct worker *w, int *probes)
         }
     }
     struct transition_env env = worker_env(w);
-    int rc = transition_claim(&env, NULL, r->pol.lease_ms, &it, err, sizeof(err));
+    int rc = worker_claim_retry(w, &it);
+    if (rc != APBOT_OK)
+        rc = transition_claim(&env, NULL, r->pol.lease_ms, &it, err, sizeof(err));
     if (rc == APBOT_E_NOTFOUND || rc == APBOT_E_BUSY) {
         limiter_release(r->limiter);
         worker_idle(w);
