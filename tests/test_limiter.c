@@ -25,6 +25,8 @@
 
 struct erp_sim {
     int slots;                  /* processing slots now */
+    int cores;                  /* > 0: no queue; the requests in service share the cores */
+    double contention;          /* with cores: extra work per request in service beyond them */
     int service_lo, service_hi; /* ms */
     int think_ms;               /* the client's time between two requests of a worker */
     uint32_t refuse_ppm;        /* answers refused (503) at random, parts per million */
@@ -35,9 +37,46 @@ struct erp_sim {
     int64_t sent[SIM_WORKERS];
     int queue[SIM_WORKERS * 2];
     int qhead, qlen, busy;
+    double work_left[SIM_WORKERS]; /* with cores: CPU work a request still needs, ms */
+    unsigned step[SIM_WORKERS];    /* with cores: the worker's requests so far (its kind: a
+                                    * session goes through lookup, form, check, post) */
     /* what happened */
     int64_t done, busy_ms, queued_ms;
 };
+
+/* A request's speed with n in service on a processor-sharing ERP (as fixtures/erp-sim's
+ * sim_cpu.c: a share of the cores, divided by the contention beyond them). */
+static double ps_speed(const struct erp_sim *e, int n)
+{
+    if (n <= e->cores)
+        return 1.0;
+    return (double)e->cores / n / (1.0 + e->contention * (n - e->cores));
+}
+
+/* One millisecond of a processor-sharing ERP: every request in service progresses; those done
+ * are answered. busy_ms counts core-ms spent (the ERP's work, contention included). */
+static void ps_tick(struct erp_sim *e, struct limiter_core *c, int64_t t)
+{
+    int n = 0;
+    for (int i = 0; i < SIM_WORKERS; i++)
+        n += e->state[i] == 2;
+    double speed = ps_speed(e, n);
+    for (int i = 0; i < SIM_WORKERS; i++)
+        if (e->state[i] == 2 && (e->work_left[i] -= speed) <= 0) {
+            e->state[i] = 0;
+            e->done++;
+            e->until[i] = t + e->think_ms;
+            limiter_core_sample(c, e->step[i]++ % 4, t - e->sent[i], LIMITER_OK, t);
+        }
+    e->busy_ms += n < e->cores ? n : e->cores;
+    for (int i = 0; i < SIM_WORKERS; i++)
+        if (e->state[i] == 0 && e->until[i] <= t && i < c->limit) {
+            e->state[i] = 2;
+            e->sent[i] = t;
+            int span = e->service_hi - e->service_lo + 1;
+            e->work_left[i] = e->service_lo + (double)(xorshift64(&e->rng) % (uint64_t)span);
+        }
+}
 
 /* Runs the ERP and the client for ms milliseconds from t0; the limiter decides how many
  * workers send. Returns the limit at the end; *ret_max_limit the largest seen. */
@@ -45,6 +84,14 @@ static int simulate(struct erp_sim *e, struct limiter_core *c, int64_t t0, int64
                     int (*slots_at)(int64_t t), int *ret_max_limit, int *ret_min_limit)
 {
     for (int64_t t = t0; t < t0 + ms; t++) {
+        if (e->cores > 0) {
+            ps_tick(e, c, t);
+            if (ret_max_limit && c->limit > *ret_max_limit)
+                *ret_max_limit = c->limit;
+            if (ret_min_limit && c->limit < *ret_min_limit)
+                *ret_min_limit = c->limit;
+            continue;
+        }
         if (slots_at)
             e->slots = slots_at(t);
         /* answers */
@@ -213,6 +260,159 @@ static void test_limiter_rides_out_random_refusals(void **state)
     print_message("month-end with 3%% refused: limit %d..%d, slot use %.2f\n", lo, hi, eff);
     assert_true(lo >= 3 && hi <= 4 + (int)LIMITER_BETA + 1);
     assert_true(eff >= 0.90);
+}
+
+/* A fixed limit for the comparison runs: a core that never changes its limit. */
+static void fixed_core(struct limiter_core *c, int limit)
+{
+    limiter_core_init(c, limit, limit);
+    c->max = limit;
+    c->hold_rounds = 1 << 30; /* never a step above */
+    c->ceiling = limit;
+}
+
+/* Requests answered per second and core-ms per request on a processor-sharing ERP (2 cores,
+ * ~1.1 s of CPU per request, `contention` more work per request in service beyond the cores,
+ * 25 ms of the client's own time) in `ms` after a first `warm` ms, at a fixed limit (fixed > 0)
+ * or auto. */
+static void ps_run(double contention, int fixed, int64_t warm, int64_t ms, double *ret_rate,
+                   double *ret_work, int *ret_lo, int *ret_hi, int64_t *ret_lost)
+{
+    struct erp_sim e;
+    struct limiter_core c;
+    erp_init(&e, 32, 900, 1300, 25);
+    e.cores = 2;
+    e.contention = contention;
+    if (fixed > 0)
+        fixed_core(&c, fixed);
+    else
+        limiter_core_init(&c, 16, 2);
+    simulate(&e, &c, 1, warm, NULL, NULL, NULL);
+    int64_t done0 = e.done, busy0 = e.busy_ms;
+    int hi = 0, lo = 100;
+    simulate(&e, &c, warm + 1, ms, NULL, &hi, &lo);
+    *ret_rate = (double)(e.done - done0) * 1000.0 / (double)ms;
+    *ret_work = e.done > done0 ? (double)(e.busy_ms - busy0) / (double)(e.done - done0) : 0;
+    if (ret_lo)
+        *ret_lo = lo;
+    if (ret_hi)
+        *ret_hi = hi;
+    if (ret_lost)
+        *ret_lost = c.steps_lost;
+}
+
+/* An ERP whose requests share 2 cores (the issue's CGI-era ERP): every latency grows as soon as
+ * a third request is in service, and throughput falls. A latency-only limit (Vegas) kept 5
+ * sessions there, each request costing the ERP 2.9x its work for a quarter of the throughput.
+ * The knee: the first step past the cores shows the capacity lost and is taken back; auto
+ * posts at least 95% of the best fixed setting with at most 1.1x one session's work per
+ * request, over the first ten minutes (slow start and probes included) and after them. */
+static void test_limiter_finds_the_knee_of_shared_cores(void **state)
+{
+    (void)state;
+    double best = 0, work1 = 0;
+    int best_at = 0;
+    for (int n = 1; n <= 4; n++) {
+        double rate, work;
+        ps_run(0.47, n, 20000, 300000, &rate, &work, NULL, NULL, NULL);
+        print_message("shared cores, fixed %d: %.3f requests/s, %.0f core-ms a request\n", n, rate,
+                      work);
+        if (n == 1)
+            work1 = work;
+        if (rate > best) {
+            best = rate;
+            best_at = n;
+        }
+    }
+    double rate, work;
+    int lo, hi;
+    int64_t lost;
+    ps_run(0.47, 0, 1, 600000, &rate, &work, &lo, &hi, &lost);
+    print_message("shared cores, auto over 10 min: %.3f requests/s (%.2f of fixed %d), %.2fx the "
+                  "work, limit %d..%d, %lld steps taken back\n",
+                  rate, rate / best, best_at, work / work1, lo, hi, (long long)lost);
+    assert_true(rate >= 0.95 * best);
+    assert_true(work <= 1.1 * work1);
+    assert_true(lost >= 1);
+    ps_run(0.47, 0, 120000, 600000, &rate, &work, &lo, &hi, &lost);
+    print_message("shared cores, auto after 2 min: %.3f requests/s, %.2fx the work, limit %d..%d\n",
+                  rate, work / work1, lo, hi);
+    assert_true(rate >= 0.95 * best);
+    assert_true(work <= 1.1 * work1);
+    assert_true(lo >= 2 && hi <= 3);
+}
+
+/* Shared cores without contention lose nothing to more sessions: latency grows, throughput
+ * stays, the work per request too, like slots with a queue in front. Steps up past the cores
+ * are neutral, not taken back, and auto keeps the cores busy. */
+static void test_limiter_shared_cores_without_contention(void **state)
+{
+    (void)state;
+    double rate2, work2, rate, work;
+    int lo, hi;
+    int64_t lost;
+    ps_run(0.0, 2, 20000, 300000, &rate2, &work2, NULL, NULL, NULL);
+    ps_run(0.0, 0, 1, 300000, &rate, &work, &lo, &hi, &lost);
+    print_message(
+        "shared cores, no contention: fixed 2 %.3f requests/s; auto %.3f, %.2fx the work, "
+        "limit %d..%d, %lld steps taken back\n",
+        rate2, rate, work / work2, lo, hi, (long long)lost);
+    assert_true(rate >= 0.95 * rate2);
+    assert_true(work <= 1.02 * work2);
+    assert_int_equal(lost, 0);
+    assert_true(hi > 2);
+}
+
+/* A step up is judged on its answers against the reference level: a loss of LIMITER_LOSS takes
+ * it back, a gain of LIMITER_GAIN makes it the reference, anything between leaves it - but only
+ * when the difference stands out LIMITER_Z standard errors from the noise of both; too few
+ * answers wait, except for a clear loss of twice LIMITER_LOSS, which LIMITER_PROBE_EARLY
+ * answers show. Without a reference there is nothing to lose. */
+static void test_limiter_probe_verdict_table(void **state)
+{
+    (void)state;
+    static const struct {
+        double ref, ref_rse, cap, rse;
+        int samples, need;
+        enum limiter_verdict v;
+    } rows[] = {
+        /* tight answers (shared cores: every request slows alike) */
+        {2.0, 0.03, 2.0, 0.03, 8, 8, LIMITER_NEUTRAL},
+        {2.0, 0.03, 1.61, 0.03, 8, 8, LIMITER_NEUTRAL},
+        {2.0, 0.03, 1.59, 0.03, 8, 8, LIMITER_LOST},
+        {2.0, 0.03, 1.36, 0.04, 8, 8, LIMITER_LOST},
+        {2.0, 0.03, 2.19, 0.03, 8, 8, LIMITER_NEUTRAL},
+        {2.0, 0.02, 2.21, 0.02, 8, 8, LIMITER_GAINED},
+        {2.0, 0.03, 4.0, 0.05, 16, 16, LIMITER_GAINED},
+        {2.0, 0.03, 1.0, 0.05, 7, 8, LIMITER_LOST},
+        {2.0, 0.03, 1.0, 0.08, 3, 8, LIMITER_LOST},
+        {2.0, 0.03, 1.0, 0.08, 2, 8, LIMITER_WAIT},
+        {2.0, 0.03, 1.21, 0.05, 3, 8, LIMITER_WAIT},
+        {2.0, 0.03, 1.19, 0.05, 3, 8, LIMITER_LOST},
+        {2.0, 0.03, 1.5, 0.03, 7, 8, LIMITER_WAIT},
+        {2.0, 0.03, 3.0, 0.03, 7, 8, LIMITER_WAIT},
+        {2.0, 0.03, 2.0, 1.0, 0, 8, LIMITER_WAIT},
+        /* noisy answers (month-end: stalls, logins, a busy client): no knee in them */
+        {4.0, 0.15, 2.5, 0.2, 8, 8, LIMITER_NEUTRAL},
+        {4.0, 0.15, 1.5, 0.2, 8, 8, LIMITER_LOST},
+        {4.0, 0.15, 6.0, 0.2, 8, 8, LIMITER_NEUTRAL},
+        {4.0, 0.15, 1.5, 0.3, 3, 8, LIMITER_WAIT},
+        {4.0, 0.05, 0.5, 0.3, 3, 8, LIMITER_LOST},
+        /* one-answer estimates never decide */
+        {2.0, 1.0, 1.0, 0.05, 8, 8, LIMITER_NEUTRAL},
+        /* no reference */
+        {0.0, 1.0, 1.0, 0.05, 8, 8, LIMITER_NEUTRAL},
+        {0.0, 1.0, 0.1, 1.0, 0, 8, LIMITER_NEUTRAL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct limiter_estimate ref = {rows[i].ref, rows[i].ref_rse, 8};
+        struct limiter_estimate now = {rows[i].cap, rows[i].rse, rows[i].samples};
+        enum limiter_verdict v = limiter_probe_verdict(&ref, &now, rows[i].need);
+        if (v != rows[i].v)
+            print_message("row %zu: %.2f against %.2f on %d of %d: %d\n", i, rows[i].cap,
+                          rows[i].ref, rows[i].samples, rows[i].need, (int)v);
+        assert_int_equal(v, rows[i].v);
+    }
 }
 
 /* The decision itself: at least LIMITER_REFUSALS_MIN refusals, and at least
@@ -405,6 +605,9 @@ int main(void)
         cmocka_unit_test(test_limiter_does_not_flood_a_slow_erp),
         cmocka_unit_test(test_limiter_follows_capacity),
         cmocka_unit_test(test_limiter_rides_out_random_refusals),
+        cmocka_unit_test(test_limiter_finds_the_knee_of_shared_cores),
+        cmocka_unit_test(test_limiter_shared_cores_without_contention),
+        cmocka_unit_test(test_limiter_probe_verdict_table),
         cmocka_unit_test(test_limiter_overloaded_table),
         cmocka_unit_test(test_limiter_cuts_on_overload_and_stays_in_bounds),
         cmocka_unit_test(test_limiter_fixed_gate),

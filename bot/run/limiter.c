@@ -6,6 +6,7 @@
 #include "run/limiter.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ UNITTEST void limiter_core_init(struct limiter_core *c, int max, int initial)
     c->limit = initial < 1 ? 1 : initial > c->max ? c->max : initial;
     c->last_q = 1.0;
     c->slow_start = true;
+    c->hold_next = LIMITER_HOLD_ROUNDS;
 }
 
 /* The kind of a request from its step name ("lookup", "post", ...). */
@@ -40,15 +42,132 @@ UNITTEST bool limiter_overloaded(int refusals, int answers)
            (double)refusals >= LIMITER_REFUSAL_SHARE * (double)(answers > 0 ? answers : 1);
 }
 
+UNITTEST enum limiter_verdict limiter_probe_verdict(const struct limiter_estimate *ref,
+                                                    const struct limiter_estimate *now, int need)
+{
+    if (ref->capacity <= 0 || now->capacity <= 0)
+        return LIMITER_NEUTRAL;                    /* nothing to compare with */
+    double d = log(ref->capacity / now->capacity); /* > 0: capacity lost */
+    double se = sqrt(ref->rse * ref->rse + now->rse * now->rse);
+    bool clear = fabs(d) > LIMITER_Z * se;
+    bool lost_much = now->capacity < ref->capacity * (1.0 - 2.0 * LIMITER_LOSS);
+    if (now->samples < need && !(lost_much && clear && now->samples >= LIMITER_PROBE_EARLY))
+        return LIMITER_WAIT;
+    if (clear && now->capacity < ref->capacity * (1.0 - LIMITER_LOSS))
+        return LIMITER_LOST;
+    if (clear && now->capacity > ref->capacity * (1.0 + LIMITER_GAIN))
+        return LIMITER_GAINED;
+    return LIMITER_NEUTRAL;
+}
+
+/* The requests the ERP serves at once at this level, as its answers show: the sessions over
+ * the latency ratio (Little's law with the uncongested latency as the work). The ratio is the
+ * mean of the level's last LIMITER_LEVEL_SAMPLES answers without the eighth highest and lowest:
+ * a few answers held up elsewhere (a stall, a login, the client's own scheduling on a busy
+ * machine) must not pass for a level that lost capacity, and on an ERP whose every answer
+ * slows down it is the mean. */
+static struct limiter_estimate level_capacity(const struct limiter_core *c)
+{
+    struct limiter_estimate e = {.capacity = (double)c->limit, .rse = 1.0, .samples = 0};
+    int n = c->level_samples < LIMITER_LEVEL_SAMPLES ? c->level_samples : LIMITER_LEVEL_SAMPLES;
+    if (n == 0)
+        return e;
+    double v[LIMITER_LEVEL_SAMPLES];
+    for (int i = 0; i < n; i++) { /* insertion sort: at most 64 */
+        double x = c->level_ratio[i];
+        int k = i;
+        for (; k > 0 && v[k - 1] > x; k--)
+            v[k] = v[k - 1];
+        v[k] = x;
+    }
+    int cut = n / 8, m = n - 2 * cut;
+    double sum = 0, sq = 0;
+    for (int i = cut; i < n - cut; i++)
+        sum += v[i];
+    double q = sum / m;
+    for (int i = cut; i < n - cut; i++)
+        sq += (v[i] - q) * (v[i] - q);
+    e.samples = c->level_samples;
+    e.rse = m >= 2 ? sqrt(sq / (m - 1)) / q / sqrt((double)m) : 1.0;
+    e.capacity = (double)c->limit / (q < 1.0 ? 1.0 : q);
+    return e;
+}
+
+/* Answers a step up is judged on: a round's worth, and at least LIMITER_PROBE_MIN. */
+static int probe_need(const struct limiter_core *c)
+{
+    return c->limit > LIMITER_PROBE_MIN ? c->limit : LIMITER_PROBE_MIN;
+}
+
+/*
+ * The knee: what becomes of the limit Vegas proposes. A step up is judged against the
+ * reference level once enough answers sent after it came back; a step that lost capacity is
+ * taken back, and no step above the reference follows for a hold of rounds (doubling with
+ * each lost step: a probe costs the ERP, and the knee of a shared machine moves seldom). A
+ * cut ends a judgement and, below the reference, the reference itself (the ERP changed:
+ * measure again). Returns the new limit.
+ */
+static int knee(struct limiter_core *c, int proposal)
+{
+    int limit = c->limit;
+    if (c->ref_limit == limit && c->level_samples >= probe_need(c))
+        c->ref = level_capacity(c); /* the reference as it is now */
+    if (proposal < limit) {
+        c->probe_from = 0;
+        if (proposal < c->ref_limit)
+            c->ref_limit = 0;
+        return proposal;
+    }
+    if (c->probe_from) {
+        struct limiter_estimate cap = level_capacity(c);
+        switch (limiter_probe_verdict(&c->ref, &cap, probe_need(c))) {
+        case LIMITER_WAIT:
+            return limit; /* no further step while this one is judged */
+        case LIMITER_LOST:
+            c->why = "the step up served less: back to the reference";
+            c->steps_lost++;
+            c->probe_from = 0;
+            c->slow_start = false;
+            c->ceiling = c->ref_limit;
+            c->hold_rounds = c->hold_next;
+            c->hold_next =
+                c->hold_next * 2 < LIMITER_HOLD_MAX ? c->hold_next * 2 : LIMITER_HOLD_MAX;
+            return c->ref_limit;
+        case LIMITER_GAINED:
+            c->ref_limit = limit;
+            c->ref = cap;
+            c->hold_next = LIMITER_HOLD_ROUNDS;
+            break;
+        case LIMITER_NEUTRAL:
+            break;
+        }
+        c->probe_from = 0;
+    }
+    if (proposal > limit && c->hold_rounds > 0 && proposal > c->ceiling)
+        proposal = c->ceiling > limit ? c->ceiling : limit;
+    if (proposal > limit) {
+        if (!c->ref_limit) {
+            if (c->level_samples == 0)
+                return limit; /* nothing known of this level yet: a round more */
+            c->ref_limit = limit;
+            c->ref = level_capacity(c);
+        }
+        c->probe_from = limit;
+    }
+    return proposal;
+}
+
 /* Ends a round: grows, holds or shrinks the limit from what the round showed. */
 static void round_end(struct limiter_core *c, int64_t now_ms)
 {
-    int old = c->limit;
+    int next = c->limit;
     int answers = c->samples + c->refusals;
+    const char *why = c->why;
     if (limiter_overloaded(c->refusals, answers)) {
+        why = "refusals";
         /* The ERP refused for load or did not answer in time: a quarter less, at least one. */
         int cut = c->limit * 3 / 4;
-        c->limit = cut < c->limit - 1 ? cut : c->limit - 1;
+        next = cut < c->limit - 1 ? cut : c->limit - 1;
         c->slow_start = false;
     } else if (c->samples > 0) {
         double q = c->ratio_sum / c->samples;
@@ -56,25 +175,36 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
             q = 1.0;
         double queued = c->limit * (1.0 - 1.0 / q);
         if (queued < LIMITER_GAMMA && c->slow_start && c->refusals == 0) {
-            c->limit *= 2; /* clamped to max below */
+            next = c->limit * 2; /* clamped to max below */
+            why = "no queue yet (slow start)";
         } else if (queued < LIMITER_ALPHA) {
-            c->limit++;
+            next = c->limit + 1;
             c->slow_start = false; /* after a refusal no more doubling */
+            why = "a short queue";
         } else if (queued > LIMITER_BETA) {
             /* Where the queue would be ALPHA again at today's latency, in one step. */
             int target = (int)(c->limit / q + LIMITER_ALPHA + 0.5);
-            c->limit = target < c->limit - 1 ? target : c->limit - 1;
+            next = target < c->limit - 1 ? target : c->limit - 1;
+            why = "a long queue";
         }
         if (queued >= LIMITER_GAMMA)
             c->slow_start = false;
         c->last_q = q;
     }
-    if (c->limit < 1)
-        c->limit = 1;
-    if (c->limit > c->max)
-        c->limit = c->max;
-    if (c->limit != old)
+    if (next < 1)
+        next = 1;
+    if (next > c->max)
+        next = c->max;
+    if (c->hold_rounds > 0)
+        c->hold_rounds--;
+    c->why = why;
+    next = knee(c, next);
+    if (next != c->limit) {
+        c->limit = next;
         c->changes++;
+        c->changed_ms = now_ms;
+        c->level_samples = 0;
+    }
     c->ratio_sum = 0;
     c->samples = 0;
     c->refusals = 0;
@@ -99,17 +229,23 @@ UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t 
          * are out: then apbot queues (almost) nothing at the ERP, so a queue it causes later
          * can never become the new normal. A slower ERP shows as queueing, the limit drops
          * to the learning level, and the baseline is learnt again there. */
-        if (c->limit <= LIMITER_LEARN_LIMIT)
+        bool fresh = now_ms - latency_ms >= c->changed_ms; /* sent at this limit */
+        if (c->limit <= LIMITER_LEARN_LIMIT && fresh)
             c->base[k] += LIMITER_BASE_EWMA * (lat - c->base[k]);
         /* A few milliseconds over the baseline are not a queue worth backing off for: on a
          * fast ERP they are the client's own scheduling jitter (LIMITER_SLACK_MS). In slow
          * start a request sent before the round began was sent at the limit before the
          * doubling and cannot show the queue the doubling made: it does not count, or the
          * limit doubled again on old news (4 slots: 2, 4, 8, 16). */
+        double ratio = lat / (c->base[k] + LIMITER_SLACK_MS);
         bool stale = c->slow_start && now_ms - latency_ms < c->round_start_ms;
         if (!stale) {
-            c->ratio_sum += lat / (c->base[k] + LIMITER_SLACK_MS);
+            c->ratio_sum += ratio;
             c->samples++;
+        }
+        /* What the level the limit is at shows: only requests sent at it. */
+        if (fresh) {
+            c->level_ratio[c->level_samples++ % LIMITER_LEVEL_SAMPLES] = ratio;
         }
     }
     /* A slow-start round past the learning level is one answer per session, however short
@@ -118,7 +254,13 @@ UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t 
     int64_t round_ms = c->slow_start && c->limit > LIMITER_LEARN_LIMIT ? 0 : LIMITER_ROUND_MS;
     bool long_enough = now_ms - c->round_start_ms >= round_ms;
     bool overloaded = limiter_overloaded(c->refusals, c->samples + c->refusals);
-    if (long_enough && (overloaded || c->samples + c->refusals >= c->limit))
+    /* A step up judged (a clear loss needs few answers) ends the round at once. */
+    bool judged = false;
+    if (c->probe_from) {
+        struct limiter_estimate cap = level_capacity(c);
+        judged = limiter_probe_verdict(&c->ref, &cap, probe_need(c)) != LIMITER_WAIT;
+    }
+    if (judged || (long_enough && (overloaded || c->samples + c->refusals >= c->limit)))
         round_end(c, now_ms);
     return c->limit;
 }
@@ -246,7 +388,8 @@ int limiter_limit(struct limiter *l)
     return n;
 }
 
-bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q)
+bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q,
+                     const char **ret_why)
 {
     pthread_mutex_lock(&l->mu);
     bool changed = l->core.limit != l->reported;
@@ -254,6 +397,7 @@ bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_
         *ret_old = l->reported;
         *ret_new = l->core.limit;
         *ret_q = l->core.last_q;
+        *ret_why = l->core.why ? l->core.why : "";
         l->reported = l->core.limit;
     }
     pthread_mutex_unlock(&l->mu);

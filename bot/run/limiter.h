@@ -41,6 +41,37 @@
  *     by the item's backoff whatever the limit does;
  *   - never above the flow's max-sessions (a licence or policy ceiling), never below 1.
  *
+ * Where the ERP stops gaining (the knee). Vegas reads latency only, and keeps ALPHA..BETA
+ * requests queued at the ERP. That is free on an ERP with a queue of slots in front (a request
+ * waiting for a slot costs nothing but its wait) and ruinous on one whose requests share a few
+ * cores (a CGI-era ERP forking an interpreter per request, an application server's threads):
+ * there every request in service slows down at once, throughput stays or falls, and each one
+ * beyond the cores costs the ERP more work (time slicing, caches, a collector). Measured on
+ * such an ERP (2 cores): 4 sessions made every answer ~4 s instead of 1.1 s, posted 5% more
+ * and burnt 1.9x the CPU per invoice; Vegas saw "3 queued" and stayed there. So every step up
+ * (slow start's doubling too) is judged by what it served: a level's capacity is its limit
+ * over its latency ratio (Little's law with the uncongested latency as the work: the requests
+ * the ERP serves at once), read from the answers to requests sent at that level (the mean
+ * without the eighth highest and lowest, and its standard error). Against the reference
+ * level (the one the climb started from, or the last step that clearly gained):
+ *   - LIMITER_LOSS (20%) less, and LIMITER_Z (3) standard errors clear of both levels' noise:
+ *     the step is taken back to the reference at once, and no step above it follows for a
+ *     hold of LIMITER_HOLD_ROUNDS rounds, doubling with every step that loses again (up to
+ *     LIMITER_HOLD_MAX): a probe costs the ERP work, and the knee of a machine moves seldom;
+ *   - LIMITER_GAIN (10%) more, as clearly: the new level becomes the reference;
+ *   - anything else (the flat throughput of slots past the knee, or answers too noisy to
+ *     tell): the step stays, and Vegas goes on as above.
+ *   A step is judged on LIMITER_PROBE_MIN answers (at least a round's), or LIMITER_PROBE_EARLY
+ *   when it lost twice LIMITER_LOSS; no further step is taken meanwhile. The noise test is what
+ *   keeps a month-end ERP's slots (stalls, logins, faults, a busy client: answers whose ratio
+ *   varies by 2x and more) from being read as a knee: unweighed, 12 of 38 steps up "lost" in
+ *   a 600-invoice batch and the limit sat at 2-7, 95 s instead of 86 (load 4-5). A cut
+ *   (Vegas's long queue, refusals) ends a judgement, and below the reference drops it: the
+ *   ERP changed, measure again. In the simulation of test_limiter.c (2 cores, 1.1 s a
+ *   request, 47% more work per request beyond the cores) auto posts 0.96-0.98 of the best
+ *   fixed setting (2) at 1.02-1.04x one session's work per request, where Vegas alone kept
+ *   5-6 sessions, posting 0.36 of it at 2.85x the work.
+ *
  * Parameters: ALPHA 3 / BETA 6 queued requests. The estimate counts every session as having
  * a request out, but a session spends part of its time on its own side (page parsing, the
  * synced state writes), so the real queue is smaller than the estimate; with 2 / 4 auto
@@ -52,6 +83,7 @@
  * LIMITER_LEARN_LIMIT or below; refusals as above.
  *
  * Why it is safe: it never goes above what a fixed setting of max-sessions would impose;
+ * the knee only ever takes a step back or holds the limit where it is;
  * queueing it causes is measured against a baseline it cannot raise itself (learnt only with
  * at most LIMITER_LEARN_LIMIT requests out), so growth stops at ALPHA..BETA requests queued
  * and a drop of capacity shrinks it within a round or two, in one step to where the queue is
@@ -80,12 +112,35 @@
 #define LIMITER_SLACK_MS 5.0       /* latency over the baseline ignored, ms */
 #define LIMITER_REFUSALS_MIN 2     /* refusals in a round before the limit is cut */
 #define LIMITER_REFUSAL_SHARE 0.10 /* ... and their share of the round's answers */
+#define LIMITER_PROBE_MIN 8        /* answers a step up is judged on (at least the limit) */
+#define LIMITER_PROBE_EARLY 3      /* ... or this many when the loss is twice LIMITER_LOSS */
+#define LIMITER_LOSS 0.20          /* capacity lost by a step up that takes it back */
+#define LIMITER_GAIN 0.10          /* capacity won by a step up that makes it the reference */
+#define LIMITER_HOLD_ROUNDS 32     /* rounds without a step up after one that lost capacity */
+#define LIMITER_HOLD_MAX 512       /* ... doubling with each such step, up to this */
+#define LIMITER_LEVEL_SAMPLES 64   /* answers a level's capacity is read from, at most */
+#define LIMITER_Z 3.0              /* standard errors a loss or a gain must stand out by */
 
 /* What an answer said about the ERP's load. */
 enum limiter_signal {
     LIMITER_OK = 0,   /* answered (any status but overload) */
     LIMITER_OVERLOAD, /* 503 or 429: the ERP refused for load */
     LIMITER_TIMEOUT,  /* no answer in time */
+};
+
+/* A level's capacity as its answers show it: the requests the ERP serves at once there. */
+struct limiter_estimate {
+    double capacity; /* the limit over the mean latency ratio */
+    double rse;      /* the relative standard error of that mean (1 with fewer than 2) */
+    int samples;     /* answers it is read from */
+};
+
+/* What a step up did to the ERP's capacity (limiter_probe_verdict). */
+enum limiter_verdict {
+    LIMITER_WAIT = 0, /* too few answers yet */
+    LIMITER_NEUTRAL,  /* about the same: the step may stay, the reference stays */
+    LIMITER_GAINED,   /* more: the new level becomes the reference */
+    LIMITER_LOST,     /* less: back to the reference, and hold */
 };
 
 /* The pure core: state of the adaptive limit. Zero-initialise through limiter_core_init. */
@@ -99,8 +154,21 @@ struct limiter_core {
     int64_t changes; /* times the limit changed */
     double last_q;   /* the last round's latency ratio (for the log) */
     bool slow_start; /* doubling until the first round that shows a queue or a refusal */
+    /* The knee (see "Where the ERP stops gaining" above). */
+    int64_t changed_ms;          /* when the limit last changed: answers to requests sent before
+                                  * it say nothing about the new limit */
+    int ref_limit;               /* the level steps up are compared with (0: none yet) */
+    struct limiter_estimate ref; /* its capacity */
+    double level_ratio[LIMITER_LEVEL_SAMPLES]; /* the latency ratios of this level's last
+                                                * answers sent after changed_ms (a ring) */
+    int level_samples;                         /* ... how many came back */
+    int probe_from;     /* a step up being judged: the limit before it (0: none) */
+    int ceiling;        /* no step above it while hold_rounds > 0 */
+    int hold_rounds;    /* rounds left without a step above the ceiling */
+    int hold_next;      /* the next hold's rounds (doubles after each lost step) */
+    int64_t steps_lost; /* steps up taken back (for tests and the log) */
+    const char *why;    /* why the limit last changed (a static text, for the log) */
 };
-
 struct limiter;
 
 /* A limiter for `max` sessions: adaptive (starting at min(max, 2)) or fixed at max. */
@@ -124,8 +192,10 @@ void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
                     enum limiter_signal sig);
 /* The current limit. */
 int limiter_limit(struct limiter *l);
-/* The limit's history for the log: true (and old/new) once per change since the last call. */
-bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q);
+/* The limit's history for the log: true (and old/new, the latency ratio and why, a static
+ * text) once per change since the last call. */
+bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q,
+                     const char **ret_why);
 
 #ifdef APBOT_UNITTEST /* static in the product (base/unittest.h) */
 /* Starts at `initial` (clamped to 1..max). Cannot fail. */
@@ -136,6 +206,13 @@ int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t latency_m
                         enum limiter_signal sig, int64_t now_ms);
 /* Whether a round with `refusals` of `answers` (refusals included) means overload. Pure. */
 bool limiter_overloaded(int refusals, int answers);
+/* What a step up did: the capacity it shows (`now`, from answers sent after it) against the
+ * reference level's, judged once now->samples reaches `need` (or LIMITER_PROBE_EARLY for a
+ * loss of twice LIMITER_LOSS). A loss or a gain counts only when it is LIMITER_Z standard
+ * errors wide: an ERP whose answers vary a lot (faults, stalls, a busy client) shows no knee.
+ * Pure. */
+enum limiter_verdict limiter_probe_verdict(const struct limiter_estimate *ref,
+                                           const struct limiter_estimate *now, int need);
 /* limiter_acquire_as for a warm session. */
 bool limiter_acquire(struct limiter *l, const atomic_bool *stop);
 /* How many warm or cold sessions wait in limiter_acquire_as. */

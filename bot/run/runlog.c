@@ -283,10 +283,11 @@ void runlog_limit(struct runner *r)
 {
     int old, now;
     double q;
-    if (!limiter_changed(r->limiter, &old, &now, &q))
+    const char *why = "";
+    if (!limiter_changed(r->limiter, &old, &now, &q, &why))
         return;
-    char msg[160];
-    snprintf(msg, sizeof(msg), "sessions at work %d -> %d (latency %.2fx the uncongested)", old,
-             now, q);
+    char msg[200];
+    snprintf(msg, sizeof(msg), "sessions at work %d -> %d (latency %.2fx the uncongested: %s)", old,
+             now, q, why);
     runlog_msg(r, "info", "concurrency limit", msg);
 }
