@@ -39,7 +39,8 @@ struct erp_sim {
     int qhead, qlen, busy;
     double work_left[SIM_WORKERS]; /* with cores: CPU work a request still needs, ms */
     unsigned step[SIM_WORKERS];    /* with cores: the worker's requests so far (its kind: a
-                                    * session goes through lookup, form, check, post) */
+                                    * session logs in, then goes through lookup, form, check,
+                                    * post) */
     /* what happened */
     int64_t done, busy_ms, queued_ms;
 };
@@ -66,7 +67,10 @@ static void ps_tick(struct erp_sim *e, struct limiter_core *c, int64_t t)
             e->state[i] = 0;
             e->done++;
             e->until[i] = t + e->think_ms;
-            limiter_core_sample(c, e->step[i]++ % 4, t - e->sent[i], LIMITER_OK, t);
+            /* a session's first request is its login, then lookup, form, check, post */
+            unsigned kind = e->step[i] == 0 ? 4 : (e->step[i] - 1) % 4;
+            e->step[i]++;
+            limiter_core_sample(c, kind, t - e->sent[i], LIMITER_OK, t);
         }
     e->busy_ms += n < e->cores ? n : e->cores;
     for (int i = 0; i < SIM_WORKERS; i++)
@@ -530,7 +534,7 @@ static void test_limiter_may_keep(void **state)
     assert_true(limiter_may_keep(l));
     /* refusals until a round ends and cuts the limit (rounds last ~100 ms; 5 s at most) */
     for (int i = 0; i < 500 && limiter_limit(l) >= limit; i++) {
-        limiter_sample(l, "post", 100, LIMITER_OVERLOAD);
+        limiter_sample(l, "post", "POST", 100, LIMITER_OVERLOAD);
         usleep(10000);
     }
     int lower = limiter_limit(l);

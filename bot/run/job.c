@@ -124,7 +124,7 @@ static void evidence_put(struct worker *w, const struct erp_exchange *ev)
     breaker_count(r, ev->transport);
     runmetrics_exchange(r->opt->metrics, ev->step, ev->outcome, ev->elapsed_ms, sig);
     if (ev->http_status > 0 || sig == LIMITER_TIMEOUT)
-        limiter_sample(r->limiter, ev->step, ev->elapsed_ms, sig);
+        limiter_sample(r->limiter, ev->step, ev->method, ev->elapsed_ms, sig);
     if (!w->item_id)
         return;
     if (w->n_pending >= RUNNER_PENDING_MAX)

@@ -25,11 +25,16 @@ UNITTEST void limiter_core_init(struct limiter_core *c, int max, int initial)
     c->hold_next = LIMITER_HOLD_ROUNDS;
 }
 
-/* The kind of a request from its step name ("lookup", "post", ...). */
-static unsigned limiter_kind(const char *step)
+/* The kind of a request from its step name ("lookup", "post", ...) and method: a step's page
+ * (GET) and its submit (POST) are told apart. */
+static unsigned limiter_kind(const char *step, const char *method)
 {
     unsigned h = 2166136261u; /* FNV-1a */
     for (const char *p = step ? step : ""; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 16777619u;
+    }
+    for (const char *p = method ? method : ""; *p; p++) {
         h ^= (unsigned char)*p;
         h *= 16777619u;
     }
@@ -195,6 +200,12 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
         next = 1;
     if (next > c->max)
         next = c->max;
+    /* The uncongested latencies first: a kind first seen above the learning level gets an
+     * estimate, and the knee cannot use it (on a slow ERP the first round's two answers were
+     * logins and lookups, the form and the post were first seen at 4). */
+    if (c->limit <= LIMITER_LEARN_LIMIT && next > c->limit &&
+        c->learnt_total < LIMITER_LEARN_ANSWERS)
+        next = c->limit;
     if (c->hold_rounds > 0)
         c->hold_rounds--;
     c->why = why;
@@ -230,8 +241,11 @@ UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t 
          * can never become the new normal. A slower ERP shows as queueing, the limit drops
          * to the learning level, and the baseline is learnt again there. */
         bool fresh = now_ms - latency_ms >= c->changed_ms; /* sent at this limit */
-        if (c->limit <= LIMITER_LEARN_LIMIT && fresh)
+        if (c->limit <= LIMITER_LEARN_LIMIT && fresh) {
             c->base[k] += LIMITER_BASE_EWMA * (lat - c->base[k]);
+            c->learnt[k]++;
+            c->learnt_total++;
+        }
         /* A few milliseconds over the baseline are not a queue worth backing off for: on a
          * fast ERP they are the client's own scheduling jitter (LIMITER_SLACK_MS). In slow
          * start a request sent before the round began was sent at the limit before the
@@ -243,8 +257,9 @@ UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t 
             c->ratio_sum += ratio;
             c->samples++;
         }
-        /* What the level the limit is at shows: only requests sent at it. */
-        if (fresh) {
+        /* What the level the limit is at shows: only requests sent at it, of kinds whose
+         * uncongested latency was learnt (an estimated one says nothing of a knee). */
+        if (fresh && c->learnt[k] > 0) {
             c->level_ratio[c->level_samples++ % LIMITER_LEVEL_SAMPLES] = ratio;
         }
     }
@@ -367,14 +382,14 @@ bool limiter_may_keep(struct limiter *l)
     return ok;
 }
 
-void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
+void limiter_sample(struct limiter *l, const char *step, const char *method, int64_t latency_ms,
                     enum limiter_signal sig)
 {
     if (!l->adaptive)
         return;
     pthread_mutex_lock(&l->mu);
     int old = l->core.limit;
-    limiter_core_sample(&l->core, limiter_kind(step), latency_ms, sig, now_ms());
+    limiter_core_sample(&l->core, limiter_kind(step, method), latency_ms, sig, now_ms());
     if (l->core.limit > old)
         pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);

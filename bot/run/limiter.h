@@ -109,6 +109,7 @@
 #define LIMITER_ROUND_MS 100       /* shortest round */
 #define LIMITER_BASE_EWMA 0.2      /* weight of one sample in the uncongested latency */
 #define LIMITER_LEARN_LIMIT 2      /* the uncongested latency is learnt at this limit or below */
+#define LIMITER_LEARN_ANSWERS 12   /* ... from this many answers before the limit first grows */
 #define LIMITER_SLACK_MS 5.0       /* latency over the baseline ignored, ms */
 #define LIMITER_REFUSALS_MIN 2     /* refusals in a round before the limit is cut */
 #define LIMITER_REFUSAL_SHARE 0.10 /* ... and their share of the round's answers */
@@ -147,6 +148,8 @@ enum limiter_verdict {
 struct limiter_core {
     int max, limit;
     double base[LIMITER_KINDS]; /* uncongested latency per kind, ms (0 = not learnt yet) */
+    int learnt[LIMITER_KINDS];  /* answers it was learnt from (0: estimated, or none) */
+    int learnt_total;           /* answers learnt from, all kinds */
     double ratio_sum;           /* this round's sum of latency / baseline */
     int samples;                /* answers this round (LIMITER_OK) */
     int refusals;               /* timeouts, 503 and 429 this round */
@@ -187,8 +190,8 @@ void limiter_release(struct limiter *l);
 /* Whether a worker holding a place may keep it for another item: the places taken are within
  * the current limit (a lowered limit takes the place back at the worker's next release). */
 bool limiter_may_keep(struct limiter *l);
-/* Feeds one answer (no-op for a fixed limiter). */
-void limiter_sample(struct limiter *l, const char *step, int64_t latency_ms,
+/* Feeds one answer of step `step` sent with `method` (no-op for a fixed limiter). */
+void limiter_sample(struct limiter *l, const char *step, const char *method, int64_t latency_ms,
                     enum limiter_signal sig);
 /* The current limit. */
 int limiter_limit(struct limiter *l);
