@@ -472,6 +472,50 @@ static void test_limiter_cuts_on_overload_and_stays_in_bounds(void **state)
     assert_int_equal(d.limit, 1);
 }
 
+/* Timeouts among quick answers are stalls, not load: no cut; among slow answers, or alone,
+ * they are refusals as ever. */
+static void test_limiter_timeouts_without_a_queue_are_not_load(void **state)
+{
+    (void)state;
+    struct limiter_core c;
+    int64_t t = 1000;
+    limiter_core_init(&c, 16, 2);
+    for (int i = 0; i < 40; i++) /* learn the baseline: 100 ms */
+        limiter_core_sample(&c, 1, 100, LIMITER_OK, t += 60);
+    limiter_core_init(&c, 16, 8);
+    c.base[1] = 100;
+    c.learnt[1] = 40;
+    c.learnt_total = 40;
+    c.slow_start = false;
+    for (int i = 0; i < 6; i++)
+        limiter_core_sample(&c, 1, 110, LIMITER_OK, t += 20);
+    limiter_core_sample(&c, 1, 4000, LIMITER_TIMEOUT, t += 20);
+    limiter_core_sample(&c, 1, 4000, LIMITER_TIMEOUT, t += 200);
+    assert_true(c.limit >= 8); /* two stalled posts of eight answers, no queue: no cut */
+    /* the same two among slow answers: the ERP is loaded */
+    struct limiter_core d = c;
+    d.limit = 8;
+    for (int i = 0; i < 6; i++)
+        limiter_core_sample(&d, 1, 300, LIMITER_OK, t += 20);
+    limiter_core_sample(&d, 1, 4000, LIMITER_TIMEOUT, t += 20);
+    limiter_core_sample(&d, 1, 4000, LIMITER_TIMEOUT, t += 200);
+    assert_int_equal(d.limit, 6);
+    /* timeouts alone: a cut */
+    struct limiter_core e = c;
+    e.limit = 8;
+    limiter_core_sample(&e, 1, 4000, LIMITER_TIMEOUT, t += 300);
+    limiter_core_sample(&e, 1, 4000, LIMITER_TIMEOUT, t += 300);
+    assert_int_equal(e.limit, 6);
+    /* 503s among quick answers: refusals as ever */
+    struct limiter_core g = c;
+    g.limit = 8;
+    for (int i = 0; i < 6; i++)
+        limiter_core_sample(&g, 1, 110, LIMITER_OK, t += 20);
+    limiter_core_sample(&g, 1, 5, LIMITER_OVERLOAD, t += 20);
+    limiter_core_sample(&g, 1, 5, LIMITER_OVERLOAD, t += 200);
+    assert_int_equal(g.limit, 6);
+}
+
 struct waiter {
     struct limiter *l;
     atomic_bool *stop;
@@ -614,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_limiter_probe_verdict_table),
         cmocka_unit_test(test_limiter_overloaded_table),
         cmocka_unit_test(test_limiter_cuts_on_overload_and_stays_in_bounds),
+        cmocka_unit_test(test_limiter_timeouts_without_a_queue_are_not_load),
         cmocka_unit_test(test_limiter_fixed_gate),
         cmocka_unit_test(test_limiter_may_keep),
         cmocka_unit_test(test_limiter_warm_sessions_first),

@@ -41,6 +41,17 @@ static unsigned limiter_kind(const char *step, const char *method)
     return h;
 }
 
+/* The refusals of this round that speak of load: every 503 and 429, and the timeouts unless
+ * the round's answers show no queue (a stalled post among quick answers is the ERP's fault, not
+ * its load: at a batch's end, where the few answers left are such stalls, every timeout cut
+ * the limit by a quarter and left the last items waiting for a place). */
+static int load_refusals(const struct limiter_core *c)
+{
+    double q = c->samples > 0 ? c->ratio_sum / c->samples : 0;
+    bool no_queue = c->samples > 0 && q < LIMITER_TIMEOUT_QUEUE;
+    return c->refusals - (no_queue ? c->timeouts : 0);
+}
+
 UNITTEST bool limiter_overloaded(int refusals, int answers)
 {
     return refusals >= LIMITER_REFUSALS_MIN &&
@@ -168,7 +179,7 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
     int next = c->limit;
     int answers = c->samples + c->refusals;
     const char *why = c->why;
-    if (limiter_overloaded(c->refusals, answers)) {
+    if (limiter_overloaded(load_refusals(c), answers)) {
         why = "refusals";
         /* The ERP refused for load or did not answer in time: a quarter less, at least one. */
         int cut = c->limit * 3 / 4;
@@ -219,6 +230,7 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
     c->ratio_sum = 0;
     c->samples = 0;
     c->refusals = 0;
+    c->timeouts = 0;
     c->round_start_ms = now_ms;
 }
 
@@ -231,6 +243,8 @@ UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t 
         c->round_start_ms = now_ms;
     if (sig != LIMITER_OK) {
         c->refusals++;
+        if (sig == LIMITER_TIMEOUT)
+            c->timeouts++;
     } else {
         /* A kind first seen at a higher limit: its uncongested latency is estimated from
          * the queueing the other kinds showed in the last round. */
@@ -268,7 +282,7 @@ UNITTEST int limiter_core_sample(struct limiter_core *c, unsigned kind, int64_t 
      * partly idle ERP; the baseline's round at LIMITER_LEARN_LIMIT keeps its 100 ms. */
     int64_t round_ms = c->slow_start && c->limit > LIMITER_LEARN_LIMIT ? 0 : LIMITER_ROUND_MS;
     bool long_enough = now_ms - c->round_start_ms >= round_ms;
-    bool overloaded = limiter_overloaded(c->refusals, c->samples + c->refusals);
+    bool overloaded = limiter_overloaded(load_refusals(c), c->samples + c->refusals);
     /* A step up judged (a clear loss needs few answers) ends the round at once. */
     bool judged = false;
     if (c->probe_from) {

@@ -38,7 +38,11 @@
  *     at month-end (the month-end scenario: 3% 503/429, 3% of posts stalled past the
  *     time-out), and cutting on each one kept the limit at 1-3 where 4 slots wanted 6-8
  *     sessions (measured: 3.6 invoices/s against 7.4 at a fixed 8). Retry-After is honoured
- *     by the item's backoff whatever the limit does;
+ *     by the item's backoff whatever the limit does. A timeout counts only when the round's
+ *     answers show a queue (latency ratio LIMITER_TIMEOUT_QUEUE or more) or there are no
+ *     others: a stalled post among quick answers is a fault of the ERP, not its load, and at
+ *     a batch's end, where the few answers left are such stalls, each one cut the limit by a
+ *     quarter while the last items waited for a place;
  *   - never above the flow's max-sessions (a licence or policy ceiling), never below 1.
  *
  * Where the ERP stops gaining (the knee). Vegas reads latency only, and keeps ALPHA..BETA
@@ -113,6 +117,7 @@
 #define LIMITER_SLACK_MS 5.0       /* latency over the baseline ignored, ms */
 #define LIMITER_REFUSALS_MIN 2     /* refusals in a round before the limit is cut */
 #define LIMITER_REFUSAL_SHARE 0.10 /* ... and their share of the round's answers */
+#define LIMITER_TIMEOUT_QUEUE 1.5  /* latency ratio below which timeouts are no refusals */
 #define LIMITER_PROBE_MIN 8        /* answers a step up is judged on (at least the limit) */
 #define LIMITER_PROBE_EARLY 3      /* ... or this many when the loss is twice LIMITER_LOSS */
 #define LIMITER_LOSS 0.20          /* capacity lost by a step up that takes it back */
@@ -153,6 +158,7 @@ struct limiter_core {
     double ratio_sum;           /* this round's sum of latency / baseline */
     int samples;                /* answers this round (LIMITER_OK) */
     int refusals;               /* timeouts, 503 and 429 this round */
+    int timeouts;               /* ... of which timeouts */
     int64_t round_start_ms;
     int64_t changes; /* times the limit changed */
     double last_q;   /* the last round's latency ratio (for the log) */
