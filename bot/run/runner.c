@@ -169,8 +169,8 @@ bool runner_retry_due(struct runner *r)
     return due;
 }
 
-/* Claims the item of the list due first, if one is due and still free (0 and nothing
- * claimed otherwise: the item moved on or another runner took it). */
+/* Claims the item of the list due first, if one is due and still free; APBOT_E_NOTFOUND and
+ * nothing claimed otherwise (none due, or the item moved on or another runner took it). */
 static int worker_claim_retry(struct worker *w, struct store_item *it)
 {
     struct runner *r = w->r;
