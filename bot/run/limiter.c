@@ -191,7 +191,11 @@ static void round_end(struct limiter_core *c, int64_t now_ms)
             q = 1.0;
         double queued = c->limit * (1.0 - 1.0 / q);
         if (queued < LIMITER_GAMMA && c->slow_start && c->refusals == 0) {
-            next = c->limit * 2; /* clamped to max below */
+            /* The first step from the learning level is one session, so that on a machine
+             * whose cores it overloads it costs little (2 -> 4 on 2 shared cores made the ERP
+             * burn 1.9x the work for the seconds the step took to judge, 2 -> 3 1.45x); then
+             * doubling, each step judged by the knee. */
+            next = c->limit <= LIMITER_LEARN_LIMIT ? c->limit + 1 : c->limit * 2;
             why = "no queue yet (slow start)";
         } else if (queued < LIMITER_ALPHA) {
             next = c->limit + 1;
