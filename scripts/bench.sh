@@ -44,6 +44,8 @@ status=0
 echo "== apbot run against the simulated ERP (seed 7); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for scn in ${BENCH_SCENARIOS:-calm month-end varying shared-cpu}; do
   opts=(--rows "$ROWS")
+  # the commas are bench-run's lists, one argument each
+  # shellcheck disable=SC2054
   case "$scn" in
     varying) opts+=(--capacity "$VARYING_SCHEDULE") ;;
     month-end) opts+=(--batch "${BENCH_BATCH:-600}" --batch-rows auto,8) ;;
