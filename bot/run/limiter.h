@@ -24,13 +24,16 @@
  *   - fewer than LIMITER_ALPHA queued: one more session (the ERP has idle slots); more than
  *     LIMITER_BETA: down to limit/q + ALPHA at once (the ERP lost capacity); in between: stay;
  *   - slow start: until the first round that shows LIMITER_GAMMA (one) request queued or
- *     any refusal, the limit doubles instead of growing by one (2, 4, 8, 16), as TCP Vegas's
- *     slow start does. One more session a round took 1.4 s to reach 16 on calm, a sixth of a
- *     6-second bench row at a fraction of the rate. Doubling overshoots the ERP's slots by at
- *     most the limit it doubled from; the first round that sees a queue ends the doubling
- *     for the rest of the run (BETA and the cut then apply as ever). A request sent before
- *     the round began does not count in it (it cannot show what the doubling did), and past
- *     the learning level a slow-start round is one answer per session, without the 100 ms;
+ *     any refusal, the limit doubles instead of growing by one, as TCP Vegas's slow start
+ *     does, but its first step from the learning level is one session (2, 3, 6, 12, 16): on
+ *     an ERP whose requests share 2 cores, 2 -> 4 burnt 1.9x the work for the seconds the
+ *     knee took to judge it, 2 -> 3 1.45x. One more session a round took 1.4 s to reach 16
+ *     on calm, a sixth of a 6-second bench row at a fraction of the rate. Doubling
+ *     overshoots the ERP's slots by at most the limit it doubled from; the first round that
+ *     sees a queue ends the doubling for the rest of the run (BETA and the cut then apply as
+ *     ever). A request sent before the round began does not count in it (it cannot show what
+ *     the doubling did), and past the learning level a slow-start round is one answer per
+ *     session, without the 100 ms;
  *   - refusals (a timeout, a 503 or a 429) cut the limit by a quarter (at least one) when a
  *     round has at least LIMITER_REFUSALS_MIN of them and they are at least
  *     LIMITER_REFUSAL_SHARE of its answers; the round then ends at once. A lone refusal among
