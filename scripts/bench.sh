@@ -8,10 +8,11 @@
 #     capacity bound and how close the row got, requests per invoice against the flow's floor,
 #     the ERP's work per invoice against one session's, overload and time-outs, latency,
 #     apbot's CPU and RSS, and duplicates and lost invoices checked on the simulator's ledger;
-#     the limit of `auto` second by second. Month-end and shared-cpu then run a batch until
-#     the queue is empty (600 and 40 invoices, auto and the best fixed setting): its span
-#     against the ideal (invoices / bound + the settle delay) and what it took beyond the
-#     settle delay after its last ambiguous outcome. Then apbot run's peak RSS with 100,000
+#     the limit of `auto` second by second. Every scenario then runs a batch until the queue
+#     is empty (calm 3000, month-end and varying 600, shared-cpu 40 invoices; auto and the
+#     best fixed setting): its span against the ideal (invoices / bound, phase by phase on
+#     the varying ERP, + the settle delay) and what it took beyond the settle delay after its
+#     last ambiguous outcome. Then apbot run's peak RSS with 100,000
 #     invoices queued (the flow as shipped, 4 sessions, and 16).
 #  2. apbot enqueue of 100,000 generated invoices (bench-enqueue).
 #  3. the queue per backend (bench-store: SQLite and PostgreSQL side by side; PostgreSQL on a
@@ -23,6 +24,7 @@
 # Usage: scripts/bench.sh BUILD_DIR
 #   BENCH_SCENARIOS="calm month-end varying shared-cpu"  BENCH_ROWS=1,2,4,8,16,auto
 #   BENCH_SHARED_ROWS=1,2,3,4,auto  BENCH_SECONDS=T  BENCH_BATCH=600  BENCH_SHARED_BATCH=40
+#   BENCH_CALM_BATCH=3000  BENCH_VARYING_BATCH=600
 #   BENCH_BEFORE=PATH  an older apbot binary: calm is run with it too, as the "before" table,
 #                      and its cost per invoice is counted beside this one's
 set -euo pipefail
@@ -47,7 +49,9 @@ for scn in ${BENCH_SCENARIOS:-calm month-end varying shared-cpu}; do
   # the commas are bench-run's lists, one argument each
   # shellcheck disable=SC2054
   case "$scn" in
-    varying) opts+=(--capacity "$VARYING_SCHEDULE") ;;
+    calm) opts+=(--batch "${BENCH_CALM_BATCH:-3000}" --batch-rows auto,16) ;;
+    varying) opts+=(--capacity "$VARYING_SCHEDULE" --batch "${BENCH_VARYING_BATCH:-600}"
+                    --batch-rows auto,8) ;;
     month-end) opts+=(--batch "${BENCH_BATCH:-600}" --batch-rows auto,8) ;;
     shared-cpu) opts=(--rows "${BENCH_SHARED_ROWS:-1,2,3,4,auto}" --timeout-ms 30000
                       --batch "${BENCH_SHARED_BATCH:-40}" --batch-rows auto,2) ;;

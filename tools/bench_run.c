@@ -40,8 +40,9 @@
  *
  * With --batch N, after the rows: one run per --batch-rows setting of N invoices until the
  * queue is empty (a month-end batch, its tail included): its span (the queue's first change to
- * the last item settled) against the ideal N / bound (+ the settle delay when an outcome was
- * ambiguous: then the last one is unavoidable), requests and work per
+ * the last item settled) against the ideal N / bound (phase by phase under a capacity
+ * schedule: the time the ERP's slots need for N invoices from the batch's start) + the settle
+ * delay when an outcome was ambiguous (then the last one is unavoidable), requests and work per
  * invoice, the ambiguous outcomes, when the last came and what the batch took beyond its
  * settle delay (the target: one lookup).
  *
@@ -597,6 +598,7 @@ struct row {
     struct truth truth;
     int exit_code;
     long settle_ms;    /* the settle delay in force at the end (the run's log) */
+    double sim_wall0;  /* when the simulator started, wall s (its capacity schedule's 0) */
     char limits[1024]; /* auto: the limit at each second */
     bool ok;
 };
@@ -730,6 +732,7 @@ static int run_row(const char *apbot, const char *flow, const struct scenario *s
                              .admin = true,
                              .ui = strcmp(g_ui, "classic") == 0 ? SIM_UI_CLASSIC : SIM_UI_ACME};
     double sim_t0 = now_s();
+    r->sim_wall0 = wall_s();
     if (sim_start(&so, &sim, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench-run: simulator: %s\n", err);
         rm_dir(dir);
@@ -946,10 +949,41 @@ static int flow_floor(const char *path)
     return n;
 }
 
+/* The seconds the ERP needs for n invoices of `cost` capacity-seconds each when it never
+ * idles, beginning `from` s after the simulator's start: its cores, or its slots phase by phase
+ * of its capacity schedule (the varying ERP serves fewer while it has fewer). 0 when unknown. */
+static double ideal_span(const struct scenario *sc, int n, double cost, double from)
+{
+    double left = n * cost; /* capacity-seconds still to serve */
+    if (cost <= 0)
+        return 0;
+    if (sc->cores > 0 || sc->n_phases == 0) {
+        int cap = sc->cores > 0 ? sc->cores : sc->slots;
+        return cap > 0 ? left / cap : 0;
+    }
+    double t = from;
+    for (int p = 0; p <= sc->n_phases; p++) {
+        /* [phase p-1's start, phase p's start): before the first phase the scenario's slots */
+        double begin = p > 0 ? sc->phase_at[p - 1] : 0;
+        double end = p < sc->n_phases ? sc->phase_at[p] : 1e300;
+        int slots = p > 0 ? sc->phase_slots[p - 1] : sc->slots;
+        if (t >= end)
+            continue;
+        if (t < begin)
+            t = begin;
+        if (slots > 0 && left <= slots * (end - t))
+            return t + left / slots - from;
+        if (slots > 0)
+            left -= slots * (end - t);
+        t = end;
+    }
+    return 0; /* the last phase has no slots */
+}
+
 /* One batch run: n invoices, `conc` sessions, until the queue is empty; its makespan against
- * the ideal n / bound + the settle delay. */
+ * the ideal (ideal_span, at the cost one invoice took at concurrency 1) + the settle delay. */
 static int run_batch(const char *apbot, const char *flow, const struct scenario *sc,
-                     const char *conc, int n, double bound, double ref_work)
+                     const char *conc, int n, double cost, double ref_work)
 {
     struct row r;
     if (run_row(apbot, flow, sc, conc, 0, n, &r) != 0)
@@ -960,7 +994,8 @@ static int run_batch(const char *apbot, const char *flow, const struct scenario 
     /* the last settle delay is unavoidable when an outcome was ambiguous (at month-end one
      * post in eleven is), and there is none without */
     double settle = (double)r.settle_ms / 1000.0;
-    double ideal = bound > 0 ? n / bound + (r.truth.ambiguous > 0 ? settle : 0) : 0;
+    double span_ideal = ideal_span(sc, n, cost, (double)r.truth.first_ms / 1000.0 - r.sim_wall0);
+    double ideal = span_ideal > 0 ? span_ideal + (r.truth.ambiguous > 0 ? settle : 0) : 0;
     double last = r.truth.last_ambiguous_ms > 0
                       ? (double)(r.truth.last_ambiguous_ms - r.truth.first_ms) / 1000.0
                       : 0;
@@ -1091,7 +1126,6 @@ int main(int argc, char **argv)
                    sc.cores > 0 ? "core-s" : "slot-s",
                    sc.cores > 0 ? "core-s, contention included" : "slot-s in service");
         if (batch > 0) {
-            double bound = ref_cost > 0 ? (sc.cores > 0 ? sc.cores : sc.slots) / ref_cost : 0;
             printf("%-11s %5s %8s %8s %6s %7s %7s %5s %6s %8s %8s %6s %5s %4s %4s %5s\n", "batch",
                    "inv", "span_s", "ideal_s", "id/sp", "req/inv", "work_s", "workx", "ambig",
                    "last_s", "tail_s", "settle", "done", "dup", "lost", "load");
@@ -1099,10 +1133,11 @@ int main(int argc, char **argv)
             snprintf(brow_buf, sizeof(brow_buf), "%s", batch_rows);
             char *bsave = NULL;
             for (char *t = strtok_r(brow_buf, ",", &bsave); t; t = strtok_r(NULL, ",", &bsave))
-                if (run_batch(apbot, flow, &sc, t, batch, bound, ref_work) != 0)
+                if (run_batch(apbot, flow, &sc, t, batch, ref_cost, ref_work) != 0)
                     fail = 1;
-            printf("span = first change to the last item settled; ideal = invoices / bound (+ "
-                   "the settle delay when an outcome was ambiguous); last = the last ambiguous "
+            printf("span = first change to the last item settled; ideal = invoices / bound, "
+                   "phase by phase of a capacity schedule (+ the settle delay when an outcome was "
+                   "ambiguous); last = the last ambiguous "
                    "outcome; tail = span - last - settle (what the batch took beyond the last "
                    "settle delay)\n");
         }
