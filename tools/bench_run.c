@@ -935,7 +935,9 @@ static int make_flow(const char *src, const char *path, long timeout_ms)
 }
 
 /* The fewest ERP requests one invoice of one line can take through the flow: its lookup, then
- * each post step's page (when it fetches one) and its submit. -1 when the flow cannot be read. */
+ * each post step's page (when it fetches one) and its submit (or its <send>), once the run's
+ * references are known (a skip="when-known" step's submit left out). -1 when the flow cannot be
+ * read. */
 static int flow_floor(const char *path)
 {
     struct flow *fl = NULL;
@@ -944,7 +946,7 @@ static int flow_floor(const char *path)
         return -1;
     int n = flow_has_lookup(fl) ? 1 : 0;
     for (size_t i = 0; i < fl->n_steps; i++)
-        n += (fl->steps[i].get ? 1 : 0) + 1;
+        n += (fl->steps[i].get ? 1 : 0) + (fl->steps[i].skip_known ? 0 : 1);
     flow_free(fl);
     return n;
 }
