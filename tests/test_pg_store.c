@@ -7,8 +7,12 @@
  *  - leases and settle delays do expire on the server's clock as real time passes;
  *  - two processes with two threads each claim one queue: no item is claimed twice (SKIP
  *    LOCKED), no busy error surfaces;
- *  - a connection lost mid-item behaves like a crash: the store fails and stays failed, the
- *    lease expires, another host recovers the item into reconciliation;
+ *  - a connection lost mid-item behaves like a crash: the store fails (unavailable) and stays
+ *    failed, the lease expires, another host recovers the item into reconciliation; the queue
+ *    opens again at once; a connection that goes silent (a proxy that stops forwarding, nothing
+ *    closed) ends the call within the round-trip bound; the keepalive and user-timeout defaults
+ *    of the connection string, and the string's own values over them;
+ *  - what a failure means: the table of SQLSTATEs (lost, busy, failed) and of failed connects;
  *  - passwords: never in a message (store_path_display table, a refused login), PGPASSWORD
  *    logs in; invalid UTF-8 in evidence is stored, not refused;
  *  - store_copy: SQLite -> PostgreSQL -> SQLite keeps every row (ids, stamps, events,
@@ -24,12 +28,18 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -475,13 +485,18 @@ static void test_pg_lost_connection_is_a_crash(void **state)
     assert_int_equal(pgt_exec(pgt_server(), sql, false), 0);
     char err[APBOT_ERR_LEN] = "";
     int rc = store_renew(a, id, "host-a", NULL, 300, err, sizeof(err));
-    assert_int_equal(rc, APBOT_E_DB);
+    assert_int_equal(rc, APBOT_E_UNAVAIL);
     assert_non_null(strstr(err, "connection"));
     /* Never retried, never half-working: every later call fails at once. */
-    assert_int_equal(store_renew(a, id, "host-a", NULL, 300, err, sizeof(err)), APBOT_E_DB);
+    assert_int_equal(store_renew(a, id, "host-a", NULL, 300, err, sizeof(err)), APBOT_E_UNAVAIL);
     assert_non_null(strstr(err, "lost"));
     struct store_counts c;
-    assert_int_equal(store_counts(a, &c, err, sizeof(err)), APBOT_E_DB);
+    assert_int_equal(store_counts(a, &c, err, sizeof(err)), APBOT_E_UNAVAIL);
+    store_close(a);
+    /* The queue opens again at once: a lost connection is not a lost server. */
+    assert_int_equal(store_open(conn, &a, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_counts(a, &c, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(c.by_state[MACHINE_POSTING], 1);
     store_close(a);
     /* Another host recovers it after the lease, into reconciliation: never posted blind. */
     nap_ms(400);
@@ -491,6 +506,247 @@ static void test_pg_lost_connection_is_a_crash(void **state)
     assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
     assert_int_equal(it.state, MACHINE_RECONCILING);
     assert_null(it.lease_owner);
+    store_item_done(&it);
+}
+
+/* ---- what a failure means ---- */
+
+static void test_pg_fault_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sqlstate;
+        bool bad;
+        enum store_pg_fault want;
+    } rows[] = {
+        /* the server or the connection is gone: open the queue again */
+        {NULL, true, STORE_PG_LOST},     /* no result at all, or past the bound */
+        {"23505", true, STORE_PG_LOST},  /* whatever it says, the connection is bad */
+        {"08006", false, STORE_PG_LOST}, /* connection_failure */
+        {"08003", false, STORE_PG_LOST}, /* connection_does_not_exist */
+        {"08000", false, STORE_PG_LOST}, /* connection_exception */
+        {"57P01", false, STORE_PG_LOST}, /* admin_shutdown: pg_terminate_backend */
+        {"57P02", false, STORE_PG_LOST}, /* crash_shutdown */
+        {"57P03", false, STORE_PG_LOST}, /* cannot_connect_now */
+        {"57P05", false, STORE_PG_LOST}, /* idle_session_timeout */
+        {"25P03", false, STORE_PG_LOST}, /* idle in transaction too long */
+        {"53300", false, STORE_PG_LOST}, /* too_many_connections */
+        {"25006", false, STORE_PG_LOST}, /* read-only: a standby after a failover */
+        /* run the whole transaction again */
+        {"40001", false, STORE_PG_BUSY}, /* serialization_failure */
+        {"40P01", false, STORE_PG_BUSY}, /* deadlock_detected */
+        {"55P03", false, STORE_PG_BUSY}, /* lock_not_available */
+        {"57014", false, STORE_PG_BUSY}, /* query_canceled: statement timeout */
+        /* the statement itself failed: a bug, a constraint, a trigger's refusal */
+        {NULL, false, STORE_PG_FAILED}, /* an error without a code */
+        {"", false, STORE_PG_FAILED},
+        {"08", false, STORE_PG_FAILED}, /* not a SQLSTATE */
+        {"080000", false, STORE_PG_FAILED},
+        {"23505", false, STORE_PG_FAILED}, /* unique_violation */
+        {"23503", false, STORE_PG_FAILED}, /* foreign_key_violation */
+        {"23514", false, STORE_PG_FAILED}, /* check_violation */
+        {"42P01", false, STORE_PG_FAILED}, /* undefined_table */
+        {"23001", false, STORE_PG_FAILED}, /* restrict_violation: append-only */
+        {"57000", false, STORE_PG_FAILED}, /* operator_intervention, not listed */
+        {"53100", false, STORE_PG_FAILED}, /* disk_full: not weather */
+        {"22021", false, STORE_PG_FAILED}, /* character_not_in_repertoire */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (store_pg_fault(rows[i].sqlstate, rows[i].bad) != rows[i].want)
+            fail_msg("row %zu (%s, %s): %d, want %d", i,
+                     rows[i].sqlstate ? rows[i].sqlstate : "NULL", rows[i].bad ? "bad" : "ok",
+                     (int)store_pg_fault(rows[i].sqlstate, rows[i].bad), (int)rows[i].want);
+    /* A connection that could not be made: refused by a server that answers is a setting to
+     * fix; no answer, or no connections now, is an outage. */
+    assert_int_equal(store_pg_connect_fault(PQPING_OK), APBOT_E_IO);
+    assert_int_equal(store_pg_connect_fault(PQPING_NO_ATTEMPT), APBOT_E_IO);
+    assert_int_equal(store_pg_connect_fault(PQPING_REJECT), APBOT_E_UNAVAIL);
+    assert_int_equal(store_pg_connect_fault(PQPING_NO_RESPONSE), APBOT_E_UNAVAIL);
+}
+
+/* The connection string's defaults: keepalives and a user timeout unless the string says
+ * otherwise; the server's statement timeout is set for the session. */
+static void test_pg_connection_defaults(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    static const struct {
+        const char *key, *want;
+    } rows[] = {
+        {"keepalives", "1"},         {"keepalives_idle", "15"},     {"keepalives_interval", "5"},
+        {"keepalives_count", "3"},   {"tcp_user_timeout", "30000"}, {"connect_timeout", "10"},
+        {"client_encoding", "UTF8"},
+    };
+    char v[64];
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_int_equal(store_pg_option(f->st, rows[i].key, v, sizeof(v)), APBOT_OK);
+        if (strcmp(v, rows[i].want) != 0)
+            fail_msg("%s = %s, want %s", rows[i].key, v, rows[i].want);
+    }
+    char conn[700];
+    snprintf(conn, sizeof(conn),
+             "%s keepalives_idle=7 tcp_user_timeout=4000 client_encoding=LATIN1", f->conn);
+    struct store *st = NULL;
+    assert_int_equal(store_open(conn, &st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_pg_option(st, "keepalives_idle", v, sizeof(v)), APBOT_OK);
+    assert_string_equal(v, "7");
+    assert_int_equal(store_pg_option(st, "tcp_user_timeout", v, sizeof(v)), APBOT_OK);
+    assert_string_equal(v, "4000");
+    /* the queue's text is UTF-8 whatever the string asks */
+    assert_int_equal(store_pg_option(st, "client_encoding", v, sizeof(v)), APBOT_OK);
+    assert_string_equal(v, "UTF8");
+    store_close(st);
+}
+
+/*
+ * A connection that goes silent (no RST, no FIN: a cut network, a frozen pooler) must not
+ * hang its caller: a proxy thread forwards between a loopback TCP port and the test server's
+ * Unix socket, then stops forwarding without closing anything. The store's next call ends
+ * within its round-trip bound with APBOT_E_UNAVAIL, and the ones after it at once.
+ */
+struct proxy {
+    int listen_fd;
+    unsigned short port;
+    char unix_path[300];
+    pthread_t thread;
+    atomic_int frozen, stop;
+    atomic_int forwarded; /* bytes moved before the freeze */
+};
+
+static int proxy_upstream(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        close(fd);
+        return -1;
+    }
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Forwards for every accepted connection (at most 8), until stop; bounded by its polls. */
+static void *proxy_main(void *arg)
+{
+    struct proxy *px = arg;
+    int down[8], up[8], n = 0;
+    char buf[16384];
+    while (!atomic_load(&px->stop)) {
+        struct pollfd pfd[17];
+        int k = 0;
+        pfd[k++] = (struct pollfd){.fd = px->listen_fd, .events = POLLIN};
+        bool frozen = atomic_load(&px->frozen);
+        for (int i = 0; i < n && !frozen; i++) {
+            pfd[k++] = (struct pollfd){.fd = down[i], .events = POLLIN};
+            pfd[k++] = (struct pollfd){.fd = up[i], .events = POLLIN};
+        }
+        if (poll(pfd, (nfds_t)k, 50) <= 0)
+            continue;
+        if ((pfd[0].revents & POLLIN) && n < 8) {
+            int c = accept(px->listen_fd, NULL, NULL);
+            int u = c >= 0 ? proxy_upstream(px->unix_path) : -1;
+            if (c >= 0 && u >= 0) {
+                down[n] = c;
+                up[n++] = u;
+            } else if (c >= 0) {
+                close(c);
+            }
+        }
+        for (int i = 1; i < k; i++) {
+            if (!(pfd[i].revents & (POLLIN | POLLHUP)))
+                continue;
+            int pair = (i - 1) / 2, from = pfd[i].fd;
+            int to = from == down[pair] ? up[pair] : down[pair];
+            ssize_t got = read(from, buf, sizeof(buf));
+            if (got > 0 && write(to, buf, (size_t)got) == got)
+                atomic_fetch_add(&px->forwarded, (int)got);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        close(down[i]);
+        close(up[i]);
+    }
+    return NULL;
+}
+
+static bool proxy_start(struct proxy *px)
+{
+    memset(px, 0, sizeof(*px));
+    const char *dir = pgt_env("APBOT_TEST_PG_DIR");
+    if (!dir)
+        return false;
+    snprintf(px->unix_path, sizeof(px->unix_path), "%s/.s.PGSQL.5432", dir);
+    px->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    if (px->listen_fd < 0 || bind(px->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(px->listen_fd, 8) != 0 ||
+        getsockname(px->listen_fd, (struct sockaddr *)&a, &len) != 0)
+        return false;
+    px->port = ntohs(a.sin_port);
+    atomic_init(&px->frozen, 0);
+    atomic_init(&px->stop, 0);
+    atomic_init(&px->forwarded, 0);
+    return pthread_create(&px->thread, NULL, proxy_main, px) == 0;
+}
+
+static void proxy_stop(struct proxy *px)
+{
+    atomic_store(&px->stop, 1);
+    pthread_join(px->thread, NULL);
+    close(px->listen_fd);
+}
+
+static void test_pg_silent_connection_cannot_hang(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    struct proxy px;
+    assert_true(proxy_start(&px));
+    char conn[700];
+    snprintf(conn, sizeof(conn),
+             "host=127.0.0.1 port=%u user=apbot dbname=apbot"
+             " options='-c search_path=%s'",
+             (unsigned)px.port, f->schema);
+    struct store *st = NULL;
+    assert_int_equal(store_open(conn, &st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_pg_set_roundtrip_ms(st, 1500), APBOT_OK);
+    int64_t id = enq(st, 1);
+    struct store_item it;
+    assert_int_equal(
+        store_claim(st, "host-a", NULL, 60000, &f->claimed, &it, f->err, sizeof(f->err)), APBOT_OK);
+    store_item_done(&it);
+    assert_true(atomic_load(&px.forwarded) > 0);
+
+    atomic_store(&px.frozen, 1); /* nothing passes any more, nothing is closed */
+    nap_ms(100);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(store_renew(st, id, "host-a", NULL, 60000, err, sizeof(err)), APBOT_E_UNAVAIL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    printf("a silent connection found after %ld ms (bound 1500 ms): %s\n", ms, err);
+    assert_true(ms >= 1400 && ms < 5000);
+    assert_non_null(strstr(err, "no answer within 1500 ms"));
+    /* dead from now on: at once, without another wait */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct store_counts c;
+    assert_int_equal(store_counts(st, &c, err, sizeof(err)), APBOT_E_UNAVAIL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 100);
+    store_close(st);
+    proxy_stop(&px);
+    /* the item is where the queue recorded it: claimed, leased to host-a */
+    assert_int_equal(store_get(f->st, id, &it, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(it.state, MACHINE_CHECKING);
+    assert_string_equal(it.lease_owner, "host-a");
     store_item_done(&it);
 }
 
@@ -848,6 +1104,9 @@ int main(void)
         T(test_pg_leases_and_settle_run_on_the_servers_clock),
         T(test_pg_two_processes_never_claim_one_item_twice),
         T(test_pg_lost_connection_is_a_crash),
+        cmocka_unit_test(test_pg_fault_table),
+        T(test_pg_connection_defaults),
+        T(test_pg_silent_connection_cannot_hang),
         cmocka_unit_test(test_pg_path_display_table),
         T(test_pg_passwords_never_echoed),
         T(test_pg_invalid_utf8_is_stored_not_refused),

@@ -441,12 +441,22 @@ static void test_store_busy_and_bad_path(void **state)
     raw_close(&raw);
     assert_int_equal(claim_id(f, f->st, "w", T0 + 1), 1);
 
+    /* A file that cannot be opened, a server that does not answer (unavailable: weather, try
+     * again later) and one that answers but refuses the connection (a setting to fix). */
     struct store *st = NULL;
     const char *bad = f->bk == BK_SQLITE ? "/nonexistent-dir/q.db"
                                          : "host=/nonexistent-dir dbname=apbot connect_timeout=2";
-    assert_int_equal(store_open(bad, &st, f->err, sizeof(f->err)), APBOT_E_IO);
+    assert_int_equal(store_open(bad, &st, f->err, sizeof(f->err)),
+                     f->bk == BK_SQLITE ? APBOT_E_IO : APBOT_E_UNAVAIL);
     assert_null(st);
     assert_non_null(strstr(f->err, "/nonexistent-dir"));
+    if (f->bk == BK_PG) {
+        char refused[700];
+        snprintf(refused, sizeof(refused), "%s dbname=no_such_database_here", pgt_server());
+        assert_int_equal(store_open(refused, &st, f->err, sizeof(f->err)), APBOT_E_IO);
+        assert_null(st);
+        assert_non_null(strstr(f->err, "no_such_database_here"));
+    }
 }
 
 /* ---- enqueue ---- */

@@ -20,6 +20,7 @@ static const char *const error_names[] = {
     [APBOT_E_NET] = "network error",
     [APBOT_E_IO] = "i/o error",
     [APBOT_E_DB] = "database error",
+    [APBOT_E_UNAVAIL] = "queue unavailable",
     [APBOT_E_SYSTEMIC] = "systemic ERP failure",
     [APBOT_E_LIMIT] = "limit exceeded",
     [APBOT_E_BUG] = "internal error",

@@ -102,7 +102,7 @@ static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
     int64_t id = 0;
     char err[APBOT_ERR_LEN] = "";
     rc = store_enqueue(q->st, inv, where, NULL, &res, &id, err, sizeof(err));
-    if (rc == APBOT_E_DB || rc == APBOT_E_BUSY || rc == APBOT_E_IO) {
+    if (rc == APBOT_E_DB || rc == APBOT_E_BUSY || rc == APBOT_E_IO || rc == APBOT_E_UNAVAIL) {
         snprintf(q->err, sizeof(q->err), "%s", err);
         goto fail;
     }

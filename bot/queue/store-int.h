@@ -276,6 +276,21 @@ extern const unsigned char store_audit_genesis[STORE_HASH_LEN];
 void store_event_detail(const struct machine_step *step, const char *detail, char *buf, size_t len);
 
 /*
+ * store_pg.c: what a failed PostgreSQL statement means, given its SQLSTATE (NULL when the
+ * result carried none) and whether the connection is bad (or the round trip brought no result,
+ * or ran past its bound): LOST for a connection exception (class 08), an administrator's or a
+ * crash's shutdown (57P01, 57P02), a server starting up or shutting down (57P03), a session the
+ * server ended (57P05, 25P03), too many connections (53300), a read-only server after a
+ * failover (25006), and any bad connection; BUSY for a serialization failure, a deadlock, the
+ * lock timeout and the statement timeout (40001, 40P01, 55P03, 57014); FAILED for the rest.
+ * store_pg_fault decides it (store-test.h).
+ */
+enum store_pg_fault {
+    STORE_PG_FAILED = 0, /* the statement failed: APBOT_E_DB */
+    STORE_PG_BUSY,       /* run the whole transaction again: APBOT_E_BUSY */
+    STORE_PG_LOST,       /* the server or the connection is gone: APBOT_E_UNAVAIL, handle dead */
+};
+/*
  * store_walvfs.c: the VFS the SQLite backend opens its files through, the default one except
  * that a WAL frame's header and page reach the file system in one write. Registers it on
  * first use; NULL when it cannot (then the default VFS serves). Its counts are a test hook

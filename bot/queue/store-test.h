@@ -80,6 +80,18 @@ enum store_audit_kind store_audit_check(const struct store_event_row *prev,
                                         const struct store_event_row *next, char *detail,
                                         size_t len);
 
+/* store_pg.c: what a failed PostgreSQL statement means (store-int.h). Pure. */
+enum store_pg_fault store_pg_fault(const char *sqlstate, bool connection_bad);
+/* A connection that could not be made, given PQpingParams' answer (a PGPing): APBOT_E_IO when
+ * the server answers (it refused us: credentials, database, role) or nothing was tried (a bad
+ * string), APBOT_E_UNAVAIL when it does not answer or does not take connections now. Pure. */
+int store_pg_connect_fault(int ping);
+/* The bound on one round trip of st (PG_ROUNDTRIP_MS by default); APBOT_E_INVAL for SQLite. */
+int store_pg_set_roundtrip_ms(struct store *st, int ms);
+/* The value libpq uses for connection option key on st's connection, into buf (len bytes);
+ * APBOT_E_NOTFOUND when it has none. */
+int store_pg_option(struct store *st, const char *key, char *buf, size_t len);
+
 /* store_walvfs.c: the WAL writes passed on and, among them, the joined frames. */
 void store_walvfs_counts(uint64_t *ret_writes, uint64_t *ret_joined);
 

@@ -10,9 +10,18 @@
  * handle's deferred and lazy writes (off; store_sync then flushes the server's WAL: an intent
  * to post is on disk before the form goes out); a claim picks its row with FOR UPDATE SKIP
  * LOCKED, so hosts never wait for each other's claims and never take the same item. A lock
- * timeout, a serialization failure or a deadlock is "busy": the whole transaction is retried
- * (bounded, store_run_write). A lost connection is never retried: the handle is dead, the
- * caller stops as after a crash, and its leases expire for another host to recover.
+ * timeout, a statement timeout, a serialization failure or a deadlock is "busy": the whole
+ * transaction is retried (bounded, store_run_write).
+ *
+ * Outages. Every round trip is bounded (PG_ROUNDTRIP_MS, on top of the server's statement
+ * timeout and the TCP keepalives and user timeout added to the connection string), so a cut
+ * network, a frozen server or a pooler that stops forwarding cannot hang a caller. A failure
+ * that means the server is gone or the connection is (store_pg_fault: connection exceptions,
+ * an administrator's or a crash's shutdown, a round trip past its bound, a read-only server
+ * after a failover) is never retried here: the handle is dead, every later call fails at once
+ * with APBOT_E_UNAVAIL, and the caller opens the queue again (the runner rides the outage out
+ * within a bound). What the lost transaction did is not known: the caller settles it as a
+ * crash (the row as the queue recorded it decides).
  *
  * Clocks (store.h, "Backends"): every stamp and comparison uses the server's
  * clock_timestamp(), read once at the start of each transaction (and with each reading
@@ -27,18 +36,38 @@
 #include "apbot/store.h"
 #include "store-int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <libpq-fe.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apbot/mem.h"
+#include "base/unittest.h"
+#include "store-test.h"
 
 #define PG_NOW "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 #define PG_PAGE 500      /* rows one reading query fetches at a time */
 #define PG_PARAMS_MAX 32 /* parameters of one statement */
+/* The connection string's defaults (a setting of the string itself wins): a connection attempt
+ * gives up after 10 s; an idle connection whose peer vanished is found by keepalives in 15 +
+ * 3 x 5 = 30 s; data the peer does not acknowledge for 30 s drops the connection
+ * (tcp_user_timeout, Linux). None of these applies to a Unix socket. */
 #define PG_CONNECT_TIMEOUT "10"
+#define PG_KEEPALIVES_IDLE "15"
+#define PG_KEEPALIVES_INTERVAL "5"
+#define PG_KEEPALIVES_COUNT "3"
+#define PG_TCP_USER_TIMEOUT "30000"
+/* The server cancels a statement of ours that runs longer (busy: the transaction is retried). */
+#define PG_STATEMENT_TIMEOUT_MS 20000
+/* The longest one round trip may take, measured here: past it the connection counts as lost
+ * (a server that is alive answers within its statement timeout, even with an error). */
+#define PG_ROUNDTRIP_MS (PG_STATEMENT_TIMEOUT_MS + 10000)
+/* The schema's migrations run without a statement timeout, this long at most. */
+#define PG_MIGRATE_ROUNDTRIP_MS (15 * 60 * 1000)
 /* The audit chain's advisory lock ("apch", with the schema's hash as the second key). */
 #define AUDIT_LOCK "1634755432"
 
@@ -351,8 +380,9 @@ _Static_assert(sizeof(pg_sql) / sizeof(pg_sql[0]) == P__COUNT, "every statement 
 /* The PostgreSQL handle: the shared part first (store-int.h). */
 struct pg {
     struct store base;
-    PGconn *conn;
+    PGconn *conn;                 /* NULL once the connection was lost */
     bool dead;                    /* the connection was lost: every call fails */
+    int rt_ms;                    /* the bound on one round trip (PG_ROUNDTRIP_MS) */
     bool trust;                   /* store_test_trust_caller_clock at open */
     bool prepared[P__COUNT];      /* prepared on this connection */
     char boot[APBOT_BOOT_ID_LEN]; /* this server's boot: "pg-<queue id>-<start ms>" */
@@ -423,48 +453,203 @@ static void scrub(char *buf, size_t len, const char *secret)
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
-/* Whether a failed statement is worth retrying as a whole transaction. */
-static bool busy_state(const char *sqlstate)
+/*
+ * What a failed statement means (store-test.h): the server is gone or the connection is
+ * (lost), a conflict worth running the whole transaction again (busy), or a failure of the
+ * statement itself (failed). Pure; table-tested in test_pg_store.
+ */
+UNITTEST enum store_pg_fault store_pg_fault(const char *sqlstate, bool connection_bad)
 {
-    return sqlstate && (strcmp(sqlstate, "40001") == 0 || /* serialization_failure */
-                        strcmp(sqlstate, "40P01") == 0 || /* deadlock_detected */
-                        strcmp(sqlstate, "55P03") == 0);  /* lock_not_available */
+    static const struct {
+        const char *code; /* a SQLSTATE, or a class of two characters */
+        enum store_pg_fault fault;
+    } table[] = {
+        {"08", STORE_PG_LOST},    /* connection exception (failure, refused, ...) */
+        {"57P01", STORE_PG_LOST}, /* admin_shutdown: a fast shutdown, pg_terminate_backend */
+        {"57P02", STORE_PG_LOST}, /* crash_shutdown: another backend crashed */
+        {"57P03", STORE_PG_LOST}, /* cannot_connect_now: starting up, shutting down */
+        {"57P05", STORE_PG_LOST}, /* idle_session_timeout: the server ended the session */
+        {"25P03", STORE_PG_LOST}, /* idle_in_transaction_session_timeout: ended too */
+        {"53300", STORE_PG_LOST}, /* too_many_connections */
+        {"25006", STORE_PG_LOST}, /* read_only_sql_transaction: a standby after a failover;
+                                   * a new connection finds the primary (target_session_attrs) */
+        {"40001", STORE_PG_BUSY}, /* serialization_failure */
+        {"40P01", STORE_PG_BUSY}, /* deadlock_detected */
+        {"55P03", STORE_PG_BUSY}, /* lock_not_available: the lock timeout */
+        {"57014", STORE_PG_BUSY}, /* query_canceled: the statement timeout */
+    };
+    if (connection_bad)
+        return STORE_PG_LOST;
+    if (!sqlstate || strlen(sqlstate) != 5)
+        return STORE_PG_FAILED;
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strncmp(sqlstate, table[i].code, strlen(table[i].code)) == 0)
+            return table[i].fault;
+    return STORE_PG_FAILED;
+}
+
+/* A connection that could not be made (store-test.h): unavailable unless the server answers a
+ * ping (then it refused us: credentials, database, role - a setting to fix, not weather). */
+UNITTEST int store_pg_connect_fault(int ping)
+{
+    switch ((PGPing)ping) {
+    case PQPING_OK:
+    case PQPING_NO_ATTEMPT:
+        return APBOT_E_IO;
+    case PQPING_REJECT:
+    case PQPING_NO_RESPONSE:
+        return APBOT_E_UNAVAIL;
+    }
+    return APBOT_E_UNAVAIL;
+}
+
+/* The connection is gone: closed now (a server that is still there sees the session end and
+ * drops its locks), every later call fails at once. */
+static void pg_lose(struct pg *h)
+{
+    h->dead = true;
+    if (h->conn) {
+        PQfinish(h->conn);
+        h->conn = NULL;
+    }
 }
 
 /*
- * Fills err from a failed result (NULL: from the connection) and returns the mapped code:
- * APBOT_E_BUSY for a retryable conflict, APBOT_E_DB for the rest; a lost connection marks
- * the handle dead. Never shows the password.
+ * Fills err from a failed result (NULL: from the connection, or a round trip that brought no
+ * result: lost) and returns the mapped code: APBOT_E_BUSY for a retryable conflict,
+ * APBOT_E_UNAVAIL for a lost connection (the handle is dead from now on), APBOT_E_DB for the
+ * rest. timed_out: the round trip ran past its bound. Never shows the password.
  */
-static int pg_fail(struct pg *h, PGresult *res, char *err, size_t errlen, const char *what)
+static int pg_fail_ex(struct pg *h, PGresult *res, bool timed_out, char *err, size_t errlen,
+                      const char *what)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     if (!msg || !*msg)
-        msg = PQerrorMessage(h->conn);
+        msg = h->conn ? PQerrorMessage(h->conn) : NULL;
     char text[512];
-    snprintf(text, sizeof(text), "%s", msg && *msg ? msg : "unknown error");
+    if (timed_out)
+        snprintf(text, sizeof(text), "no answer within %d ms", h->rt_ms);
+    else
+        snprintf(text, sizeof(text), "%s", msg && *msg ? msg : "unknown error");
     text[strcspn(text, "\n")] = '\0';
-    int rc = busy_state(state) ? APBOT_E_BUSY : APBOT_E_DB;
-    if (PQstatus(h->conn) == CONNECTION_BAD) {
-        h->dead = true;
-        rc = APBOT_E_DB;
-        rc = apbot_fail(err, errlen, rc, "store: %s: lost the connection to the database: %s", what,
-                        text);
-    } else {
-        rc = apbot_fail(err, errlen, rc, "store: %s: %s%s%s", what, text, state ? " SQLSTATE " : "",
-                        state ? state : "");
+    bool bad = !res || !h->conn || PQstatus(h->conn) != CONNECTION_OK;
+    int rc = APBOT_E_DB;
+    const char *lost = "";
+    switch (store_pg_fault(state, bad)) {
+    case STORE_PG_LOST:
+        pg_lose(h);
+        rc = APBOT_E_UNAVAIL;
+        lost = "lost the connection to the database: ";
+        break;
+    case STORE_PG_BUSY:
+        rc = APBOT_E_BUSY;
+        break;
+    case STORE_PG_FAILED:
+        break;
     }
+    rc = apbot_fail(err, errlen, rc, "store: %s: %s%s%s%s", what, lost, text,
+                    state ? " SQLSTATE " : "", state ? state : "");
     if (err)
         scrub(err, errlen, h->password);
     return rc;
 }
 
+static int pg_fail(struct pg *h, PGresult *res, char *err, size_t errlen, const char *what)
+{
+    return pg_fail_ex(h, res, false, err, errlen, what);
+}
+
 static int pg_dead(char *err, size_t errlen)
 {
-    return apbot_fail(err, errlen, APBOT_E_DB,
+    return apbot_fail(err, errlen, APBOT_E_UNAVAIL,
                       "store: the connection to the database was lost earlier; open the "
                       "queue again");
+}
+
+/* ---- one round trip, bounded ---------------------------------------------------------------- */
+
+/* Waits until the connection's socket is ready for events or the deadline (mono ms, 0: none)
+ * passes: 1 ready, 0 deadline, -1 error. */
+static int pg_poll(struct pg *h, short events, int64_t deadline)
+{
+    int fd = PQsocket(h->conn);
+    if (fd < 0)
+        return -1;
+    for (int i = 0; i < 1000000; i++) {
+        int timeout = -1;
+        if (deadline > 0) {
+            int64_t left = deadline - apbot_clock_mono_ms();
+            if (left <= 0)
+                return 0;
+            timeout = left > INT_MAX ? INT_MAX : (int)left;
+        }
+        struct pollfd pfd = {.fd = fd, .events = events};
+        int n = poll(&pfd, 1, timeout);
+        if (n > 0)
+            return 1;
+        if (n == 0)
+            return 0;
+        if (errno != EINTR)
+            return -1;
+    }
+    return -1;
+}
+
+/*
+ * Collects the answer to what was just sent (sent: the send call's result), within the round
+ * trip's bound: the last result, or the first error among them (as PQexec). NULL when no
+ * result came (the connection failed, or *ret_timeout: the bound ran out); the caller then
+ * counts the connection as lost, whatever it may still say: its state is not known.
+ */
+static PGresult *pg_collect(struct pg *h, int sent, bool *ret_timeout)
+{
+    *ret_timeout = false;
+    if (!sent)
+        return NULL;
+    int64_t deadline = h->rt_ms > 0 ? apbot_clock_mono_ms() + h->rt_ms : 0;
+    for (int f; (f = PQflush(h->conn)) != 0;) {
+        int w = f < 0 ? -1 : pg_poll(h, POLLIN | POLLOUT, deadline);
+        *ret_timeout = w == 0;
+        if (w <= 0 || !PQconsumeInput(h->conn))
+            return NULL;
+    }
+    PGresult *keep = NULL;
+    for (;;) {
+        while (PQisBusy(h->conn)) {
+            int w = pg_poll(h, POLLIN, deadline);
+            *ret_timeout = w == 0;
+            if (w <= 0 || !PQconsumeInput(h->conn)) {
+                PQclear(keep);
+                return NULL;
+            }
+        }
+        PGresult *r = PQgetResult(h->conn);
+        if (!r)
+            break;
+        if (keep && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+        } else {
+            PQclear(keep);
+            keep = r;
+        }
+    }
+    return keep;
+}
+
+/*
+ * A round trip's result when its status is a success (tuples or command), else NULL with err
+ * filled and *ret_rc set (pg_fail_ex). res: what pg_collect returned.
+ */
+static PGresult *pg_checked(struct pg *h, PGresult *res, bool timed_out, int *ret_rc, char *err,
+                            size_t errlen, const char *what)
+{
+    ExecStatusType s = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (res && (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK))
+        return res;
+    *ret_rc = pg_fail_ex(h, res, timed_out, err, errlen, what);
+    PQclear(res);
+    return NULL;
 }
 
 /* ---- statements ---------------------------------------------------------------------------- */
@@ -563,32 +748,25 @@ static PGresult *pg_run(struct pg *h, enum pg_q q, struct pp *p, int *ret_rc, ch
                         size_t errlen, const char *what)
 {
     PGresult *res = NULL;
+    bool timed_out = false;
+    char name[16];
+    snprintf(name, sizeof(name), "apbot_q%d", (int)q);
     if (h->dead) {
         *ret_rc = pg_dead(err, errlen);
         goto out;
     }
     if (!h->prepared[q]) {
-        char name[16];
-        snprintf(name, sizeof(name), "apbot_q%d", (int)q);
-        res = PQprepare(h->conn, name, pg_sql[q], 0, NULL);
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            *ret_rc = pg_fail(h, res, err, errlen, what);
-            PQclear(res);
-            res = NULL;
+        res = pg_collect(h, PQsendPrepare(h->conn, name, pg_sql[q], 0, NULL), &timed_out);
+        res = pg_checked(h, res, timed_out, ret_rc, err, errlen, what);
+        if (!res)
             goto out;
-        }
         PQclear(res);
         h->prepared[q] = true;
     }
-    char name[16];
-    snprintf(name, sizeof(name), "apbot_q%d", (int)q);
-    res = PQexecPrepared(h->conn, name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
-    ExecStatusType s = PQresultStatus(res);
-    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
-        *ret_rc = pg_fail(h, res, err, errlen, what);
-        PQclear(res);
-        res = NULL;
-    }
+    res = pg_collect(
+        h, PQsendQueryPrepared(h->conn, name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0),
+        &timed_out);
+    res = pg_checked(h, res, timed_out, ret_rc, err, errlen, what);
 out:
     if (p)
         pp_done(p);
@@ -603,13 +781,25 @@ static PGresult *pg_exec(struct pg *h, const char *sql, int *ret_rc, char *err, 
         *ret_rc = pg_dead(err, errlen);
         return NULL;
     }
-    PGresult *res = PQexec(h->conn, sql);
-    ExecStatusType s = PQresultStatus(res);
-    if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK) {
-        *ret_rc = pg_fail(h, res, err, errlen, what);
-        PQclear(res);
-        return NULL;
+    bool timed_out = false;
+    PGresult *res = pg_collect(h, PQsendQuery(h->conn, sql), &timed_out);
+    return pg_checked(h, res, timed_out, ret_rc, err, errlen, what);
+}
+
+/* Runs sql with p's parameters (unprepared); p is released. */
+static PGresult *pg_exec_params(struct pg *h, const char *sql, struct pp *p, int *ret_rc, char *err,
+                                size_t errlen, const char *what)
+{
+    PGresult *res = NULL;
+    if (h->dead) {
+        *ret_rc = pg_dead(err, errlen);
+    } else {
+        bool timed_out = false;
+        res = pg_collect(h, PQsendQueryParams(h->conn, sql, p->n, NULL, p->v, NULL, NULL, 0),
+                         &timed_out);
+        res = pg_checked(h, res, timed_out, ret_rc, err, errlen, what);
     }
+    pp_done(p);
     return res;
 }
 
@@ -900,18 +1090,28 @@ static int pg_reader_clock(struct pg *h, const struct apbot_now *caller, struct 
 static int pg_migrate(struct pg *h, char *err, size_t errlen)
 {
     int rc = APBOT_OK;
-    /* Fast path: the version table says we are current. */
-    PGresult *res = PQexec(h->conn, "SELECT version FROM apbot_schema");
+    /* Fast path: the version table says we are current (an error here - no table yet - is
+     * not one: the slow path below finds out). */
+    bool timed_out = false;
+    PGresult *res =
+        pg_collect(h, PQsendQuery(h->conn, "SELECT version FROM apbot_schema"), &timed_out);
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
         atoi(PQgetvalue(res, 0, 0)) == PG_SCHEMA_VERSION) {
         PQclear(res);
         return APBOT_OK;
     }
+    if (!res || PQstatus(h->conn) != CONNECTION_OK) {
+        rc = pg_fail_ex(h, res, timed_out, err, errlen, "reading the schema version");
+        PQclear(res);
+        return rc;
+    }
     PQclear(res);
-    if (PQstatus(h->conn) == CONNECTION_BAD)
-        return pg_fail(h, NULL, err, errlen, "reading the schema version");
+    /* A migration of a large history may take long: no statement timeout, a long bound. */
+    int rt = h->rt_ms;
+    h->rt_ms = PG_MIGRATE_ROUNDTRIP_MS;
     rc = pg_exec_ok(h,
-                    "BEGIN; SELECT pg_advisory_xact_lock(hashtext('apbot-schema:' ||"
+                    "BEGIN; SET LOCAL statement_timeout = 0;"
+                    " SELECT pg_advisory_xact_lock(hashtext('apbot-schema:' ||"
                     " current_schema()));"
                     "CREATE TABLE IF NOT EXISTS apbot_schema (version INTEGER NOT NULL)",
                     err, errlen, "locking the schema");
@@ -947,11 +1147,14 @@ static int pg_migrate(struct pg *h, char *err, size_t errlen)
             goto fail;
     }
     rc = pg_exec_ok(h, "COMMIT", err, errlen, "committing the schema");
-    if (rc == APBOT_OK)
+    if (rc == APBOT_OK) {
+        h->rt_ms = rt;
         return APBOT_OK;
+    }
 fail:
     if (!h->dead)
         (void)pg_exec_ok(h, "ROLLBACK", NULL, 0, "rollback");
+    h->rt_ms = rt;
     return rc;
 }
 
@@ -986,48 +1189,63 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
     }
     h->trust = store_caller_clock_trusted();
     h->password = conninfo_password(conninfo);
+    h->rt_ms = PG_ROUNDTRIP_MS;
     char shown[512];
     store_path_display(conninfo, shown, sizeof(shown));
-    /* Ours first, so the connection string's own settings override them. TCP keepalives
-     * find a dead server (or a cut network) in about a minute instead of the system's two
-     * hours: a host stuck on a dead connection would only sit there. */
-    const char *const keys[] = {"connect_timeout",
-                                "fallback_application_name",
-                                "keepalives_idle",
-                                "keepalives_interval",
-                                "keepalives_count",
-                                "dbname",
+    /* Ours first, so the connection string's own settings override them: a bounded connect,
+     * keepalives and a user timeout that find a dead server or a cut network (a host stuck on
+     * a dead connection would only sit there; see PG_KEEPALIVES_IDLE). */
+    const char *const keys[] = {"connect_timeout",     "fallback_application_name",
+                                "keepalives",          "keepalives_idle",
+                                "keepalives_interval", "keepalives_count",
+                                "tcp_user_timeout",    "dbname",
+                                "client_encoding",     NULL};
+    const char *const vals[] = {PG_CONNECT_TIMEOUT,
+                                "apbot",
+                                "1",
+                                PG_KEEPALIVES_IDLE,
+                                PG_KEEPALIVES_INTERVAL,
+                                PG_KEEPALIVES_COUNT,
+                                PG_TCP_USER_TIMEOUT,
+                                conninfo,
+                                "UTF8", /* after the string: not overridden */
                                 NULL};
-    const char *const vals[] = {PG_CONNECT_TIMEOUT, "apbot", "30", "10", "3", conninfo, NULL};
     h->conn = PQconnectdbParams(keys, vals, 1);
     if (!h->conn || PQstatus(h->conn) != CONNECTION_OK) {
         char text[512];
         snprintf(text, sizeof(text), "%s", h->conn ? PQerrorMessage(h->conn) : "out of memory");
         for (char *nl; (nl = strchr(text, '\n')) != NULL;)
             *nl = nl[1] ? ' ' : '\0';
-        rc = apbot_fail(err, errlen, APBOT_E_IO, "store: cannot connect to %s: %s", shown, text);
+        /* Down, or refusing us? Only a server that answers can say it refused. */
+        rc = h->conn ? store_pg_connect_fault(PQpingParams(keys, vals, 1)) : APBOT_E_IO;
+        rc = apbot_fail(err, errlen, rc, "store: cannot connect to %s: %s%s", shown, text,
+                        rc == APBOT_E_UNAVAIL ? " (the server is unavailable)" : "");
         if (err)
             scrub(err, errlen, h->password);
         goto fail;
     }
     PQsetNoticeProcessor(h->conn, quiet_notice, NULL); /* notices are not errors: never print */
-    if (PQsetClientEncoding(h->conn, "UTF8") != 0) {
-        rc = pg_fail(h, NULL, err, errlen, "setting the client encoding");
+    /* Non-blocking: every round trip is sent and awaited by pg_collect, within its bound. */
+    if (PQsetnonblocking(h->conn, 1) != 0) {
+        rc = pg_fail(h, NULL, err, errlen, "setting up the connection");
         goto fail;
     }
     /* Every transaction: READ COMMITTED (the document lock relies on a fresh snapshot per
-     * statement), durable at commit, bounded lock waits, times in UTC; and a session of ours
-     * that stalls inside a transaction (a host cut off mid-write) is ended by the server
-     * after a minute, so its row locks cannot hold the other hosts up. */
-    rc = pg_exec_ok(h,
-                    "SET default_transaction_isolation = 'read committed';"
-                    "SET default_transaction_read_only = off;"
-                    "SET synchronous_commit = on;"
-                    "SET client_min_messages = warning;"
-                    "SET lock_timeout = 5000;"
-                    "SET idle_in_transaction_session_timeout = 60000;"
-                    "SET TIME ZONE 'UTC'",
-                    err, errlen, "setting up the session");
+     * statement), durable at commit, bounded lock waits and statements, times in UTC; and a
+     * session of ours that stalls inside a transaction (a host cut off mid-write) is ended by
+     * the server after a minute, so its row locks cannot hold the other hosts up. */
+    char setup[512];
+    snprintf(setup, sizeof(setup),
+             "SET default_transaction_isolation = 'read committed';"
+             "SET default_transaction_read_only = off;"
+             "SET synchronous_commit = on;"
+             "SET client_min_messages = warning;"
+             "SET lock_timeout = 5000;"
+             "SET statement_timeout = %d;"
+             "SET idle_in_transaction_session_timeout = 60000;"
+             "SET TIME ZONE 'UTC'",
+             PG_STATEMENT_TIMEOUT_MS);
+    rc = pg_exec_ok(h, setup, err, errlen, "setting up the session");
     if (rc)
         goto fail;
     rc = pg_migrate(h, err, errlen);
@@ -1045,6 +1263,33 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
     return APBOT_OK;
 fail:
     pg_close(&h->base);
+    return rc;
+}
+
+/* The bound on one round trip of st (tests: a cut connection found in a test's time);
+ * APBOT_E_INVAL for another backend. */
+UNITTEST int store_pg_set_roundtrip_ms(struct store *st, int ms)
+{
+    if (!st || st->ops != &pg_ops || ms <= 0)
+        return APBOT_E_INVAL;
+    PG(st)->rt_ms = ms;
+    return APBOT_OK;
+}
+
+/* The value of a connection option as libpq uses it for st's connection (its defaults and the
+ * string's) into buf; APBOT_E_NOTFOUND when it has none, APBOT_E_INVAL without a connection. */
+UNITTEST int store_pg_option(struct store *st, const char *key, char *buf, size_t len)
+{
+    if (!st || st->ops != &pg_ops || !PG(st)->conn || !key || !buf || !len)
+        return APBOT_E_INVAL;
+    PQconninfoOption *opts = PQconninfo(PG(st)->conn);
+    int rc = APBOT_E_NOTFOUND;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, key) == 0 && o->val) {
+            snprintf(buf, len, "%s", o->val);
+            rc = APBOT_OK;
+        }
+    PQconninfoFree(opts);
     return rc;
 }
 
@@ -2032,17 +2277,10 @@ static int pg_load_begin(struct store *st, char *err, size_t errlen)
 static int pg_load_sql(struct pg *h, const char *sql, struct pp *p, char *err, size_t errlen,
                        const char *what)
 {
-    if (h->dead) {
-        pp_done(p);
-        return pg_dead(err, errlen);
-    }
-    PGresult *res = PQexecParams(h->conn, sql, p->n, NULL, p->v, NULL, NULL, 0);
-    pp_done(p);
     int r = APBOT_OK;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        r = pg_fail(h, res, err, errlen, what);
+    PGresult *res = pg_exec_params(h, sql, p, &r, err, errlen, what);
     PQclear(res);
-    return r;
+    return res ? APBOT_OK : r;
 }
 
 static int pg_load_item(struct store *st, const struct store_item *it, char *err, size_t errlen)

@@ -33,10 +33,12 @@ enum apbot_rc {
                        * select option, no mapping): a business exception, never a retry */
     APBOT_E_ORIGIN,   /* a request would leave the ERP's origin (scheme, host, port) */
     /* retry later */
-    APBOT_E_BUSY, /* database locked, lease held by another process */
-    APBOT_E_NET,  /* network trouble */
-    APBOT_E_IO,   /* file system error */
-    APBOT_E_DB,   /* SQLite error other than busy */
+    APBOT_E_BUSY,    /* database locked, lease held by another process */
+    APBOT_E_NET,     /* network trouble */
+    APBOT_E_IO,      /* file system error */
+    APBOT_E_DB,      /* database error other than busy (SQLite, a failed statement) */
+    APBOT_E_UNAVAIL, /* the queue's database cannot be reached, or the connection to it was
+                      * lost (PostgreSQL): open it again, later; never a refusal */
     /* stop the run */
     APBOT_E_SYSTEMIC, /* ERP unusable: login refused, form missing, unreachable */
     APBOT_E_LIMIT,    /* a size or count bound was hit */

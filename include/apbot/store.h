@@ -23,9 +23,16 @@
  *
  * Busy. A write that finds the queue locked waits the busy timeout, then the store retries
  * the whole transaction (bounded, with jitter) before it reports APBOT_E_BUSY. On PostgreSQL
- * the busy timeout is the lock timeout, and a serialization failure or a deadlock counts as
- * busy too. A lost connection is never retried: it is APBOT_E_DB, and the handle stays
- * unusable (a runner stops as after a crash; its leases expire and the items are recovered).
+ * the busy timeout is the lock timeout, and a serialization failure, a deadlock or the
+ * statement timeout counts as busy too.
+ *
+ * Unavailable. A queue whose server cannot be reached, or whose connection was lost (a
+ * restart, a failover, a cut network, a round trip past its bound), answers APBOT_E_UNAVAIL:
+ * store_open when the server does not answer, any call once the connection is gone. It is
+ * never retried inside the store, and the handle stays unusable: close it and open the queue
+ * again. A change whose transaction was under way is not known to be recorded or not: the
+ * row as the queue holds it decides, as after a crash (its lease expires and the item is
+ * recovered). Only the PostgreSQL backend answers it; a SQLite file is there or it is not.
  */
 #ifndef APBOT_STORE_H
 #define APBOT_STORE_H
@@ -86,8 +93,10 @@ enum store_enqueue_result {
  * PostgreSQL URI or connection string, see "Backends"). A new database file and its
  * companions (-wal, -shm) are created readable by the owner only (0600): they hold invoices
  * and evidence. Returns APBOT_OK and *ret (close with store_close), or an error with detail
- * in err, never showing a password (APBOT_E_IO: cannot open or connect; APBOT_E_DB: a schema
- * newer than this apbot, or a database error; APBOT_E_INVAL: a URI of no known kind).
+ * in err, never showing a password (APBOT_E_IO: cannot open, or a server that answers refused
+ * the connection; APBOT_E_UNAVAIL: the server does not answer or takes no connections now;
+ * APBOT_E_DB: a schema newer than this apbot, or a database error; APBOT_E_INVAL: a URI of no
+ * known kind).
  */
 int store_open(const char *path, struct store **ret, char *err, size_t errlen) APBOT_MUST_USE;
 /* Closes; NULL is fine. A handle is for one thread at a time. */
