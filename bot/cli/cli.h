@@ -16,8 +16,9 @@ enum cli_exit {
     CLI_EXIT_SYSTEMIC = 4,   /* run: stopped by the circuit breaker (ERP unusable) */
     CLI_EXIT_DRIFT = 5,      /* report: drift found between the queue and the ERP */
     CLI_EXIT_UNBALANCED = 6, /* report: items do not balance */
-    CLI_EXIT_TAMPERED = 7    /* audit verify: the audit chain is broken (events changed,
+    CLI_EXIT_TAMPERED = 7,   /* audit verify: the audit chain is broken (events changed,
                               * deleted or reordered, or the kept head is not in it) */
+    CLI_EXIT_QUEUE = 8       /* run: the queue stayed unavailable past --queue-outage-max */
 };
 
 struct cli_ctx {

@@ -1,10 +1,10 @@
 /*
  * cli_run.c - `apbot run --flow FILE [--erp URL] [--until-empty] [--max-seconds N]
  * [--concurrency N|auto] [--quiet] [--log-format text|json] [--metrics-file PATH
- * [--metrics-interval N]]`: parses the options, turns SIGINT/SIGTERM into the runner's cancel
- * flag, picks the output (a progress line on a terminal, key=value or JSON log lines otherwise),
- * maps the runner's result to an exit code and writes the run's last metrics with it. The work
- * is runner.c's.
+ * [--metrics-interval N]] [--queue-outage-max SECONDS]`: parses the options, turns
+ * SIGINT/SIGTERM into the runner's cancel flag, picks the output (a progress line on a
+ * terminal, key=value or JSON log lines otherwise), maps the runner's result to an exit code
+ * and writes the run's last metrics with it. The work is runner.c's.
  */
 #include "cli.h"
 
@@ -31,7 +31,7 @@ static void run_usage(FILE *out)
     fprintf(out,
             "usage: apbot [--db PATH] [--erp URL] run --flow FILE [--erp URL] [--until-empty]\n"
             "             [--max-seconds N] [--concurrency N|auto] [--quiet]\n"
-            "             [--log-format text|json]\n"
+            "             [--log-format text|json] [--queue-outage-max SECONDS]\n"
             "             [--metrics-file PATH [--metrics-interval N]]\n"
             "\n"
             "Posts queued invoices into the ERP the flow describes: look up, post with the\n"
@@ -51,12 +51,18 @@ static void run_usage(FILE *out)
             "  --quiet            no progress line and no log lines, only the summary\n"
             "  --log-format F     text (key=value, the default) or json: one JSON object per\n"
             "                     log line, the same fields (journald, log shippers)\n"
+            "  --queue-outage-max SECONDS\n"
+            "                     ride out a queue that cannot be reached (a PostgreSQL\n"
+            "                     restart, a failover, a cut connection) this long: no claims,\n"
+            "                     items stay as the queue recorded them, reconnect with\n"
+            "                     backoff; default 300, 0: stop at the first failed reconnect\n"
             "On a terminal: a progress line, warnings and errors scrolled above it; otherwise\n"
             "one key=value log line per event on stderr.\n"
             "Credentials: APBOT_ERP_USER, APBOT_ERP_PASSWORD (or APBOT_ERP_PASSWORD_FILE, or\n"
             "systemd's credentials erp-user, erp-password: docs/operations.md).\n"
             "Exit: 0 stopped normally, 1 error, 2 usage, 4 circuit breaker (ERP unusable;\n"
-            "untouched items stay queued).\n");
+            "untouched items stay queued), 8 the queue stayed unavailable past\n"
+            "--queue-outage-max (every item as the queue last recorded it: run again).\n");
 }
 
 /* Parses a non-negative decimal; false when s is not one. */
@@ -121,6 +127,13 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
             }
             opt.metrics_every_ms = n * 1000;
             i++;
+        } else if (strcmp(a, "--queue-outage-max") == 0 && v) {
+            if (!parse_count(v, 7L * 24 * 3600, &n)) {
+                fprintf(stderr, "apbot run: --queue-outage-max wants a number of seconds\n");
+                return CLI_EXIT_USAGE;
+            }
+            opt.queue_outage_max_ms = n > 0 ? n * 1000 : 1; /* 0: one attempt, at once */
+            i++;
         } else if (strcmp(a, "--concurrency") == 0 && v) {
             if (strcmp(v, "auto") == 0) {
                 opt.concurrency = 0;
@@ -171,11 +184,17 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
 
     int rc = runner_run(&opt, &stats);
 
+    char pending[32] = "unknown";
+    if (stats.pending >= 0)
+        snprintf(pending, sizeof(pending), "%" PRId64, stats.pending);
     printf("run: stopped (%s) after %" PRId64 " s: completed %" PRId64
-           ", business-exception %" PRId64 ", manual-review %" PRId64 ", still pending %" PRId64
-           "\n",
+           ", business-exception %" PRId64 ", manual-review %" PRId64 ", still pending %s\n",
            runner_stop_name(stats.stop), stats.elapsed_ms / 1000, stats.completed,
-           stats.business_exception, stats.manual_review, stats.pending);
+           stats.business_exception, stats.manual_review, pending);
+    if (stats.queue_outages > 0)
+        printf("run: the queue was unavailable %" PRId64 " time(s), %" PRId64
+               " ms in all; connections lost %" PRId64 "\n",
+               stats.queue_outages, stats.queue_outage_ms, stats.queue_lost);
     if (stats.max_late_commit_ms > 0)
         printf("run: the ERP committed up to %" PRId64 " ms after apbot gave up; settle delay in "
                "force %" PRId64 " ms\n",
@@ -193,6 +212,14 @@ int cli_run(const struct cli_ctx *ctx, int argc, char **argv)
                 "queued. Fix the ERP side and run again.\n",
                 stats.message);
         status = CLI_EXIT_SYSTEMIC;
+        break;
+    case APBOT_E_UNAVAIL:
+        fprintf(stderr,
+                "apbot run: %s\n"
+                "apbot run: stopped; every item is where the queue last recorded it. Run again "
+                "once the database is back.\n",
+                stats.message);
+        status = CLI_EXIT_QUEUE;
         break;
     default:
         fprintf(stderr, "apbot run: %s\n", stats.message[0] ? stats.message : apbot_strerror(rc));

@@ -21,7 +21,7 @@ static const struct {
      "enqueue [--vendors MAP.csv] [--batch N] FILE...   queue CSV / UBL invoices"},
     {"run", cli_run,
      "run --flow FILE [--erp URL] [--until-empty] [--max-seconds N] [--concurrency N|auto]\n"
-     "              [--quiet]"},
+     "              [--quiet] [--log-format text|json] [--queue-outage-max SECONDS]"},
     {"status", cli_status, "status [--json]                      counts per state"},
     {"list", cli_list, "list --state STATE|all [--json] [--limit N]   items in one state"},
     {"review", cli_review,
@@ -74,7 +74,10 @@ static void usage(FILE *out)
             "  5  report found drift (duplicates, missing, orphans, mismatches)\n"
             "  6  report does not balance\n"
             "  7  audit verify: the audit chain is broken (an event changed, deleted or\n"
-            "     reordered, or the kept head is not in it)\n");
+            "     reordered, or the kept head is not in it)\n"
+            "  8  run stopped because the queue stayed unavailable longer than\n"
+            "     --queue-outage-max (a PostgreSQL server down, unreachable); every item is\n"
+            "     where the queue last recorded it\n");
 }
 
 int main(int argc, char **argv)

@@ -59,6 +59,7 @@ struct store {
     uint64_t rng;                     /* xorshift state for the retry jitter */
     enum store_durability durability; /* store_set_durability's; backends read it */
     int64_t syncs;                    /* disk syncs this handle ran (backends count) */
+    bool server_clock; /* stamps on a server's clock (store_server_clock): set by the backend */
 };
 
 /* Every row of a queue, for store_copy: each callback sees one row, valid during the call. */

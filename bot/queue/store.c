@@ -162,6 +162,11 @@ const char *store_backend(const struct store *st)
     return st ? st->ops->name : "none";
 }
 
+bool store_server_clock(const struct store *st)
+{
+    return st && st->server_clock;
+}
+
 /* ---- shared machinery -------------------------------------------------------------------- */
 
 static atomic_bool trust_caller_clock;

@@ -382,6 +382,7 @@ struct pg {
     struct store base;
     PGconn *conn;                 /* NULL once the connection was lost */
     bool dead;                    /* the connection was lost: every call fails */
+    char lost_why[200];           /* what lost it, for every later call's message */
     int rt_ms;                    /* the bound on one round trip (PG_ROUNDTRIP_MS) */
     bool trust;                   /* store_test_trust_caller_clock at open */
     bool prepared[P__COUNT];      /* prepared on this connection */
@@ -550,6 +551,8 @@ static int pg_fail_ex(struct pg *h, PGresult *res, bool timed_out, char *err, si
     }
     rc = apbot_fail(err, errlen, rc, "store: %s: %s%s%s%s", what, lost, text,
                     state ? " SQLSTATE " : "", state ? state : "");
+    if (rc == APBOT_E_UNAVAIL)
+        snprintf(h->lost_why, sizeof(h->lost_why), "%.60s: %.130s", what, text);
     if (err)
         scrub(err, errlen, h->password);
     return rc;
@@ -560,11 +563,15 @@ static int pg_fail(struct pg *h, PGresult *res, char *err, size_t errlen, const 
     return pg_fail_ex(h, res, false, err, errlen, what);
 }
 
-static int pg_dead(char *err, size_t errlen)
+static int pg_dead(const struct pg *h, char *err, size_t errlen)
 {
-    return apbot_fail(err, errlen, APBOT_E_UNAVAIL,
-                      "store: the connection to the database was lost earlier; open the "
-                      "queue again");
+    int rc = apbot_fail(err, errlen, APBOT_E_UNAVAIL,
+                        "store: the connection to the database was lost earlier (%s); open the "
+                        "queue again",
+                        h->lost_why);
+    if (err)
+        scrub(err, errlen, h->password);
+    return rc;
 }
 
 /* ---- one round trip, bounded ---------------------------------------------------------------- */
@@ -752,7 +759,7 @@ static PGresult *pg_run(struct pg *h, enum pg_q q, struct pp *p, int *ret_rc, ch
     char name[16];
     snprintf(name, sizeof(name), "apbot_q%d", (int)q);
     if (h->dead) {
-        *ret_rc = pg_dead(err, errlen);
+        *ret_rc = pg_dead(h, err, errlen);
         goto out;
     }
     if (!h->prepared[q]) {
@@ -778,7 +785,7 @@ static PGresult *pg_exec(struct pg *h, const char *sql, int *ret_rc, char *err, 
                          const char *what)
 {
     if (h->dead) {
-        *ret_rc = pg_dead(err, errlen);
+        *ret_rc = pg_dead(h, err, errlen);
         return NULL;
     }
     bool timed_out = false;
@@ -792,7 +799,7 @@ static PGresult *pg_exec_params(struct pg *h, const char *sql, struct pp *p, int
 {
     PGresult *res = NULL;
     if (h->dead) {
-        *ret_rc = pg_dead(err, errlen);
+        *ret_rc = pg_dead(h, err, errlen);
     } else {
         bool timed_out = false;
         res = pg_collect(h, PQsendQueryParams(h->conn, sql, p->n, NULL, p->v, NULL, NULL, 0),
@@ -1047,7 +1054,7 @@ static int pg_run_write(struct pg *h, const struct apbot_now *now, store_tx_body
                         char *err, size_t errlen)
 {
     if (h->dead)
-        return pg_dead(err, errlen);
+        return pg_dead(h, err, errlen);
     h->caller_now = now;
     int r = store_run_write(&h->base, pg_tx_begin, pg_tx_end, body, ctx, err, errlen);
     h->caller_now = NULL;
@@ -1190,6 +1197,7 @@ int store_pg_open(const char *conninfo, struct store **ret, char *err, size_t er
     h->trust = store_caller_clock_trusted();
     h->password = conninfo_password(conninfo);
     h->rt_ms = PG_ROUNDTRIP_MS;
+    h->base.server_clock = true;
     char shown[512];
     store_path_display(conninfo, shown, sizeof(shown));
     /* Ours first, so the connection string's own settings override them: a bounded connect,
@@ -1993,7 +2001,7 @@ static int pg_sync(struct store *st, char *err, size_t errlen)
     if (!h->unsynced)
         return APBOT_OK;
     if (h->dead)
-        return pg_dead(err, errlen);
+        return pg_dead(h, err, errlen);
     if (st->in_batch)
         return apbot_fail(err, errlen, APBOT_E_INVAL, "store_sync: inside a batch");
     int rc = pg_exec_ok(h, "BEGIN; SELECT pg_logical_emit_message(true, 'apbot', 'sync'); COMMIT",

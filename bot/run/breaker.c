@@ -9,6 +9,10 @@
  * exchanges the workers stop claiming and probe instead, so a short outage is ridden out
  * without spending items' budgets. In-flight items are handed back with the `released` event
  * (or `unknown` once the committing request may have gone out).
+ *
+ * The queue's outages are counted here too: a connection lost (a worker's or the calling
+ * thread's) begins an outage if none was under way, the last one back ends it; a connection
+ * that stays lost past the bound stops the run (RUNNER_STOP_QUEUE).
  */
 #include "run/runner-int.h"
 
@@ -104,4 +108,58 @@ void runner_fail(struct runner *r, const char *msg)
     }
     pthread_mutex_unlock(&r->mu);
     atomic_store(&r->stop, true);
+}
+
+void runner_queue_down(struct runner *r, const char *err)
+{
+    char detail[700];
+    pthread_mutex_lock(&r->mu);
+    bool first = r->queue_down++ == 0;
+    if (first) {
+        r->outage_since = mono_ms();
+        r->totals.queue_outages++;
+    }
+    r->totals.queue_lost++;
+    pthread_mutex_unlock(&r->mu);
+    if (!first)
+        return;
+    snprintf(detail, sizeof(detail),
+             "%.400s; no claims on a lost connection, every item stays as the queue recorded "
+             "it; reconnecting for up to %ld s",
+             err ? err : "", r->pol.outage_max_ms / 1000);
+    runlog_msg(r, "warn", "queue unavailable", detail);
+}
+
+void runner_queue_up(struct runner *r)
+{
+    char detail[160];
+    int64_t lasted = -1;
+    pthread_mutex_lock(&r->mu);
+    if (r->queue_down > 0 && --r->queue_down == 0) {
+        lasted = mono_ms() - r->outage_since;
+        r->totals.queue_outage_ms += lasted;
+    }
+    int64_t lost = r->totals.queue_lost;
+    pthread_mutex_unlock(&r->mu);
+    if (lasted < 0)
+        return;
+    snprintf(detail, sizeof(detail),
+             "after %" PRId64 " ms; connections lost so far in this run: %" PRId64, lasted, lost);
+    runlog_msg(r, "warn", "queue available again", detail);
+}
+
+void runner_queue_fail(struct runner *r, const char *err)
+{
+    pthread_mutex_lock(&r->mu);
+    bool first = !r->queue_failed;
+    if (first) {
+        r->queue_failed = true;
+        snprintf(r->queue_msg, sizeof(r->queue_msg),
+                 "the queue was unavailable for longer than %ld s (last: %.400s)",
+                 r->pol.outage_max_ms / 1000, err ? err : "");
+    }
+    pthread_mutex_unlock(&r->mu);
+    atomic_store(&r->stop, true);
+    if (first)
+        runlog_msg(r, "error", "queue unavailable for too long; stopping", err);
 }

@@ -13,9 +13,15 @@
  * then a reconciliation, never a blind re-post). What an answer means is decided by decide.c,
  * not here; whether a record books this invoice by docmatch.c. Every exchange of the item is
  * kept as its evidence and stored with its next state change.
+ *
+ * A queue that answers APBOT_E_UNAVAIL (worker_queue_lost) ends the job on the spot: the
+ * item stays as the queue last recorded it, whatever the job learnt since (a change the queue
+ * may or may not have taken is settled as after a crash: recovery after the lease, a lookup
+ * before anything is posted again), and nothing more is sent for it.
  */
 #include "run/runner-int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,10 +109,27 @@ static void evidence_flush(struct worker *w)
     if (!w->n_pending)
         return;
     char err[APBOT_ERR_LEN];
-    if (store_add_evidence_n(w->st, w->item_id, w->pending, w->n_pending, NULL, err, sizeof(err)) !=
-        APBOT_OK)
+    int rc = w->queue_lost ? APBOT_E_UNAVAIL
+                           : store_add_evidence_n(w->st, w->item_id, w->pending, w->n_pending, NULL,
+                                                  err, sizeof(err));
+    if (rc == APBOT_E_UNAVAIL && (w->queue_lost || worker_queue_lost(w, rc, err))) {
+        w->kept_item = w->item_id; /* kept until the queue is back (job_evidence_restore) */
+        return;
+    }
+    if (rc != APBOT_OK)
         runlog_msg(w->r, "warn", "evidence not stored", err);
     evidence_drop(w);
+}
+
+void job_evidence_restore(struct worker *w)
+{
+    char err[APBOT_ERR_LEN];
+    if (w->n_pending && w->kept_item &&
+        store_add_evidence_n(w->st, w->kept_item, w->pending, w->n_pending, NULL, err,
+                             sizeof(err)) != APBOT_OK)
+        runlog_msg(w->r, "warn", "evidence not stored", err);
+    evidence_drop(w);
+    w->kept_item = 0;
 }
 
 /*
@@ -125,7 +148,7 @@ static void evidence_put(struct worker *w, const struct erp_exchange *ev)
     runmetrics_exchange(r->opt->metrics, ev->step, ev->outcome, ev->elapsed_ms, sig);
     if (ev->http_status > 0 || sig == LIMITER_TIMEOUT)
         limiter_sample(r->limiter, ev->step, ev->method, ev->elapsed_ms, sig);
-    if (!w->item_id)
+    if (!w->item_id || w->queue_lost)
         return;
     if (w->n_pending >= RUNNER_PENDING_MAX)
         evidence_flush(w);
@@ -168,16 +191,17 @@ void job_evidence_free(struct worker *w)
 /* ---- leases and the state setter ------------------------------------------------------ */
 
 /*
- * Makes sure the lease outlasts one more exchange. Returns false (and marks the job lost)
- * when another runner took the item over.
+ * Makes sure the lease outlasts one more exchange; prove: renew it even so (the queue's
+ * answer proves it is still this worker's). Returns false (and marks the job lost) when
+ * another runner took the item over, or the queue is lost.
  */
-static bool job_lease(struct job *j)
+static bool job_lease(struct job *j, bool prove)
 {
     struct worker *w = j->w;
     const struct runner_policy *pol = &w->r->pol;
     int64_t now = mono_ms();
     int64_t need = pol->timeout_ms + pol->connect_timeout_ms + RUNNER_LEASE_MARGIN_MS;
-    if (j->lease_until - now >= need)
+    if (!prove && j->lease_until - now >= need)
         return true;
     char err[APBOT_ERR_LEN];
     int rc = store_renew(w->st, j->item.id, w->owner, NULL, pol->lease_ms, err, sizeof(err));
@@ -186,8 +210,10 @@ static bool job_lease(struct job *j)
         return true;
     }
     j->lost = true;
-    runlog_msg(w->r, rc == APBOT_E_STATE ? "warn" : "error", "lease not renewed", err);
-    if (rc != APBOT_E_STATE)
+    bool unavailable = worker_queue_lost(w, rc, err);
+    runlog_msg(w->r, rc == APBOT_E_STATE || unavailable ? "warn" : "error", "lease not renewed",
+               err);
+    if (rc != APBOT_E_STATE && !unavailable)
         runner_fail(w->r, err);
     return false;
 }
@@ -205,7 +231,7 @@ static bool job_apply(struct job *j, enum machine_event ev, bool may_claim_next)
     char err[APBOT_ERR_LEN];
 
     j->kept = false;
-    if (j->lost)
+    if (j->lost || w->queue_lost)
         return false;
     /* ERP messages may echo the user id: nothing secret reaches the row, event or log. */
     mask_in_place(r, j->reason, sizeof(j->reason));
@@ -269,6 +295,14 @@ static bool job_apply(struct job *j, enum machine_event ev, bool may_claim_next)
         j->lost = true;
         if (rc == APBOT_E_STATE) {
             runlog_msg(r, "warn", "item taken over; result dropped", err);
+        } else if (worker_queue_lost(w, rc, err)) {
+            char what[APBOT_ERR_LEN + 64];
+            snprintf(what, sizeof(what), "item %" PRId64 " (%s, %s): %s", j->item.id,
+                     machine_event_name(ev), machine_state_name(j->item.state), err);
+            runlog_msg(r, "warn",
+                       "a change the queue may not have taken; the item stays as the queue "
+                       "recorded it, settled after its lease",
+                       what);
         } else {
             runlog_msg(r, "error", "store", err);
             runner_fail(r, err);
@@ -358,7 +392,7 @@ static enum machine_event job_lookup(struct job *j)
         snprintf(j->detail, sizeof(j->detail), "the queued payload cannot be read");
         return MACHINE_EV_LOOKUP_FAILED;
     }
-    if (!job_lease(j))
+    if (!job_lease(j, false))
         return MACHINE_EV_RELEASED;
     w->stats.lookups++;
     runmetrics_count(w->r->opt->metrics, RUNMETRICS_LOOKUPS);
@@ -408,18 +442,41 @@ static enum machine_event job_lookup(struct job *j)
 static bool hook_before_commit(void *ctx)
 {
     struct job *j = ctx;
-    if (stopping(j->w->r))
-        return false;
-    /* The lease once more right before the committing request: this step's page fetch and
-     * evidence writes may have outlasted it, and a recovered item must not be posted twice. */
-    if (!job_lease(j))
+    struct worker *w = j->w;
+    const struct runner_policy *pol = &w->r->pol;
+    if (stopping(w->r) || w->queue_lost)
         return false;
     /* What was exchanged so far is stored before anything that could book is sent (a kill
      * of this process keeps it), without a disk sync of its own: it is no state change, and
-     * reaches the disk with the next one. */
-    enum store_durability was = store_set_durability(j->w->st, STORE_LAZY);
-    evidence_flush(j->w);
-    (void)store_set_durability(j->w->st, was);
+     * reaches the disk with the next one. Then every change before the request on disk (the
+     * gate's sync then finds nothing left to do). */
+    enum store_durability was = store_set_durability(w->st, STORE_LAZY);
+    evidence_flush(w);
+    (void)store_set_durability(w->st, was);
+    if (w->queue_lost || !worker_durable(w, NULL, 0))
+        return false;
+    /* The lease last, right before the committing request: this step's page fetch and the
+     * writes above may have outlasted it, and a recovered item must not be posted twice. Where
+     * the queue's clock is a server's, whose restart ends every lease sooner than this host
+     * counts it, the lease is renewed whatever is left of it: the queue's answer is the proof
+     * (lazily: a lease lost with a crash of the server ends with its restart anyway). */
+    was = store_set_durability(w->st, STORE_LAZY);
+    bool held = job_lease(j, store_server_clock(w->st));
+    (void)store_set_durability(w->st, was);
+    if (!held)
+        return false;
+    /* Counted once more on this host's clock: a pause of the process since the renewal must
+     * not leave the form to go out on a lease that is running out. What remains is the
+     * stretch from here to the request's bytes (no I/O of apbot's; at most a new connection's
+     * connect): docs/postgresql.md, "A host frozen past its lease". */
+    int64_t left = j->lease_until - mono_ms();
+    if (left < pol->connect_timeout_ms + RUNNER_LEASE_MARGIN_MS) {
+        char why[160];
+        snprintf(why, sizeof(why), "item %" PRId64 ": %" PRId64 " ms of its lease left", j->item.id,
+                 left);
+        runlog_msg(w->r, "warn", "lease too short for the committing request; not sent", why);
+        return false;
+    }
     j->commit_sent = true;
     return true;
 }
@@ -438,7 +495,7 @@ static bool hook_saved(void *ctx, const char *doc)
 static bool hook_stopping(void *ctx)
 {
     struct job *j = ctx;
-    return stopping(j->w->r) || !job_lease(j);
+    return stopping(j->w->r) || !job_lease(j, false);
 }
 
 /* A form that is not what the flow describes: one odd page gives the item back, the same in

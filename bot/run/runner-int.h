@@ -35,6 +35,10 @@ struct erp_refs;
 /* Reconciliation lookups that missed a document remembered at once: more items than settle
  * within one settle delay on any ERP apbot drives; an older one forgotten measures nothing. */
 #define RUNNER_MISSES_MAX 1024
+/* A lost queue: reconnection n waits a full-jitter draw in [0, min(cap, base * 2^n)] ms. */
+#define RUNNER_OUTAGE_BASE_MS 100
+#define RUNNER_OUTAGE_CAP_MS 5000
+#define RUNNER_OUTAGE_MAX_MS (5 * 60 * 1000) /* the default bound of an outage ridden out */
 /* The longest Retry-After honoured: an ERP asking for a day must not park an item that long. */
 #define RUNNER_RETRY_AFTER_MAX_MS (15 * 60 * 1000)
 
@@ -69,6 +73,7 @@ struct runner_policy {
     struct machine_policy machine;
     int breaker_failures;
     long breaker_window_ms;
+    long outage_max_ms; /* a connection to the queue lost this long stops the run */
 };
 
 struct worker;
@@ -88,8 +93,11 @@ struct runner {
     struct erp_refs *refs; /* the run's reference data (<resolve>), shared by the sessions */
     struct worker *workers;
     int n_workers;
-    struct store *st;               /* the calling thread's (recovery, counts) */
+    struct store *st;               /* the calling thread's (recovery, counts); NULL while lost */
     struct transition_env recovery; /* the calling thread's recovery of expired leases */
+    int64_t st_lost_at;             /* mono ms the calling thread's connection was lost (0: not) */
+    int64_t st_retry_at;            /* mono ms of its next reconnection */
+    int st_tries;                   /* its reconnections so far in this outage */
 
     atomic_int abort_io;       /* written by the calling thread only; workers' exchanges poll it */
     atomic_bool stop;          /* workers: finish the current item and leave */
@@ -115,6 +123,10 @@ struct runner {
     char trip_msg[512];
     bool failed;
     char fail_msg[512];
+    int queue_down;       /* connections to the queue lost and not back yet */
+    int64_t outage_since; /* mono ms the current outage began (queue_down > 0) */
+    bool queue_failed;    /* a connection stayed lost past the bound: the run stops */
+    char queue_msg[512];
     struct runner_stats totals; /* workers add theirs when they leave */
     /* lookup-bound late commits (settle.c): reconciliation lookups that missed a document,
      * a ring of the latest RUNNER_MISSES_MAX */
@@ -153,6 +165,12 @@ struct worker {
      * its limiter place is the one the worker already holds */
     struct store_item next;
     bool have_next;
+    /* the worker's connection to the queue was lost (worker_queue_lost): it touches no item
+     * and claims nothing until worker_reconnect has a new one */
+    bool queue_lost;
+    int64_t queue_lost_at; /* mono ms */
+    char queue_err[APBOT_ERR_LEN];
+    int64_t kept_item; /* the item of the exchanges kept in `pending` across the outage */
 };
 
 static inline int64_t mono_ms(void)
@@ -185,6 +203,14 @@ bool runner_retry_due(struct runner *r);
 /* Sleeps up to ms, returning early when the run stops; what the worker wrote goes to disk
  * first. */
 void worker_sleep(struct worker *w, int64_t ms);
+/* Makes the worker's writes durable (store_sync); false when they are not (the run failed, or
+ * the queue was lost: nothing that depends on them may follow), why says so. */
+bool worker_durable(struct worker *w, char *why, size_t whylen);
+/* A store call of the worker answered APBOT_E_UNAVAIL (err): its connection to the queue is
+ * lost. The worker drops what it was doing, leaving every item as the queue recorded it, and
+ * reconnects before it claims again; what else it was told fails the run. Returns true when
+ * rc was that (the caller then stops touching the item), false for any other rc. */
+bool worker_queue_lost(struct worker *w, int rc, const char *err);
 /* The one state setter's environment for the worker (its store, owner, backoff and log). */
 struct transition_env worker_env(struct worker *w);
 
@@ -195,6 +221,13 @@ struct transition_env worker_env(struct worker *w);
  * 64-bit random value. Pure.
  */
 int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_ms, uint64_t rnd);
+/*
+ * The wait before reconnection n (0: the first) to a queue lost at lost_at (mono ms), at now:
+ * a full-jitter draw in [0, min(RUNNER_OUTAGE_CAP_MS, RUNNER_OUTAGE_BASE_MS * 2^n)], cut to end
+ * at lost_at + max_ms at the latest; -1 once that moment has passed (give up: the queue is
+ * unavailable). rnd is a uniform 64-bit random value. Pure.
+ */
+int64_t runner_outage_wait_ms(int64_t lost_at, int64_t now, long max_ms, int n, uint64_t rnd);
 /* A log line's start (time, level) in buf, as key=value or as a JSON object's first members;
  * then runlog_kv appends one field; log_line closes a JSON object with '}'. */
 void runlog_start(char *buf, size_t len, const char *level, bool json);
@@ -210,6 +243,9 @@ void job_run(struct worker *w, struct store_item *it);
 void job_evidence(void *ctx, const struct erp_exchange *ev);
 /* Drops the exchanges not stored yet and frees their list. */
 void job_evidence_free(struct worker *w);
+/* After a reconnection: stores the exchanges kept because the queue was lost when they were
+ * to be stored (their item is w->kept_item); drops them when that fails too. */
+void job_evidence_restore(struct worker *w);
 
 /* ---- the terminal and the log (runlog.c) ------------------------------------------------- */
 
@@ -238,6 +274,14 @@ void breaker_count(struct runner *r, const char *transport);
 bool breaker_suspect(struct runner *r);
 /* Stops the run as failed (the queue, a worker's set-up; the first message is kept). */
 void runner_fail(struct runner *r, const char *msg);
+/* One more connection to the queue lost (err: why): the first of an outage logs it and starts
+ * its clock. */
+void runner_queue_down(struct runner *r, const char *err);
+/* A lost connection is back: the last one back ends the outage (logged, its time counted). */
+void runner_queue_up(struct runner *r);
+/* A connection stayed lost past the bound (err: the last failure): the run stops as
+ * RUNNER_STOP_QUEUE. */
+void runner_queue_fail(struct runner *r, const char *err);
 
 /* ---- the settle delay (settle.c) --------------------------------------------------------- */
 

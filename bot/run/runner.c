@@ -13,6 +13,14 @@
  * nothing and probes instead. The calling thread recovers the leases of vanished runners,
  * draws the progress line (runlog.c) and stops the run when the queue is empty, the time is
  * up, the run is cancelled, the breaker tripped or the run failed.
+ *
+ * A queue that becomes unavailable (APBOT_E_UNAVAIL: a PostgreSQL server restarted or failed
+ * over, a connection cut or ended) is ridden out, not a failure: the thread whose connection
+ * was lost drops what it was doing - the item in hand stays exactly as the queue last
+ * recorded it, a change the queue may not have taken is never assumed taken, and the lease
+ * runs out for recovery to settle it as after a crash - sends nothing more, claims nothing,
+ * and reconnects with capped full-jitter backoff (runner_outage_wait_ms). Only a connection
+ * still lost after the bound (--queue-outage-max) stops the run, as RUNNER_STOP_QUEUE.
  */
 #include "apbot/runner.h"
 
@@ -48,7 +56,7 @@
 static const char *const stop_names[] = {
     [RUNNER_STOP_EMPTY] = "empty",   [RUNNER_STOP_TIME] = "time",
     [RUNNER_STOP_CANCEL] = "cancel", [RUNNER_STOP_SYSTEMIC] = "systemic",
-    [RUNNER_STOP_ERROR] = "error",
+    [RUNNER_STOP_ERROR] = "error",   [RUNNER_STOP_QUEUE] = "queue",
 };
 _Static_assert(sizeof(stop_names) / sizeof(stop_names[0]) == RUNNER_STOP__COUNT,
                "every runner_stop needs a name");
@@ -184,6 +192,17 @@ static int worker_claim_retry(struct worker *w, struct store_item *it)
     return transition_claim_id(&env, NULL, id, r->pol.lease_ms, it, err, sizeof(err));
 }
 
+/* Reconnection n to a queue lost at lost_at (runner-int.h). */
+UNITTEST int64_t runner_outage_wait_ms(int64_t lost_at, int64_t now, long max_ms, int n,
+                                       uint64_t rnd)
+{
+    int64_t left = lost_at + (max_ms > 0 ? max_ms : 0) - now;
+    if (left < 0)
+        return -1;
+    int64_t d = runner_backoff_ms(RUNNER_OUTAGE_BASE_MS, RUNNER_OUTAGE_CAP_MS, n, 0, rnd);
+    return d < left ? d : left;
+}
+
 /* ---- the worker's writes made durable ---------------------------------------------------- */
 
 /*
@@ -199,29 +218,54 @@ static int worker_claim_retry(struct worker *w, struct store_item *it)
  * syncs of several workers are shared (store_sqlite.c, group commit): a sync puts every
  * commit before it on disk. A disk that refuses to sync stops the run: nothing is sent after.
  */
-static bool worker_durable(struct worker *w, char *why, size_t whylen)
+bool worker_durable(struct worker *w, char *why, size_t whylen)
 {
     char err[APBOT_ERR_LEN];
-    if (!w->st || store_sync(w->st, err, sizeof(err)) == APBOT_OK)
+    if (w->queue_lost) {
+        if (why && whylen)
+            snprintf(why, whylen, "held back: the queue is unavailable");
+        return false;
+    }
+    if (!w->st)
+        return true;
+    int rc = store_sync(w->st, err, sizeof(err));
+    if (rc == APBOT_OK)
         return true;
     if (why && whylen)
         snprintf(why, whylen, "held back: the queue's last change is not on disk (%s)", err);
-    runlog_msg(w->r, "error", "queue not synced to disk", err);
-    runner_fail(w->r, err);
+    if (!worker_queue_lost(w, rc, err)) {
+        runlog_msg(w->r, "error", "queue not synced to disk", err);
+        runner_fail(w->r, err);
+    }
     return false;
 }
 
-/* The session's gate (erp_set_gate): before every request that may change the ERP. */
+/* The session's gate (erp_set_gate): before every request that may change the ERP. A worker
+ * whose queue is lost sends nothing that could change the ERP. */
 static bool worker_gate(void *ctx, char *why, size_t whylen)
 {
     return worker_durable(ctx, why, whylen);
+}
+
+bool worker_queue_lost(struct worker *w, int rc, const char *err)
+{
+    if (rc != APBOT_E_UNAVAIL)
+        return false;
+    if (!w->queue_lost) {
+        w->queue_lost = true;
+        w->queue_lost_at = mono_ms();
+        snprintf(w->queue_err, sizeof(w->queue_err), "%s", err ? err : "");
+        runner_queue_down(w->r, err);
+    }
+    return true;
 }
 
 /* Sleeps up to ms in short slices, returning early when the run stops. What the worker wrote
  * goes to disk first: a worker that waits sends nothing that would sync it. */
 void worker_sleep(struct worker *w, int64_t ms)
 {
-    (void)worker_durable(w, NULL, 0);
+    if (!w->queue_lost)
+        (void)worker_durable(w, NULL, 0);
     int64_t until = mono_ms() + ms;
     for (int i = 0; i < 100000 && !stopping(w->r); i++) {
         int64_t left = until - mono_ms();
@@ -351,8 +395,14 @@ static void worker_let_go(struct worker *w, struct store_item *it)
     struct transition_in in = {.event = MACHINE_EV_RELEASED,
                                .detail = "handed back before its lookup: the ERP is under "
                                          "suspicion"};
-    if (transition_apply(&env, it, &in, NULL, err, sizeof(err)) != APBOT_OK)
+    int rc = APBOT_E_UNAVAIL;
+    snprintf(err, sizeof(err), "the queue is unavailable");
+    if (!w->queue_lost)
+        rc = transition_apply(&env, it, &in, NULL, err, sizeof(err));
+    if (rc != APBOT_OK) {
+        (void)worker_queue_lost(w, rc, err);
         runlog_msg(w->r, "warn", "a claimed item was not handed back (its lease runs out)", err);
+    }
     store_item_done(it);
 }
 
@@ -375,9 +425,52 @@ static void worker_idle(struct worker *w)
     struct runner *r = w->r;
     int64_t wait = -1;
     int64_t pause = r->pol.poll_ms;
-    if (store_next_due(w->st, NULL, &wait, NULL, 0) == APBOT_OK && wait > 0 && wait < pause)
+    char err[APBOT_ERR_LEN];
+    int rc = store_next_due(w->st, NULL, &wait, err, sizeof(err));
+    if (worker_queue_lost(w, rc, err))
+        return;
+    if (rc == APBOT_OK && wait > 0 && wait < pause)
         pause = wait;
     worker_sleep(w, pause < 5 ? 5 : pause);
+}
+
+/* The worker's queue is lost: closes the dead connection and opens another, waiting between
+ * attempts (runner_outage_wait_ms) up to the outage's bound. Then what the worker kept is
+ * settled: the exchanges of its last item are stored, the item claimed with its last change
+ * is handed back. Returns false when the run stops or the bound ran out (the run then stops
+ * as RUNNER_STOP_QUEUE). */
+static bool worker_reconnect(struct worker *w)
+{
+    struct runner *r = w->r;
+    char err[APBOT_ERR_LEN];
+
+    store_close(w->st);
+    w->st = NULL;
+    for (int n = 0;; n++) {
+        int64_t wait = runner_outage_wait_ms(w->queue_lost_at, mono_ms(), r->pol.outage_max_ms, n,
+                                             rng_next(&w->rng));
+        if (wait < 0 || n > 100000) {
+            runner_queue_fail(r, w->queue_err);
+            return false;
+        }
+        worker_sleep(w, wait);
+        if (stopping(r))
+            return false;
+        /* Any failure counts as the outage going on: this string connected before. */
+        if (store_open(r->opt->db_path, &w->st, err, sizeof(err)) == APBOT_OK)
+            break;
+        snprintf(w->queue_err, sizeof(w->queue_err), "%s", err);
+    }
+    (void)store_set_durability(w->st, STORE_DEFERRED); /* made durable by worker_durable */
+    w->queue_lost = false;
+    runner_queue_up(r);
+    job_evidence_restore(w);
+    if (w->have_next) {
+        w->have_next = false;
+        worker_let_go(w, &w->next);
+        limiter_release(r->limiter);
+    }
+    return true;
 }
 
 /* Opens the worker's store connection and ERP session; false (the run failed) when either
@@ -387,11 +480,13 @@ static bool worker_open(struct worker *w)
     struct runner *r = w->r;
     char err[APBOT_ERR_LEN];
 
-    if (store_open(r->opt->db_path, &w->st, err, sizeof(err)) != APBOT_OK) {
+    int rc = store_open(r->opt->db_path, &w->st, err, sizeof(err));
+    if (rc == APBOT_OK) {
+        (void)store_set_durability(w->st, STORE_DEFERRED); /* made durable by worker_durable */
+    } else if (!worker_queue_lost(w, rc, err)) {
         runner_fail(r, err);
         return false;
     }
-    (void)store_set_durability(w->st, STORE_DEFERRED); /* made durable by worker_durable */
     if (erp_open(&r->run_flow, r->base_url, &r->abort_io, &w->erp, err, sizeof(err)) != APBOT_OK) {
         runner_fail(r, err);
         return false;
@@ -464,6 +559,8 @@ static bool worker_turn(struct worker *w, int *probes)
     }
     if (rc != APBOT_OK) {
         limiter_release(r->limiter);
+        if (worker_queue_lost(w, rc, err))
+            return true; /* nothing in hand: reconnect, then claim again */
         runner_fail(r, err);
         return false;
     }
@@ -495,7 +592,7 @@ static void worker_leave(struct worker *w)
 
     if (w->have_next) { /* not reached by the worker's loop; belt and braces */
         w->have_next = false;
-        worker_let_go(w, &w->next);
+        worker_let_go(w, &w->next); /* with the queue lost: its lease runs out */
         limiter_release(r->limiter);
     }
     erp_close(w->erp);
@@ -518,10 +615,14 @@ static void *worker_main(void *arg)
 
     if (worker_open(w))
         while (!stopping(w->r) || w->have_next) {
-            if (w->have_next)
+            if (w->queue_lost) {
+                if (!worker_reconnect(w))
+                    break;
+            } else if (w->have_next) {
                 worker_run_next(w);
-            else if (!worker_turn(w, &probes))
+            } else if (!worker_turn(w, &probes)) {
                 break;
+            }
         }
     worker_leave(w);
     return NULL;
@@ -561,6 +662,7 @@ static void policy_setup(struct runner *r)
     p->machine.max_attempts = (int)pick(o->max_attempts, fp->max_attempts, def.max_attempts);
     p->breaker_failures = (int)pick(o->breaker_failures, 0, 10);
     p->breaker_window_ms = pick(o->breaker_window_ms, 0, 30000);
+    p->outage_max_ms = pick(o->queue_outage_max_ms, 0, RUNNER_OUTAGE_MAX_MS);
 
     r->run_flow = *r->flow; /* shallow: shares every pointer, never freed itself */
     r->run_flow.policy.timeout_ms = p->timeout_ms;
@@ -626,6 +728,84 @@ static int run_setup(struct runner *r, struct runner_stats *ret)
     return limiter_new(r->n_workers, opt->concurrency == 0, &r->limiter);
 }
 
+/* Sleeps up to ms in short slices, returning early when the run is cancelled. */
+static void run_nap(struct runner *r, int64_t ms)
+{
+    int64_t until = mono_ms() + ms;
+    for (int i = 0; i < 100000 && !(r->opt->cancel && *r->opt->cancel); i++) {
+        int64_t left = until - mono_ms();
+        if (left <= 0)
+            break;
+        sleep_ms(left < 50 ? (long)left : 50);
+    }
+}
+
+/* Opens the queue for the calling thread at the start. A queue that is unavailable (the
+ * server down, failing over) is waited for, as an outage, up to the bound; a cancel stops
+ * the wait. */
+static int run_open_store(struct runner *r, char *err, size_t errlen)
+{
+    int64_t since = mono_ms();
+    bool down = false;
+    int rc = APBOT_OK;
+    for (int n = 0;; n++) {
+        rc = store_open(r->opt->db_path, &r->st, err, errlen);
+        if (rc != APBOT_E_UNAVAIL)
+            break;
+        if (!down) {
+            down = true;
+            runner_queue_down(r, err);
+        }
+        int64_t wait =
+            runner_outage_wait_ms(since, mono_ms(), r->pol.outage_max_ms, n, seed_random());
+        if (wait < 0 || n > 100000 || (r->opt->cancel && *r->opt->cancel)) {
+            char last[APBOT_ERR_LEN];
+            snprintf(last, sizeof(last), "%s", err);
+            snprintf(err, errlen, "the queue was unavailable for longer than %ld s (last: %.400s)",
+                     r->pol.outage_max_ms / 1000, last);
+            break;
+        }
+        run_nap(r, wait);
+    }
+    if (down && rc == APBOT_OK)
+        runner_queue_up(r);
+    return rc;
+}
+
+/* The calling thread's connection to the queue answered APBOT_E_UNAVAIL: closed, to be
+ * opened again by the watch (run_store_retry). */
+static void run_store_lost(struct runner *r, const char *err)
+{
+    store_close(r->st);
+    r->st = NULL;
+    r->recovery.st = NULL;
+    r->st_lost_at = mono_ms();
+    r->st_retry_at = r->st_lost_at;
+    r->st_tries = 0;
+    runner_queue_down(r, err);
+}
+
+/* Tries to open the calling thread's connection again when its next attempt is due; the run
+ * stops (RUNNER_STOP_QUEUE) once the outage's bound ran out. */
+static void run_store_retry(struct runner *r, int64_t now)
+{
+    char err[APBOT_ERR_LEN];
+    if (r->st || now < r->st_retry_at)
+        return;
+    if (store_open(r->opt->db_path, &r->st, err, sizeof(err)) == APBOT_OK) {
+        r->recovery.st = r->st;
+        r->st_lost_at = 0;
+        runner_queue_up(r);
+        return;
+    }
+    int64_t wait = runner_outage_wait_ms(r->st_lost_at, now, r->pol.outage_max_ms, r->st_tries++,
+                                         seed_random());
+    if (wait < 0)
+        runner_queue_fail(r, err);
+    else
+        r->st_retry_at = now + wait;
+}
+
 /* Opens the queue for the calling thread, takes up what earlier runs learnt of late commits,
  * recovers the items of vanished runners and logs the start. */
 static int run_open_queue(struct runner *r, struct runner_stats *ret)
@@ -633,7 +813,7 @@ static int run_open_queue(struct runner *r, struct runner_stats *ret)
     const struct runner_options *opt = r->opt;
     char err[APBOT_ERR_LEN] = "";
 
-    int rc = store_open(opt->db_path, &r->st, err, sizeof(err));
+    int rc = run_open_store(r, err, sizeof(err));
     if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "%s", err);
         return rc;
@@ -654,7 +834,9 @@ static int run_open_queue(struct runner *r, struct runner_stats *ret)
     };
     int recovered = 0;
     rc = transition_recover(&r->recovery, NULL, &recovered, err, sizeof(err));
-    if (rc != APBOT_OK) {
+    if (rc == APBOT_E_UNAVAIL) {
+        run_store_lost(r, err); /* lost again at once: the watch reconnects, workers too */
+    } else if (rc != APBOT_OK) {
         snprintf(ret->message, sizeof(ret->message), "recovery: %.400s", err);
         return rc;
     }
@@ -707,10 +889,12 @@ static bool run_must_stop(struct runner *r, int64_t now, enum runner_stop *why)
     const struct runner_options *opt = r->opt;
 
     pthread_mutex_lock(&r->mu);
-    bool tripped = r->tripped, failed = r->failed;
+    bool tripped = r->tripped, failed = r->failed, queue_failed = r->queue_failed;
     pthread_mutex_unlock(&r->mu);
     if (failed)
         *why = RUNNER_STOP_ERROR;
+    else if (queue_failed)
+        *why = RUNNER_STOP_QUEUE;
     else if (tripped)
         *why = RUNNER_STOP_SYSTEMIC;
     else if (opt->cancel && *opt->cancel)
@@ -731,7 +915,10 @@ static void run_recover(struct runner *r)
     char err[APBOT_ERR_LEN];
     int nrec = 0;
     r->recovery.settle_ms = atomic_load(&r->settle_ms);
-    if (transition_recover(&r->recovery, NULL, &nrec, err, sizeof(err)) != APBOT_OK)
+    int rc = transition_recover(&r->recovery, NULL, &nrec, err, sizeof(err));
+    if (rc == APBOT_E_UNAVAIL)
+        run_store_lost(r, err);
+    else if (rc != APBOT_OK)
         runlog_msg(r, "warn", "recovery", err);
 }
 
@@ -778,26 +965,37 @@ static enum runner_stop run_watch(struct runner *r)
         int64_t now = mono_ms();
         if (run_must_stop(r, now, &why))
             return why;
+        runlog_limit(r);
+        if (!r->st) { /* lost: nothing to recover, count or watch until it is back */
+            run_store_retry(r, now);
+            sleep_ms(RUNNER_TICK_MS);
+            continue;
+        }
         if (now - last_recover >= RUNNER_RECOVER_EVERY_MS) {
             last_recover = now;
             run_recover(r);
         }
-        runlog_limit(r);
         /* A few index probes, not a count of the whole queue (100,000 rows at month-end). */
-        if (opt->until_empty && now - last_count >= 250) {
+        if (r->st && opt->until_empty && now - last_count >= 250) {
             last_count = now;
             bool any = true;
-            if (store_pending(r->st, &any, err, sizeof(err)) == APBOT_OK && !any)
+            int rc = store_pending(r->st, &any, err, sizeof(err));
+            if (rc == APBOT_OK && !any)
                 return RUNNER_STOP_EMPTY;
+            if (rc == APBOT_E_UNAVAIL)
+                run_store_lost(r, err);
         }
         if (opt->metrics && now - last_metrics >= metrics_every) {
             last_metrics = now;
             run_metrics(r, true);
         }
-        if (opt->progress && now - last_progress >= RUNNER_PROGRESS_EVERY_MS) {
+        if (r->st && opt->progress && now - last_progress >= RUNNER_PROGRESS_EVERY_MS) {
             last_progress = now;
-            if (store_counts(r->st, &counts, err, sizeof(err)) == APBOT_OK)
+            int rc = store_counts(r->st, &counts, err, sizeof(err));
+            if (rc == APBOT_OK)
                 runlog_progress(r, &counts, now - r->started_mono, false);
+            else if (rc == APBOT_E_UNAVAIL)
+                run_store_lost(r, err);
         }
         sleep_ms(RUNNER_TICK_MS);
     }
@@ -812,20 +1010,27 @@ static enum runner_stop run_result(struct runner *r, enum runner_stop why, struc
 
     pthread_mutex_lock(&r->mu);
     *ret = r->totals;
-    if (r->tripped && why != RUNNER_STOP_ERROR)
+    if (r->tripped && why != RUNNER_STOP_ERROR && why != RUNNER_STOP_QUEUE)
         why = RUNNER_STOP_SYSTEMIC;
     ret->stop = why;
     if (why == RUNNER_STOP_SYSTEMIC)
         snprintf(ret->message, sizeof(ret->message), "%s", r->trip_msg);
     else if (why == RUNNER_STOP_ERROR)
         snprintf(ret->message, sizeof(ret->message), "%s", r->fail_msg);
+    else if (why == RUNNER_STOP_QUEUE)
+        snprintf(ret->message, sizeof(ret->message), "%s", r->queue_msg);
+    if (r->queue_down > 0) /* stopped in an outage: its time so far */
+        ret->queue_outage_ms += mono_ms() - r->outage_since;
     pthread_mutex_unlock(&r->mu);
     ret->workers = r->n_workers;
     ret->limit = limiter_limit(r->limiter);
     ret->settle_ms = atomic_load(&r->settle_ms);
     ret->max_late_commit_ms = atomic_load(&r->max_late);
     run_metrics(r, false); /* the command writes the last file, with its exit code */
-    if (store_counts(r->st, &counts, err, sizeof(err)) == APBOT_OK) {
+    ret->pending = -1;     /* not known while the queue is unavailable */
+    if (!r->st && store_open(r->opt->db_path, &r->st, err, sizeof(err)) != APBOT_OK)
+        r->st = NULL;
+    if (r->st && store_counts(r->st, &counts, err, sizeof(err)) == APBOT_OK) {
         ret->pending = pending_of(&counts);
         if (r->opt->progress)
             runlog_progress(r, &counts, mono_ms() - r->started_mono, true);
@@ -845,19 +1050,22 @@ static int run_stop(struct runner *r, enum runner_stop why, struct runner_stats 
             pthread_join(r->workers[i].thread, NULL);
 
     why = run_result(r, why, ret);
-    bool bad = why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR;
-    char line[512];
+    bool bad = why == RUNNER_STOP_SYSTEMIC || why == RUNNER_STOP_ERROR || why == RUNNER_STOP_QUEUE;
+    char line[640];
     snprintf(line, sizeof(line),
              "stop=%s completed=%" PRId64 " business_exception=%" PRId64 " manual_review=%" PRId64
              " pending=%" PRId64 " elapsed_ms=%" PRId64 " settle_ms=%" PRId64
-             " sessions=%d exchanges=%" PRId64 " syncs=%" PRId64,
+             " sessions=%d exchanges=%" PRId64 " syncs=%" PRId64 " queue_outages=%" PRId64
+             " queue_lost=%" PRId64 " queue_outage_ms=%" PRId64,
              runner_stop_name(why), ret->completed, ret->business_exception, ret->manual_review,
-             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit, ret->exchanges, ret->syncs);
+             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit, ret->exchanges, ret->syncs,
+             ret->queue_outages, ret->queue_lost, ret->queue_outage_ms);
     runlog_msg(r, bad ? "error" : "info", "run stopped", line);
     if (ret->message[0] && !bad)
         runlog_msg(r, "info", "reason", ret->message);
     return why == RUNNER_STOP_SYSTEMIC ? APBOT_E_SYSTEMIC
            : why == RUNNER_STOP_ERROR  ? APBOT_E_DB
+           : why == RUNNER_STOP_QUEUE  ? APBOT_E_UNAVAIL
                                        : APBOT_OK;
 }
 
@@ -893,6 +1101,15 @@ int runner_run(const struct runner_options *opt, struct runner_stats *ret)
     int rc = run_setup(r, ret);
     if (rc == APBOT_OK)
         rc = run_open_queue(r, ret);
+    if (rc == APBOT_E_UNAVAIL) { /* unavailable from the start, past the bound */
+        ret->stop = RUNNER_STOP_QUEUE;
+        ret->queue_outages = r->totals.queue_outages;
+        ret->queue_lost = r->totals.queue_lost;
+        ret->queue_outage_ms = mono_ms() - r->outage_since;
+        ret->pending = -1;
+        ret->elapsed_ms = mono_ms() - r->started_mono;
+        runlog_msg(r, "error", "run stopped", ret->message);
+    }
     if (rc == APBOT_OK) {
         run_start(r);
         rc = run_stop(r, run_watch(r), ret);

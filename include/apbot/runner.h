@@ -31,6 +31,7 @@ enum runner_stop {
     RUNNER_STOP_CANCEL,    /* the cancel flag was raised (SIGINT/SIGTERM) */
     RUNNER_STOP_SYSTEMIC,  /* circuit breaker: login refused, form missing, ERP unreachable */
     RUNNER_STOP_ERROR,     /* the run itself failed (flow, database, setup) */
+    RUNNER_STOP_QUEUE,     /* the queue stayed unavailable longer than queue_outage_max_ms */
     RUNNER_STOP__COUNT
 };
 const char *runner_stop_name(enum runner_stop s); /* "empty", "time", ... */
@@ -76,6 +77,11 @@ struct runner_options {
      * (0 = 10 and 30000). */
     int breaker_failures;
     long breaker_window_ms;
+    /* A queue that cannot be reached, or a connection to it that was lost (APBOT_E_UNAVAIL,
+     * PostgreSQL), is ridden out: the connection's worker claims nothing, leaves its items as
+     * the queue last recorded them and reconnects with capped, jittered backoff; the run stops
+     * (RUNNER_STOP_QUEUE) only when a connection stays lost this long (0 = 5 minutes). */
+    long queue_outage_max_ms;
 };
 
 /* What a run did. Filled even when runner_run fails (as far as it got). */
@@ -96,6 +102,10 @@ struct runner_stats {
     int64_t limit_changes;      /* times the adaptive limit changed */
     int64_t settle_ms;          /* the settle delay in force at the end (raised by late commits) */
     int64_t max_late_commit_ms; /* the longest late commit the ERP was seen to make (0: none) */
+    int64_t queue_outages;      /* times the queue became unavailable (the first connection of
+                                 * the run lost, or none to be had at the start) */
+    int64_t queue_lost;         /* connections to the queue lost (each reconnected, or not) */
+    int64_t queue_outage_ms;    /* time with at least one connection to the queue lost */
     char message[512];          /* why it stopped, for the operator (breaker reason, error) */
 };
 
@@ -103,8 +113,9 @@ struct runner_stats {
  * Runs until the queue is empty (until_empty), max_seconds pass, *cancel is raised or the
  * circuit breaker trips. Returns APBOT_OK for the first three (ret->stop says which),
  * APBOT_E_SYSTEMIC when the breaker tripped (in-flight items given back: see docs/design.md),
- * or another error for a failed setup or database (ret->message says why). The caller
- * must have called apbot_global_init(). ret may be NULL.
+ * APBOT_E_UNAVAIL when the queue stayed unavailable past queue_outage_max_ms (every item as
+ * the queue last recorded it), or another error for a failed setup or database (ret->message
+ * says why). The caller must have called apbot_global_init(). ret may be NULL.
  */
 int runner_run(const struct runner_options *opt, struct runner_stats *ret) APBOT_MUST_USE;
 

@@ -404,6 +404,11 @@ int store_late_commit(struct store *st, const char *flow_name, struct store_late
 
 /* Which backend serves st: "sqlite" or "postgresql" ("none" for NULL). Cannot fail. */
 const char *store_backend(const struct store *st);
+/* True when st's stamps are on a server's clock (PostgreSQL): the server's restart, which a
+ * process holding leases survives, ends every lease at once, sooner than the holder counts
+ * it on its own clock; a holder that must know its lease is still live asks the queue
+ * (store_renew). False for SQLite, whose clock is the host's. Cannot fail. */
+bool store_server_clock(const struct store *st);
 /* True when path names a SQLite file on disk (not ":memory:", not a file: or other URI, not
  * PostgreSQL): the one kind whose existence a caller may check with access(). Pure. */
 bool store_path_is_file(const char *path);

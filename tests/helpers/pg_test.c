@@ -4,10 +4,13 @@
  */
 #include "helpers/pg_test.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define PGT_KEYS 8
@@ -116,4 +119,99 @@ void pgt_drop_queue(const char *schema)
     char sql[256];
     snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", schema);
     (void)pgt_exec(server, sql, false);
+}
+
+/* ---- a server of the test's own ---------------------------------------------------------- */
+
+/* Runs `bash tests/lib/pg.sh CMD STATE [ARG]`, its output to STATE.log; its exit status. */
+static int own_pg_sh(const char *state, const char *cmd, const char *arg)
+{
+    const char *src = getenv("APBOT_SRC");
+    char script[400], log[400];
+    snprintf(script, sizeof(script), "%s/tests/lib/pg.sh", src && *src ? src : ".");
+    snprintf(log, sizeof(log), "%s.log", state);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execlp("bash", "bash", script, cmd, state, arg, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The value of KEY='VALUE' in the env file at path into buf; false when absent. */
+static bool env_file_value(const char *path, const char *key, char *buf, size_t len)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return false;
+    char line[512];
+    bool found = false;
+    size_t kl = strlen(key);
+    while (!found && fgets(line, sizeof(line), fp)) {
+        line[strcspn(line, "\n")] = '\0';
+        size_t ll = strlen(line);
+        if (strncmp(line, key, kl) == 0 && line[kl] == '=' && line[kl + 1] == '\'' &&
+            ll >= kl + 3 && line[ll - 1] == '\'') {
+            line[ll - 1] = '\0';
+            snprintf(buf, len, "%s", line + kl + 2);
+            found = true;
+        }
+    }
+    fclose(fp);
+    return found;
+}
+
+bool pgt_own_start(struct pgt_own *o)
+{
+    static bool told;
+    memset(o, 0, sizeof(*o));
+    const char *tmp = getenv("TMPDIR");
+    snprintf(o->state, sizeof(o->state), "%s/apbot-pgown-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(o->state))
+        return false;
+    char env_path[340];
+    snprintf(env_path, sizeof(env_path), "%s/env", o->state);
+    if (own_pg_sh(o->state, "start", NULL) != 0 ||
+        !env_file_value(env_path, "APBOT_TEST_PG", o->conn, sizeof(o->conn)) ||
+        !env_file_value(env_path, "APBOT_TEST_PG_DIR", o->dir, sizeof(o->dir))) {
+        if (!told) {
+            told = true;
+            printf("SKIP (PostgreSQL): no server of the test's own (tests/lib/pg.sh start: "
+                   "see %s.log)\n",
+                   o->state);
+        }
+        pgt_own_stop(o);
+        return false;
+    }
+    return true;
+}
+
+int pgt_own_ctl(const struct pgt_own *o, const char *cmd, const char *arg)
+{
+    return own_pg_sh(o->state, cmd, arg);
+}
+
+void pgt_own_stop(struct pgt_own *o)
+{
+    if (!o->state[0])
+        return;
+    (void)own_pg_sh(o->state, "stop", NULL);
+    char log[400];
+    snprintf(log, sizeof(log), "%s.log", o->state);
+    unlink(log);
+    rmdir(o->state);
+    o->state[0] = '\0';
 }

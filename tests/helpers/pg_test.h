@@ -31,4 +31,22 @@ void pgt_drop_queue(const char *schema);
  * server's message otherwise unless quiet. */
 int pgt_exec(const char *conninfo, const char *sql, bool quiet);
 
+/*
+ * A PostgreSQL server of the test's own (tests/lib/pg.sh start in a directory of its own), for
+ * a test that stops, crashes and restarts it: the fixture's server stays up for the tests
+ * running beside it. Started with fsync off, as the fixture's.
+ */
+struct pgt_own {
+    char state[300]; /* pg.sh's STATE_DIR (a temp directory) */
+    char conn[400];  /* the superuser's connection string (database apbot) */
+    char dir[300];   /* the server's directory: data, socket, server.log */
+};
+/* Starts one; false (a SKIP line printed once) when there are no server binaries. */
+bool pgt_own_start(struct pgt_own *o);
+/* pg.sh's down [fast|immediate], up or restart [SECONDS] on it (arg may be NULL); 0 when it
+ * succeeded. */
+int pgt_own_ctl(const struct pgt_own *o, const char *cmd, const char *arg);
+/* Stops it and removes its directories. */
+void pgt_own_stop(struct pgt_own *o);
+
 #endif

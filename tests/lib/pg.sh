@@ -6,6 +6,10 @@
 #
 #   pg.sh start STATE_DIR [--durable]   start a server; write STATE_DIR/env (see below)
 #   pg.sh stop STATE_DIR                stop it and remove its directory
+#   pg.sh down STATE_DIR [fast|immediate]  stop the server only (an outage; default fast:
+#                                       sessions ended, WAL flushed; immediate: a crash)
+#   pg.sh up STATE_DIR                  start it again after `down`
+#   pg.sh restart STATE_DIR [SECONDS]   down (fast), SECONDS (default 0) without a server, up
 #
 # STATE_DIR/env holds shell-quoted KEY='VALUE' lines the tests read:
 #   APBOT_TEST_PG           libpq connection string of the superuser `apbot` (trust auth)
@@ -20,7 +24,7 @@ set -euo pipefail
 
 cmd=${1:-}
 state=${2:-}
-[ -n "$cmd" ] && [ -n "$state" ] || { echo "usage: pg.sh start|stop STATE_DIR [--durable]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$state" ] || { echo "usage: pg.sh start|stop|down|up|restart STATE_DIR [--durable]" >&2; exit 2; }
 durable=no
 [ "${3:-}" = "--durable" ] && durable=yes
 pguser=apbot-pg
@@ -57,7 +61,41 @@ stop_server() { # DIR
     rm -rf "$dir"
 }
 
+# The server of STATE_DIR/env: its directory, or exit 1.
+state_dir() {
+    local dir=""
+    [ -f "$state/env" ] && dir=$(sed -n "s/^APBOT_TEST_PG_DIR='\(.*\)'$/\1/p" "$state/env")
+    [ -n "$dir" ] && [ -d "$dir/data" ] || { echo "pg.sh: no server under $state" >&2; exit 1; }
+    printf '%s' "$dir"
+}
+
+server_down() { # DIR MODE
+    as_pg "$(find_bindir)/pg_ctl" -D "$1/data" -m "$2" -w -t 30 stop >/dev/null
+}
+
+server_up() { # DIR
+    as_pg "$(find_bindir)/pg_ctl" -D "$1/data" -l "$1/server.log" -w -t 60 start >/dev/null ||
+        { tail -20 "$1/server.log" >&2; exit 1; }
+}
+
 case "$cmd" in
+down)
+    mode=${3:-fast}
+    case "$mode" in fast | immediate) ;; *) echo "pg.sh: down wants fast or immediate" >&2; exit 2 ;; esac
+    server_down "$(state_dir)" "$mode"
+    exit 0
+    ;;
+up)
+    server_up "$(state_dir)"
+    exit 0
+    ;;
+restart)
+    dir=$(state_dir)
+    server_down "$dir" fast
+    sleep "${3:-0}"
+    server_up "$dir"
+    exit 0
+    ;;
 stop)
     if [ -f "$state/env" ]; then
         dir=$(sed -n "s/^APBOT_TEST_PG_DIR='\(.*\)'$/\1/p" "$state/env")
