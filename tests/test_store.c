@@ -526,6 +526,133 @@ static void test_store_enqueue_batches(void **state)
     assert_int_equal(c.oldest_pending_at, T0);
 }
 
+/* A row as store_enqueue_prepare makes it (without an invoice): item n, fingerprint variant
+ * v; vendor_name NULL for every third, quotes and a backslash for the others. */
+static struct store_enqueue_req mk_req(int n, int variant, const char *source)
+{
+    struct store_enqueue_req r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.key, sizeof(r.key), "AP1-TEST%016d", n);
+    snprintf(r.fingerprint, sizeof(r.fingerprint), "%064d", n * 10 + variant);
+    r.payload = strdup("{\"v\":\"a \\\"quoted\\\" one\"}");
+    r.source = source ? strdup(source) : NULL;
+    r.vendor_id = strdup("V100");
+    r.vendor_name = n % 3 ? strdup("Acme \"Supplies\" \\ {Ltd}, NULL") : NULL;
+    r.invoice_number = strdup("INV-1");
+    snprintf(r.doc_type, sizeof(r.doc_type), "invoice");
+    snprintf(r.issue_date, sizeof(r.issue_date), "2024-01-31");
+    snprintf(r.currency, sizeof(r.currency), "EUR");
+    r.exponent = 2;
+    r.total = 123450 + n;
+    return r;
+}
+
+static void test_store_enqueue_many(void **state)
+{
+    struct fx *f = *state;
+    int64_t one = enq(f, 1, 0, T0, NULL), two = enq(f, 2, 0, T0, NULL);
+    struct store_enqueue_req r[] = {
+        mk_req(10, 0, "a.csv:1"),     /* 0 new */
+        mk_req(1, 0, "a.csv:2"),      /* 1 already queued before */
+        mk_req(2, 1, "a.csv:3"),      /* 2 conflicts with what was queued before */
+        mk_req(11, 0, "a.csv:4"),     /* 3 new */
+        mk_req(10, 0, "a.csv:5"),     /* 4 the same as 0: already, by then */
+        mk_req(11, 1, "a.csv:6"),     /* 5 conflicts with 3 */
+        mk_req(12, 0, "b\xff.csv:7"), /* 6 new, a source that is not UTF-8 */
+        mk_req(2, 0, "a.csv:8"),      /* 7 the same as queued before: already */
+        mk_req(13, 0, NULL),          /* 8 new, no source */
+    };
+    const size_t n = sizeof(r) / sizeof(r[0]);
+    assert_int_equal(store_enqueue_many(f->st, r, n, AT(T0 + 1), f->err, sizeof(f->err)), APBOT_OK);
+    static const enum store_enqueue_result want[] = {
+        STORE_ENQ_QUEUED, STORE_ENQ_ALREADY, STORE_ENQ_CONFLICT,
+        STORE_ENQ_QUEUED, STORE_ENQ_ALREADY, STORE_ENQ_CONFLICT,
+        STORE_ENQ_QUEUED, STORE_ENQ_ALREADY, STORE_ENQ_QUEUED,
+    };
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].result != want[i])
+            fail_msg("req %zu: result %d, want %d", i, (int)r[i].result, (int)want[i]);
+        assert_true((r[i].detail != NULL) == (want[i] == STORE_ENQ_CONFLICT));
+    }
+    /* New items get ids in the order given; the others name the row their key has. */
+    assert_true(r[0].id > two && r[3].id > r[0].id && r[6].id > r[3].id && r[8].id > r[6].id);
+    assert_int_equal(r[1].id, one);
+    assert_int_equal(r[2].id, two);
+    assert_int_equal(r[4].id, r[0].id);
+    assert_int_equal(r[5].id, r[3].id);
+    assert_int_equal(r[7].id, two);
+    /* A conflict names the queued item as store_enqueue does. */
+    char want_detail[APBOT_ERR_LEN];
+    snprintf(want_detail, sizeof(want_detail),
+             "same identity as queued item #%" PRId64 " (AP1-TEST%016d, from a.csv:4, state new) "
+             "but different content; not queued",
+             r[3].id, 11);
+    assert_string_equal(r[5].detail, want_detail);
+    assert_non_null(strstr(r[2].detail, "from month-end.csv:2, state new"));
+    /* The rows as given, one `enqueued` event each; nothing else changed. */
+    for (size_t i = 0; i < n; i++) {
+        struct store_item it;
+        assert_int_equal(store_get(f->st, r[i].id, &it, f->err, sizeof(f->err)), APBOT_OK);
+        assert_int_equal(n_events(f, r[i].id), 1);
+        if (want[i] == STORE_ENQ_QUEUED && i != 6) {
+            assert_string_equal(it.key, r[i].key);
+            assert_string_equal(it.fingerprint, r[i].fingerprint);
+            assert_string_equal(it.payload, r[i].payload);
+            assert_string_equal(it.source, r[i].source ? r[i].source : "");
+            if (r[i].vendor_name)
+                assert_string_equal(it.vendor_name, r[i].vendor_name);
+            else
+                assert_null(it.vendor_name);
+            assert_int_equal(it.total, r[i].total);
+            assert_int_equal(it.state, MACHINE_NEW);
+        }
+        store_item_done(&it);
+    }
+    for (size_t i = 0; i < n; i++)
+        store_enqueue_req_done(&r[i]);
+    struct store_counts c;
+    assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(c.total, 6);
+
+    /* Many at once (past one statement's rows on PostgreSQL), a few twice. */
+    enum { MANY = 2500 };
+    struct store_enqueue_req *m = calloc(MANY + 10, sizeof(*m));
+    assert_non_null(m);
+    for (int i = 0; i < MANY; i++)
+        m[i] = mk_req(1000 + i, 0, "many.csv");
+    for (int i = 0; i < 10; i++)
+        m[MANY + i] = mk_req(1000 + i * 100, 0, "many.csv");
+    assert_int_equal(store_enqueue_many(f->st, m, MANY + 10, AT(T0 + 2), f->err, sizeof(f->err)),
+                     APBOT_OK);
+    for (int i = 0; i < MANY + 10; i++) {
+        assert_int_equal(m[i].result, i < MANY ? STORE_ENQ_QUEUED : STORE_ENQ_ALREADY);
+        if (i > 0 && i < MANY)
+            assert_true(m[i].id > m[i - 1].id);
+        store_enqueue_req_done(&m[i]);
+    }
+    free(m);
+    assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(c.total, 6 + MANY);
+
+    /* Inside a batch it is the batch's: rolled back with it. */
+    struct store_enqueue_req b[2] = {mk_req(9000, 0, "x"), mk_req(9001, 0, "y")};
+    assert_int_equal(store_begin(f->st, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(store_enqueue_many(f->st, b, 2, AT(T0 + 3), f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(b[0].result, STORE_ENQ_QUEUED);
+    store_rollback(f->st);
+    store_enqueue_req_done(&b[0]);
+    store_enqueue_req_done(&b[1]);
+    assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(c.total, 6 + MANY);
+    /* An incomplete row is refused before anything is written. */
+    struct store_enqueue_req bad = mk_req(9002, 0, "z");
+    free(bad.payload);
+    bad.payload = NULL;
+    assert_int_equal(store_enqueue_many(f->st, &bad, 1, NULL, f->err, sizeof(f->err)),
+                     APBOT_E_INVAL);
+    store_enqueue_req_done(&bad);
+}
+
 static void test_store_enqueue_invoice(void **state)
 {
     struct fx *f = *state;
@@ -3498,8 +3625,9 @@ int main(void)
 #define BOTH(X)                                                                                    \
     X(test_store_migrates_fresh_and_reopens), X(test_store_busy_and_bad_path),                     \
         X(test_store_enqueue_queued_already_conflict), X(test_store_enqueue_batches),              \
-        X(test_store_enqueue_invoice), X(test_store_claim_order_and_due),                          \
-        X(test_store_claim_given_item), X(test_store_claim_two_connections),                       \
+        X(test_store_enqueue_many), X(test_store_enqueue_invoice),                                 \
+        X(test_store_claim_order_and_due), X(test_store_claim_given_item),                         \
+        X(test_store_claim_two_connections),                                                       \
         X(test_store_claim_forked_processes), X(test_store_apply_checks_state_and_lease),          \
         X(test_store_apply_get_returns_the_row), X(test_store_apply_claim),                        \
         X(test_store_apply_claim_failed_claim), X(test_store_operator_resolution),                 \

@@ -3,12 +3,15 @@
  * Factur-X/ZUGFeRD PDF files through the streaming readers and queues every good invoice.
  *
  * Invoices are committed in batches (one transaction per CLI_ENQ_BATCH invoices and at the
- * end of each file), never one per row, so 100,000 invoices take seconds and memory stays
- * bounded by one invoice plus SQLite's cache. Each refusal and each conflict is printed on
- * stderr with the file and line (or element path) it came from, through text_escape(): file
- * names and reasons carry text from the input, which must not drive the terminal. The summary
- * goes to stdout. The queue database is opened when the first invoice is accepted, so a run
- * that queues nothing (a missing file, only refusals) never creates an empty one.
+ * end of each file), never one per row, so 100,000 invoices take seconds: each invoice is
+ * turned into its queue row as it is read (store_enqueue_prepare), and a batch goes to the
+ * store at once (store_enqueue_many: on PostgreSQL a few multi-row statements instead of a
+ * round trip per invoice); memory stays bounded by one batch of rows. Each refusal and each
+ * conflict is printed on stderr, in the order of the input, with the file and line (or element
+ * path) it came from, through text_escape(): file names and reasons carry text from the input,
+ * which must not drive the terminal. The summary goes to stdout. The queue database is opened
+ * when the first batch is stored, so a run that queues nothing (a missing file, only
+ * refusals) never creates an empty one.
  * Exit: 0 all queued (or already queued), 3 something refused or conflicting, 1 a file could
  * not be read (after the other files were processed) or the database failed, 2 usage.
  */
@@ -21,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/buf.h"
 #include "apbot/error.h"
 #include "apbot/invoice.h"
+#include "apbot/mem.h"
 #include "apbot/reader.h"
 #include "apbot/store.h"
 #include "apbot/text.h"
@@ -32,12 +37,22 @@
 #define CLI_ENQ_BATCH_MAX 100000 /* --batch upper bound */
 #define CLI_ENQ_TEXT 2048        /* bytes of an escaped place or reason */
 
+static void enq_refuse(void *ctx, const char *where, const char *reason);
+
+/* A refusal read while a batch is pending: printed after the invoices read before it. */
+struct enq_refusal {
+    size_t before; /* how many of the batch's invoices came before it */
+    char *where, *reason;
+};
+
 struct enq {
     const char *db_path;
-    struct store *st; /* opened on the first accepted invoice */
-    long batch_max;   /* invoices per transaction */
-    long in_batch;    /* invoices in the open transaction */
-    bool open;        /* a transaction is open */
+    struct store *st;               /* opened with the first batch */
+    long batch_max;                 /* invoices per transaction */
+    struct store_enqueue_req *reqs; /* the batch being read */
+    size_t n_reqs, cap_reqs;
+    struct enq_refusal *refusals; /* read during the batch, in order */
+    size_t n_refusals, cap_refusals;
     int64_t queued, already, conflicting, refused;
     int db_rc; /* first database failure: stops everything */
     char err[APBOT_ERR_LEN];
@@ -51,21 +66,6 @@ static void enq_usage(FILE *out)
                  "  --vendors MAP.csv  map seller identifiers to ERP vendor ids\n"
                  "  --batch N          invoices per transaction (default 500)\n"
                  "exit: 0 ok, 1 file or database error, 2 usage, 3 refused or conflicting\n");
-}
-
-static int enq_commit(struct enq *q)
-{
-    if (!q->open)
-        return APBOT_OK;
-    int rc = store_commit(q->st, q->err, sizeof(q->err));
-    if (rc) {
-        store_rollback(q->st);
-        q->open = false;
-        return rc;
-    }
-    q->open = false;
-    q->in_batch = 0;
-    return APBOT_OK;
 }
 
 /* Prints "what: place: reason" on stderr with both parts escaped for the terminal. */
@@ -83,63 +83,95 @@ static void enq_error(const char *msg)
     fprintf(stderr, "apbot enqueue: %s\n", text_escape_into(m, sizeof(m), msg, 0));
 }
 
+/* Prints the batch's refusals that came before invoice k (all of them: SIZE_MAX), in order. */
+static void enq_print_refusals(struct enq *q, size_t k, size_t *next)
+{
+    for (; *next < q->n_refusals && q->refusals[*next].before <= k; (*next)++)
+        enq_report("refused", q->refusals[*next].where, q->refusals[*next].reason);
+}
+
+/* Empties the batch (its rows and refusals). */
+static void enq_drop(struct enq *q)
+{
+    for (size_t i = 0; i < q->n_reqs; i++)
+        store_enqueue_req_done(&q->reqs[i]);
+    for (size_t i = 0; i < q->n_refusals; i++) {
+        free(q->refusals[i].where);
+        free(q->refusals[i].reason);
+    }
+    q->n_reqs = q->n_refusals = 0;
+}
+
+/* Stores the batch in one transaction and reports it in the input's order. */
+static int enq_flush(struct enq *q)
+{
+    int rc = APBOT_OK;
+    size_t next = 0;
+    if (q->n_reqs && !q->st)
+        rc = store_open(q->db_path, &q->st, q->err, sizeof(q->err));
+    if (rc == APBOT_OK && q->n_reqs)
+        rc = store_enqueue_many(q->st, q->reqs, q->n_reqs, NULL, q->err, sizeof(q->err));
+    for (size_t i = 0; rc == APBOT_OK && i < q->n_reqs; i++) {
+        enq_print_refusals(q, i, &next);
+        switch (q->reqs[i].result) {
+        case STORE_ENQ_QUEUED:
+            q->queued++;
+            break;
+        case STORE_ENQ_ALREADY:
+            q->already++;
+            break;
+        case STORE_ENQ_CONFLICT:
+            enq_report("conflict", q->reqs[i].source,
+                       q->reqs[i].detail ? q->reqs[i].detail : "conflicting");
+            q->conflicting++;
+            break;
+        }
+    }
+    enq_print_refusals(q, SIZE_MAX, &next); /* after the invoices, or all of them on failure */
+    enq_drop(q);
+    if (rc)
+        q->db_rc = rc;
+    return rc;
+}
+
 static int enq_accept(void *ctx, const struct invoice *inv, const char *where)
 {
     struct enq *q = ctx;
-    int rc;
-    if (!q->st) {
-        rc = store_open(q->db_path, &q->st, q->err, sizeof(q->err));
-        if (rc)
-            goto fail;
-    }
-    if (!q->open) {
-        rc = store_begin(q->st, q->err, sizeof(q->err));
-        if (rc)
-            goto fail;
-        q->open = true;
-    }
-    enum store_enqueue_result res = STORE_ENQ_QUEUED;
-    int64_t id = 0;
+    struct store_enqueue_req req;
     char err[APBOT_ERR_LEN] = "";
-    rc = store_enqueue(q->st, inv, where, NULL, &res, &id, err, sizeof(err));
-    if (rc == APBOT_E_DB || rc == APBOT_E_BUSY || rc == APBOT_E_IO || rc == APBOT_E_UNAVAIL) {
-        snprintf(q->err, sizeof(q->err), "%s", err);
-        goto fail;
-    }
-    if (rc) {
+    if (store_enqueue_prepare(inv, where, &req, err, sizeof(err)) != APBOT_OK) {
         /* The invoice itself could not be keyed: a refusal, not a database failure. */
-        enq_report("refused", where, err);
-        q->refused++;
+        enq_refuse(q, where, err);
         return 0;
     }
-    switch (res) {
-    case STORE_ENQ_QUEUED:
-        q->queued++;
-        break;
-    case STORE_ENQ_ALREADY:
-        q->already++;
-        break;
-    case STORE_ENQ_CONFLICT:
-        enq_report("conflict", where, err);
-        q->conflicting++;
-        break;
+    if (apbot_grow((void **)&q->reqs, &q->cap_reqs, q->n_reqs, sizeof(*q->reqs),
+                   CLI_ENQ_BATCH_MAX) != APBOT_OK) {
+        store_enqueue_req_done(&req);
+        q->db_rc = APBOT_E_LIMIT;
+        snprintf(q->err, sizeof(q->err), "a batch larger than %d invoices", CLI_ENQ_BATCH_MAX);
+        return q->db_rc;
     }
-    if (++q->in_batch >= q->batch_max) {
-        rc = enq_commit(q);
-        if (rc)
-            goto fail;
-    }
+    q->reqs[q->n_reqs++] = req;
+    if ((long)q->n_reqs >= q->batch_max && enq_flush(q) != APBOT_OK)
+        return q->db_rc;
     return 0;
-fail:
-    q->db_rc = rc;
-    return rc;
 }
 
 static void enq_refuse(void *ctx, const char *where, const char *reason)
 {
     struct enq *q = ctx;
-    enq_report("refused", where, reason);
     q->refused++;
+    /* In the input's order: after the pending invoices read before it. */
+    if (q->n_reqs == 0 || apbot_grow((void **)&q->refusals, &q->cap_refusals, q->n_refusals,
+                                     sizeof(*q->refusals), CLI_ENQ_BATCH_MAX) != APBOT_OK) {
+        enq_report("refused", where, reason);
+        return;
+    }
+    q->refusals[q->n_refusals++] = (struct enq_refusal){
+        .before = q->n_reqs,
+        .where = apbot_xstrdup(where ? where : ""),
+        .reason = apbot_xstrdup(reason ? reason : ""),
+    };
 }
 
 int cli_enqueue(const struct cli_ctx *ctx, int argc, char **argv)
@@ -196,17 +228,8 @@ int cli_enqueue(const struct cli_ctx *ctx, int argc, char **argv)
     int file_errors = 0;
     for (; i < argc; i++) {
         int rc = reader_read_file(argv[i], vm, &sink, err, sizeof(err));
-        if (q.db_rc) {
-            char m[CLI_ENQ_TEXT];
-            snprintf(m, sizeof(m), "%s: %s", argv[i], q.err);
-            enq_error(m);
-            if (q.st)
-                store_rollback(q.st);
-            q.open = false;
-            goto out;
-        }
         /* What the file yielded before any failure is good: keep it. */
-        if (enq_commit(&q) != APBOT_OK) {
+        if (q.db_rc || enq_flush(&q) != APBOT_OK) {
             char m[CLI_ENQ_TEXT];
             snprintf(m, sizeof(m), "%s: %s", argv[i], q.err);
             enq_error(m);
@@ -230,6 +253,9 @@ out:
     if (ret == CLI_EXIT_ERROR && q.st && q.db_rc)
         fprintf(stderr, "apbot enqueue: earlier batches stay queued; running the same "
                         "command again is safe (they count as already queued)\n");
+    enq_drop(&q);
+    free(q.reqs);
+    free(q.refusals);
     store_close(q.st);
     vendor_map_free(vm);
     return ret;

@@ -14,7 +14,7 @@
  * does not build until their counts agree), to both backends' tables and to the dispatcher.
  * A backend that leaves a required operation NULL builds, but opens no store: its constructor
  * registers its table with store_base_init, which refuses it (APBOT_E_BUG naming the backend
- * and the operation) before anything is opened. Only apply_claim may be NULL.
+ * and the operation) before anything is opened. Only apply_claim and enqueue_many may be NULL.
  *
  * The functions only the tests call (store_enqueue_raw, store_recover, the busy settings, ...)
  * are declared in store-test.h, for the tests' build only.
@@ -36,6 +36,11 @@
 #define STORE_EXPIRED_MAX 100000 /* items one store_each_expired call lists at most */
 
 struct store_ops;
+
+/* The conflict's message for an invoice keyed key whose identity is queued as item id (from
+ * source, in state) with another fingerprint, into buf: the same words on every backend. */
+void store_conflict_detail(char *buf, size_t len, int64_t id, const char *key, const char *source,
+                           const char *state);
 
 /*
  * A precomputed queue row, what store_enqueue derives from an invoice (key, fingerprint,
@@ -102,6 +107,10 @@ struct store_ops {
                        int64_t *ret_holder, struct store_item *ret_item, int64_t lease_ms,
                        const struct machine_step *claimed, struct store_item *ret_next,
                        bool *ret_claimed, char *err, size_t errlen);
+    /* store_enqueue_many's reqs (n >= 1) in one transaction, each req's result, id and detail
+     * set on APBOT_OK (NULL: store.c enqueues them one by one in a transaction) */
+    int (*enqueue_many)(struct store *st, struct store_enqueue_req *reqs, size_t n,
+                        const struct apbot_now *now, char *err, size_t errlen);
     /* n >= 1 exchanges in one transaction */
     int (*add_evidence)(struct store *st, int64_t item_id, const struct store_evidence *ev,
                         size_t n, const struct apbot_now *now, char *err, size_t errlen);
@@ -160,7 +169,7 @@ struct store_ops {
 };
 
 /* Every operation a backend must fill, as X(name): all of struct store_ops but its name
- * (also required) and apply_claim (optional). store_base_init checks them. */
+ * (also required), apply_claim and enqueue_many (optional). store_base_init checks them. */
 #define STORE_REQUIRED_OPS(X)                                                                      \
     X(close)                                                                                       \
     X(begin)                                                                                       \

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "apbot/invoice.h"
+#include "apbot/mem.h"
 #include "base/unittest.h"
 #include "store-int.h"
 #include "store-test.h"
@@ -181,12 +182,12 @@ bool store_caller_clock_trusted(void)
     return atomic_load(&trust_caller_clock);
 }
 
-/* Every required operation is in STORE_REQUIRED_OPS: the table has its name, those and
- * apply_claim, all pointers (of one size on every platform apbot builds on). */
+/* Every required operation is in STORE_REQUIRED_OPS: the table has its name, those,
+ * apply_claim and enqueue_many, all pointers (of one size on every platform apbot builds on). */
 #define STORE_OP_ONE(op) +1
 _Static_assert(sizeof(struct store_ops) ==
                    sizeof(const char *) +
-                       (0 STORE_REQUIRED_OPS(STORE_OP_ONE) + 1) * sizeof(void (*)(void)),
+                       (0 STORE_REQUIRED_OPS(STORE_OP_ONE) + 2) * sizeof(void (*)(void)),
                "an operation of struct store_ops is missing from STORE_REQUIRED_OPS");
 #undef STORE_OP_ONE
 
@@ -385,6 +386,131 @@ int store_enqueue(struct store *st, const struct invoice *inv, const char *sourc
     r = store_enqueue_raw(st, &ni, now, ret_result, ret_id, err, errlen);
     free(payload);
     return r;
+}
+
+void store_conflict_detail(char *buf, size_t len, int64_t id, const char *key, const char *source,
+                           const char *state)
+{
+    snprintf(buf, len,
+             "same identity as queued item #%" PRId64 " (%s, from %s, state %s) but different "
+             "content; not queued",
+             id, key, source ? source : "?", state ? state : "?");
+}
+
+int store_enqueue_prepare(const struct invoice *inv, const char *source,
+                          struct store_enqueue_req *ret, char *err, size_t errlen)
+{
+    if (!inv || !ret)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: no invoice");
+    struct store_enqueue_req r;
+    memset(&r, 0, sizeof(r));
+    int rc = invoice_identity_key(inv, r.key);
+    if (rc)
+        return apbot_fail(err, errlen, rc, "store: cannot compute the identity key");
+    rc = invoice_fingerprint(inv, r.fingerprint);
+    if (rc)
+        return apbot_fail(err, errlen, rc, "store: cannot compute the fingerprint");
+    if (!inv->vendor_id || !inv->invoice_number)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: incomplete item");
+    r.payload = invoice_to_json(inv);
+    if (!r.payload)
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: invoice has no canonical form");
+    r.source = source ? apbot_xstrdup(source) : NULL;
+    r.vendor_id = apbot_xstrdup(inv->vendor_id);
+    r.vendor_name = inv->vendor_name ? apbot_xstrdup(inv->vendor_name) : NULL;
+    r.invoice_number = apbot_xstrdup(inv->invoice_number);
+    snprintf(r.doc_type, sizeof(r.doc_type), "%s", invoice_doc_type_name(inv->doc_type));
+    snprintf(r.issue_date, sizeof(r.issue_date), "%s", inv->issue_date);
+    snprintf(r.currency, sizeof(r.currency), "%s", inv->currency);
+    r.exponent = inv->exponent;
+    r.total = inv->payable;
+    *ret = r;
+    return APBOT_OK;
+}
+
+void store_enqueue_req_done(struct store_enqueue_req *req)
+{
+    if (!req)
+        return;
+    free(req->payload);
+    free(req->source);
+    free(req->vendor_id);
+    free(req->vendor_name);
+    free(req->invoice_number);
+    free(req->detail);
+    req->payload = req->source = req->vendor_id = req->vendor_name = req->invoice_number = NULL;
+    req->detail = NULL;
+}
+
+/* A req as the backends' precomputed row. */
+static struct store_new_item req_item(const struct store_enqueue_req *r)
+{
+    return (struct store_new_item){.key = r->key,
+                                   .fingerprint = r->fingerprint,
+                                   .payload = r->payload,
+                                   .source = r->source,
+                                   .vendor_id = r->vendor_id,
+                                   .vendor_name = r->vendor_name,
+                                   .invoice_number = r->invoice_number,
+                                   .doc_type = r->doc_type,
+                                   .issue_date = r->issue_date,
+                                   .currency = r->currency,
+                                   .exponent = r->exponent,
+                                   .total = r->total};
+}
+
+/* store_enqueue_many for a backend without its own: one enqueue after the other, in the open
+ * batch or in a batch of its own. */
+static int enqueue_each(struct store *st, struct store_enqueue_req *reqs, size_t n,
+                        const struct apbot_now *now, char *err, size_t errlen)
+{
+    bool own = !st->in_batch;
+    int rc = own ? store_begin(st, err, errlen) : APBOT_OK;
+    for (size_t i = 0; i < n && rc == APBOT_OK; i++) {
+        struct store_new_item ni = req_item(&reqs[i]);
+        char detail[APBOT_ERR_LEN] = "";
+        enum store_enqueue_result res = STORE_ENQ_QUEUED;
+        int64_t id = 0;
+        rc = st->ops->enqueue(st, &ni, now, &res, &id, detail, sizeof(detail));
+        if (rc) {
+            (void)apbot_fail(err, errlen, rc, "%s", detail);
+            break;
+        }
+        reqs[i].result = res;
+        reqs[i].id = id;
+        reqs[i].detail = res == STORE_ENQ_CONFLICT ? apbot_xstrdup(detail) : NULL;
+    }
+    if (own && rc == APBOT_OK)
+        rc = store_commit(st, err, errlen);
+    if (own && rc != APBOT_OK)
+        store_rollback(st);
+    return rc;
+}
+
+int store_enqueue_many(struct store *st, struct store_enqueue_req *reqs, size_t n,
+                       const struct apbot_now *now, char *err, size_t errlen)
+{
+    if (!st || (n && !reqs))
+        return apbot_fail(err, errlen, APBOT_E_INVAL, "store: bad arguments to enqueue_many");
+    for (size_t i = 0; i < n; i++) {
+        if (!reqs[i].payload || !reqs[i].vendor_id || !reqs[i].invoice_number || !reqs[i].key[0] ||
+            !reqs[i].fingerprint[0])
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "store: incomplete item");
+        free(reqs[i].detail);
+        reqs[i].detail = NULL;
+    }
+    if (n == 0)
+        return APBOT_OK;
+    struct apbot_now buf;
+    now = now_or_read(now, &buf);
+    int rc = st->ops->enqueue_many ? st->ops->enqueue_many(st, reqs, n, now, err, errlen)
+                                   : enqueue_each(st, reqs, n, now, err, errlen);
+    if (rc != APBOT_OK)
+        for (size_t i = 0; i < n; i++) {
+            free(reqs[i].detail);
+            reqs[i].detail = NULL;
+        }
+    return rc;
 }
 
 int store_get(struct store *st, int64_t id, struct store_item *ret, char *err, size_t errlen)

@@ -45,13 +45,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apbot/buf.h"
 #include "apbot/mem.h"
 #include "base/unittest.h"
 #include "store-test.h"
 
 #define PG_NOW "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-#define PG_PAGE 500      /* rows one reading query fetches at a time */
-#define PG_PARAMS_MAX 32 /* parameters of one statement */
+#define PG_PAGE 500 /* rows one reading query fetches at a time */
+/* store_enqueue_many: rows one multi-row statement carries at most, and payload bytes */
+#define PG_ENQ_CHUNK 1000
+#define PG_ENQ_CHUNK_BYTES (8u << 20)
+#define PG_ENQ_ARRAY_MAX (64u << 20) /* one array literal, the whole chunk's column */
+#define PG_PARAMS_MAX 32             /* parameters of one statement */
 /* The connection string's defaults (a setting of the string itself wins): a connection attempt
  * gives up after 10 s; an idle connection whose peer vanished is found by keepalives in 15 +
  * 3 x 5 = 30 s; data the peer does not acknowledge for 30 s drops the connection
@@ -232,6 +237,7 @@ static const char *const pg_migrations[] = {
 /* Prepared statements. If you add one: add its SQL in pg_sql at the same index. */
 enum pg_q {
     P_ENQUEUE,
+    P_ENQUEUE_MANY,
     P_CLAIM,
     P_CLAIM_ID,
     P_RENEW,
@@ -282,6 +288,33 @@ static const char *const pg_sql[] = {
         " SELECT id, $4::bigint, NULL, 'new', 'enqueued', $5::text, 'enqueue' FROM ins)"
         " SELECT 1, id, NULL, NULL, NULL FROM ins"
         " UNION ALL SELECT 0, id, fingerprint, source, state FROM old",
+    /*
+     * Several new items at once (store_enqueue_many): the rows come as one array per column
+     * (distinct keys, in the order given, so that item ids and their `enqueued` events follow
+     * it); a key already queued is answered with its row, a new one inserted with its event.
+     * A key a racing insert committed meanwhile is in neither answer: the caller runs it again.
+     */
+    [P_ENQUEUE_MANY] =
+        "WITH input AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],"
+        " $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],"
+        " $11::integer[], $12::bigint[]) WITH ORDINALITY AS t(key, fingerprint, payload, source,"
+        " vendor_id, vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total,"
+        " ord)),"
+        " old AS (SELECT i.id, i.key, i.fingerprint, i.source, i.state FROM items i"
+        " WHERE i.key IN (SELECT key FROM input)),"
+        " ins AS (INSERT INTO items (key, fingerprint, payload, state, next_at, source, vendor_id,"
+        " vendor_name, invoice_number, doc_type, issue_date, currency, exponent, total,"
+        " created_at, updated_at, clock_boot, next_mono)"
+        " SELECT key, fingerprint, payload, 'new', $13::bigint, source, vendor_id, vendor_name,"
+        " invoice_number, doc_type, issue_date, currency, exponent, total, $13::bigint,"
+        " $13::bigint, $14::text, $15::bigint FROM input"
+        " WHERE key NOT IN (SELECT key FROM old) ORDER BY ord"
+        " ON CONFLICT (key) DO NOTHING RETURNING id, key, fingerprint, source),"
+        " ev AS (INSERT INTO events (item_id, at, from_state, to_state, event, detail, actor)"
+        " SELECT id, $13::bigint, NULL, 'new', 'enqueued', source, 'enqueue' FROM ins"
+        " ORDER BY id)"
+        " SELECT 1, id, key, fingerprint, source, 'new' FROM ins"
+        " UNION ALL SELECT 0, id, key, fingerprint, source, state FROM old",
     /*
      * The whole claim in one statement. store_due and !store_lease_live in SQL: the first due
      * reconciling and finishing rows, and a new row only when neither is due (rows another
@@ -702,22 +735,18 @@ static size_t utf8_seq(const unsigned char *u, size_t i, size_t n)
     return len;
 }
 
-/* Text cut to max bytes at a UTF-8 boundary, with every byte that is not UTF-8 made '?'. */
-static void pp_text_max(struct pp *p, const char *s, size_t max)
+/* s cut to max bytes at a UTF-8 boundary, with every byte that is not UTF-8 made '?': s
+ * itself when it needs neither, else a copy in *ret_own (the caller frees it). */
+static const char *pg_clean(const char *s, size_t max, char **ret_own)
 {
-    if (!s) {
-        p->v[p->n++] = NULL;
-        return;
-    }
+    *ret_own = NULL;
     const unsigned char *u = (const unsigned char *)s;
     size_t n = store_text_cut(s, max);
     bool clean = s[n] == '\0';
     for (size_t i = 0, len; clean && i < n; i += len)
         clean = (len = utf8_seq(u, i, n)) != 0;
-    if (clean) {
-        p->v[p->n++] = s; /* as it is: no copy */
-        return;
-    }
+    if (clean)
+        return s; /* as it is: no copy */
     char *copy = apbot_xmalloc(n + 1);
     size_t o = 0;
     for (size_t i = 0; i < n;) {
@@ -732,8 +761,19 @@ static void pp_text_max(struct pp *p, const char *s, size_t max)
         }
     }
     copy[o] = '\0';
-    p->own[p->n] = copy;
-    p->v[p->n++] = copy;
+    *ret_own = copy;
+    return copy;
+}
+
+/* Text cut to max bytes at a UTF-8 boundary, with every byte that is not UTF-8 made '?'. */
+static void pp_text_max(struct pp *p, const char *s, size_t max)
+{
+    if (!s) {
+        p->v[p->n++] = NULL;
+        return;
+    }
+    p->v[p->n] = pg_clean(s, max, &p->own[p->n]);
+    p->n++;
 }
 
 static void pp_text(struct pp *p, const char *s)
@@ -1398,6 +1438,262 @@ static int pg_enqueue(struct store *st, const struct store_new_item *ni,
     *ret_result = op.result;
     *ret_id = op.id;
     return APBOT_OK;
+}
+
+/* ---- bulk enqueue ------------------------------------------------------------------------ */
+
+/* Appends one element to an array literal in b: "," unless first, then NULL, or the text
+ * (pg_clean's, max bytes) double-quoted with '\\' and '"' escaped. */
+static int arr_text(struct apbot_buf *b, bool first, const char *s, size_t max)
+{
+    if (!first && apbot_buf_add(b, ",", 1) != APBOT_OK)
+        return APBOT_E_LIMIT;
+    if (!s)
+        return apbot_buf_adds(b, "NULL");
+    char *own = NULL;
+    const char *t = pg_clean(s, max, &own);
+    int rc = apbot_buf_add(b, "\"", 1);
+    for (const char *q = t; rc == APBOT_OK && *q;) {
+        size_t run = strcspn(q, "\\\"");
+        rc = apbot_buf_add(b, q, run);
+        q += run;
+        if (rc == APBOT_OK && *q) {
+            char esc[2] = {'\\', *q++};
+            rc = apbot_buf_add(b, esc, 2);
+        }
+    }
+    if (rc == APBOT_OK)
+        rc = apbot_buf_add(b, "\"", 1);
+    free(own);
+    return rc;
+}
+
+static int arr_i64(struct apbot_buf *b, bool first, int64_t v)
+{
+    return apbot_buf_addf(b, "%s%" PRId64, first ? "" : ",", v);
+}
+
+/* The columns of P_ENQUEUE_MANY's arrays, in its parameter order. */
+enum enq_col {
+    EC_KEY,
+    EC_FP,
+    EC_PAYLOAD,
+    EC_SOURCE,
+    EC_VENDOR_ID,
+    EC_VENDOR_NAME,
+    EC_NUMBER,
+    EC_DOC_TYPE,
+    EC_DATE,
+    EC_CURRENCY,
+    EC_EXPONENT,
+    EC_TOTAL,
+    EC__COUNT
+};
+
+struct enqm_op {
+    struct store_enqueue_req *reqs;
+    size_t n;
+    size_t *by_key;  /* indices sorted by key, then index: a key's first req leads */
+    size_t *leader;  /* per req: the index of the first req with its key */
+    char **row_fp;   /* per leader: the fingerprint of the row its key has now */
+    char **row_from; /* ... its source */
+    char **row_state;
+    size_t *send; /* leaders still to be sent, in order */
+};
+
+/* qsort has no context: the reqs being sorted, for by_key_cmp (one thread per store). */
+static _Thread_local const struct store_enqueue_req *sort_reqs;
+
+static int by_key_cmp(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(sort_reqs[i].key, sort_reqs[j].key);
+    return c ? c : (i > j) - (i < j);
+}
+
+/* The leader of key (the first req with it), found in by_key; n when none. */
+static size_t enqm_find(const struct enqm_op *op, const char *key)
+{
+    size_t lo = 0, hi = op->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(op->reqs[op->by_key[mid]].key, key);
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < op->n && strcmp(op->reqs[op->by_key[lo]].key, key) == 0 ? op->by_key[lo] : op->n;
+}
+
+/* Sends leaders send[0..m-1] as one statement and records what each came to; a leader the
+ * answer does not name stays unset (row_fp NULL). */
+static int enqm_chunk(struct pg *h, struct enqm_op *op, const size_t *send, size_t m, char *err,
+                      size_t errlen)
+{
+    const struct apbot_now *now = &h->txnow;
+    struct apbot_buf col[EC__COUNT];
+    int rc = APBOT_OK;
+    for (int c = 0; c < EC__COUNT; c++) {
+        apbot_buf_init(&col[c], PG_ENQ_ARRAY_MAX);
+        if (apbot_buf_add(&col[c], "{", 1) != APBOT_OK)
+            rc = APBOT_E_LIMIT;
+    }
+    for (size_t k = 0; k < m && rc == APBOT_OK; k++) {
+        const struct store_enqueue_req *r = &op->reqs[send[k]];
+        bool first = k == 0;
+        const size_t any = SIZE_MAX / 2;
+        if (arr_text(&col[EC_KEY], first, r->key, any) ||
+            arr_text(&col[EC_FP], first, r->fingerprint, any) ||
+            arr_text(&col[EC_PAYLOAD], first, r->payload, any) ||
+            arr_text(&col[EC_SOURCE], first, r->source ? r->source : "", STORE_TEXT_MAX) ||
+            arr_text(&col[EC_VENDOR_ID], first, r->vendor_id, any) ||
+            arr_text(&col[EC_VENDOR_NAME], first, r->vendor_name, any) ||
+            arr_text(&col[EC_NUMBER], first, r->invoice_number, any) ||
+            arr_text(&col[EC_DOC_TYPE], first, r->doc_type, any) ||
+            arr_text(&col[EC_DATE], first, r->issue_date, any) ||
+            arr_text(&col[EC_CURRENCY], first, r->currency, any) ||
+            arr_i64(&col[EC_EXPONENT], first, r->exponent) ||
+            arr_i64(&col[EC_TOTAL], first, r->total))
+            rc = APBOT_E_LIMIT;
+    }
+    struct pp p = {.n = 0};
+    for (int c = 0; c < EC__COUNT && rc == APBOT_OK; c++) {
+        if (apbot_buf_add(&col[c], "}", 1) != APBOT_OK)
+            rc = APBOT_E_LIMIT;
+        p.v[p.n++] = apbot_buf_str(&col[c]);
+    }
+    PGresult *res = NULL;
+    if (rc != APBOT_OK) {
+        rc = apbot_fail(err, errlen, APBOT_E_LIMIT, "store: a bulk enqueue's rows are too large");
+    } else {
+        pp_i64(&p, now->wall_ms);
+        pp_text(&p, now->boot);
+        pp_i64(&p, now->mono_ms);
+        res = pg_run(h, P_ENQUEUE_MANY, &p, &rc, err, errlen, "enqueueing");
+    }
+    for (int i = 0; res && i < PQntuples(res); i++) {
+        size_t l = enqm_find(op, PQgetvalue(res, i, 2));
+        if (l >= op->n || op->row_fp[l])
+            continue; /* not ours (cannot be), or named twice */
+        struct store_enqueue_req *r = &op->reqs[l];
+        r->id = col_i64(res, i, 1);
+        op->row_fp[l] = apbot_xstrdup(PQgetvalue(res, i, 3));
+        op->row_from[l] = apbot_xstrdup(PQgetvalue(res, i, 4));
+        op->row_state[l] = apbot_xstrdup(PQgetvalue(res, i, 5));
+        if (col_i64(res, i, 0) == 1)
+            r->result = STORE_ENQ_QUEUED;
+        else if (strcmp(op->row_fp[l], r->fingerprint) == 0)
+            r->result = STORE_ENQ_ALREADY;
+        else
+            r->result = STORE_ENQ_CONFLICT;
+    }
+    PQclear(res);
+    for (int c = 0; c < EC__COUNT; c++)
+        apbot_buf_done(&col[c]);
+    return rc;
+}
+
+/* Frees what the last attempt learnt, for the next (store_run_write may run the body again). */
+static void enqm_reset(struct enqm_op *op)
+{
+    for (size_t i = 0; i < op->n; i++) {
+        free(op->row_fp[i]);
+        free(op->row_from[i]);
+        free(op->row_state[i]);
+        op->row_fp[i] = op->row_from[i] = op->row_state[i] = NULL;
+        free(op->reqs[i].detail);
+        op->reqs[i].detail = NULL;
+        op->reqs[i].id = 0;
+        op->reqs[i].result = STORE_ENQ_QUEUED;
+    }
+}
+
+static int enqm_body(struct store *st, void *ctx, char *err, size_t errlen)
+{
+    struct pg *h = PG(st);
+    struct enqm_op *op = ctx;
+    enqm_reset(op);
+    /* The leaders, in order, in chunks; the ones a racing insert hid are sent again (a fresh
+     * snapshot per statement shows them), three times at most. */
+    size_t left = 0;
+    for (size_t i = 0; i < op->n; i++)
+        if (op->leader[i] == i)
+            op->send[left++] = i;
+    for (int round = 0; left > 0; round++) {
+        if (round == 3)
+            return apbot_fail(err, errlen, APBOT_E_BUSY, "store: enqueue of %s raced three times",
+                              op->reqs[op->send[0]].key);
+        for (size_t k = 0; k < left;) {
+            size_t m = 0, bytes = 0;
+            while (k + m < left && m < PG_ENQ_CHUNK && (m == 0 || bytes < PG_ENQ_CHUNK_BYTES))
+                bytes += strlen(op->reqs[op->send[k + m++]].payload);
+            int rc = enqm_chunk(h, op, op->send + k, m, err, errlen);
+            if (rc)
+                return rc;
+            k += m;
+        }
+        size_t still = 0;
+        for (size_t k = 0; k < left; k++)
+            if (!op->row_fp[op->send[k]])
+                op->send[still++] = op->send[k];
+        left = still;
+    }
+    /* Every req against the row its key has now: a leader's own (queued, already, conflict),
+     * and a follower as if enqueued after its leader. */
+    for (size_t i = 0; i < op->n; i++) {
+        struct store_enqueue_req *r = &op->reqs[i];
+        size_t l = op->leader[i];
+        const char *fp = op->row_fp[l], *from = op->row_from[l], *state = op->row_state[l];
+        if (l != i) {
+            bool queued_here = op->reqs[l].result == STORE_ENQ_QUEUED;
+            fp = queued_here ? op->reqs[l].fingerprint : fp;
+            r->id = op->reqs[l].id;
+            r->result = strcmp(fp, r->fingerprint) == 0 ? STORE_ENQ_ALREADY : STORE_ENQ_CONFLICT;
+            state = queued_here ? "new" : state;
+        }
+        if (r->result == STORE_ENQ_CONFLICT) {
+            char detail[APBOT_ERR_LEN];
+            store_conflict_detail(detail, sizeof(detail), r->id, r->key, from, state);
+            r->detail = apbot_xstrdup(detail);
+        }
+    }
+    return APBOT_OK;
+}
+
+static int pg_enqueue_many(struct store *st, struct store_enqueue_req *reqs, size_t n,
+                           const struct apbot_now *now, char *err, size_t errlen)
+{
+    struct enqm_op op = {.reqs = reqs, .n = n};
+    op.by_key = apbot_xcalloc(n, sizeof(*op.by_key));
+    op.leader = apbot_xcalloc(n, sizeof(*op.leader));
+    op.send = apbot_xcalloc(n, sizeof(*op.send));
+    op.row_fp = apbot_xcalloc(n, sizeof(*op.row_fp));
+    op.row_from = apbot_xcalloc(n, sizeof(*op.row_from));
+    op.row_state = apbot_xcalloc(n, sizeof(*op.row_state));
+    for (size_t i = 0; i < n; i++)
+        op.by_key[i] = i;
+    sort_reqs = reqs;
+    qsort(op.by_key, n, sizeof(*op.by_key), by_key_cmp);
+    sort_reqs = NULL;
+    for (size_t k = 0; k < n; k++) {
+        size_t i = op.by_key[k];
+        bool same = k > 0 && strcmp(reqs[op.by_key[k - 1]].key, reqs[i].key) == 0;
+        op.leader[i] = same ? op.leader[op.by_key[k - 1]] : i;
+    }
+    int rc = pg_run_write(PG(st), now, enqm_body, &op, err, errlen);
+    for (size_t i = 0; i < n; i++) {
+        free(op.row_fp[i]);
+        free(op.row_from[i]);
+        free(op.row_state[i]);
+    }
+    free(op.by_key);
+    free(op.leader);
+    free(op.send);
+    free(op.row_fp);
+    free(op.row_from);
+    free(op.row_state);
+    return rc;
 }
 
 /* ---- reading one item ---------------------------------------------------------------------- */
@@ -2497,6 +2793,7 @@ static const struct store_ops pg_ops = {
     .commit = pg_commit,
     .rollback = pg_rollback,
     .enqueue = pg_enqueue,
+    .enqueue_many = pg_enqueue_many,
     .claim = pg_claim,
     .claim_id = pg_claim_id,
     .renew = pg_renew,

@@ -121,6 +121,41 @@ int store_enqueue(struct store *st, const struct invoice *inv, const char *sourc
                   int64_t *ret_id, char *err, size_t errlen) APBOT_MUST_USE;
 
 /*
+ * Bulk enqueue: one invoice ready for the queue (what store_enqueue derives from it - the
+ * identity key, the fingerprint, the canonical payload and the summary columns - made once by
+ * store_enqueue_prepare, so that the invoice itself need not outlive the call), and what
+ * store_enqueue_many made of it. Free with store_enqueue_req_done.
+ */
+struct store_enqueue_req {
+    char key[32];
+    char fingerprint[65];
+    char *payload, *source, *vendor_id, *vendor_name, *invoice_number; /* heap-owned */
+    char doc_type[16], issue_date[11], currency[4];
+    int exponent;
+    int64_t total;
+    /* set by store_enqueue_many */
+    enum store_enqueue_result result;
+    int64_t id;   /* the new or existing item's id */
+    char *detail; /* STORE_ENQ_CONFLICT: names the queued item (heap-owned), else NULL */
+};
+/* Derives *ret from inv (source: "file:line", copied; may be NULL). APBOT_OK, or the reason
+ * the invoice cannot be queued (no key, no canonical form: a refusal) with *ret untouched. */
+int store_enqueue_prepare(const struct invoice *inv, const char *source,
+                          struct store_enqueue_req *ret, char *err, size_t errlen) APBOT_MUST_USE;
+/* Frees what req owns; NULL and a zeroed req are fine. */
+void store_enqueue_req_done(struct store_enqueue_req *req);
+/*
+ * Enqueues reqs[0..n-1] in one transaction (the open batch's, or one of its own that commits
+ * synchronously): the same rules as store_enqueue, in order - a key seen earlier in reqs counts
+ * as queued by then (same fingerprint: already; another: a conflict naming it). Each req's
+ * result, id and detail are set on APBOT_OK; on failure nothing of reqs is queued (outside a
+ * batch) and err says why (APBOT_E_BUSY after the retries, APBOT_E_UNAVAIL, APBOT_E_DB). The
+ * PostgreSQL backend sends them as a few multi-row statements instead of one round trip each.
+ */
+int store_enqueue_many(struct store *st, struct store_enqueue_req *reqs, size_t n,
+                       const struct apbot_now *now, char *err, size_t errlen) APBOT_MUST_USE;
+
+/*
  * Leases one due item to owner for lease_ms, in one transaction: the due `reconciling` or
  * `finishing` item due longest if any (an ambiguous outcome or a saved document is settled
  * while its evidence is fresh), else the `new` item due longest. Due: next_mono reached and
