@@ -4,7 +4,9 @@
 # enqueue (queued / already / conflict), run to the end, status, list, review (a clerk booked
 # one invoice with another amount: manual review), resolve (--reject), report, and migrate
 # (SQLite file -> PostgreSQL, verified; a second time refused). Passwords: --db carrying one
-# is refused without echoing it; a wrong one through APBOT_DB fails without echoing it.
+# is refused without echoing it; a wrong one through APBOT_DB fails without echoing it, and
+# stops `run` at once (no outage to ride out). A server that does not answer: `run` waits
+# --queue-outage-max, then exits 8; apbot --help says so.
 # Env (set by ctest): APBOT_BIN, ERPSIM_BIN, APBOT_SRC, APBOT_TEST_PG_ENV.
 set -euo pipefail
 
@@ -132,5 +134,29 @@ expect_rc pw_env 1
 expect_grep pw_env "$work/pw_env.err" "password authentication failed"
 expect_no_grep pw_env "$work/pw_env.err" "$secret"
 expect_no_grep pw_env "$work/pw_env.out" "$secret"
+# A wrong password is a setting to fix, not an outage: `run` stops at once (exit 1).
+rc=0
+APBOT_DB="postgresql://$APBOT_TEST_PG_PWUSER:$secret@/apbot?host=$APBOT_TEST_PG_DIR" \
+    "$APBOT_BIN" run --flow "$FLOW" --erp "$erp" --until-empty --queue-outage-max 60 \
+    >"$work/pw_run.out" 2>"$work/pw_run.err" || rc=$?
+expect_rc pw_run 1
+expect_no_grep pw_run "$work/pw_run.err" "queue unavailable"
+
+# ---- a queue that cannot be reached ---------------------------------------------------------------
+# A server that does not answer is an outage: ridden out for --queue-outage-max, then exit 8.
+down="host=$work/no-server-here dbname=apbot connect_timeout=2"
+rc=0
+"$APBOT_BIN" --db "$down" run --flow "$FLOW" --erp "$erp" --until-empty --queue-outage-max 2 \
+    >"$work/down.out" 2>"$work/down.err" || rc=$?
+expect_rc down 8
+expect_grep down "$work/down.err" 'msg="queue unavailable"'
+expect_grep down "$work/down.err" "the queue was unavailable for longer than 2 s"
+expect_grep down "$work/down.out" "stopped \\(queue\\).*still pending unknown"
+run outage_usage run --flow "$FLOW" --queue-outage-max soon
+expect_rc outage_usage 2
+rc=0
+"$APBOT_BIN" --help >"$work/help.out" 2>&1 || rc=$?
+expect_grep help "$work/help.out" "^  8  run stopped because the queue stayed unavailable"
+expect_grep help "$work/help.out" "--queue-outage-max SECONDS"
 
 harness_finish "PostgreSQL CLI"
