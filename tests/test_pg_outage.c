@@ -52,13 +52,18 @@ static bool start(struct e2e *e, struct pgt_own *pg, uint64_t seed)
     return true;
 }
 
-/* Forks `apbot run` to the end (bounded) with its log in dir/NAME; outage_max (the
- * --queue-outage-max) and app (its connections' application_name) may be NULL. */
+/* Forks `apbot run` to the end (bounded) with its log in dir/NAME and its metrics in
+ * dir/NAME.prom; outage_max (the --queue-outage-max) and app (its connections'
+ * application_name) may be NULL. */
 static pid_t host(struct e2e *e, const char *name, const char *outage_max, const char *app)
 {
     const char *args[16] = {"run",           "--flow",        e->flow, "--erp",         e->url,
                             "--until-empty", "--max-seconds", "150",   "--concurrency", "2"};
     size_t n = 10;
+    char prom[400];
+    snprintf(prom, sizeof(prom), "%s/%s.prom", e->dir, name);
+    args[n++] = "--metrics-file";
+    args[n++] = prom;
     if (outage_max) {
         args[n++] = "--queue-outage-max";
         args[n++] = outage_max;
@@ -149,6 +154,9 @@ static void test_pg_outage_down_at_start_is_waited_for(void **state)
     assert_int_equal(e2e_wait_exit(a, 120000), 0);
     assert_log_has(&e, "a.log", "msg=\"queue unavailable\"");
     assert_log_has(&e, "a.log", "msg=\"queue available again\"");
+    assert_log_has(&e, "a.log.prom", "apbot_run_queue_outages_total 1\n");
+    assert_log_has(&e, "a.log.prom", "apbot_run_queue_available 1\n");
+    assert_log_has(&e, "a.log.prom", "apbot_run_exit_code 0\n");
     e2e_assert_invariants(&e, false);
     e2e_stop(&e);
     pgt_own_stop(&pg);
@@ -179,6 +187,9 @@ static void test_pg_outage_past_the_bound_exits_8(void **state)
     assert_true(took < 30000);
     assert_log_has(&e, "a.log", "the queue was unavailable for longer than 3 s");
     assert_log_has(&e, "a.log", "still pending unknown");
+    assert_log_has(&e, "a.log.prom", "apbot_run_exit_code 8\n");
+    assert_log_has(&e, "a.log.prom", "apbot_run_queue_available 0\n");
+    assert_log_has(&e, "a.log.prom", "apbot_run_queue_outages_total 1\n");
     /* Nothing booked twice meanwhile; once the queue is back, the next run finishes it all. */
     assert_int_equal(pgt_own_ctl(&pg, "up", NULL), 0);
     e2e_assert_invariants(&e, true);

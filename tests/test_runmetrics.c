@@ -2,8 +2,8 @@
  * test_runmetrics.c - what `apbot run --metrics-file` counts (run/runmetrics.c): exchanges by
  * step and outcome with their latency in the right buckets, overload and time-outs, outcomes
  * outside the list and steps past RUNMETRICS_STEPS under "other" (labels stay bounded), the
- * final states, the gauges, and the exposition of a snapshot line by line; the end (exit code,
- * end time) written once.
+ * final states, the gauges, the queue's outages, and the exposition of a snapshot line by
+ * line; the end (exit code, end time) written once.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,6 +60,10 @@ static void test_runmetrics_counts(void **state)
     runmetrics_finished(m, MACHINE_MANUAL_REVIEW);
     runmetrics_finished(m, MACHINE_RECONCILING); /* not final: not counted */
     runmetrics_live(m, 8, 5, RUNMETRICS_BREAKER_PROBING, 12500, 3000);
+    runmetrics_count(m, RUNMETRICS_QUEUE_OUTAGES);
+    runmetrics_count(m, RUNMETRICS_QUEUE_LOST);
+    runmetrics_count(m, RUNMETRICS_QUEUE_LOST);
+    runmetrics_queue(m, 2, 7250); /* an outage under way, one before it lasted 7.25 s */
 
     char *t = render(m, METRICS_OPENMETRICS);
     has(t, "apbot_erp_requests_total{step=\"post\",outcome=\"confirmed\"} 2\n");
@@ -97,8 +101,19 @@ static void test_runmetrics_counts(void **state)
     has(t, "apbot_settle_delay_seconds 12.5\n");
     has(t, "apbot_late_commit_max_seconds 3.0\n");
     has(t, "apbot_run_running 1\n");
+    has(t, "apbot_run_queue_outages_total 1\n");
+    has(t, "apbot_run_queue_connections_lost_total 2\n");
+    has(t, "apbot_run_queue_available 0\n");
+    has(t, "# UNIT apbot_run_queue_outage_seconds seconds\n");
+    has(t, "apbot_run_queue_outage_seconds_total 7.25\n");
     assert_null(strstr(t, "apbot_run_exit_code"));
     has(t, "# EOF\n");
+    free(t);
+    /* back: available again */
+    runmetrics_queue(m, 0, 9000);
+    t = render(m, METRICS_PROMETHEUS);
+    has(t, "apbot_run_queue_available 1\n");
+    has(t, "apbot_run_queue_outage_seconds_total 9.0\n");
     free(t);
     runner_metrics_free(m);
 }

@@ -120,7 +120,13 @@ void runner_queue_down(struct runner *r, const char *err)
         r->totals.queue_outages++;
     }
     r->totals.queue_lost++;
+    int down = r->queue_down;
+    int64_t outage_ms = r->totals.queue_outage_ms;
     pthread_mutex_unlock(&r->mu);
+    if (first)
+        runmetrics_count(r->opt->metrics, RUNMETRICS_QUEUE_OUTAGES);
+    runmetrics_count(r->opt->metrics, RUNMETRICS_QUEUE_LOST);
+    runmetrics_queue(r->opt->metrics, down, outage_ms);
     if (!first)
         return;
     snprintf(detail, sizeof(detail),
@@ -140,7 +146,10 @@ void runner_queue_up(struct runner *r)
         r->totals.queue_outage_ms += lasted;
     }
     int64_t lost = r->totals.queue_lost;
+    int down = r->queue_down;
+    int64_t outage_ms = r->totals.queue_outage_ms;
     pthread_mutex_unlock(&r->mu);
+    runmetrics_queue(r->opt->metrics, down, outage_ms);
     if (lasted < 0)
         return;
     snprintf(detail, sizeof(detail),

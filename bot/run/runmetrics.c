@@ -175,6 +175,16 @@ void runmetrics_live(struct runner_metrics *m, int sessions, int limit,
     pthread_mutex_unlock(&m->mu);
 }
 
+void runmetrics_queue(struct runner_metrics *m, int down, int64_t outage_ms)
+{
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->mu);
+    m->s.queue_down = down;
+    m->s.queue_outage_ms = outage_ms;
+    pthread_mutex_unlock(&m->mu);
+}
+
 UNITTEST void runmetrics_snapshot(struct runner_metrics *m, struct runmetrics_snap *ret)
 {
     pthread_mutex_lock(&m->mu);
@@ -201,6 +211,10 @@ static const struct {
      "Times the circuit breaker paused claims because the ERP did not answer."},
     {RUNMETRICS_BREAKER_TRIPS, "apbot_run_breaker_trips",
      "Times the circuit breaker stopped the run."},
+    {RUNMETRICS_QUEUE_OUTAGES, "apbot_run_queue_outages",
+     "Times the queue's database became unavailable (a restart, failover, cut connection)."},
+    {RUNMETRICS_QUEUE_LOST, "apbot_run_queue_connections_lost",
+     "Connections to the queue's database lost (an outage may lose several)."},
 };
 _Static_assert(sizeof(counter_families) / sizeof(counter_families[0]) == RUNMETRICS_COUNTER__COUNT,
                "every counter needs a family");
@@ -267,8 +281,9 @@ UNITTEST int runmetrics_render(const struct runmetrics_snap *s, enum metrics_for
         metrics_family(&w, "apbot_run_end_time_seconds", METRICS_GAUGE, "seconds",
                        "When the run ended, Unix time.");
         metrics_sample(&w, NULL, s->end_ms, 3);
-        metrics_family(&w, "apbot_run_exit_code", METRICS_GAUGE, NULL,
-                       "The exit code of apbot run (0 ok, 1 error, 4 circuit breaker).");
+        metrics_family(
+            &w, "apbot_run_exit_code", METRICS_GAUGE, NULL,
+            "The exit code of apbot run (0 ok, 1 error, 4 circuit breaker, 8 queue unavailable).");
         metrics_sample(&w, NULL, s->exit_code, 0);
     }
     render_requests(&w, s);
@@ -295,6 +310,12 @@ UNITTEST int runmetrics_render(const struct runmetrics_snap *s, enum metrics_for
         const char *const labels[] = {"state", breaker_names[i], NULL};
         metrics_sample(&w, labels, s->breaker == (enum runmetrics_breaker)i ? 1 : 0, 0);
     }
+    metrics_family(&w, "apbot_run_queue_available", METRICS_GAUGE, NULL,
+                   "1 while every connection to the queue works, 0 during an outage.");
+    metrics_sample(&w, NULL, s->queue_down > 0 ? 0 : 1, 0);
+    metrics_family(&w, "apbot_run_queue_outage_seconds", METRICS_COUNTER, "seconds",
+                   "Outages of the queue ridden out in this run, their total length.");
+    metrics_sample(&w, NULL, s->queue_outage_ms, 3);
     metrics_family(&w, "apbot_settle_delay_seconds", METRICS_GAUGE, "seconds",
                    "The settle delay in force before an ambiguous outcome is reconciled.");
     metrics_sample(&w, NULL, s->settle_ms, 3);

@@ -39,6 +39,8 @@ enum runmetrics_counter {
     RUNMETRICS_TIMEOUTS,        /* exchanges that timed out */
     RUNMETRICS_BREAKER_PAUSES,  /* times the breaker paused claims (the ERP went silent) */
     RUNMETRICS_BREAKER_TRIPS,   /* times the breaker stopped the run */
+    RUNMETRICS_QUEUE_OUTAGES,   /* times the queue became unavailable (all connections) */
+    RUNMETRICS_QUEUE_LOST,      /* connections to the queue lost (one outage may lose several) */
     RUNMETRICS_COUNTER__COUNT
 };
 
@@ -70,6 +72,8 @@ struct runmetrics_snap {
     int sessions, limit; /* workers, and the sessions allowed to work now */
     enum runmetrics_breaker breaker;
     int64_t settle_ms, max_late_ms;
+    int queue_down;          /* connections to the queue lost and not back now */
+    int64_t queue_outage_ms; /* outages ridden out so far, their total length */
 };
 
 /* The latency buckets' upper bounds, ms. */
@@ -88,6 +92,9 @@ void runmetrics_finished(struct runner_metrics *m, enum machine_state to);
 /* The run's gauges now. */
 void runmetrics_live(struct runner_metrics *m, int sessions, int limit,
                      enum runmetrics_breaker breaker, int64_t settle_ms, int64_t max_late_ms);
+
+/* The queue's state now: connections lost and not back, and the outages' total so far. */
+void runmetrics_queue(struct runner_metrics *m, int down, int64_t outage_ms);
 
 /* "answered", ..., "other" (index < RUNMETRICS_OUTCOMES). */
 const char *runmetrics_outcome_name(size_t i);
