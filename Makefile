@@ -2,7 +2,8 @@
 # packages and runs every test plain and under ASan+UBSan, `make demo` runs the main job on the
 # bundled simulator, `make bench` prints the performance figures, `make soak` runs the long
 # randomized kill soak (tools/chaos_soak.c; SOAK_ROUNDS rounds or SOAK_MINUTES, whichever ends
-# first, SOAK_JOBS rounds at once; SOAK_SEED to start from a given seed), `make fuzz` runs the
+# first, SOAK_JOBS rounds at once; SOAK_SEED to start from a given seed; then SOAK_PG_ROUNDS or
+# SOAK_PG_MINUTES of two hosts on a PostgreSQL queue), `make fuzz` runs the
 # libFuzzer targets of tests/fuzz/ (clang) for FUZZ_SECONDS each.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
@@ -12,6 +13,8 @@ SOAK_ROUNDS  ?= 1000
 SOAK_MINUTES ?= 75
 SOAK_JOBS    ?= 4
 SOAK_SEED    ?=
+SOAK_PG_ROUNDS  ?= 500
+SOAK_PG_MINUTES ?= 45
 FUZZ_BUILD ?= build-fuzz
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
@@ -75,9 +78,13 @@ bench: build test-deps
 	scripts/bench.sh $(BUILD)
 
 # Rounds are mostly waiting (leases, settle delays, stalls): several at once on 2 cores, niced
-# because the machine may be shared. Exits non-zero on any violation, keeping its round.
+# because the machine may be shared. Exits non-zero on any violation, keeping its round. Then the
+# PostgreSQL rounds (--pg: two hosts, server restarts and crashes; SOAK_PG_ROUNDS rounds or
+# SOAK_PG_MINUTES, a PostgreSQL server of each job's own, `make test-deps` installs it).
 soak: build
 	nice -n 10 $(BUILD)/chaos-soak --rounds $(SOAK_ROUNDS) --minutes $(SOAK_MINUTES) \
+	  --jobs $(SOAK_JOBS) $(if $(SOAK_SEED),--seed $(SOAK_SEED),)
+	nice -n 10 $(BUILD)/chaos-soak --pg --rounds $(SOAK_PG_ROUNDS) --minutes $(SOAK_PG_MINUTES) \
 	  --jobs $(SOAK_JOBS) $(if $(SOAK_SEED),--seed $(SOAK_SEED),)
 
 format:

@@ -24,8 +24,17 @@
  * and the whole plan) and the program prints how to replay it; exit status 1. Kill moments are
  * wall-clock moments, so a replay repeats the plan, not every interleaving.
  *
+ * With --pg a round's queue is a schema on a PostgreSQL server of the worker process's own
+ * (tests/lib/pg.sh start, fsync off; stopped when the worker ends), worked by two hosts (two
+ * `apbot run` processes, each with its own application_name): each kill picks a host, and the
+ * round may also restart the server (a fast shutdown, or a crash: an immediate one, which
+ * loses the changes committed asynchronously and not yet written) for a moment, or end one
+ * host's sessions (pg_terminate_backend). The hosts ride those out (exit 8, the queue
+ * unavailable past its bound, is a finding). A failed round's queue is copied into its
+ * directory as queue.db (store_copy).
+ *
  *   chaos-soak [--rounds N] [--minutes M | --seconds T] [--seed S] [--jobs J] [--dir DIR] [--keep]
- *              [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet] [--settle-ms N]
+ *              [--apbot PATH] [--src DIR] [--min-rounds N] [--quiet] [--settle-ms N] [--pg]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +62,7 @@
 #include "apbot/money.h"
 #include "apbot/store.h"
 #include "helpers/invariants.h"
+#include "helpers/pg_test.h"
 #include "helpers/sim_client.h"
 #include "sim.h"
 
@@ -84,6 +94,7 @@ struct soak_opts {
     int ui;      /* >= 0: every round on this simulator UI (--ui); -1: drawn per round */
     bool report; /* after each round, the day's report must be clean (--report) */
     int kills;   /* > 0: exactly this many kills a round (--kills); 0: drawn */
+    bool pg;     /* two hosts on a PostgreSQL queue, server restarts and sessions ended */
     char dir[256];
     char apbot[512];
     char src[512];
@@ -241,6 +252,21 @@ enum plan_kind {
 
 static const char *const plan_kind_names[] = {"valid", "refused", "held", "held-draft"};
 
+/* What happens to the PostgreSQL server in a --pg round. */
+enum srv_kind {
+    SRV_RESTART,   /* fast shutdown (sessions ended, the WAL flushed), down_ms, start */
+    SRV_CRASH,     /* immediate shutdown (a crash: unwritten asynchronous commits lost) */
+    SRV_TERMINATE, /* pg_terminate_backend of every session of one host */
+};
+static const char *const srv_kind_names[] = {"restart", "crash", "terminate"};
+
+struct srv_event {
+    enum srv_kind kind;
+    long at_ms;   /* after the hosts started */
+    long down_ms; /* restart, crash: without a server this long */
+    int host;     /* terminate: whose sessions (0: A, 1: B) */
+};
+
 struct plan_item {
     char key[INVOICE_KEY_LEN + 1];
     enum plan_kind kind;
@@ -256,6 +282,10 @@ struct round_plan {
     char concurrency[8];
     int kills;
     long kill_after_ms[SOAK_MAX_KILLS];
+    int kill_host[SOAK_MAX_KILLS]; /* --pg: which host each kill stops (0: A, 1: B) */
+    bool pg;
+    int n_srv;
+    struct srv_event srv[2];
     int n_items;
     struct plan_item items[SOAK_MAX_INVOICES];
 };
@@ -348,6 +378,26 @@ static void plan_erp(struct round_plan *p, struct rng *r)
     for (int k = 0; k < p->kills; k++)
         /* A fast acme run may be done in 2 s: the first kill comes within 1 s. */
         p->kill_after_ms[k] = rng_range(r, 50, k == 0 ? 1000 : 2000);
+}
+
+/* Draws a --pg round's hosts and server events (after plan_erp: a SQLite round's plan is
+ * the same with or without this). */
+static void plan_pg(struct round_plan *p, struct rng *r)
+{
+    p->pg = true;
+    for (int k = 0; k < p->kills; k++)
+        p->kill_host[k] = (int)rng_range(r, 0, 1);
+    int roll = (int)rng_range(r, 0, 99);
+    bool restart = roll < 45, crash = roll >= 45 && roll < 60;
+    bool terminate = (roll >= 30 && roll < 45) || (roll >= 60 && roll < 90);
+    if (restart || crash)
+        p->srv[p->n_srv++] = (struct srv_event){.kind = crash ? SRV_CRASH : SRV_RESTART,
+                                                .at_ms = rng_range(r, 300, 4000),
+                                                .down_ms = rng_range(r, 100, 2500)};
+    if (terminate)
+        p->srv[p->n_srv++] = (struct srv_event){.kind = SRV_TERMINATE,
+                                                .at_ms = rng_range(r, 300, 4000),
+                                                .host = (int)rng_range(r, 0, 1)};
 }
 
 static const char *const currencies[] = {"EUR", "EUR", "EUR", "EUR", "EUR", "EUR", "USD",
@@ -456,6 +506,8 @@ struct round_result {
     int ambiguous; /* `unknown` outcomes of a post: reconciled, never re-posted blind */
     int recovered; /* leases of a killed run taken over (`lease-expired`) */
     int reposted;  /* items posted a second time after a confirmed absence */
+    int restarts;  /* --pg: server restarts and crashes */
+    int ended;     /* --pg: a host's sessions ended (pg_terminate_backend) */
     int64_t ms;
     char problem[600];
     char dir[300];
@@ -466,7 +518,9 @@ _Static_assert(sizeof(struct round_result) < 4096, "one atomic pipe write per ro
 struct round {
     const struct soak_opts *o;
     struct round_plan plan;
-    char dir[300], db[340], flow[340], url[64];
+    char dir[300], db[440], flow[340], url[64];
+    char host_db[2][480]; /* --pg: the queue as each host connects to it */
+    char schema[40];      /* --pg: the round's schema */
     struct sim *sim;
     unsigned short port;
     struct round_result *res;
@@ -581,18 +635,29 @@ static void round_describe(struct round *rd)
     const struct round_plan *p = &rd->plan;
     struct apbot_buf b;
     apbot_buf_init(&b, 1u << 20);
-    int rc = apbot_buf_addf(
-        &b,
-        "seed %" PRIu64 "\nreplay: chaos-soak --seed %" PRIu64 " --rounds 1\nui %s\nflow %s\n"
-        "policy: timeout-ms %ld connect-timeout-ms %ld settle-ms %ld "
-        "lease-ms %ld backoff %ld..%ld ms; --concurrency %s\n"
-        "kills planned %d at",
-        p->seed, p->seed, sim_ui_name(p->ui), rd->flow, p->timeout_ms, p->connect_ms, p->settle_ms,
-        p->lease_ms, p->backoff_base_ms, p->backoff_cap_ms, p->concurrency, p->kills);
+    int rc = apbot_buf_addf(&b,
+                            "seed %" PRIu64 "\nreplay: chaos-soak%s --seed %" PRIu64
+                            " --rounds 1\nui %s\nflow %s\n"
+                            "policy: timeout-ms %ld connect-timeout-ms %ld settle-ms %ld "
+                            "lease-ms %ld backoff %ld..%ld ms; --concurrency %s\n"
+                            "kills planned %d at",
+                            p->seed, p->pg ? " --pg" : "", p->seed, sim_ui_name(p->ui), rd->flow,
+                            p->timeout_ms, p->connect_ms, p->settle_ms, p->lease_ms,
+                            p->backoff_base_ms, p->backoff_cap_ms, p->concurrency, p->kills);
     for (int k = 0; k < p->kills; k++)
-        rc |= apbot_buf_addf(&b, " %ld", p->kill_after_ms[k]);
-    rc |= apbot_buf_addf(&b, " ms after each start\n\nscenario:\n%s\ninvoices:\n",
-                         apbot_buf_str(&p->scenario));
+        rc |= p->pg
+                  ? apbot_buf_addf(&b, " %ld (host %c)", p->kill_after_ms[k], 'A' + p->kill_host[k])
+                  : apbot_buf_addf(&b, " %ld", p->kill_after_ms[k]);
+    rc |= apbot_buf_addf(&b, p->pg ? " ms after the one before\n" : " ms after each start\n");
+    if (p->pg) {
+        rc |= apbot_buf_addf(&b, "postgresql: schema %s, two hosts; server events:", rd->schema);
+        for (int i = 0; i < p->n_srv; i++)
+            rc |= apbot_buf_addf(&b, " %s at %ld ms (down %ld ms, host %c)",
+                                 srv_kind_names[p->srv[i].kind], p->srv[i].at_ms, p->srv[i].down_ms,
+                                 'A' + p->srv[i].host);
+        rc |= apbot_buf_addf(&b, "%s\n", p->n_srv ? "" : " none");
+    }
+    rc |= apbot_buf_addf(&b, "\nscenario:\n%s\ninvoices:\n", apbot_buf_str(&p->scenario));
     for (int i = 0; i < p->n_items; i++)
         rc |= apbot_buf_addf(&b, "%s %-10s %s\n", p->items[i].key,
                              plan_kind_names[p->items[i].kind], p->items[i].what);
@@ -603,8 +668,8 @@ static void round_describe(struct round *rd)
     apbot_buf_done(&b);
 }
 
-/* Forks `apbot run` on the round's queue; its output goes to dir/run-N.log. */
-static pid_t spawn_run(struct round *rd, int n, long max_seconds)
+/* Forks `apbot run` on db; its output goes to dir/run-N.log. */
+static pid_t spawn_run_db(struct round *rd, const char *db, int n, long max_seconds)
 {
     char log[400], secs[16];
     snprintf(log, sizeof(log), "%s/run-%d.log", rd->dir, n);
@@ -623,14 +688,19 @@ static pid_t spawn_run(struct round *rd, int n, long max_seconds)
             dup2(fd, 2);
             close(fd);
         }
-        execl(bin, bin, "--db", rd->db, "run", "--flow", rd->flow, "--erp", rd->url,
-              "--until-empty", "--max-seconds", secs, "--concurrency", rd->plan.concurrency,
-              (char *)NULL);
+        execl(bin, bin, "--db", db, "run", "--flow", rd->flow, "--erp", rd->url, "--until-empty",
+              "--max-seconds", secs, "--concurrency", rd->plan.concurrency, (char *)NULL);
         _exit(127);
     }
     if (pid > 0)
         rd->res->runs++;
     return pid;
+}
+
+/* Forks `apbot run` on the round's queue; its output goes to dir/run-N.log. */
+static pid_t spawn_run(struct round *rd, int n, long max_seconds)
+{
+    return spawn_run_db(rd, rd->db, n, max_seconds);
 }
 
 /* Waits up to ms for the child to end by itself: 1 and its exit code (128 + signal) in
@@ -723,6 +793,200 @@ static int round_kills(struct round *rd)
         }
     }
     return 0;
+}
+
+/* ---- --pg: two hosts, a server that blinks ------------------------------------------------ */
+
+/* The worker process's PostgreSQL server (started with its first --pg round). */
+static struct pgt_own soak_pg;
+static bool soak_pg_up;
+
+/* Makes the round's schema and connection strings; -1 when there is no server. */
+static int round_pg_queue(struct round *rd)
+{
+    if (!soak_pg_up) {
+        if (!pgt_own_start(&soak_pg)) {
+            fail(rd, "no PostgreSQL server of the soak's own (tests/lib/pg.sh start)");
+            return -1;
+        }
+        soak_pg_up = true;
+    }
+    snprintf(rd->schema, sizeof(rd->schema), "soak_%" PRIu64, rd->plan.seed);
+    char sql[160];
+    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s", rd->schema,
+             rd->schema);
+    if (pgt_exec(soak_pg.conn, sql, false) != 0) {
+        fail(rd, "cannot make schema %s", rd->schema);
+        return -1;
+    }
+    snprintf(rd->db, sizeof(rd->db), "%.300s options='-c search_path=%s'", soak_pg.conn,
+             rd->schema);
+    for (int h = 0; h < 2; h++)
+        snprintf(rd->host_db[h], sizeof(rd->host_db[h]), "%s application_name=soak_%c", rd->db,
+                 'a' + h);
+    return 0;
+}
+
+/* The round's schema goes (a passing round), or is copied into dir/queue.db (a failed one). */
+static void round_pg_done(struct round *rd)
+{
+    if (!rd->schema[0] || !soak_pg_up)
+        return;
+    if (rd->res->ok == 0) {
+        char err[APBOT_ERR_LEN], path[400];
+        struct store *from = NULL, *to = NULL;
+        snprintf(path, sizeof(path), "%s/queue.db", rd->dir);
+        if (store_open(rd->db, &from, err, sizeof(err)) != APBOT_OK ||
+            store_open(path, &to, err, sizeof(err)) != APBOT_OK ||
+            store_copy(from, to, NULL, err, sizeof(err)) != APBOT_OK)
+            fprintf(stderr, "chaos-soak: cannot copy the queue of %s: %s\n", rd->dir, err);
+        store_close(from);
+        store_close(to);
+        return;
+    }
+    char sql[120];
+    snprintf(sql, sizeof(sql), "DROP SCHEMA IF EXISTS %s CASCADE", rd->schema);
+    (void)pgt_exec(soak_pg.conn, sql, true);
+}
+
+/* One server event of the plan. */
+static int round_srv(struct round *rd, const struct srv_event *ev)
+{
+    char arg[24];
+    int rc = 0;
+    switch (ev->kind) {
+    case SRV_RESTART:
+    case SRV_CRASH:
+        rc = pgt_own_ctl(&soak_pg, "down", ev->kind == SRV_CRASH ? "immediate" : "fast");
+        nap_ms(ev->down_ms);
+        rc |= pgt_own_ctl(&soak_pg, "up", NULL);
+        rd->res->restarts++;
+        break;
+    case SRV_TERMINATE:
+        snprintf(arg, sizeof(arg), "soak_%c", 'a' + ev->host);
+        {
+            char sql[200];
+            snprintf(sql, sizeof(sql),
+                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                     " WHERE application_name = '%s'",
+                     arg);
+            rc = pgt_exec(soak_pg.conn, sql, false);
+        }
+        rd->res->ended++;
+        break;
+    }
+    if (rc != 0)
+        fail(rd, "the server's %s failed (pg.sh: see %s.log)", srv_kind_names[ev->kind],
+             soak_pg.state);
+    return rc ? -1 : 0;
+}
+
+/* A host's run ended by itself with code: a finding unless 0 or 4 (8: the queue's outage
+ * outlasted its bound, which a moment's restart must never do). */
+static int host_ended(struct round *rd, int host, int code)
+{
+    if (run_exit_ok(code))
+        return 0;
+    fail(rd, "host %c: apbot run (run-%d.log or before) exited %d", 'A' + host, rd->res->runs,
+         code);
+    return -1;
+}
+
+/*
+ * Two hosts work the queue; the plan's kills (each a host, at moments after the one before)
+ * and server events (at moments after the start) happen in time order, a killed host restarted
+ * at once. Then both run to the end by themselves. Returns -1 on a finding.
+ */
+static int round_hosts_pg(struct round *rd)
+{
+    const struct round_plan *p = &rd->plan;
+    pid_t pid[2];
+    for (int h = 0; h < 2; h++)
+        if ((pid[h] = spawn_run_db(rd, rd->host_db[h], rd->res->runs + 1, SOAK_FINAL_SECONDS)) <
+            0) {
+            fail(rd, "fork: %s", strerror(errno));
+            return -1;
+        }
+    int64_t t0 = mono_ms(), kill_at = t0;
+    int k = 0, e = 0;
+    bool srv_done[2] = {false, false};
+    while ((k < p->kills || e < p->n_srv) && !soak_interrupted) {
+        /* the next thing due: a kill, or a server event */
+        int64_t next_kill = k < p->kills ? kill_at + p->kill_after_ms[k] : INT64_MAX;
+        int next_e = -1;
+        for (int i = 0; i < p->n_srv; i++)
+            if (!srv_done[i] && (next_e < 0 || p->srv[i].at_ms < p->srv[next_e].at_ms))
+                next_e = i;
+        int64_t next_srv = next_e >= 0 ? t0 + p->srv[next_e].at_ms : INT64_MAX;
+        int64_t due = next_kill < next_srv ? next_kill : next_srv;
+        for (int h = 0; h < 2; h++) {
+            int code = 0;
+            if (pid[h] > 0 && wait_child(pid[h], 0, &code)) {
+                pid[h] = -1;
+                if (host_ended(rd, h, code) != 0)
+                    goto stop;
+            }
+        }
+        if (pid[0] < 0 && pid[1] < 0) {
+            struct store_counts c;
+            if (queue_counts(rd, &c) == 0 && pending_of(&c) == 0)
+                break; /* both done before the plan was: nothing left to disturb */
+        }
+        int64_t wait = due - mono_ms();
+        if (wait > 0) {
+            nap_ms(wait > 20 ? 20 : (long)wait);
+            continue;
+        }
+        if (next_kill <= next_srv) {
+            int h = p->kill_host[k++];
+            kill_at = mono_ms();
+            if (pid[h] > 0) {
+                kill_child(pid[h]);
+                rd->res->kills++;
+                struct store_counts c;
+                if (queue_counts(rd, &c) == 0 && c.by_state[MACHINE_POSTING] > 0)
+                    rd->res->kills_post++;
+                struct inv_report r;
+                if (invariants_check(rd->db, rd->port, SOAK_KEY_LENGTH, true, &r) != 0) {
+                    rd->res->duplicates = r.duplicated_refs;
+                    rd->res->reposts = r.reposts_of_booked;
+                    rd->res->bookings = r.bookings;
+                    fail(rd, "after kill %d (host %c): %s", rd->res->kills, 'A' + h,
+                         r.first_problem);
+                    goto stop;
+                }
+            }
+            if ((pid[h] = spawn_run_db(rd, rd->host_db[h], rd->res->runs + 1, SOAK_FINAL_SECONDS)) <
+                0) {
+                fail(rd, "fork: %s", strerror(errno));
+                goto stop;
+            }
+        } else {
+            srv_done[next_e] = true;
+            e++;
+            if (round_srv(rd, &p->srv[next_e]) != 0)
+                goto stop;
+        }
+    }
+    /* Both to the end by themselves (round_finish then runs whatever is left). */
+    for (int h = 0; h < 2; h++) {
+        int code = 0;
+        if (pid[h] <= 0)
+            continue;
+        if (!wait_child(pid[h], (SOAK_FINAL_SECONDS + 30) * 1000L, &code)) {
+            fail(rd, "host %c did not stop within --max-seconds", 'A' + h);
+            goto stop;
+        }
+        pid[h] = -1;
+        if (host_ended(rd, h, code) != 0)
+            goto stop;
+    }
+    return 0;
+stop:
+    for (int h = 0; h < 2; h++)
+        if (pid[h] > 0)
+            kill_child(pid[h]);
+    return -1;
 }
 
 /* Runs apbot to the end: restarted after a breaker trip or a run that ran out of time. */
@@ -951,6 +1215,8 @@ static void round_run(const struct soak_opts *o, long index, uint64_t seed,
         rd.plan.ui = (enum sim_ui)o->ui;
     if (o->kills > 0)
         rd.plan.kills = o->kills;
+    if (o->pg)
+        plan_pg(&rd.plan, &r);
     if (o->settle_ms > 0) {
         struct round_plan *p = &rd.plan;
         p->settle_ms = o->settle_ms;
@@ -971,7 +1237,7 @@ static void round_run(const struct soak_opts *o, long index, uint64_t seed,
     }
     snprintf(rd.db, sizeof(rd.db), "%s/queue.db", rd.dir);
     snprintf(rd.flow, sizeof(rd.flow), "%s/flow.xml", rd.dir);
-    if (round_flow(&rd) != 0)
+    if (round_flow(&rd) != 0 || (o->pg && round_pg_queue(&rd) != 0))
         goto out;
 
     struct sim_options so;
@@ -991,7 +1257,7 @@ static void round_run(const struct soak_opts *o, long index, uint64_t seed,
     if (round_invoices(&rd, &r) != 0)
         goto out;
     round_describe(&rd);
-    if (round_kills(&rd) != 0 || soak_interrupted)
+    if ((o->pg ? round_hosts_pg(&rd) : round_kills(&rd)) != 0 || soak_interrupted)
         goto out;
     if (round_finish(&rd) != 0 || soak_interrupted)
         goto out;
@@ -1004,6 +1270,7 @@ out:
         res->ok = -1;
     if (res->ok == 0 && rd.sim)
         round_dump(&rd);
+    round_pg_done(&rd);
     sim_stop(rd.sim);
     if (res->ok == 1 && !o->keep)
         rm_tree(rd.dir);
@@ -1017,6 +1284,7 @@ static void worker(const struct soak_opts *o, struct soak_shared *sh, int fd, in
 {
     if (apbot_global_init() != APBOT_OK)
         _exit(2);
+    int code = 0;
     while (!atomic_load(&sh->stop) && !soak_interrupted && mono_ms() < deadline) {
         long i = atomic_fetch_add(&sh->next_round, 1);
         if (i >= o->rounds)
@@ -1025,15 +1293,19 @@ static void worker(const struct soak_opts *o, struct soak_shared *sh, int fd, in
         round_run(o, i, o->seed + (uint64_t)i, &res);
         if (res.ok == 0)
             atomic_store(&sh->stop, 1);
-        if (write(fd, &res, sizeof(res)) != (ssize_t)sizeof(res))
-            _exit(2);
+        if (write(fd, &res, sizeof(res)) != (ssize_t)sizeof(res)) {
+            code = 2;
+            break;
+        }
     }
+    if (soak_pg_up)
+        pgt_own_stop(&soak_pg);
     apbot_global_cleanup();
-    _exit(0);
+    _exit(code);
 }
 
 struct totals {
-    long rounds, acme, classic, spa, failed, interrupted;
+    long rounds, acme, classic, spa, failed, interrupted, restarts, ended;
     long kills, kills_post, runs, invoices, bookings, completed, be, mr, duplicates, lost,
         misjudged, ambiguous, recovered, reposted;
     long long reposts;
@@ -1043,6 +1315,9 @@ struct totals {
 static void print_round(const struct round_result *res)
 {
     const char *verdict = res->ok == 1 ? "ok" : res->ok == 0 ? "FAIL" : "interrupted";
+    if (res->restarts || res->ended)
+        printf("round %4ld seed %" PRIu64 " postgresql: server restarts %d, sessions ended %d\n",
+               res->index + 1, res->seed, res->restarts, res->ended);
     printf("round %4ld seed %" PRIu64 " %-7s kills %d (%d mid-post) runs %d | invoices %d "
            "bookings %d: completed %d, business-exception %d, manual-review %d | ambiguous %d "
            "recovered %d | duplicates %d re-posts %lld lost %d | %.1f s %s\n",
@@ -1082,6 +1357,8 @@ static void add_round(struct totals *t, const struct round_result *res)
     t->ambiguous += res->ambiguous;
     t->recovered += res->recovered;
     t->reposted += res->reposted;
+    t->restarts += res->restarts;
+    t->ended += res->ended;
     t->ms_sum += res->ms;
     if (res->ms > t->ms_max)
         t->ms_max = res->ms;
@@ -1117,6 +1394,9 @@ static void usage(FILE *out)
             "  --kills N       exactly N kills a round, 1-%d (default: drawn)\n"
             "  --report        after each round the day's report must be clean (acme and spa,\n"
             "                  which list by booking day)\n"
+            "  --pg            the queue in PostgreSQL (a server of each job's own): two hosts,\n"
+            "                  kills of either, server restarts and crashes, a host's sessions\n"
+            "                  ended\n"
             "Exit: 0 every invariant held, 1 a round failed (or too few rounds), 2 usage/setup.\n",
             SOAK_MAX_KILLS, SOAK_MAX_JOBS);
 }
@@ -1152,6 +1432,8 @@ static int parse_args(int argc, char **argv, struct soak_opts *o)
             o->keep = true;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = true;
+        } else if (strcmp(a, "--pg") == 0) {
+            o->pg = true;
         } else if (!v) {
             fprintf(stderr, "chaos-soak: unknown or incomplete option '%s'\n", a);
             return -1;
@@ -1274,6 +1556,7 @@ int main(int argc, char **argv)
     }
     if (resolve_paths(&o) != 0)
         return 2;
+    setenv("APBOT_SRC", o.src, 1); /* tests/lib/pg.sh for --pg */
     setenv("APBOT_ERP_USER", "clerk", 1);
     setenv("APBOT_ERP_PASSWORD", "acme-demo", 1);
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1300,9 +1583,9 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("chaos-soak: up to %ld rounds in %.1f min, seeds %" PRIu64 "..%" PRIu64
-           ", %d job(s), apbot %s, rounds under %s\n",
+           ", %d job(s), apbot %s, rounds under %s%s\n",
            o.rounds, (double)o.seconds / 60.0, o.seed, o.seed + (uint64_t)o.rounds - 1, o.jobs,
-           o.apbot, o.dir);
+           o.apbot, o.dir, o.pg ? ", queue in PostgreSQL (two hosts)" : "");
 
     int64_t t0 = mono_ms();
     int64_t deadline = t0 + o.seconds * 1000L;
@@ -1347,9 +1630,9 @@ int main(int argc, char **argv)
         add_round(&t, &res);
         if (res.ok == 0) {
             printf("  FAILED: %s\n  evidence kept in %s (round.txt, queue.db, run-*.log, "
-                   "ledger.csv, lines.csv, stats.json)\n  replay: chaos-soak --seed %" PRIu64
+                   "ledger.csv, lines.csv, stats.json)\n  replay: chaos-soak%s --seed %" PRIu64
                    " --rounds 1\n",
-                   res.problem, res.dir, res.seed);
+                   res.problem, res.dir, o.pg ? " --pg" : "", res.seed);
             if (apbot_buf_addf(&failures, "  seed %" PRIu64 ": %s (%s)\n", res.seed, res.problem,
                                res.dir) != APBOT_OK)
                 fprintf(stderr, "chaos-soak: too many failures to list\n");
@@ -1373,6 +1656,10 @@ int main(int argc, char **argv)
            (double)t.ms_max / 1000.0);
     printf("  kills %ld (%ld with a post in flight), apbot runs %ld, leases recovered %ld\n",
            t.kills, t.kills_post, t.runs, t.recovered);
+    if (o.pg)
+        printf("  postgresql: two hosts a round, server restarts and crashes %ld, a host's "
+               "sessions ended %ld\n",
+               t.restarts, t.ended);
     printf("  invoices %ld, bookings %ld: completed %ld, business-exception %ld, manual-review "
            "%ld\n",
            t.invoices, t.bookings, t.completed, t.be, t.mr);
