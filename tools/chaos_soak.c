@@ -71,6 +71,7 @@
 #endif
 
 #define SOAK_MAX_JOBS 16
+#define SOAK_EXIT_SKIP 77 /* --pg without PostgreSQL's server binaries (SKIP_RETURN_CODE) */
 #define SOAK_MAX_KILLS 5
 #define SOAK_MAX_INVOICES 40
 #define SOAK_MIN_INVOICES 20
@@ -1397,7 +1398,8 @@ static void usage(FILE *out)
             "  --pg            the queue in PostgreSQL (a server of each job's own): two hosts,\n"
             "                  kills of either, server restarts and crashes, a host's sessions\n"
             "                  ended\n"
-            "Exit: 0 every invariant held, 1 a round failed (or too few rounds), 2 usage/setup.\n",
+            "Exit: 0 every invariant held, 1 a round failed (or too few rounds), 2 usage/setup,\n"
+            "77 --pg without PostgreSQL's server binaries.\n",
             SOAK_MAX_KILLS, SOAK_MAX_JOBS);
 }
 
@@ -1547,6 +1549,23 @@ static int resolve_paths(struct soak_opts *o)
     return 0;
 }
 
+/* 0 when PostgreSQL's server binaries are installed (tests/lib/pg.sh have, which says why
+ * not). */
+static int soak_pg_have(const struct soak_opts *o)
+{
+    char sh[600];
+    snprintf(sh, sizeof(sh), "%s/tests/lib/pg.sh", o->src);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execlp("bash", "bash", sh, "have", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     struct soak_opts o;
@@ -1557,6 +1576,10 @@ int main(int argc, char **argv)
     if (resolve_paths(&o) != 0)
         return 2;
     setenv("APBOT_SRC", o.src, 1); /* tests/lib/pg.sh for --pg */
+    if (o.pg && soak_pg_have(&o) != 0) {
+        printf("chaos-soak: SKIP (PostgreSQL): --pg wants server binaries\n");
+        return SOAK_EXIT_SKIP;
+    }
     setenv("APBOT_ERP_USER", "clerk", 1);
     setenv("APBOT_ERP_PASSWORD", "acme-demo", 1);
     setvbuf(stdout, NULL, _IOLBF, 0);

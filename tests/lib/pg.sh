@@ -10,6 +10,7 @@
 #                                       sessions ended, WAL flushed; immediate: a crash)
 #   pg.sh up STATE_DIR                  start it again after `down`
 #   pg.sh restart STATE_DIR [SECONDS]   down (fast), SECONDS (default 0) without a server, up
+#   pg.sh have                          exit 0 when server binaries are installed, else 1
 #
 # STATE_DIR/env holds shell-quoted KEY='VALUE' lines the tests read:
 #   APBOT_TEST_PG           libpq connection string of the superuser `apbot` (trust auth)
@@ -24,7 +25,7 @@ set -euo pipefail
 
 cmd=${1:-}
 state=${2:-}
-[ -n "$cmd" ] && [ -n "$state" ] || { echo "usage: pg.sh start|stop|down|up|restart STATE_DIR [--durable]" >&2; exit 2; }
+[ -n "$cmd" ] && { [ -n "$state" ] || [ "$cmd" = have ]; } || { echo "usage: pg.sh start|stop|down|up|restart STATE_DIR [--durable] | have" >&2; exit 2; }
 durable=no
 [ "${3:-}" = "--durable" ] && durable=yes
 pguser=apbot-pg
@@ -41,6 +42,12 @@ find_bindir() {
     fi
     printf '%s' "$best"
 }
+
+if [ "$cmd" = have ]; then
+    [ -n "$(find_bindir)" ] && exit 0
+    echo "no PostgreSQL server binaries (initdb, pg_ctl) installed; 'scripts/deps.sh --test' installs them"
+    exit 1
+fi
 
 # as_pg CMD...: runs CMD as the server's user (itself when not root).
 as_pg() {
