@@ -3627,18 +3627,17 @@ int main(void)
         X(test_store_enqueue_queued_already_conflict), X(test_store_enqueue_batches),              \
         X(test_store_enqueue_many), X(test_store_enqueue_invoice),                                 \
         X(test_store_claim_order_and_due), X(test_store_claim_given_item),                         \
-        X(test_store_claim_two_connections),                                                       \
-        X(test_store_claim_forked_processes), X(test_store_apply_checks_state_and_lease),          \
-        X(test_store_apply_get_returns_the_row), X(test_store_apply_claim),                        \
-        X(test_store_apply_claim_failed_claim), X(test_store_operator_resolution),                 \
-        X(test_store_unknown_state_is_left_alone), X(test_store_evidence_round_trip),              \
-        X(test_store_durability), X(test_store_recover_after_crash),                               \
-        X(test_store_counts_and_each), X(test_store_final_sums),                                   \
-        X(test_store_settle_runs_on_mono_not_wall), X(test_store_requeue_keeps_the_settle_base),   \
-        X(test_store_another_boot_restamps), X(test_store_rows_of_any_boot_stay_claimable),        \
-        X(test_store_one_document_one_item), X(test_store_expired_and_take_over),                  \
-        X(test_store_late_commits), X(test_store_busy_retries_are_bounded),                        \
-        X(test_store_busy_retry_outlasts_a_lock),                                                  \
+        X(test_store_claim_two_connections), X(test_store_claim_forked_processes),                 \
+        X(test_store_apply_checks_state_and_lease), X(test_store_apply_get_returns_the_row),       \
+        X(test_store_apply_claim), X(test_store_apply_claim_failed_claim),                         \
+        X(test_store_operator_resolution), X(test_store_unknown_state_is_left_alone),              \
+        X(test_store_evidence_round_trip), X(test_store_durability),                               \
+        X(test_store_recover_after_crash), X(test_store_counts_and_each),                          \
+        X(test_store_final_sums), X(test_store_settle_runs_on_mono_not_wall),                      \
+        X(test_store_requeue_keeps_the_settle_base), X(test_store_another_boot_restamps),          \
+        X(test_store_rows_of_any_boot_stay_claimable), X(test_store_one_document_one_item),        \
+        X(test_store_expired_and_take_over), X(test_store_late_commits),                           \
+        X(test_store_busy_retries_are_bounded), X(test_store_busy_retry_outlasts_a_lock),          \
         X(test_store_busy_two_processes_under_write_pressure),                                     \
         X(test_store_backend_ops_are_checked), X(test_store_audit_chain_detects_tampering),        \
         X(test_store_audit_head_of_a_day)
