@@ -8,6 +8,7 @@
  * run of the real runner on the `chaos` scenario.
  */
 #include <setjmp.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -1151,9 +1152,35 @@ static void test_report_classic_list_without_currency(void **state)
     fx_stop(&x);
 }
 
+/* Waiting for the settle delay before the ERP is read: the table of report_settle_wait_ms. */
+static void test_report_settle_wait(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t now, last_done, settle, want;
+    } rows[] = {
+        {100000, 0, 6000, 0},              /* nothing completed on the day */
+        {100000, 90000, 6000, 0},          /* the last completion is older than the delay */
+        {100000, 94000, 6000, 0},          /* exactly the delay ago */
+        {100000, 95000, 6000, 1000},       /* a second short of it */
+        {100000, 99700, 6000, 5700},       /* a moment ago: the ERP's index may lag */
+        {100000, 100000, 6000, 6000},      /* this very moment */
+        {100000, 500000, 6000, 6000},      /* stamped in the future (a clock step): one delay */
+        {100000, 99700, 0, 0},             /* no delay asked (the review page) */
+        {100000, 99700, -5, 0},            /* nonsense delay */
+        {100000, INT64_MAX - 10, 6000, 0}, /* no overflow */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        int64_t got = report_settle_wait_ms(rows[i].now, rows[i].last_done, rows[i].settle);
+        if (got != rows[i].want)
+            fail_msg("row %zu: %" PRId64 " ms, want %" PRId64, i, got, rows[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_report_settle_wait),
         cmocka_unit_test(test_report_clean_day_and_balance),
         cmocka_unit_test(test_report_duplicate),
         cmocka_unit_test(test_report_missing),

@@ -25,6 +25,7 @@
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
 #include "apbot/report.h"
+#include "apbot/runner.h"
 #include "apbot/secret.h"
 #include "apbot/store.h"
 
@@ -314,6 +315,7 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
     opt.date = date;
     opt.now = store_now_ms();
     opt.max_lookups = max_lookups;
+    opt.settle_ms = runner_settle_of(st, f, NULL, NULL);
     rc = report_build(st, erp, f, &opt, &r, err, CLI_REPORT_ERR_LEN);
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot report: the ERP could not be read completely, no report: %s\n", err);

@@ -145,20 +145,14 @@ int cli_status(const struct cli_ctx *ctx, int argc, char **argv)
     struct settle_view sv = {0};
     if (flow_path) {
         struct flow *f = NULL;
-        struct store_late_commit late = {0};
         if (flow_load(flow_path, &f, err, sizeof(err)) != APBOT_OK) {
             fprintf(stderr, "apbot status: flow %s: %s\n", flow_path, err);
             goto out;
         }
-        sv.policy_ms =
-            f->policy.settle_ms > 0 ? f->policy.settle_ms : flow_policy_default().settle_ms;
-        if (store_late_commit(st, f->name, &late, err, sizeof(err)) != APBOT_OK)
-            late.max_ms = 0;
+        sv.settle_ms = runner_settle_of(st, f, &sv.policy_ms, &sv.max_late_ms);
         enum runner_settle_method method = runner_settle_method(f);
         flow_free(f);
         sv.known = true;
-        sv.max_late_ms = late.max_ms;
-        sv.settle_ms = runner_settle_in_force(sv.policy_ms, late.max_ms);
         sv.method = method;
     }
     int64_t age_s = -1;

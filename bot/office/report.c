@@ -8,7 +8,9 @@
  */
 #include "apbot/report.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -1804,6 +1806,31 @@ static int build_finish(struct build *b, struct store *st, int rc, struct report
     return APBOT_OK;
 }
 
+int64_t report_settle_wait_ms(int64_t now, int64_t last_done, int64_t settle_ms)
+{
+    if (settle_ms <= 0 || last_done <= 0 || last_done > INT64_MAX - settle_ms)
+        return 0;
+    int64_t ready = last_done + settle_ms;
+    if (ready <= now)
+        return 0;
+    return ready - now > settle_ms ? settle_ms : ready - now;
+}
+
+/* Waits, when the day's last completion is younger than the settle delay, until it is not. */
+static void settle_before_reading(const struct build *b, const struct report_options *opt)
+{
+    int64_t last = 0;
+    for (size_t i = 0; i < b->n_items; i++)
+        if (b->items[i].expected && b->items[i].updated_at > last)
+            last = b->items[i].updated_at;
+    int64_t ms = report_settle_wait_ms(store_now_ms(), last, opt->settle_ms);
+    if (ms <= 0)
+        return;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 int report_build(struct store *st, struct erp_session *erp, const struct flow *f,
                  const struct report_options *opt, struct report **ret, char *err, size_t errlen)
 {
@@ -1817,6 +1844,7 @@ int report_build(struct store *st, struct erp_session *erp, const struct flow *f
     rc = build_start(&b, st, f, opt, &counts, err, errlen);
     if (rc == APBOT_OK) {
         b.erp = erp;
+        settle_before_reading(&b, opt);
         rc = build_listing(&b, err, errlen);
     }
     if (rc == APBOT_OK)

@@ -99,6 +99,21 @@ int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms)
     return max_late_ms * 2;
 }
 
+int64_t runner_settle_of(struct store *st, const struct flow *f, int64_t *ret_policy_ms,
+                         int64_t *ret_max_late_ms)
+{
+    struct store_late_commit late = {0};
+    int64_t policy =
+        f->policy.settle_ms > 0 ? f->policy.settle_ms : flow_policy_default().settle_ms;
+    if (store_late_commit(st, f->name, &late, NULL, 0) != APBOT_OK)
+        late.max_ms = 0;
+    if (ret_policy_ms)
+        *ret_policy_ms = policy;
+    if (ret_max_late_ms)
+        *ret_max_late_ms = late.max_ms;
+    return runner_settle_in_force(policy, late.max_ms);
+}
+
 enum runner_settle_method runner_settle_method(const struct flow *f)
 {
     const struct flow_table *t[2] = {&f->lookup.table, &f->lookup.detail.table};

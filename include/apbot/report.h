@@ -199,10 +199,21 @@ enum report_status {
 };
 
 struct report_options {
-    const char *date; /* booking day YYYY-MM-DD (required) */
-    int64_t now;      /* ms, for ages; 0 = store_now_ms() */
-    int max_lookups;  /* bound on per-key lookups for review hints; 0 = 200, -1 = none */
+    const char *date;  /* booking day YYYY-MM-DD (required) */
+    int64_t now;       /* ms, for ages; 0 = store_now_ms() */
+    int max_lookups;   /* bound on per-key lookups for review hints; 0 = 200, -1 = none */
+    int64_t settle_ms; /* the settle delay in force: the ERP is read only once the day's last
+                        * completion is this old (report_settle_wait_ms); 0 = no wait */
 };
+
+/*
+ * How long to wait before reading the ERP, at now, for a day whose last completion was at
+ * last_done (ms): an ERP's search and listing may not yet show what it booked a moment ago
+ * (its index lags), and an absence counts only once the settle delay has passed, as in a
+ * run. 0 when nothing is that recent or settle_ms <= 0; never more than settle_ms (a
+ * completion stamped in the future, after a clock step, waits one delay at most).
+ */
+int64_t report_settle_wait_ms(int64_t now, int64_t last_done, int64_t settle_ms);
 
 /*
  * Builds the report for opt->date. erp must be a session for flow f (with a list operation;

@@ -23,6 +23,7 @@
 #include "apbot/error.h"
 
 struct flow;
+struct store;
 
 /* Why a run stopped. If you add one, add its name in runner.c. */
 enum runner_stop {
@@ -138,6 +139,13 @@ int runner_metrics_write(struct runner_metrics *m, const char *path, int exit_co
  * share it.
  */
 int64_t runner_settle_in_force(int64_t policy_settle_ms, int64_t max_late_ms);
+/*
+ * The settle delay in force for flow f on queue st, as its next run would start with: the
+ * flow's policy (or the default) raised by the late commits the queue keeps for it (none when
+ * they cannot be read). *ret_policy_ms and *ret_max_late_ms, when not NULL, get the two parts.
+ */
+int64_t runner_settle_of(struct store *st, const struct flow *f, int64_t *ret_policy_ms,
+                         int64_t *ret_max_late_ms);
 
 /* How a run measures the ERP's late commits for a flow (docs/operations.md, "Late commits"). */
 enum runner_settle_method {
