@@ -1935,6 +1935,46 @@ static void test_flow_names(void **state)
     assert_int_equal(flow_commit_index(NULL), 0);
 }
 
+/* An open decision (<todo>, as apbot flow record writes them) keeps a flow from loading, each
+ * one named with its line, its id and what to decide, wherever it stands; the schema waits. */
+static void test_flow_todo_refused(void **state)
+{
+    (void)state;
+    char tmp[] = "/tmp/apbot-flow-XXXXXX.xml", err[8192] = "";
+    char *base = read_src("flows/acme.xml");
+
+    /* one in a step, one where an element belongs, one inside a form */
+    char *a = replace_once(base, "    <step name=\"post\" commits=\"true\">",
+                           "    <todo id=\"errors-check\" entry=\"9\">What does the ERP\n"
+                           "      answer when it refuses?</todo>\n"
+                           "    <step name=\"post\" commits=\"true\">");
+    char *b = replace_once(a, "  <list ", "  <todo id=\"list\">Write the list.</todo>\n  <list ");
+    char *c = replace_once(b, "<field name=\"vendorNo\">${vendor.id}</field>",
+                           "<todo id=\"value-amount\"/>");
+    assert_int_equal(load_text(c, tmp, err, sizeof(err)), APBOT_E_INVAL);
+    assert_non_null(strstr(err, "open decision 'errors-check': What does the ERP answer when it "
+                                "refuses? (decide, put what you decided in place of this <todo>, "
+                                "check again)"));
+    assert_non_null(strstr(err, "open decision 'list': Write the list."));
+    assert_non_null(strstr(err, "open decision 'value-amount': a <todo> without text"));
+    assert_null(strstr(err, "schema"));
+    /* one line each, in line order */
+    size_t lines = 0;
+    for (const char *p = err; *p; p++)
+        lines += *p == '\n';
+    assert_true(lines >= 2 && lines <= 3);
+    assert_true(strstr(err, "'value-amount'") < strstr(err, "'errors-check'"));
+    assert_true(strstr(err, "'errors-check'") < strstr(err, "'list'"));
+    free(a);
+    free(b);
+    free(c);
+
+    /* answered: the same flow loads */
+    char tmp2[] = "/tmp/apbot-flow-XXXXXX.xml";
+    assert_int_equal(load_text(base, tmp2, err, sizeof(err)), APBOT_OK);
+    free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1962,6 +2002,7 @@ int main(void)
         cmocka_unit_test(test_flow_expand_numbers_literals_names),
         cmocka_unit_test(test_flow_map_miss_is_data),
         cmocka_unit_test(test_flow_names),
+        cmocka_unit_test(test_flow_todo_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@
 #include "apbot/buf.h"
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "apbot/text.h"
 #include "web/jdoc.h"
 #include "web/match.h"
 #include "flow-int.h"
@@ -937,6 +938,57 @@ out:
     return rc;
 }
 
+/*
+ * Open decisions: a draft `apbot flow record` wrote carries a <todo> (in the flow's namespace)
+ * wherever it could not decide (docs/recording.md). A flow with one never loads, whatever else
+ * it holds: each is a problem naming its line, its id and what to decide, and the schema is
+ * not applied until none is left (its complaints about a <todo> would hide what matters).
+ * Returns the number found.
+ */
+#define FLOW_TODO_TEXT_MAX 400 /* bytes of a <todo>'s text repeated in its problem */
+
+static size_t flow_todos(struct flow_ctx *c, const xmlNode *n, int depth)
+{
+    size_t found = 0;
+
+    for (; n && depth < 256; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        if (flow_is(n, "todo")) {
+            xmlChar *id = xmlGetProp(n, (const xmlChar *)"id");
+            xmlChar *text = xmlNodeGetContent(n);
+            char what[FLOW_TODO_TEXT_MAX + 8];
+            size_t w = 0;
+            bool space = false;
+            /* one line: white space runs collapsed, cut at a character boundary */
+            for (const xmlChar *t = text; t && *t && w < FLOW_TODO_TEXT_MAX + 4; t++) {
+                if (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r') {
+                    space = w > 0;
+                    continue;
+                }
+                if (space)
+                    what[w++] = ' ';
+                space = false;
+                what[w++] = (char)*t;
+            }
+            what[w] = '\0';
+            text_cut_utf8(what, FLOW_TODO_TEXT_MAX);
+            w = strlen(what);
+            flow_problem(c, xmlGetLineNo((xmlNode *)n),
+                         "open decision%s%s%s: %s (decide, put what you decided in place of this "
+                         "<todo>, check again)",
+                         id ? " '" : "", id ? (const char *)id : "", id ? "'" : "",
+                         w ? what : "a <todo> without text");
+            xmlFree(id);
+            xmlFree(text);
+            found++;
+            continue;
+        }
+        found += flow_todos(c, n->children, depth + 1);
+    }
+    return found;
+}
+
 /* Reads the whole file, at most FLOW_FILE_MAX bytes, into *ret (heap). */
 static int flow_read_file(const char *path, struct apbot_buf *ret, char *err, size_t errlen)
 {
@@ -1016,6 +1068,10 @@ int flow_load(const char *path, struct flow **ret, char *err, size_t errlen)
     }
     if (c.n_probs) { /* recoverable parse errors still mean a broken file */
         rc = APBOT_E_PARSE;
+        goto out;
+    }
+    if (flow_todos(&c, xmlDocGetRootElement(doc), 0) > 0) {
+        rc = APBOT_E_INVAL;
         goto out;
     }
     rc = flow_validate(&c, doc);
