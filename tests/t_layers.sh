@@ -17,16 +17,17 @@ declare -A may=(
     [queue]="base model"
     [flow]="base model web"
     [erp]="base model web flow"
+    [record]="base model web input flow"
     [run]="base model web input queue flow erp"
     [office]="base model web input queue flow erp run"
-    [lib]="base model web input queue flow erp run office"
+    [lib]="base model web input queue flow erp record run office"
 )
 # The module each public face belongs to.
 declare -A face=(
     [apbot]=lib [error]=base [mem]=base [buf]=base [text]=base [clock]=base [secret]=base
     [money]=model [invoice]=model [linetax]=model [machine]=model
     [reader]=input [vendors]=input [store]=queue [flow]=flow [erp]=erp [runner]=run
-    [review]=office [reviewers]=office [report]=office [serve]=office [trace]=office
+    [review]=office [reviewers]=office [report]=office [serve]=office [trace]=office [record]=record
 )
 
 bad=0

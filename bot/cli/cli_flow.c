@@ -1,5 +1,6 @@
 /*
- * cli_flow.c - `apbot flow check FILE...` and `apbot flow trace FLOW --invoice FILE[#N]`.
+ * cli_flow.c - `apbot flow check FILE...`, `apbot flow trace FLOW --invoice FILE[#N]` and
+ * `apbot flow record HAR --invoice FILE[#N] --out FLOW`.
  *
  * check loads each flow exactly as `apbot run` would (schema, then the semantic checks) and
  * prints "FILE: ok" or every problem found, one per line as "FILE:LINE: message". Exit 0 when
@@ -9,6 +10,10 @@
  * steps (or the follow-up steps on a saved draft the lookup found) - and prints every exchange
  * for the flow's author (trace_run, bot/office/trace_run.c); this file reads its options and
  * turns how it ended into the exit code.
+ *
+ * record writes a draft flow from a HAR file the browser's developer tools saved and the
+ * sample invoice typed into that session (record_run, bot/record/record.c); this file reads
+ * its options and the credentials from the environment.
  */
 #include "cli.h"
 
@@ -19,6 +24,7 @@
 
 #include "apbot/flow.h"
 #include "apbot/mem.h"
+#include "apbot/record.h"
 #include "apbot/text.h"
 #include "apbot/trace.h"
 
@@ -30,6 +36,8 @@ static void cli_flow_usage(FILE *out)
             "usage: apbot flow check FILE...\n"
             "       apbot flow trace FLOW --invoice FILE[#N] [--erp URL] [--dry-run]\n"
             "                        [--vendors MAP.csv] [--pages]\n"
+            "       apbot flow record HAR --invoice FILE[#N] --out FLOW [--key-field NAME]\n"
+            "                        [--vendors MAP.csv] [--name NAME] [--force]\n"
             "\n"
             "check: "
             "Validates flow files against the schema (flows/flow.rng) and checks their meaning:\n"
@@ -40,7 +48,10 @@ static void cli_flow_usage(FILE *out)
             "exit codes: 0 every file is valid, 1 some file has problems, 2 usage error\n"
             "\n"
             "trace: runs one invoice through the flow against the ERP and explains every\n"
-            "exchange (see apbot flow trace --help). Start with --dry-run.\n");
+            "exchange (see apbot flow trace --help). Start with --dry-run.\n"
+            "\n"
+            "record: writes a draft flow from a session recorded in the browser (a HAR file)\n"
+            "and the sample invoice typed into it (see apbot flow record --help).\n");
 }
 
 static int cli_flow_check(int argc, char **argv)
@@ -228,6 +239,128 @@ static int cli_flow_trace(const struct cli_ctx *ctx, int argc, char **argv)
     return status;
 }
 
+/* ---- flow record ------------------------------------------------------------------------- */
+
+static void cli_record_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: apbot flow record HAR --invoice FILE[#N] --out FLOW [--key-field NAME]\n"
+            "                         [--vendors MAP.csv] [--name NAME] [--force]\n"
+            "\n"
+            "Writes a draft flow from one session recorded in the browser's developer tools\n"
+            "(Network tab, \"Preserve log\" on, \"Save all as HAR\"): log in, search for a\n"
+            "reference, enter the sample invoice with its values in the ERP's own formats and\n"
+            "that reference, save it (and approve it), search for it again, open the day's\n"
+            "list. Prints what it decided and every open decision with the HAR entry it came\n"
+            "from; each open decision is a <todo> in the draft, which apbot flow check, trace\n"
+            "and run refuse until a person has answered it. docs/recording.md is the guide.\n"
+            "  --invoice FILE[#N]  the sample invoice typed into the session (any format\n"
+            "                      enqueue reads; #N picks the N-th, default the first)\n"
+            "  --out FLOW          the draft to write (never over an existing file without\n"
+            "                      --force)\n"
+            "  --key-field NAME    the field (form control or JSON member) the reference was\n"
+            "                      typed into: apbot writes its key there (default: the value\n"
+            "                      typed into the invoice and searched for later)\n"
+            "  --vendors MAP.csv   map seller identifiers to ERP vendor ids, as enqueue does\n"
+            "  --name NAME         the flow's name (default: FLOW's file name)\n"
+            "THE HAR HOLDS THE PASSWORD, COOKIES AND TOKENS: keep it as safe as the password.\n"
+            "None of them is copied into the draft. APBOT_ERP_USER and APBOT_ERP_PASSWORD, when\n"
+            "set to the login you recorded with, tell the login apart for sure.\n"
+            "Exit: 0 the draft was written and checks, 3 it was written with open decisions,\n"
+            "1 nothing written (a HAR or an invoice that cannot be read, an existing FLOW),\n"
+            "2 usage.\n");
+}
+
+static int cli_flow_record(int argc, char **argv)
+{
+    const char *har = NULL, *invoice_arg = NULL, *out_path = NULL, *key_field = NULL;
+    const char *vendors_path = NULL, *name = NULL;
+    bool force = false;
+    char *inv_path = NULL;
+    long inv_n = 1;
+    char t1[1024];
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cli_record_usage(stdout);
+            return CLI_EXIT_OK;
+        } else if (strcmp(a, "--invoice") == 0 && v) {
+            invoice_arg = v;
+            i++;
+        } else if (strncmp(a, "--invoice=", 10) == 0) {
+            invoice_arg = a + 10;
+        } else if (strcmp(a, "--out") == 0 && v) {
+            out_path = v;
+            i++;
+        } else if (strncmp(a, "--out=", 6) == 0) {
+            out_path = a + 6;
+        } else if (strcmp(a, "--key-field") == 0 && v) {
+            key_field = v;
+            i++;
+        } else if (strncmp(a, "--key-field=", 12) == 0) {
+            key_field = a + 12;
+        } else if (strcmp(a, "--vendors") == 0 && v) {
+            vendors_path = v;
+            i++;
+        } else if (strncmp(a, "--vendors=", 10) == 0) {
+            vendors_path = a + 10;
+        } else if (strcmp(a, "--name") == 0 && v) {
+            name = v;
+            i++;
+        } else if (strncmp(a, "--name=", 7) == 0) {
+            name = a + 7;
+        } else if (strcmp(a, "--force") == 0) {
+            force = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            fprintf(stderr, "apbot flow record: unknown or incomplete option '%s'\n",
+                    text_escape_into(t1, sizeof(t1), a, 0));
+            cli_record_usage(stderr);
+            return CLI_EXIT_USAGE;
+        } else if (!har) {
+            har = a;
+        } else {
+            fprintf(stderr, "apbot flow record: one HAR at a time ('%s' is extra)\n",
+                    text_escape_into(t1, sizeof(t1), a, 0));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!har || !invoice_arg || !out_path) {
+        fprintf(stderr, "apbot flow record: %s\n",
+                !har           ? "HAR is required"
+                : !invoice_arg ? "--invoice FILE[#N] is required"
+                               : "--out FLOW is required");
+        cli_record_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (!trace_split_invoice(invoice_arg, &inv_path, &inv_n)) {
+        fprintf(stderr, "apbot flow record: --invoice wants FILE or FILE#N with N from 1\n");
+        free(inv_path);
+        return CLI_EXIT_USAGE;
+    }
+    struct record_request rq = {
+        .har_path = har,
+        .invoice_path = inv_path,
+        .invoice_n = inv_n,
+        .invoice_label = invoice_arg,
+        .vendors_path = vendors_path,
+        .key_field = key_field,
+        .out_path = out_path,
+        .name = name,
+        .user = getenv("APBOT_ERP_USER"),
+        .password = getenv("APBOT_ERP_PASSWORD"),
+        .force = force,
+    };
+    struct record_result res;
+    int rc = record_run(&rq, &res, stdout, stderr);
+    free(inv_path);
+    fflush(stdout);
+    if (rc != APBOT_OK || !res.written)
+        return CLI_EXIT_ERROR;
+    return res.open ? CLI_EXIT_REFUSED : CLI_EXIT_OK;
+}
+
 int cli_flow(const struct cli_ctx *ctx, int argc, char **argv)
 {
     if (argc < 2) {
@@ -243,6 +376,8 @@ int cli_flow(const struct cli_ctx *ctx, int argc, char **argv)
         return cli_flow_check(argc - 1, argv + 1);
     if (strcmp(argv[1], "trace") == 0)
         return cli_flow_trace(ctx, argc - 1, argv + 1);
+    if (strcmp(argv[1], "record") == 0)
+        return cli_flow_record(argc - 1, argv + 1);
     fprintf(stderr, "apbot flow: unknown subcommand %s\n", argv[1]);
     cli_flow_usage(stderr);
     return CLI_EXIT_USAGE;

@@ -41,7 +41,9 @@ static const struct {
      "page"},
     {"flow", cli_flow,
      "flow check FILE...                   validate flows\n"
-     "  apbot flow trace FLOW --invoice FILE[#N] [--erp URL] [--dry-run]   explain one post"},
+     "  apbot flow trace FLOW --invoice FILE[#N] [--erp URL] [--dry-run]   explain one post\n"
+     "  apbot flow record HAR --invoice FILE[#N] --out FLOW [--key-field NAME]   a draft flow "
+     "from a browser recording"},
     {"migrate", cli_migrate, "migrate --from FILE.db --to postgresql://...   move a queue"},
     {"audit", cli_audit,
      "audit verify [--json] [--head ID:SHA256]   check the audit trail's hash chain\n"

@@ -37,6 +37,7 @@ origins() {
     ciiin) printf '%s\n' tests/data/einvoices/cii tests/data/einvoices/facturx/*.xml ;;
     flow) printf '%s\n' flows/*.xml tests/data/flows tests/data/pages/*.xml ;;
     page | page_fast) printf '%s\n' tests/data/pages/*.html ;;
+    har) printf '%s\n' tests/data/har/*.har ;;
     esac
 }
 nice_n=${FUZZ_NICE:-10}
