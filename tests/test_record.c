@@ -5,8 +5,9 @@
  * open decision), the patterns and URL templates it writes; the HAR reader on the traits
  * Chromium and Firefox write differently (postData params or text, base64 bodies, redirects,
  * cached entries, other origins) and under its bounds; and a whole draft from a small
- * Firefox-style HAR of a made-up ERP (tests/data/har/firefox-form.har): what it decided, its
- * open decisions, no secret of the HAR in it, and that it loads once they are answered.
+ * Firefox-style HAR of a made-up ERP (tests/data/har/firefox-form.har: a CSRF token in a meta tag
+ * sent back in a header, a post/redirect/get booking): what it decided, its open decisions, no
+ * secret of the HAR in it, and that it loads once they are answered.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -452,6 +453,11 @@ static void test_record_firefox_draft(void **state)
         "<field name=\"user\">${secret.user}</field>",
         "<field name=\"pass\">${secret.password}</field>",
         "<success>&lt;a\\b[^&gt;]*\\bid=&quot;signout&quot;</success>",
+        /* a CSRF token of the home page's meta tag sent in a header: fetched after the login */
+        "<header name=\"X-CSRF-Token\">${session.x_csrf_token}</header>",
+        "<then name=\"x_csrf_token\">\n      <send url=\"/home\" method=\"GET\"/>",
+        "<capture name=\"x_csrf_token\" raw=\"true\" secret=\"true\">&lt;meta\\s+"
+        "name=&quot;csrf-token&quot;\\s+content=&quot;(?&lt;x_csrf_token&gt;",
         "<lookup get=\"/invoices?ref=${key|url}\" key-column=\"reference\">",
         "empty=\"//p[@id='none']\"",
         "<column name=\"reference\" xpath=\"td[2]\"/>",
@@ -470,8 +476,8 @@ static void test_record_firefox_draft(void **state)
         if (!strstr(d, want[i]))
             fail_msg("the draft lacks %s:\n%s", want[i], d);
     /* no secret, no one-time value, no cookie */
-    static const char *const never[] = {"s3cret",     "tok123456", "Zx81KkQ0vv1",
-                                        "n-98f7e6d5", "alice",     "MY-REF-771"};
+    static const char *const never[] = {"s3cret", "tok123456",  "Zx81KkQ0vv1",         "n-98f7e6d5",
+                                        "alice",  "MY-REF-771", "Qm9va2luZ1Rva2VuMTIz"};
     for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++)
         assert_null(strstr(d, never[i]));
     assert_null(strstr(report, "s3cret"));
@@ -561,12 +567,51 @@ static void test_record_key_field(void **state)
     unlink(out);
 }
 
+/* Without APBOT_ERP_USER the JSON login's user is the string before its password; with an
+ * APBOT_ERP_PASSWORD the recording does not hold (changed since), the password field tells. */
+static void test_record_login_without_env(void **state)
+{
+    (void)state;
+    char out[] = "/tmp/apbot-rec-XXXXXX.xml", report[65536];
+    struct record_result res;
+    int fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+
+    assert_int_equal(record("tests/data/har/spa.har", sample_csv, out, NULL, NULL, false, &res,
+                            report, sizeof(report)),
+                     APBOT_OK);
+    char *d = slurp(out);
+    assert_non_null(strstr(d, "[&quot;${secret.user}&quot;,{&quot;password&quot;:&quot;${secret."
+                              "password}&quot;}"));
+    assert_non_null(strstr(d, ">${secret.user}:${session.result_0}:${session.token}</header>"));
+    assert_null(strstr(d, "clerk"));
+    assert_null(strstr(d, "acme-demo"));
+    free(d);
+    unlink(out);
+
+    assert_int_equal(record("tests/data/har/acme.har", sample_csv, out, NULL,
+                            "not-the-recorded-one", false, &res, report, sizeof(report)),
+                     APBOT_OK);
+    assert_non_null(strstr(report, "APBOT_ERP_PASSWORD is in no request of the recording"));
+    d = slurp(out);
+    assert_non_null(strstr(d, "<field name=\"j_password\">${secret.password}</field>"));
+    assert_null(strstr(d, "acme-demo"));
+    free(d);
+    unlink(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_record_values),        cmocka_unit_test(test_record_templates),
-        cmocka_unit_test(test_record_har_firefox),   cmocka_unit_test(test_record_har_bounds),
-        cmocka_unit_test(test_record_firefox_draft), cmocka_unit_test(test_record_key_field),
+        cmocka_unit_test(test_record_values),
+        cmocka_unit_test(test_record_templates),
+        cmocka_unit_test(test_record_har_firefox),
+        cmocka_unit_test(test_record_har_bounds),
+        cmocka_unit_test(test_record_firefox_draft),
+        cmocka_unit_test(test_record_key_field),
+        cmocka_unit_test(test_record_login_without_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

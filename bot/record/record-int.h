@@ -187,6 +187,13 @@ struct rec_sess {
     bool in_body;               /* later requests send it in their bodies */
 };
 
+/* A token a page holds that a header sends: captured by a <then> call fetching that page. */
+struct rec_pagecap {
+    char name[40];
+    size_t ex; /* the page's exchange */
+    char *re;  /* the capture's pattern */
+};
+
 struct rec {
     const struct record_request *rq;
     const struct har *har;
@@ -220,6 +227,8 @@ struct rec {
     size_t n_resolves;
     struct rec_sess sess[16];
     size_t n_sess;
+    struct rec_pagecap pagecap[4];
+    size_t n_pagecap;
     struct rec_todo *pending; /* open decisions not yet written (rec_todo_flush) */
     size_t n_pending, cap_pending;
 

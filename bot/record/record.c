@@ -535,6 +535,8 @@ void rec_end(struct rec *r)
     free(r->notes);
     for (size_t i = 0; i < r->n_sess; i++)
         free(r->sess[i].text);
+    for (size_t i = 0; i < r->n_pagecap; i++)
+        free(r->pagecap[i].re);
 }
 
 int record_run(const struct record_request *rq, struct record_result *ret, FILE *out, FILE *errout)

@@ -245,30 +245,39 @@ static bool rec_key_user(const char *k)
                  strcasestr(k, "email") || strcasestr(k, "account"));
 }
 
-/* Finds in a JSON body the password (and the user): their recorded values. */
+/* Finds in a JSON body the password (and the user): their recorded values. Without
+ * APBOT_ERP_USER and no member named for a user, the user is the string just before the
+ * password (["clerk", {"password": ...}]), a JSON-RPC envelope's members aside. */
 static bool rec_json_creds(struct rec *r, const json_t *v, const char *key, int depth,
-                           const char **ret_pw, const char **ret_user)
+                           const char **ret_pw, const char **ret_user, const char **ret_before)
 {
     const char *k;
     json_t *m;
     size_t i;
-    if (depth > 8)
-        return false;
+    if (depth > 8 || *ret_pw)
+        return *ret_pw != NULL;
     if (json_is_string(v) && !jdoc_number_text(v)) {
         const char *s = json_string_value(v);
-        if (!*ret_pw && ((r->password && strcmp(s, r->password) == 0) ||
-                         (!r->password && rec_key_password(key) && *s)))
+        if ((r->password && strcmp(s, r->password) == 0) ||
+            (!r->password && rec_key_password(key) && *s)) {
             *ret_pw = s;
-        else if (!*ret_user &&
-                 ((r->user && strcmp(s, r->user) == 0) || (!r->user && rec_key_user(key) && *s)))
+            if (!*ret_user && !r->user)
+                *ret_user = *ret_before;
+        } else if (!*ret_user && ((r->user && strcmp(s, r->user) == 0) ||
+                                  (!r->user && rec_key_user(key) && *s))) {
             *ret_user = s;
+        } else if (*s && !(key && (strcmp(key, "method") == 0 || strcmp(key, "jsonrpc") == 0 ||
+                                   strcmp(key, "id") == 0 || strcmp(key, "version") == 0))) {
+            *ret_before = s;
+        }
         return *ret_pw != NULL;
     }
     if (json_is_object(v))
-        json_object_foreach((json_t *)v, k, m) rec_json_creds(r, m, k, depth + 1, ret_pw, ret_user);
+        json_object_foreach((json_t *)v, k, m)
+            rec_json_creds(r, m, k, depth + 1, ret_pw, ret_user, ret_before);
     else if (json_is_array(v))
         json_array_foreach((json_t *)v, i, m)
-            rec_json_creds(r, m, key, depth + 1, ret_pw, ret_user);
+            rec_json_creds(r, m, key, depth + 1, ret_pw, ret_user, ret_before);
     return *ret_pw != NULL;
 }
 
@@ -469,7 +478,6 @@ static void rec_login_form(struct rec *r, size_t at)
         rec_add(r, b, "</success>\n");
     }
     rec_login_rules(r, b, x->e->index, false);
-    rec_add(r, b, "  </login>\n");
 
     /* the session is gone when the login page comes back, or the ERP redirects to it */
     char *tag = NULL;
@@ -518,6 +526,75 @@ static void rec_answer_captures(struct rec *r, size_t at, struct apbot_buf *b, c
         rec_addx(r, b, s->pointer);
         rec_addf(r, b, "\"%s/>\n", s->secret ? " secret=\"true\"" : "");
     }
+}
+
+/* A token a header sends that a page answered before (a CSRF token in a meta tag): a <then>
+ * call after the login fetches that page again and captures it by the text before it;
+ * ${session.NAME} into subbuf. */
+static bool rec_page_token(struct rec *r, size_t before, const char *header, const char *tok,
+                           char *subbuf, size_t len)
+{
+    if (!rec_tokenish(tok))
+        return false;
+    for (size_t y = before; y-- > 0;) {
+        const struct rec_ex *x = &r->ex[y];
+        /* the page it is on, fetched again by its final URL (a login's redirect to a home
+         * page holding it is such a page) */
+        if ((x->role == REC_ROLE_SKIPPED && x->ans == x->e) || x->json ||
+            (strcmp(x->ans->method, "GET") != 0 && x->ans == x->e))
+            continue;
+        const char *b = x->ans->body;
+        const char *at = rec_find(b, x->ans->body_len, tok, strlen(tok));
+        if (!at)
+            continue;
+        /* the text before it, back to the line's start, at most 40 bytes */
+        size_t ctx = 0;
+        while (ctx < 40 && at - ctx > b && at[-(long)ctx - 1] != '\n')
+            ctx++;
+        if (ctx < 6 || r->n_pagecap >= sizeof(r->pagecap) / sizeof(*r->pagecap))
+            return false;
+        char *lit = rec_re_literal(at - ctx, ctx);
+        char name[40];
+        rec_word(header, "token", name, sizeof(name));
+        for (size_t i = 0; i < r->n_sess; i++)
+            if (strcmp(r->sess[i].name, name) == 0)
+                snprintf(name, sizeof(name), "page_token");
+        size_t n = strlen(lit) + strlen(name) + 32;
+        char *re = apbot_xmalloc(n);
+        snprintf(re, n, "%s(?<%s>[^\"'<>\\s]+)", lit, name);
+        free(lit);
+        struct rec_pagecap *pc = &r->pagecap[r->n_pagecap++];
+        snprintf(pc->name, sizeof(pc->name), "%s", name);
+        pc->ex = y;
+        pc->re = re;
+        snprintf(subbuf, len, "${session.%s}", name);
+        rec_note(r,
+                 "session: the header %s sends a token the page of entry %zu holds: a <then> "
+                 "call after the login fetches that page and captures it, ${session.%s}",
+                 header, x->e->index, name);
+        return true;
+    }
+    return false;
+}
+
+/* The end of the login: the pages fetched after it for a token, then </login>. */
+static void rec_login_close(struct rec *r)
+{
+    struct apbot_buf *b = &r->login_x;
+    for (size_t i = 0; i < r->n_pagecap; i++) {
+        const struct rec_pagecap *pc = &r->pagecap[i];
+        rec_addf(r, b, "    <then name=\"%s\">\n      <send url=\"", pc->name);
+        const char *url = r->ex[pc->ex].ans->url;
+        size_t ol = strlen(r->origin);
+        rec_addx(r, b, strncmp(url, r->origin, ol) == 0 && url[ol] ? url + ol : "/");
+        rec_addf(r, b,
+                 "\" method=\"GET\"/>\n      <capture name=\"%s\" raw=\"true\" "
+                 "secret=\"true\">",
+                 pc->name);
+        rec_addx(r, b, pc->re);
+        rec_add(r, b, "</capture>\n    </then>\n");
+    }
+    rec_add(r, b, "  </login>\n");
 }
 
 /* Headers of the requests after the login that carry what the session keeps. */
@@ -596,6 +673,8 @@ static void rec_headers(struct rec *r, size_t login)
                     snprintf(subbuf, sizeof(subbuf), "${session.%s}", s->name);
                     sub = subbuf;
                 }
+                if (!sub && k >= 16 && rec_page_token(r, j, name, part, subbuf, sizeof(subbuf)))
+                    sub = subbuf;
                 for (size_t c = 0; !sub && k >= 8 && c < j; c++) {
                     /* a cookie's value echoed in a header (double-submit CSRF) */
                     const struct har_entry *a = r->ex[c].ans;
@@ -819,7 +898,6 @@ static void rec_login_json(struct rec *r, size_t at, const char *user)
     rec_answer_captures(r, at, b, "    ");
     rec_login_rules(r, b, x->e->index, false);
     rec_write_then(r, b);
-    rec_add(r, b, "  </login>\n");
     rec_add(r, &r->markers, "    <session-expired status=\"401\"/>\n");
     rec_note(r, "login: entry %zu, a JSON call (%s %s)", x->e->index, x->e->method, x->path);
 }
@@ -845,7 +923,6 @@ static void rec_login_basic(struct rec *r)
             rec_addx(r, b, pat);
         rec_add(r, b, "</success>\n");
         rec_login_rules(r, b, x->e->index, true);
-        rec_add(r, b, "  </login>\n");
         rec_note(r,
                  "login: entry %zu, one %s with HTTP Basic; the session cookie it set rides on "
                  "every later request (success: status %d%s%s)",
@@ -866,9 +943,30 @@ static void rec_login_basic(struct rec *r)
     rec_note(r, "login: none: HTTP Basic on every request is the session");
 }
 
+static bool rec_find_login(struct rec *r);
+
 void rec_session(struct rec *r)
 {
     r->login = SIZE_MAX;
+    if (rec_find_login(r))
+        return;
+    if (r->password && !r->basic) {
+        /* APBOT_ERP_PASSWORD is not the one recorded (changed since?): told by the field */
+        rec_note(r, "login: APBOT_ERP_PASSWORD is in no request of the recording: the password "
+                    "is the password field's value instead");
+        r->password = NULL;
+        if (rec_find_login(r))
+            return;
+    }
+    rec_todo(r, &r->login_x, "  ", "login", 0,
+             "No request of the recording carries the password (set APBOT_ERP_PASSWORD to the "
+             "one you logged in with, or record the login too). Write <login> by hand, or leave "
+             "this out if the ERP needs none.");
+}
+
+/* The login: true when found (and written). */
+static bool rec_find_login(struct rec *r)
+{
     /* HTTP Basic on the requests */
     for (size_t i = 0; i < r->n_ex && !r->basic; i++) {
         const struct rec_ex *x = &r->ex[i];
@@ -898,12 +996,13 @@ void rec_session(struct rec *r)
         if (x->role != REC_ROLE_NONE)
             continue;
         if (x->jreq) {
-            const char *pw = NULL, *user = NULL;
-            if (rec_json_creds(r, jdoc_root(x->jreq), NULL, 0, &pw, &user)) {
+            const char *pw = NULL, *user = NULL, *before = NULL;
+            if (rec_json_creds(r, jdoc_root(x->jreq), NULL, 0, &pw, &user, &before)) {
                 if (!r->password)
                     r->password = pw;
                 rec_login_json(r, i, user);
-                return;
+                rec_login_close(r);
+                return true;
             }
             continue;
         }
@@ -929,19 +1028,20 @@ void rec_session(struct rec *r)
         }
         if (pw) {
             rec_login_form(r, i);
-            if (r->login != SIZE_MAX)
+            if (r->login != SIZE_MAX) {
                 rec_headers(r, r->login);
-            return;
+                rec_login_close(r);
+            }
+            return true;
         }
     }
     if (r->basic) {
         rec_login_basic(r);
-        if (r->login != SIZE_MAX)
+        if (r->login != SIZE_MAX) {
             rec_headers(r, r->login);
-        return;
+            rec_login_close(r);
+        }
+        return true;
     }
-    rec_todo(r, &r->login_x, "  ", "login", 0,
-             "No request of the recording carries the password (set APBOT_ERP_PASSWORD to the "
-             "one you logged in with, or record the login too). Write <login> by hand, or leave "
-             "this out if the ERP needs none.");
+    return false;
 }
