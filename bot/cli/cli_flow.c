@@ -25,6 +25,7 @@
 #include "apbot/flow.h"
 #include "apbot/mem.h"
 #include "apbot/record.h"
+#include "apbot/secret.h"
 #include "apbot/text.h"
 #include "apbot/trace.h"
 
@@ -264,8 +265,9 @@ static void cli_record_usage(FILE *out)
             "  --vendors MAP.csv   map seller identifiers to ERP vendor ids, as enqueue does\n"
             "  --name NAME         the flow's name (default: FLOW's file name)\n"
             "THE HAR HOLDS THE PASSWORD, COOKIES AND TOKENS: keep it as safe as the password.\n"
-            "None of them is copied into the draft. APBOT_ERP_USER and APBOT_ERP_PASSWORD, when\n"
-            "set to the login you recorded with, tell the login apart for sure.\n"
+            "None of them is copied into the draft. APBOT_ERP_USER and APBOT_ERP_PASSWORD (or\n"
+            "their _FILE forms, or systemd credentials), when set to the login you recorded\n"
+            "with, tell the login apart for sure.\n"
             "Exit: 0 the draft was written and checks, 3 it was written with open decisions,\n"
             "1 nothing written (a HAR or an invoice that cannot be read, an existing FLOW),\n"
             "2 usage.\n");
@@ -339,6 +341,8 @@ static int cli_flow_record(int argc, char **argv)
         free(inv_path);
         return CLI_EXIT_USAGE;
     }
+    /* the credentials as every command gets them (a file, systemd's, the environment) */
+    char *user = secret_dup(SECRET_ERP_USER), *password = secret_dup(SECRET_ERP_PASSWORD);
     struct record_request rq = {
         .har_path = har,
         .invoice_path = inv_path,
@@ -348,12 +352,14 @@ static int cli_flow_record(int argc, char **argv)
         .key_field = key_field,
         .out_path = out_path,
         .name = name,
-        .user = getenv("APBOT_ERP_USER"),
-        .password = getenv("APBOT_ERP_PASSWORD"),
+        .user = user,
+        .password = password,
         .force = force,
     };
     struct record_result res;
     int rc = record_run(&rq, &res, stdout, stderr);
+    secret_free(user);
+    secret_free(password);
     free(inv_path);
     fflush(stdout);
     if (rc != APBOT_OK || !res.written)
