@@ -328,7 +328,12 @@ void rec_form_control(struct rec *r, const struct rec_formref *fr, const char *n
 
 /* ---- record_tpl.c ------------------------------------------------------------------------- */
 
-/* Escapes s for XML text or an attribute value into b. */
+/* The length of the UTF-8 character at p (1-4), 0 when the bytes there are none (p is
+ * NUL-terminated). */
+size_t rec_utf8_char(const unsigned char *p);
+/* True when the n bytes at s are UTF-8 text (NULs aside). */
+bool rec_utf8_ok(const char *s, size_t n);
+/* Escapes s for XML text or an attribute value into b (a byte that is no UTF-8: U+FFFD). */
 int rec_xml(struct apbot_buf *b, const char *s) APBOT_MUST_USE;
 /* Appending to a part of the draft; a part that passes its bound sets r->full (the draft is then
  * not written). rec_addx escapes for XML. */

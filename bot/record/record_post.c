@@ -597,6 +597,18 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
         case REC_TPL_LITERAL:
             if (!changed)
                 continue;
+            if (!rec_utf8_ok(value, strlen(value))) {
+                char id[48], w[40];
+                rec_word(name, "value", w, sizeof(w));
+                snprintf(id, sizeof(id), "value-%.30s", w);
+                rec_todo_later(r, id, x->e->index,
+                               "field %s was sent as bytes that are no UTF-8 text (another "
+                               "character set?): a flow holds UTF-8. Write what it must be "
+                               "where ${todo.%s} stands.",
+                               name, w);
+                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
+                break;
+            }
             if (rec_one_time(r, &fr, value)) {
                 /* a token the page holds but not as this field's value (a script put it in):
                  * taken from the page, never from the draft */

@@ -454,6 +454,11 @@ static void rec_login_form(struct rec *r, size_t at)
         rec_add(r, b, "\">");
         if (tmpl) {
             rec_add(r, b, tmpl);
+        } else if (!rec_utf8_ok(p[i].value, strlen(p[i].value))) {
+            rec_todo(r, b, "", "login-value", x->e->index,
+                     "the login's field %s was sent as bytes that are no UTF-8 text: write "
+                     "its value here",
+                     p[i].name);
         } else {
             rec_addx(r, b, p[i].value);
             rec_note(r, "login: field '%s' kept as recorded ('%s')", p[i].name, p[i].value);
@@ -547,10 +552,13 @@ static bool rec_page_token(struct rec *r, size_t before, const char *header, con
         const char *at = rec_find(b, x->ans->body_len, tok, strlen(tok));
         if (!at)
             continue;
-        /* the text before it, back to the line's start, at most 40 bytes */
+        /* the text before it, back to the line's start, at most 40 bytes, UTF-8 text only
+         * (a pattern of the draft is UTF-8) */
         size_t ctx = 0;
         while (ctx < 40 && at - ctx > b && at[-(long)ctx - 1] != '\n')
             ctx++;
+        while (ctx > 0 && !rec_utf8_ok(at - ctx, ctx))
+            ctx--;
         if (ctx < 6 || r->n_pagecap >= sizeof(r->pagecap) / sizeof(*r->pagecap))
             return false;
         char *lit = rec_re_literal(at - ctx, ctx);

@@ -13,10 +13,48 @@
 
 #include "apbot/mem.h"
 
+size_t rec_utf8_char(const unsigned char *p)
+{
+    /* RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF */
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        unsigned char lo = p[0] == 0xE0 ? 0xA0 : 0x80, hi = p[0] == 0xED ? 0x9F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        unsigned char lo = p[0] == 0xF0 ? 0x90 : 0x80, hi = p[0] == 0xF4 ? 0x8F : 0xBF;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+bool rec_utf8_ok(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        size_t k = *p ? rec_utf8_char(p) : 1;
+        if (k == 0 || (size_t)(end - p) < k)
+            return false;
+        p += k;
+    }
+    return true;
+}
+
 int rec_xml(struct apbot_buf *b, const char *s)
 {
     int rc = APBOT_OK;
     for (const unsigned char *p = (const unsigned char *)s; p && *p && rc == APBOT_OK; p++) {
+        if (*p >= 0x80) {
+            /* UTF-8 as it is; a byte that is none is U+FFFD (the draft is UTF-8 XML: a value
+             * that is not UTF-8 text is an open decision where it is a value) */
+            size_t k = rec_utf8_char(p);
+            rc = k ? apbot_buf_add(b, p, k) : apbot_buf_adds(b, "\xEF\xBF\xBD");
+            p += k ? k - 1 : 0;
+            continue;
+        }
         switch (*p) {
         case '&':
             rc = apbot_buf_adds(b, "&amp;");
