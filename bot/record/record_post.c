@@ -904,8 +904,19 @@ static void rec_write_step(struct rec *r, struct rec_step *s, size_t si, size_t 
             }
         }
         size_t n_line = 0;
-        for (size_t i = 0; i < fs.n; i++)
+        char names[400] = "";
+        for (size_t i = 0; i < fs.n; i++) {
             n_line += fs.f[i].line;
+            size_t l = strlen(names);
+            if (l + strlen(fs.f[i].name) + 3 < sizeof(names))
+                snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "", fs.f[i].name);
+        }
+        rec_note(r,
+                 "step '%s': the form %s of entry %zu%s%s; %zu field%s set (%s), the rest "
+                 "left to the page",
+                 s->name, s->fr.xpath, r->ex[s->fr.page_ex].e->index,
+                 s->button[0] ? ", button " : "", s->button[0] ? s->button : "", fs.n,
+                 fs.n == 1 ? "" : "s", fs.n ? names : "none");
         if (fs.n == 0) {
             rec_add(r, b, "/>\n");
         } else {

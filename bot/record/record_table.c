@@ -674,9 +674,14 @@ void rec_lookup(struct rec *r)
         rec_addx(r, b, body);
         rec_add(r, b, "</json>\n    </send>\n");
     }
-    rec_note(r, "lookup: entry %zu (%s %s) found the booked invoice by the reference%s%s",
-             hx->e->index, hx->e->method, hx->path, empty != SIZE_MAX ? "; entry " : "",
-             empty != SIZE_MAX ? "before it found nothing" : "");
+    if (empty != SIZE_MAX)
+        rec_note(r,
+                 "lookup: entry %zu (%s %s) found the booked invoice by the reference; entry %zu "
+                 "before it found nothing",
+                 hx->e->index, hx->e->method, hx->path, r->ex[empty].e->index);
+    else
+        rec_note(r, "lookup: entry %zu (%s %s) found the booked invoice by the reference",
+                 hx->e->index, hx->e->method, hx->path);
 
     if (!t.ok) {
         rec_todo(r, b, "    ", "lookup-table", hx->e->index,
