@@ -912,10 +912,11 @@ static void rec_write_step(struct rec *r, struct rec_step *s, size_t si, size_t 
                 snprintf(names + l, sizeof(names) - l, "%s%s", l ? ", " : "", fs.f[i].name);
         }
         rec_note(r,
-                 "step '%s': the form %s of entry %zu%s%s; %zu field%s set (%s), the rest "
+                 "step '%s': the form %s of entry %zu%s%s%s%s; %zu field%s set (%s), the rest "
                  "left to the page",
                  s->name, s->fr.xpath, r->ex[s->fr.page_ex].e->index,
-                 s->button[0] ? ", button " : "", s->button[0] ? s->button : "", fs.n,
+                 s->button[0] ? ", button " : "", s->button[0] ? s->button : "",
+                 s->button[0] ? "=" : "", s->button[0] ? s->button_value : "", fs.n,
                  fs.n == 1 ? "" : "s", fs.n ? names : "none");
         if (fs.n == 0) {
             rec_add(r, b, "/>\n");
