@@ -525,6 +525,98 @@ static void test_record_firefox_draft(void **state)
     unlink(out);
 }
 
+/* A REST ERP the simulator does not imitate (tests/data/har/rest-json.har, hand-written in
+ * Firefox's form: a JSON login whose answer's token rides in "Authorization: Bearer", a vendor
+ * searched by GET, the invoice created by POST (its answer base64, 201 with a Location), approved
+ * by POST /api/invoices/ID/approve, the day listed with offset and limit). The vendor's id comes
+ * from the search, the follow-up's rule holds no value of the recorded document, the listing
+ * pages by offset; without the vendor's search the id is an open decision, never a constant. */
+static void test_record_rest_json(void **state)
+{
+    (void)state;
+    char out[] = "/tmp/apbot-rec-XXXXXX.xml", report[65536], err[8192];
+    struct record_result res;
+    int fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+
+    assert_int_equal(record("tests/data/har/rest-json.har", sample_csv, out, NULL, "r3st-Pw!x9",
+                            false, &res, report, sizeof(report)),
+                     APBOT_OK);
+    char *d = slurp(out);
+    static const char *const want[] = {
+        "<header name=\"Authorization\" prefix=\"Bearer \">${session.token}</header>",
+        "<capture name=\"token\" json=\"/access_token\" secret=\"true\"/>",
+        "&quot;password&quot;:&quot;${secret.password}&quot;",
+        "<resolve name=\"vendorid\" code=\"${vendor.id}\" get=\"/api/vendors?code=${code|url}\">",
+        "&quot;vendorId&quot;:&quot;${ref.vendorid.id|json:int}&quot;",
+        "&quot;type&quot;:&quot;${todo.doctype}&quot;",
+        "&quot;lines&quot;:{&quot;$each-line&quot;:{&quot;account&quot;:&quot;${line.gl_account}"
+        "&quot;",
+        "<json pointer=\"/id\">^(?&lt;doc&gt;[1-9][0-9]*)$</json>",
+        "<send url=\"/api/invoices/${doc|url}/approve\">",
+        /* the follow-up's answer by its shape and its status word, not the recorded document */
+        "<json pointer=\"/id\">^[1-9][0-9]*$</json>",
+        "<json pointer=\"/number\">^VI-\\d+-\\d+$</json>",
+        "<json pointer=\"/status\">^approved$</json>",
+        "<lookup get=\"/api/invoices?reference=${key|url}\" key-column=\"reference\">",
+        "<finished column=\"status\">approved</finished>",
+        "offset=${offset}&amp;limit=${limit}\" page-size=\"50\">",
+        "<todo id=\"doctype\" entry=\"6\">",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+        if (!strstr(d, want[i]))
+            fail_msg("the draft lacks %s:\n%s", want[i], d);
+    static const char *const never[] = {"r3st-Pw!x9",    "eyJhbGciOiJIUzI1NiJ9", "9123",
+                                        "VI-2026-00042", "REC-REF-5521",         ":77"};
+    for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++)
+        if (strstr(d, never[i]))
+            fail_msg("the draft holds %s:\n%s", never[i], d);
+    assert_null(strstr(d, "max-pages=\"1\""));
+    assert_non_null(strstr(report, "list: paged by its URL's offset and limit"));
+
+    /* answered, it loads */
+    struct flow *f = NULL;
+    assert_int_equal(flow_load(out, &f, err, sizeof(err)), APBOT_E_INVAL);
+    char *t = strstr(d, "${todo.doctype}");
+    assert_non_null(t);
+    static const char map[] = "${invoice.doc_type|map:invoice=invoice,credit-note=credit}";
+    size_t n = strlen(d) + sizeof(map);
+    char *a = malloc(n);
+    assert_non_null(a);
+    snprintf(a, n, "%.*s%s%s", (int)(t - d), d, map, t + strlen("${todo.doctype}"));
+    for (char *x; (x = strstr(a, "<todo ")) != NULL;) {
+        char *e = strstr(x, "</todo>");
+        assert_non_null(e);
+        memmove(x, e + 7, strlen(e + 7) + 1);
+    }
+    FILE *fp = fopen(out, "w");
+    fputs(a, fp);
+    fclose(fp);
+    if (flow_load(out, &f, err, sizeof(err)) != APBOT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(f->n_steps, 2);
+    assert_true(f->steps[0].commits);
+    assert_int_equal(f->n_resolves, 1);
+    flow_free(f);
+    free(a);
+    free(d);
+    unlink(out);
+
+    /* no search answered the vendor's id: an open decision, the recorded 77 nowhere */
+    assert_int_equal(record("tests/data/har/rest-json-novendor.har", sample_csv, out, NULL,
+                            "r3st-Pw!x9", false, &res, report, sizeof(report)),
+                     APBOT_OK);
+    d = slurp(out);
+    assert_non_null(strstr(d, "&quot;vendorId&quot;:&quot;${todo.vendorid}&quot;"));
+    assert_non_null(strstr(d, "<todo id=\"id-vendorid\" entry=\"5\">"));
+    assert_non_null(strstr(report, "id-vendorid (entry 5)"));
+    assert_null(strstr(d, "<resolve"));
+    free(d);
+    unlink(out);
+}
+
 /* The classic UI's HAR: the reference named by --key-field gives the same draft; a field the
  * booking does not have gives no key, and the lookup is an open decision. */
 static void test_record_key_field(void **state)
@@ -667,6 +759,7 @@ int main(void)
         cmocka_unit_test(test_record_har_firefox),
         cmocka_unit_test(test_record_har_bounds),
         cmocka_unit_test(test_record_firefox_draft),
+        cmocka_unit_test(test_record_rest_json),
         cmocka_unit_test(test_record_key_field),
         cmocka_unit_test(test_record_login_without_env),
         cmocka_unit_test(test_record_not_utf8),

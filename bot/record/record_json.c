@@ -173,6 +173,29 @@ static bool rec_sends_value(const struct rec_ex *x, const char *text)
     return found;
 }
 
+/* True when the request text (a path, an RPC method) names the member key, whole or without
+ * an id's suffix ("vendorId", "vendor_id", "VENDOR-ID", "supplierNo": "vendor", "supplier"). */
+static bool rec_key_names(const char *key, const char *rq_text)
+{
+    static const char *const suffix[] = {"_id", "-id", "id", "_no", "no", "_nr", "nr"};
+    char stem[64];
+
+    if (!key || !*key || !rq_text)
+        return false;
+    if (strcasestr(rq_text, key))
+        return true;
+    snprintf(stem, sizeof(stem), "%s", key);
+    size_t n = strlen(stem);
+    for (size_t i = 0; i < sizeof(suffix) / sizeof(*suffix); i++) {
+        size_t sl = strlen(suffix[i]);
+        if (n > sl + 2 && strcasecmp(stem + n - sl, suffix[i]) == 0) {
+            stem[n - sl] = '\0';
+            return strcasestr(rq_text, stem) != NULL;
+        }
+    }
+    return false;
+}
+
 /* The records arrays of an answer: each array of objects (depth-bounded), with its pointer. */
 static void rec_scan_records(const struct rec_ex *y, const json_t *v, char *ptr, size_t plen,
                              int depth, const char *want, const char *key, size_t yi,
@@ -203,8 +226,9 @@ static void rec_scan_records(const struct rec_ex *y, const json_t *v, char *ptr,
                     continue;
                 int score = 1;
                 /* the id's member name in the searched model or URL: "party" in
-                 * model.party.party.search_read, "currency" in /api/currencies */
-                if (key && *key && rq_text && strcasestr(rq_text, key))
+                 * model.party.party.search_read, "currency" in /api/currencies, "vendorId"
+                 * (its "Id" dropped) in /api/vendors */
+                if (rec_key_names(key, rq_text))
                     score += 10;
                 if (!best->code || score > best->score || (score == best->score && yi > best->ex)) {
                     best->ex = yi;
@@ -333,6 +357,39 @@ static json_t *rec_jtodo(struct rec_jw *w, const char *why, const char *key)
     return rec_jstr(id);
 }
 
+/* Does member key name what differs from invoice to invoice, by an id of the ERP's (the
+ * vendor's, an account's, a currency's)? A constant there would book every invoice to the
+ * recorded one. */
+static bool rec_key_is_entity(const char *key)
+{
+    static const char *const entity[] = {"vendor",  "supplier", "creditor", "party",
+                                         "partner", "account",  "currency"};
+    if (!key)
+        return false;
+    for (size_t i = 0; i < sizeof(entity) / sizeof(*entity); i++)
+        if (strcasestr(key, entity[i]))
+            return true;
+    return false;
+}
+
+/* An id no value of the sample and no recorded search explains, sent where the member names a
+ * vendor, an account or a currency: an open decision, never a constant kept silently. */
+static json_t *rec_jid_todo(struct rec_jw *w, const char *value, const char *key)
+{
+    char id[48], t[32];
+    rec_word(key, "value", t, sizeof(t));
+    snprintf(id, sizeof(id), "id-%.30s", t);
+    rec_todo_later(w->r, id, w->r->ex[w->jc->at].e->index,
+                   "the JSON value at \"%s\" is '%s', no value of the sample, and no search of "
+                   "the recording answered it: an id of the ERP's? Kept as recorded it would "
+                   "book every invoice to it. Add a <resolve> (the ERP's search of it by the "
+                   "sample's code; docs/writing-flows.md) and write ${ref.NAME.COLUMN} in place of "
+                   "${todo.%s} in the <json>, or the constant where it is one",
+                   key, value, t);
+    snprintf(id, sizeof(id), "${todo.%s}", t);
+    return rec_jstr(id);
+}
+
 static json_t *rec_jstring(struct rec_jw *w, const char *s, const char *key)
 {
     struct rec *r = w->r;
@@ -361,6 +418,9 @@ static json_t *rec_jstring(struct rec_jw *w, const char *s, const char *key)
     case REC_TPL_LITERAL:
         if (strstr(s, "${"))
             return rec_jtodo(w, "a recorded text holding \"${\" (a template would read it)", key);
+        if (jc->resolves && !jc->login && *s && strspn(s, "0123456789") == strlen(s) &&
+            rec_key_is_entity(key))
+            return rec_jid_todo(w, s, key);
         return rec_jstr(s);
     case REC_TPL_DOC:
         if (!jc->doc)
@@ -413,6 +473,8 @@ static json_t *rec_jnumber(struct rec_jw *w, const json_t *v, const char *key)
             return rec_jstr(tmpl);
         }
     }
+    if (jc->resolves && !jc->login && !strchr(t, '.') && rec_key_is_entity(key))
+        return rec_jid_todo(w, t, key);
     return json_deep_copy(v);
 }
 

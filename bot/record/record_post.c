@@ -800,7 +800,10 @@ static char *rec_unique_text(struct rec *r, size_t at)
 }
 
 /* The rule that a JSON answer is the success it was: its members as recorded (not an echo of
- * the request), a value as it was, an object or array by being there. */
+ * the request), an object or array by being there. A value is kept as it was only where it is
+ * the same for every invoice (a status word): one of the sample's values (or its key) by being
+ * there, one with digits (the document's id or number, a date) by its shape, digits as \d+ -
+ * the recorded 9123 would match no other invoice's answer. */
 static void rec_json_success(struct rec *r, struct apbot_buf *b, size_t at)
 {
     const struct rec_ex *x = &r->ex[at];
@@ -820,10 +823,17 @@ static void rec_json_success(struct rec *r, struct apbot_buf *b, size_t at)
         if (json_is_null(m) || json_is_boolean(m) ||
             (json_is_string(m) && strlen(json_string_value(m)) < 200)) {
             char *t = jdoc_text(m, 200);
-            char *lit = rec_re_literal(t ? t : "", t ? strlen(t) : 0);
-            rec_add(r, b, "^");
-            rec_addx(r, b, lit);
-            rec_add(r, b, "$");
+            struct rec_tpl tt;
+            rec_tpl_value(r, t ? t : "", 0, false, NULL, &tt);
+            char *lit = NULL;
+            if (tt.how == REC_TPL_LITERAL || tt.how == REC_TPL_DOC)
+                lit = t && strpbrk(t, "0123456789") ? rec_re_value(t)
+                                                    : rec_re_literal(t ? t : "", t ? strlen(t) : 0);
+            if (lit) {
+                rec_add(r, b, "^");
+                rec_addx(r, b, lit);
+                rec_add(r, b, "$");
+            }
             free(lit);
             free(t);
         }

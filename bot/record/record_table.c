@@ -422,6 +422,75 @@ static void rec_json_table(struct rec *r, struct rec_ex *x, const char *want, st
             rec_cols_add(&t->cols, name, where, text);
     }
     t->ok = rec_cols_has(&t->cols, "doc") || rec_cols_has(&t->cols, "reference");
+    const json_t *arr = jdoc_at(jdoc_root(x->jans), t->pointer);
+    t->n_rows = arr && json_is_array(arr) ? json_array_size(arr) : 0;
+}
+
+/* ---- paging by the URL ----------------------------------------------------------------------- */
+
+/* The value of query parameter name in the URL template *get replaced by tmpl (the first
+ * occurrence after '?' or '&'). True when it was there. */
+static bool rec_query_set(char **get, const char *name, const char *tmpl)
+{
+    size_t nl = strlen(name);
+    for (char *p = strchr(*get, '?'); p; p = strchr(p + 1, '&')) {
+        if (strncmp(p + 1, name, nl) != 0 || p[1 + nl] != '=')
+            continue;
+        char *v = p + 2 + nl, *e = v + strcspn(v, "&#");
+        size_t n = strlen(*get) - (size_t)(e - v) + strlen(tmpl) + 1;
+        char *out = apbot_xmalloc(n);
+        snprintf(out, n, "%.*s%s%s", (int)(v - *get), *get, tmpl, e);
+        free(*get);
+        *get = out;
+        return true;
+    }
+    return false;
+}
+
+/* A listing's paging as its URL shows it, on the first page recorded: an offset that is 0 with
+ * a page size (offset=0&limit=50, start=0&rows=50, $skip=0&$top=50: ${offset}, ${limit},
+ * page-size), or a page number that is 1 (page=1, with its size where one is sent). Rewrites
+ * *get; returns what was found (for the report) or NULL. */
+static const char *rec_list_paging(const struct rec_ex *x, char **get, long *page_size)
+{
+    static const char *const offset[] = {"offset", "start", "skip", "$skip", "first", "from_row"};
+    static const char *const limit[] = {"limit",    "size",    "pagesize", "page_size", "page-size",
+                                        "per_page", "perpage", "per-page", "rows",      "max",
+                                        "count",    "$top",    "top",      "maxresults"};
+    static const char *const page[] = {"page",       "pageno",      "page_no",
+                                       "pagenumber", "page_number", "pagenum"};
+    const char *off = NULL, *lim = NULL, *pg = NULL;
+    long size = 0;
+
+    for (size_t q = 0; q < x->n_query; q++) {
+        const char *n = x->query[q].name, *v = x->query[q].value;
+        char *end = NULL;
+        long num = strtol(v, &end, 10);
+        if (!*v || *end)
+            continue;
+        for (size_t i = 0; i < sizeof(offset) / sizeof(*offset) && num == 0 && !off; i++)
+            if (strcasecmp(n, offset[i]) == 0)
+                off = n;
+        for (size_t i = 0; i < sizeof(limit) / sizeof(*limit) && num > 0 && num <= 100000 && !lim;
+             i++)
+            if (strcasecmp(n, limit[i]) == 0) {
+                lim = n;
+                size = num;
+            }
+        for (size_t i = 0; i < sizeof(page) / sizeof(*page) && num == 1 && !pg; i++)
+            if (strcasecmp(n, page[i]) == 0)
+                pg = n;
+    }
+    if (off && lim && rec_query_set(get, off, "${offset}") && rec_query_set(get, lim, "${limit}")) {
+        *page_size = size;
+        return "offset and limit";
+    }
+    if (pg && rec_query_set(get, pg, "${page}")) {
+        if (lim && rec_query_set(get, lim, "${limit}"))
+            *page_size = size;
+        return "page number";
+    }
+    return NULL;
 }
 
 /* ---- writing a table ---------------------------------------------------------------------------
@@ -963,12 +1032,16 @@ void rec_list(struct rec *r)
             }
         }
     }
+    long page_size = 0;
+    const char *paging = next[0] ? NULL : rec_list_paging(lx, &get, &page_size);
     rec_add(r, b, "  <list get=\"");
     rec_addx(r, b, get);
     rec_add(r, b, "\"");
     if (by && strcmp(by, "invoice") == 0)
         rec_add(r, b, " by=\"invoice\"");
-    if (!next[0])
+    if (page_size > 0)
+        rec_addf(r, b, " page-size=\"%ld\"", page_size);
+    if (!next[0] && !paging)
         rec_add(r, b, " max-pages=\"1\""); /* no paging recorded: one page is the listing */
     rec_add(r, b, ">\n");
     rec_note(r, "list: entry %zu (%s) lists the day by %s date (%s)", lx->e->index, lx->path,
@@ -989,6 +1062,10 @@ void rec_list(struct rec *r)
         rec_write_table(r, b, &t, extra, "    ");
         rec_note(r, "list: the document was on a later page (entry %zu), reached by the link %s",
                  r->ex[shown].e->index, next);
+    } else if (paging) {
+        rec_write_table(r, b, &t, NULL, "    ");
+        rec_note(r, "list: paged by its URL's %s (a page shorter than page-size is the last)",
+                 paging);
     } else {
         rec_write_table(r, b, &t, NULL, "    ");
         rec_note(r,
