@@ -1640,6 +1640,7 @@ static void test_flow_expand_round2(void **state)
     v.line = &lines[0];
     v.line_n = 1;
     expect(f, "amount_${line.n}", &v, "amount_1");
+    expect(f, "lines[${line.i}].amount", &v, "lines[0].amount"); /* rows counted from 0 */
     expect(f, "${line.net} ${line.tax}", &v, "123.45 23.46");
     expect(f, "${line.net|amount:,.}", &v, "123,45");
     expect(f, "${line.gl_account}--", &v, "5700--");
@@ -1648,6 +1649,7 @@ static void test_flow_expand_round2(void **state)
     v.line = &lines[1];
     v.line_n = 2;
     expect(f, "account_${line.n}=${line.gl_account}", &v, "account_2=6000");
+    expect(f, "inv:lines:${line.i}:account", &v, "inv:lines:1:account");
     expect(f, "${line.net|amount:.}|${line.net|abs|amount:.}", &v, "-5.00|5.00");
     expect(f, "[${line.description}][${line.quantity}]", &v, "[][]"); /* unknown: empty */
     make_invoice(&inv, "JPY", 0, 1500);

@@ -545,10 +545,11 @@ static void flow_check_form(struct flow_ctx *c, const struct flow_form *fm,
         ls.place = FLOW_P_LINES;
         flow_check_fields(c, fm->lines.fields, fm->lines.n_fields, &ls, "lines field");
         for (size_t i = 0; i < fm->lines.n_fields; i++)
-            if (fm->lines.fields[i].name && !flow_tpl_uses(fm->lines.fields[i].name, "line.n"))
+            if (fm->lines.fields[i].name && !flow_tpl_uses(fm->lines.fields[i].name, "line.n") &&
+                !flow_tpl_uses(fm->lines.fields[i].name, "line.i"))
                 flow_problem(c, fm->lines.fields[i].line,
-                             "lines field '%s': its name must use ${line.n} (one control per "
-                             "invoice line)",
+                             "lines field '%s': its name must use ${line.n} or ${line.i} (one "
+                             "control per invoice line)",
                              fm->lines.fields[i].name);
     }
 }

@@ -47,6 +47,7 @@ enum flow_var_id {
     FLOW_V_VENDOR_ID,
     FLOW_V_VENDOR_NAME,
     FLOW_V_LINE_N,
+    FLOW_V_LINE_I,
     FLOW_V_LINE_NET,
     FLOW_V_LINE_TAX,
     FLOW_V_LINE_GROSS,
@@ -107,6 +108,7 @@ static const struct {
     [FLOW_V_VENDOR_ID] = {"vendor.id", FLOW_K_TEXT, FLOW_P_ITEM},
     [FLOW_V_VENDOR_NAME] = {"vendor.name", FLOW_K_TEXT, FLOW_P_ITEM},
     [FLOW_V_LINE_N] = {"line.n", FLOW_K_TEXT, FLOW_P_LINES},
+    [FLOW_V_LINE_I] = {"line.i", FLOW_K_TEXT, FLOW_P_LINES},
     [FLOW_V_LINE_NET] = {"line.net", FLOW_K_AMOUNT, FLOW_P_LINES},
     [FLOW_V_LINE_TAX] = {"line.tax", FLOW_K_AMOUNT, FLOW_P_LINES},
     [FLOW_V_LINE_GROSS] = {"line.gross", FLOW_K_AMOUNT, FLOW_P_LINES},
@@ -587,6 +589,7 @@ static const char *flow_var_hint(int v)
     case FLOW_V_COOKIE:
         return "";
     case FLOW_V_LINE_N:
+    case FLOW_V_LINE_I:
     case FLOW_V_LINE_NET:
     case FLOW_V_LINE_TAX:
     case FLOW_V_LINE_GROSS:
@@ -791,6 +794,7 @@ static void flow_var_check(struct flow_ctx *c, int v, const char *key, size_t kl
     case FLOW_V_VENDOR_ID:
     case FLOW_V_VENDOR_NAME:
     case FLOW_V_LINE_N:
+    case FLOW_V_LINE_I:
     case FLOW_V_LINE_NET:
     case FLOW_V_LINE_TAX:
     case FLOW_V_LINE_GROSS:
@@ -1252,6 +1256,11 @@ static int flow_val_get(const struct flow *f, enum flow_var_id v, const char *ke
     case FLOW_V_LINE_N:
         if (ln && vars->line_n > 0) {
             s = flow_utoa(num, vars->line_n);
+        }
+        break;
+    case FLOW_V_LINE_I:
+        if (ln && vars->line_n > 0) {
+            s = flow_utoa(num, vars->line_n - 1); /* the index from 0 (JSF, Spring, Rails) */
         }
         break;
     case FLOW_V_LINE_NET:
