@@ -617,6 +617,70 @@ static void test_record_rest_json(void **state)
     unlink(out);
 }
 
+/* An ERP that numbers its line rows from 0 (JSF, Spring, Rails: acct_0, acct_1): the firefox
+ * HAR with its line fields renamed. The lines are ${line.i}, never the sample's values kept as
+ * typed (every invoice would have been booked with them). */
+static void test_record_lines_from_zero(void **state)
+{
+    (void)state;
+    char har[512], zhar[] = "/tmp/apbot-rec-XXXXXX.har", out[] = "/tmp/apbot-rec-XXXXXX.xml";
+    char report[32768], err[8192];
+    struct record_result res;
+    src_path(har, sizeof(har), "tests/data/har/firefox-form.har");
+    char *h = slurp(har);
+    static const char *const from[] = {"acct_1", "net_1", "acct_2", "net_2"};
+    static const char *const to[] = {"acct_0", "net_0", "acct_1", "net_1"};
+    for (size_t i = 0; i < 4; i++)
+        for (char *p = h; (p = strstr(p, from[i])) != NULL; p += strlen(to[i]))
+            memcpy(p, to[i], strlen(to[i]));
+    int fd = mkstemps(zhar, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, h, strlen(h)), (ssize_t)strlen(h));
+    close(fd);
+    free(h);
+    fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+
+    char inv[] = "/tmp/apbot-rec-XXXXXX.csv";
+    fd = mkstemps(inv, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    struct record_request rq = {
+        .har_path = zhar, .invoice_path = inv, .invoice_n = 1, .out_path = out};
+    FILE *o = fmemopen(report, sizeof(report), "w"), *e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    unlink(inv);
+    unlink(zhar);
+
+    char *d = slurp(out);
+    assert_non_null(strstr(d, "<field name=\"acct_${line.i}\">${line.gl_account}</field>"));
+    assert_non_null(strstr(d, "<field name=\"net_${line.i}\">${line.net|abs|amount:, }</field>"));
+    assert_null(strstr(d, "${line.n}"));
+    assert_null(strstr(d, ">6000<"));
+    assert_null(strstr(d, "234,56"));
+    assert_non_null(strstr(report, "numbered from 0"));
+    for (char *t; (t = strstr(d, "<todo ")) != NULL;) {
+        char *x = strstr(t, "</todo>");
+        assert_non_null(x);
+        memmove(t, x + 7, strlen(x + 7) + 1);
+    }
+    FILE *fp = fopen(out, "w");
+    fputs(d, fp);
+    fclose(fp);
+    struct flow *f = NULL;
+    if (flow_load(out, &f, err, sizeof(err)) != APBOT_OK)
+        fail_msg("%s", err);
+    assert_true(f->steps[0].form.lines.present);
+    flow_free(f);
+    free(d);
+    unlink(out);
+}
+
 /* The classic UI's HAR: the reference named by --key-field gives the same draft; a field the
  * booking does not have gives no key, and the lookup is an open decision. */
 static void test_record_key_field(void **state)
@@ -760,6 +824,7 @@ int main(void)
         cmocka_unit_test(test_record_har_bounds),
         cmocka_unit_test(test_record_firefox_draft),
         cmocka_unit_test(test_record_rest_json),
+        cmocka_unit_test(test_record_lines_from_zero),
         cmocka_unit_test(test_record_key_field),
         cmocka_unit_test(test_record_login_without_env),
         cmocka_unit_test(test_record_not_utf8),

@@ -390,6 +390,7 @@ struct rec_step {
     size_t get_ex;         /* the exchange whose URL the step fetches first, or SIZE_MAX */
     bool json;             /* a composed request (<send>), no form */
     bool commits, followup, repeat;
+    bool lines_from_zero; /* its line rows are numbered from 0: ${line.i} */
     char name[40];
     char button[128], button_value[256];
     bool button_value_needed;
@@ -428,8 +429,9 @@ static const char *rec_button_word(const struct rec_step *s)
 }
 
 /* A field name with a line's number in it ("lineGl_2", "line[2].amount"): the template with
- * ${line.n} for the number that is k, or false. */
-static bool rec_line_name(const char *name, size_t k, char *buf, size_t len)
+ * var (${line.n}, or ${line.i} where the rows count from 0) for the number that is k, or
+ * false. */
+static bool rec_line_name(const char *name, size_t k, const char *var, char *buf, size_t len)
 {
     char num[24];
     snprintf(num, sizeof(num), "%zu", k);
@@ -448,8 +450,26 @@ static bool rec_line_name(const char *name, size_t k, char *buf, size_t len)
     }
     if (!hit)
         return false;
-    snprintf(buf, len, "%.*s${line.n}%s", (int)(hit - name), name, hit + nl);
+    snprintf(buf, len, "%.*s%s%s", (int)(hit - name), name, var, hit + nl);
     return true;
+}
+
+/* Does submission x number its line rows from 0 ("lines[0].amount", "inv:lines:0:account": JSF,
+ * Spring, Rails, ASP.NET)? True when a field with 0 where a line's number stands carries a value
+ * of the first line. Decided once per step, so that no field is read one way and its twin the
+ * other. */
+static bool rec_lines_from_zero(struct rec *r, const struct har_pair *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char lname[256];
+        if (!rec_line_name(p[i].name, 0, "${line.i}", lname, sizeof(lname)))
+            continue;
+        struct rec_tpl t;
+        rec_tpl_value(r, p[i].value, 1, false, NULL, &t);
+        if (t.how == REC_TPL_VALUE && strstr(t.tmpl, "${line."))
+            return true;
+    }
+    return false;
 }
 
 /* One field of a step: a name (a template) and its value's template. */
@@ -515,6 +535,13 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
 
     if (!rec_form_find(r, xi, &fr))
         return;
+    const bool zero = rec_lines_from_zero(r, p, n);
+    const char *line_var = zero ? "${line.i}" : "${line.n}";
+    if (zero && !s->lines_from_zero) {
+        s->lines_from_zero = true;
+        rec_note(r, "step '%s': its line rows are numbered from 0 (${line.i} in their names)",
+                 s->name[0] ? s->name : "?");
+    }
     for (size_t i = 0; i < n; i++) {
         const char *name = p[i].name, *value = p[i].value;
         struct rec_control c;
@@ -542,7 +569,8 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
         bool lined = false;
         for (size_t k = 1; k <= nlines && !lined; k++) {
             char lname[256];
-            if (!rec_line_name(name, k, lname, sizeof(lname)))
+            const size_t num = zero ? k - 1 : k, first_num = zero ? 0 : 1;
+            if (!rec_line_name(name, num, line_var, lname, sizeof(lname)))
                 continue;
             struct rec_tpl t;
             /* a line's control the page lacks (a script added it) has no attributes to read:
@@ -551,13 +579,13 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
             if (!c.in_page) {
                 char first_name[256];
                 snprintf(first_name, sizeof(first_name), "%s", name);
-                char num[24];
-                snprintf(num, sizeof(num), "%zu", k);
-                char *at = strstr(first_name, num);
-                if (at && k > 1) {
+                char nums[24];
+                snprintf(nums, sizeof(nums), "%zu", num);
+                char *at = strstr(first_name, nums);
+                if (at && num != first_num) {
                     char alt[256];
-                    snprintf(alt, sizeof(alt), "%.*s1%s", (int)(at - first_name), first_name,
-                             at + strlen(num));
+                    snprintf(alt, sizeof(alt), "%.*s%zu%s", (int)(at - first_name), first_name,
+                             first_num, at + strlen(nums));
                     rec_form_control(r, &fr, alt, value, &c1);
                     c1.in_page = false;
                     c1.page_value = NULL;
