@@ -620,25 +620,45 @@ static void test_record_rest_json(void **state)
 /* An ERP that numbers its line rows from 0 (JSF, Spring, Rails: acct_0, acct_1): the firefox
  * HAR with its line fields renamed. The lines are ${line.i}, never the sample's values kept as
  * typed (every invoice would have been booked with them). */
-static void test_record_lines_from_zero(void **state)
+/* A variant of a committed HAR: every from[i] replaced by to[i], written to path (a mkstemps
+ * template, filled in). */
+static void har_variant(const char *rel, const char *const *from, const char *const *to, size_t n,
+                        char *path)
 {
-    (void)state;
-    char har[512], zhar[] = "/tmp/apbot-rec-XXXXXX.har", out[] = "/tmp/apbot-rec-XXXXXX.xml";
-    char report[32768], err[8192];
-    struct record_result res;
-    src_path(har, sizeof(har), "tests/data/har/firefox-form.har");
+    char har[512];
+    src_path(har, sizeof(har), rel);
     char *h = slurp(har);
-    static const char *const from[] = {"acct_1", "net_1", "acct_2", "net_2"};
-    static const char *const to[] = {"acct_0", "net_0", "acct_1", "net_1"};
-    for (size_t i = 0; i < 4; i++)
-        for (char *p = h; (p = strstr(p, from[i])) != NULL; p += strlen(to[i]))
-            memcpy(p, to[i], strlen(to[i]));
-    int fd = mkstemps(zhar, 4);
+    for (size_t i = 0; i < n; i++) {
+        size_t fl = strlen(from[i]), tl = strlen(to[i]);
+        for (char *p = h; (p = strstr(p, from[i])) != NULL; p += tl) {
+            size_t off = (size_t)(p - h), len = strlen(h);
+            char *g = malloc(len - fl + tl + 1);
+            assert_non_null(g);
+            memcpy(g, h, off);
+            memcpy(g + off, to[i], tl);
+            memcpy(g + off + tl, p + fl, len - off - fl + 1);
+            free(h);
+            h = g;
+            p = h + off;
+        }
+    }
+    int fd = mkstemps(path, 4);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, h, strlen(h)), (ssize_t)strlen(h));
     close(fd);
     free(h);
-    fd = mkstemps(out, 4);
+}
+
+static void test_record_lines_from_zero(void **state)
+{
+    (void)state;
+    char zhar[] = "/tmp/apbot-rec-XXXXXX.har", out[] = "/tmp/apbot-rec-XXXXXX.xml";
+    char report[32768], err[8192];
+    struct record_result res;
+    static const char *const from[] = {"acct_1", "net_1", "acct_2", "net_2"};
+    static const char *const to[] = {"acct_0", "net_0", "acct_1", "net_1"};
+    har_variant("tests/data/har/firefox-form.har", from, to, 4, zhar);
+    int fd = mkstemps(out, 4);
     assert_true(fd >= 0);
     close(fd);
     unlink(out);
@@ -677,6 +697,44 @@ static void test_record_lines_from_zero(void **state)
         fail_msg("%s", err);
     assert_true(f->steps[0].form.lines.present);
     flow_free(f);
+    free(d);
+    unlink(out);
+}
+
+/* A value the person typed that is no value of the sample in any form the recorder knows (a
+ * date written "Nov 16th 2026") is an open decision, never booked as typed for every invoice. */
+static void test_record_typed_unknown(void **state)
+{
+    (void)state;
+    char thar[] = "/tmp/apbot-rec-XXXXXX.har", inv[] = "/tmp/apbot-rec-XXXXXX.csv";
+    char out[] = "/tmp/apbot-rec-XXXXXX.xml", report[32768];
+    struct record_result res;
+    static const char *const from[] = {"date=16%2F11%2F2026"};
+    static const char *const to[] = {"date=Nov+16th+2026"};
+    har_variant("tests/data/har/firefox-form.har", from, to, 1, thar);
+    int fd = mkstemps(inv, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+    struct record_request rq = {
+        .har_path = thar, .invoice_path = inv, .invoice_n = 1, .out_path = out};
+    FILE *o = fmemopen(report, sizeof(report), "w"), *e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    unlink(inv);
+    unlink(thar);
+    assert_int_equal(res.open, 3);
+    char *d = slurp(out);
+    assert_non_null(strstr(d, "<field name=\"date\">${todo.date}</field>"));
+    assert_non_null(strstr(d, "<todo id=\"typed-date\" entry=\"7\">"));
+    assert_null(strstr(d, ">Nov 16th 2026<")); /* named in the todo, written nowhere */
+    assert_non_null(
+        strstr(report, "typed-date (entry 7): field date was typed as 'Nov 16th 2026'"));
     free(d);
     unlink(out);
 }
@@ -825,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_record_firefox_draft),
         cmocka_unit_test(test_record_rest_json),
         cmocka_unit_test(test_record_lines_from_zero),
+        cmocka_unit_test(test_record_typed_unknown),
         cmocka_unit_test(test_record_key_field),
         cmocka_unit_test(test_record_login_without_env),
         cmocka_unit_test(test_record_not_utf8),

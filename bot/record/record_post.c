@@ -652,6 +652,21 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
                                "and write ${capture.%s} here, or leave the field to the page.",
                                name, r->ex[fr.page_ex].e->index, w, w, w);
                 snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
+            } else if (!c.select && !c.hidden && !c.password) {
+                /* typed by the person, and no value of the sample in any form known: the
+                 * sample's value written another way (a date "16-Nov-2026", a vendor's
+                 * name cut short) would be booked as typed for every invoice */
+                char id[48], w[40];
+                rec_word(name, "value", w, sizeof(w));
+                snprintf(id, sizeof(id), "typed-%.30s", w);
+                rec_todo_later(r, id, x->e->index,
+                               "field %s was typed as '%s', which is no value of the sample in "
+                               "any form the recorder knows. The same for every invoice? Write "
+                               "it where ${todo.%s} stands. A value of the invoice written "
+                               "another way? Write its template (${invoice...} with the "
+                               "formatter that writes it so).",
+                               name, value, w);
+                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
             }
             break;
         case REC_TPL_DOC:
