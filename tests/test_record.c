@@ -24,6 +24,7 @@
 #include "apbot/invoice.h"
 #include "apbot/reader.h"
 #include "apbot/record.h"
+#include "record/har.h"
 #include "record/record-int.h"
 
 static void src_path(char *buf, size_t len, const char *rel)
@@ -739,6 +740,68 @@ static void test_record_typed_unknown(void **state)
     unlink(out);
 }
 
+/* A Java servlet container's session id in the URLs (";jsessionid=" in the form page's URL, its
+ * form's action and the search): the session cookie's value, a secret. It is dropped from every
+ * URL (apbot keeps the session by the cookie), so the draft is written, as without it. */
+static void test_record_jsessionid(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } urls[] = {
+        {"http://h/app/inv;jsessionid=ABC123?x=1", "http://h/app/inv?x=1"},
+        {"/a;JSESSIONID=ABC;v=2/b", "/a;v=2/b"},
+        {"/a;jsessionid=ABC", "/a"},
+        {"/a?q=;jsessionid=ABC", "/a?q=;jsessionid=ABC"}, /* the query's text is the query's */
+        {"/a;other=1", "/a;other=1"},
+    };
+    for (size_t i = 0; i < sizeof(urls) / sizeof(*urls); i++) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "%s", urls[i].in);
+        har_url_drop_session(buf);
+        assert_string_equal(buf, urls[i].out);
+    }
+
+    char jhar[] = "/tmp/apbot-rec-XXXXXX.har", inv[] = "/tmp/apbot-rec-XXXXXX.csv";
+    char out[] = "/tmp/apbot-rec-XXXXXX.xml", report[32768];
+    struct record_result res;
+    static const char *const from[] = {"8080/invoices/new",
+                                       "8080/invoices?ref=", "action=\\\"/invoices\\\""};
+    static const char *const to[] = {"8080/invoices/new;jsessionid=Zx81KkQ0vv1",
+                                     "8080/invoices;jsessionid=Zx81KkQ0vv1?ref=",
+                                     "action=\\\"/invoices;jsessionid=Zx81KkQ0vv1\\\""};
+    har_variant("tests/data/har/firefox-form.har", from, to, 3, jhar);
+    int fd = mkstemps(inv, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+    struct record_request rq = {
+        .har_path = jhar, .invoice_path = inv, .invoice_n = 1, .out_path = out};
+    FILE *o = fmemopen(report, sizeof(report), "w"), *e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    char *h = slurp(jhar);
+    assert_non_null(strstr(h, "/invoices;jsessionid=Zx81KkQ0vv1\\\""));
+    free(h);
+    unlink(inv);
+    unlink(jhar);
+    assert_true(res.written);
+    assert_int_equal(res.open, 2);
+    char *d = slurp(out);
+    assert_non_null(strstr(d, "<step name=\"save\" get=\"/invoices/new\" commits=\"true\">"));
+    assert_non_null(strstr(d, "<lookup get=\"/invoices?ref=${key|url}\""));
+    assert_null(strstr(d, "Zx81KkQ0vv1"));
+    assert_null(strstr(d, "jsessionid"));
+    assert_null(strstr(report, "Zx81KkQ0vv1"));
+    free(d);
+    unlink(out);
+}
+
 /* The classic UI's HAR: the reference named by --key-field gives the same draft; a field the
  * booking does not have gives no key, and the lookup is an open decision. */
 static void test_record_key_field(void **state)
@@ -884,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_record_rest_json),
         cmocka_unit_test(test_record_lines_from_zero),
         cmocka_unit_test(test_record_typed_unknown),
+        cmocka_unit_test(test_record_jsessionid),
         cmocka_unit_test(test_record_key_field),
         cmocka_unit_test(test_record_login_without_env),
         cmocka_unit_test(test_record_not_utf8),

@@ -282,6 +282,7 @@ static bool har_entry_read(const json_t *je, struct har_entry *e, char *err, siz
         if (*m >= 'a' && *m <= 'z')
             *m = (char)(*m - 'a' + 'A');
     e->url = har_dup(url, HAR_TEXT_MAX);
+    har_url_drop_session(e->url);
     e->req_headers = har_pairs(json_object_get(rq, "headers"), &e->n_req_headers);
     const json_t *pd = json_object_get(rq, "postData");
     if (json_is_object(pd)) {
@@ -394,4 +395,24 @@ void har_free(struct har *h)
     free(h->creator);
     free(h->browser);
     free(h);
+}
+
+void har_url_drop_session(char *url)
+{
+    static const char param[] = ";jsessionid=";
+    const size_t pl = sizeof(param) - 1;
+
+    if (!url)
+        return;
+    for (char *p = url; (p = strchr(p, ';')) != NULL;) {
+        size_t q = strcspn(url, "?#");
+        if ((size_t)(p - url) >= q)
+            return; /* the path's parameters only, never the query's text */
+        if (strncasecmp(p, param, pl) != 0) {
+            p++;
+            continue;
+        }
+        size_t n = pl + strcspn(p + pl, "/;?#");
+        memmove(p, p + n, strlen(p + n) + 1);
+    }
 }

@@ -77,6 +77,12 @@ int har_parse(const char *text, size_t len, struct har **ret, char *err,
 /* Frees the HAR, wiping its bodies and headers first (they hold secrets). NULL is fine. */
 void har_free(struct har *h);
 
+/* Drops the session id a Java servlet container writes into URLs (";jsessionid=VALUE", any
+ * case) from url, in place: it is the session cookie's value, a secret, and apbot keeps the
+ * session by the cookie. Entries' URLs are read so; the recorder drops it from the pages' links
+ * and form actions it compares with them. */
+void har_url_drop_session(char *url);
+
 /* The value of the first header `name` (any case) of the pairs, or NULL. */
 const char *har_header(const struct har_pair *h, size_t n, const char *name);
 

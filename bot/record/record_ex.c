@@ -499,6 +499,7 @@ void rec_ex_build(struct rec *r)
                                j < h->n && j <= i + 20 && x->hops < 20;
              j++) {
             char *to = rec_resolve(cur->url, cur->redirect);
+            har_url_drop_session(to);
             if (!hop[j] && strcmp(h->entries[j].url, to) == 0) {
                 hop[j] = true;
                 cur = &h->entries[j];

@@ -24,6 +24,7 @@
 static void rec_strip_query(const char *url, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", url ? url : "");
+    har_url_drop_session(buf); /* as the entries' URLs are read */
     buf[strcspn(buf, "?#")] = '\0';
 }
 

@@ -872,6 +872,7 @@ static bool rec_next_link(struct rec *r, struct rec_ex *x, struct rec_ex *y, cha
         if (!rec_is(n, "a") || !rec_attr(n, "href", href, sizeof(href)))
             continue;
         char *abs = http_resolve_url(x->ans->url, href);
+        har_url_drop_session(abs);
         bool same = abs && strcmp(abs, y->e->url) == 0;
         free(abs);
         if (!same)
