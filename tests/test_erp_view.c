@@ -422,6 +422,58 @@ static void test_erp_view_names_what_stopped(void **state)
     match_free(url_re);
 }
 
+/* A rule's url pattern yields its groups as its body does: the document number a redirect's
+ * target names (POST /invoices -> 303 -> /invoices/4711); the body's group first where both set
+ * one; a url that does not match is no match, whatever the body. */
+static void test_erp_view_rule_url_groups(void **state)
+{
+    (void)state;
+    struct http_response r;
+    struct erp_view v;
+    struct match_result *m = NULL;
+    struct match_re *url_re = NULL, *body_re = NULL, *body_doc = NULL;
+    char err[APBOT_ERR_LEN] = "";
+    assert_int_equal(match_compile("/invoices/(?<doc>[1-9][0-9]*)$", &url_re, err, sizeof(err)),
+                     APBOT_OK);
+    assert_int_equal(match_compile("Invoice was created", &body_re, err, sizeof(err)), APBOT_OK);
+    assert_int_equal(match_compile("No\\. (?<doc>INV-\\d+)", &body_doc, err, sizeof(err)),
+                     APBOT_OK);
+    struct flow_rule rule;
+    memset(&rule, 0, sizeof(rule));
+    rule.name = "posted";
+    rule.url = url_re;
+    rule.body = body_re;
+
+    view_of(&v, &r, "<p>Invoice was created. No. INV-77</p>", 1000000);
+    r.effective_url = "http://erp.example/invoices/4711";
+    assert_ptr_equal(erp_view_rules(&v, &rule, 1, &m), &rule);
+    char *doc = match_group(m, "doc");
+    assert_string_equal(doc, "4711");
+    free(doc);
+    match_result_free(m);
+    erp_view_done(&v);
+
+    rule.body = body_doc; /* both name one: the body's */
+    view_of(&v, &r, "<p>Invoice was created. No. INV-77</p>", 1000000);
+    r.effective_url = "http://erp.example/invoices/4711";
+    assert_ptr_equal(erp_view_rules(&v, &rule, 1, &m), &rule);
+    doc = match_group(m, "doc");
+    assert_string_equal(doc, "INV-77");
+    free(doc);
+    match_result_free(m);
+    erp_view_done(&v);
+
+    view_of(&v, &r, "<p>Invoice was created. No. INV-77</p>", 1000000);
+    r.effective_url = "http://erp.example/invoices"; /* the form again: no match */
+    m = NULL;
+    assert_null(erp_view_rules(&v, &rule, 1, &m));
+    assert_null(m);
+    erp_view_done(&v);
+    match_free(url_re);
+    match_free(body_re);
+    match_free(body_doc);
+}
+
 /* erp_text_put and erp_text_copy write what snprintf writes for "%s: %s (%.300s)" and "%s",
  * in buffers from one byte up, with pieces longer and shorter than the bound and the room. */
 static void test_erp_text_put_as_snprintf(void **state)
@@ -465,6 +517,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_erp_view_body_as_plain),
         cmocka_unit_test(test_erp_view_names_what_stopped),
+        cmocka_unit_test(test_erp_view_rule_url_groups),
         cmocka_unit_test(test_erp_text_put_as_snprintf),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1127,6 +1127,13 @@ static const struct mutation mutations[] = {
     {FULL, "<rule name=\"saved\" outcome=\"saved\"", "<rule name=\"saved\" outcome=\"unknown\"",
      INV, "<rule name=\"posted\"",
      "rule 'posted': a completed rule must yield the document number"},
+    /* the final URL after a redirect may yield it (POST /invoices -> /invoices/4711) */
+    {MINI, "status=\"200\">Saved as (?&lt;doc&gt;D-\\d+)</rule>",
+     "status=\"200\" url=\"/invoices/(?&lt;doc&gt;\\d+)$\"/>", APBOT_OK, NULL, NULL},
+    {MINI, "status=\"200\">Saved as (?&lt;doc&gt;D-\\d+)</rule>",
+     "status=\"200\" url=\"/invoices/(?&lt;doc&gt;\\d*)$\"/>", INV, "<rule name=\"booked\"",
+     "rule 'booked': a completed rule must yield the document number, but its (?<doc>...) group "
+     "can match the empty string"},
     {MINI, "(?&lt;doc&gt;D-\\d+)", "D-\\d+", INV, "<rule name=\"booked\"",
      "rule 'booked': a completed rule must yield the document number, but it has no (?<doc>...) "
      "group"},

@@ -415,26 +415,38 @@ static const struct flow_rule *view_rules(struct erp_view *v, const struct flow_
             continue;
         if (rule->status && !match_status(rule->status, r->status))
             continue;
+        /* the URL's groups too: a document number the redirect's target names
+         * (/invoices/(?<doc>\d+)$), the body's first where both set one */
+        struct match_result *um = NULL;
         if (rule->url) {
             const char *u = r->effective_url ? r->effective_url : "";
-            enum match_outcome o = match_run(rule->url, u, strlen(u), &v->budget, NULL);
+            enum match_outcome o = match_run(rule->url, u, strlen(u), &v->budget, &um);
             if (o == MATCH_ABORTED) {
+                match_result_free(um);
                 view_aborted(v, "rule ", name, 0);
                 return NULL;
             }
-            if (o != MATCH_FOUND)
+            if (o != MATCH_FOUND) {
+                match_result_free(um);
                 continue;
+            }
         }
         struct match_result *m = NULL;
         if (rule->body) {
             enum match_outcome o = view_body(v, rule->body, rule->raw, &m);
             if (o == MATCH_ABORTED) {
+                match_result_free(m);
+                match_result_free(um);
                 view_aborted(v, "rule ", name, 0);
                 return NULL;
             }
-            if (o != MATCH_FOUND)
+            if (o != MATCH_FOUND) {
+                match_result_free(m);
+                match_result_free(um);
                 continue;
+            }
         }
+        m = match_result_join(m, um);
         bool all = true;
         for (size_t k = 0; k < rule->n_json && all; k++) {
             struct match_result *jm = NULL;

@@ -1042,6 +1042,12 @@ static void flow_check_doc_yield(struct flow_ctx *c, const struct flow_rule *r, 
             if (gj != FLOW_GROUP_ABSENT)
                 g = gj;
         }
+    if (g != FLOW_GROUP_NONEMPTY && r->url) {
+        /* the final URL after a redirect may name it: /invoices/(?<doc>\d+)$ */
+        enum flow_group gu = flow_group_yield(r->url, "doc");
+        if (gu != FLOW_GROUP_ABSENT)
+            g = gu;
+    }
     if (g != FLOW_GROUP_NONEMPTY)
         flow_problem(c, r->line,
                      "rule '%s': a %s rule must yield the document number, but %s: give it a "
