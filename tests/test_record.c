@@ -802,6 +802,58 @@ static void test_record_jsessionid(void **state)
     unlink(out);
 }
 
+/* POST /invoices -> 303 -> /invoices/52017, a page that shows no number ("Invoice was
+ * created."): the redirect's target names the document, and the success rule is on the URL. */
+static void test_record_doc_in_url(void **state)
+{
+    (void)state;
+    char uhar[] = "/tmp/apbot-rec-XXXXXX.har", out[] = "/tmp/apbot-rec-XXXXXX.xml";
+    char report[32768], err[8192];
+    struct record_result res;
+    static const char *const from[] = {"Invoice INV-0004711 created</div>\\n<h2>INV-0004711</h2>",
+                                       "INV-0004711", "/invoices/4711"};
+    static const char *const to[] = {"Invoice was created.</div>", "52017", "/invoices/52017"};
+    har_variant("tests/data/har/firefox-form.har", from, to, 3, uhar);
+    int fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+    char inv[] = "/tmp/apbot-rec-XXXXXX.csv";
+    fd = mkstemps(inv, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    struct record_request rq = {
+        .har_path = uhar, .invoice_path = inv, .invoice_n = 1, .out_path = out};
+    FILE *o = fmemopen(report, sizeof(report), "w"), *e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    unlink(inv);
+    unlink(uhar);
+
+    char *d = slurp(out);
+    if (!strstr(d, "<rule name=\"posted\" outcome=\"completed\" status=\"200\"\n            "
+                   "url=\"/invoices/(?&lt;doc&gt;[1-9][0-9]*)$\"/>"))
+        fail_msg("no success rule on the URL:\n%s\n%s", d, report);
+    assert_null(strstr(d, "52017"));
+    assert_non_null(strstr(report, "committing request: entry 7 (POST /invoices)"));
+    for (char *t; (t = strstr(d, "<todo ")) != NULL;) {
+        char *x = strstr(t, "</todo>");
+        assert_non_null(x);
+        memmove(t, x + 7, strlen(x + 7) + 1);
+    }
+    FILE *fp = fopen(out, "w");
+    fputs(d, fp);
+    fclose(fp);
+    struct flow *f = NULL;
+    if (flow_load(out, &f, err, sizeof(err)) != APBOT_OK)
+        fail_msg("%s", err);
+    flow_free(f);
+    free(d);
+    unlink(out);
+}
+
 /* The classic UI's HAR: the reference named by --key-field gives the same draft; a field the
  * booking does not have gives no key, and the lookup is an open decision. */
 static void test_record_key_field(void **state)
@@ -948,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_record_lines_from_zero),
         cmocka_unit_test(test_record_typed_unknown),
         cmocka_unit_test(test_record_jsessionid),
+        cmocka_unit_test(test_record_doc_in_url),
         cmocka_unit_test(test_record_key_field),
         cmocka_unit_test(test_record_login_without_env),
         cmocka_unit_test(test_record_not_utf8),

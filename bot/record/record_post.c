@@ -195,7 +195,35 @@ struct rec_doc {
     char pointer[256]; /* JSON: where */
     size_t at;         /* offset in the page's text (HTML, plain) */
     int used;
+    bool in_url; /* named only by the final URL after a redirect (/invoices/4711) */
 };
+
+/* The document number in the final URL of a redirected answer, where its page shows none
+ * (POST /invoices -> 303 -> /invoices/4711 "Invoice was created."): a path segment or a query
+ * value that is new here and that later exchanges come back to. */
+static void rec_doc_url(const struct rec *r, size_t at, const char *url, struct rec_doc *best)
+{
+    const char *p = strstr(url, "://");
+    p = p ? strchr(p + 3, '/') : url;
+    while (p && *p && *p != '#') {
+        size_t n = strcspn(p, "/?&=#;");
+        if (n > 0 && n < sizeof(best->text)) {
+            char tok[72];
+            snprintf(tok, sizeof(tok), "%.*s", (int)n, p);
+            if (rec_doc_candidate(r, tok) && rec_unseen_before(r, at, tok)) {
+                int used = rec_used_after(r, at, tok);
+                if (used > best->used) {
+                    snprintf(best->text, sizeof(best->text), "%s", tok);
+                    best->used = used;
+                    best->in_url = true;
+                }
+            }
+        }
+        p += n;
+        if (*p && *p != '#')
+            p++;
+    }
+}
 
 /* Tokens of a page's visible text (the rule text, outside tags) that are new here. */
 #define REC_DOC_TOKENS 4096 /* distinct tokens of one answer weighed as a document number */
@@ -1050,6 +1078,8 @@ void rec_post(struct rec *r)
                 const char *bd = rec_ex_body(x, &len);
                 rec_doc_html(r, i, bd, len, &doc);
             }
+            if (doc.used == 0 && x->hops > 0)
+                rec_doc_url(r, i, x->ans->url, &doc);
             if (doc.used > 0) {
                 r->commit = i;
                 r->doc = apbot_xstrdup(doc.text);
@@ -1232,6 +1262,32 @@ void rec_post(struct rec *r)
         rec_note(r, "success: the answer's %s holds the document number (%s)", doc.pointer,
                  outcome);
         free(val);
+    } else if (doc.in_url) {
+        /* the redirect's target names it: the final URL, the number as its shape */
+        const char *u = cx->ans->url + strlen(r->origin);
+        const char *at = strstr(u, r->doc);
+        char *pre = rec_re_literal(u, at ? (size_t)(at - u) : 0);
+        char *val = rec_re_value(r->doc);
+        char *post = at ? rec_re_literal(at + strlen(r->doc), strlen(at + strlen(r->doc)))
+                        : apbot_xstrdup("");
+        rec_addf(r, &dr, "%s<rule name=\"%s\" outcome=\"%s\"", indent, saved ? "saved" : "posted",
+                 outcome);
+        if (cx->ans->status >= 200 && cx->ans->status < 300)
+            rec_addf(r, &dr, " status=\"%d\"", cx->ans->status);
+        rec_add(r, &dr, "\n");
+        rec_addf(r, &dr, "%s      url=\"", indent);
+        rec_addx(r, &dr, pre);
+        rec_addx(r, &dr, "(?<doc>");
+        rec_addx(r, &dr, val);
+        rec_add(r, &dr, ")");
+        rec_addx(r, &dr, post);
+        rec_add(r, &dr, "$\"/>\n");
+        rec_note(
+            r, "success: the redirect's target %s names the document (%s): url=\"%s(?<doc>%s)%s$\"",
+            u, outcome, pre, val, post);
+        free(pre);
+        free(val);
+        free(post);
     } else {
         const char *t = cx->html && cx->rule ? cx->rule : cx->ans->body;
         char *pat = rec_doc_pattern(t, strlen(t), doc.at, r->doc);
