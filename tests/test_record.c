@@ -738,6 +738,35 @@ static void test_record_typed_unknown(void **state)
         strstr(report, "typed-date (entry 7): field date was typed as 'Nov 16th 2026'"));
     free(d);
     unlink(out);
+
+    /* an autocomplete: the person typed part of the name, the page's script put the vendor's
+     * id into a hidden field - an id of the ERP's, never a constant of the draft */
+    static const char *const afrom[] = {"<input name=\\\"supplier\\\">", "supplier=100001"};
+    static const char *const ato[] = {"<input type=\\\"hidden\\\" name=\\\"supplier_id\\\" "
+                                      "value=\\\"\\\"><input name=\\\"supplier_q\\\">",
+                                      "supplier_id=77&supplier_q=Papier+M%C3%BCller"};
+    char ahar[] = "/tmp/apbot-rec-XXXXXX.har", inv2[] = "/tmp/apbot-rec-XXXXXX.csv";
+    har_variant("tests/data/har/firefox-form.har", afrom, ato, 2, ahar);
+    fd = mkstemps(inv2, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    struct record_request rq2 = {
+        .har_path = ahar, .invoice_path = inv2, .invoice_n = 1, .out_path = out};
+    o = fmemopen(report, sizeof(report), "w");
+    e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq2, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    unlink(inv2);
+    unlink(ahar);
+    d = slurp(out);
+    assert_non_null(strstr(d, "<field name=\"supplier_id\">${todo.supplier_id}</field>"));
+    assert_non_null(strstr(d, "<field name=\"supplier_q\">${todo.supplier_q}</field>"));
+    assert_non_null(strstr(d, "<todo id=\"id-supplier_id\" entry=\"7\">"));
+    assert_null(strstr(d, ">77<"));
+    free(d);
+    unlink(out);
 }
 
 /* A Java servlet container's session id in the URLs (";jsessionid=" in the form page's URL, its

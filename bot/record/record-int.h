@@ -243,6 +243,9 @@ struct rec {
     size_t max_answer; /* bytes of the largest recorded answer */
 };
 
+/* Does a member or field name name what differs from invoice to invoice by an id of the ERP's
+ * (a vendor, supplier, party, partner, an account, a currency)? (record_json.c) */
+bool rec_key_is_entity(const char *key);
 /* Records an open decision (id made unique) and writes its <todo> into b, indented. */
 void rec_todo(struct rec *r, struct apbot_buf *b, const char *indent, const char *id, size_t entry,
               const char *fmt, ...) APBOT_PRINTF(6, 7);

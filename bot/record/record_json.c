@@ -360,7 +360,7 @@ static json_t *rec_jtodo(struct rec_jw *w, const char *why, const char *key)
 /* Does member key name what differs from invoice to invoice, by an id of the ERP's (the
  * vendor's, an account's, a currency's)? A constant there would book every invoice to the
  * recorded one. */
-static bool rec_key_is_entity(const char *key)
+bool rec_key_is_entity(const char *key)
 {
     static const char *const entity[] = {"vendor",  "supplier", "creditor", "party",
                                          "partner", "account",  "currency"};

@@ -680,6 +680,22 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
                                "and write ${capture.%s} here, or leave the field to the page.",
                                name, r->ex[fr.page_ex].e->index, w, w, w);
                 snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
+            } else if (c.hidden &&
+                       (strspn(value, "0123456789") == strlen(value) || rec_key_is_entity(name))) {
+                /* a script set it (an autocomplete's pick: supplier_id=77): an id of the
+                 * ERP's, which a constant would give every invoice */
+                char id[48], w[40];
+                rec_word(name, "value", w, sizeof(w));
+                snprintf(id, sizeof(id), "id-%.30s", w);
+                rec_todo_later(r, id, x->e->index,
+                               "hidden field %s was set to '%s' by the page's script (a pick from "
+                               "a list?), no value of the sample: an id of the ERP's? Kept as "
+                               "recorded it would go with every invoice. Add a <resolve> (the "
+                               "ERP's search of it by the sample's code; docs/writing-flows.md) "
+                               "and write ${ref.NAME.COLUMN} where ${todo.%s} stands, or the "
+                               "constant where it is one.",
+                               name, value, w);
+                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
             } else if (!c.select && !c.hidden && !c.password) {
                 /* typed by the person, and no value of the sample in any form known: the
                  * sample's value written another way (a date "16-Nov-2026", a vendor's
