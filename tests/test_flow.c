@@ -1642,6 +1642,7 @@ static void test_flow_expand_round2(void **state)
     inv.lines = lines;
     inv.n_lines = 2;
     expect(f, "${invoice.line_count}", &v, "2");
+    expect(f, "${invoice.payable|minor}", &v, "14191"); /* 141.91 EUR in cents */
 
     /* line.* follow the line being filled; names are templates too */
     v.line = &lines[0];
@@ -1663,6 +1664,7 @@ static void test_flow_expand_round2(void **state)
     inv.lines = lines;
     inv.n_lines = 2;
     expect(f, "${line.net}", &v, "-500"); /* the invoice's currency decides the decimals */
+    expect(f, "${line.net|minor} ${line.net|abs|minor}", &v, "-500 500"); /* no decimals */
 
     /* doc, captures, a lookup row's cells */
     expect(f, "/edit?id=${doc|url}", &v, "/edit?id=AP-2026-000042");

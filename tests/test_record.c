@@ -402,6 +402,35 @@ static char *slurp(const char *path)
     return strdup(buf);
 }
 
+/* A variant of a committed HAR: every from[i] replaced by to[i], written to path (a mkstemps
+ * template, filled in). */
+static void har_variant(const char *rel, const char *const *from, const char *const *to, size_t n,
+                        char *path)
+{
+    char har[512];
+    src_path(har, sizeof(har), rel);
+    char *h = slurp(har);
+    for (size_t i = 0; i < n; i++) {
+        size_t fl = strlen(from[i]), tl = strlen(to[i]);
+        for (char *p = h; (p = strstr(p, from[i])) != NULL; p += tl) {
+            size_t off = (size_t)(p - h), len = strlen(h);
+            char *g = malloc(len - fl + tl + 1);
+            assert_non_null(g);
+            memcpy(g, h, off);
+            memcpy(g + off, to[i], tl);
+            memcpy(g + off + tl, p + fl, len - off - fl + 1);
+            free(h);
+            h = g;
+            p = h + off;
+        }
+    }
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, h, strlen(h)), (ssize_t)strlen(h));
+    close(fd);
+    free(h);
+}
+
 static int record(const char *har_rel, const char *csv, const char *out, const char *key_field,
                   const char *password, bool force, struct record_result *res, char *report,
                   size_t len)
@@ -616,40 +645,44 @@ static void test_record_rest_json(void **state)
     assert_null(strstr(d, "<resolve"));
     free(d);
     unlink(out);
+
+    /* the total in minor units (146913 for 1469.13 EUR): |minor, never the recorded number */
+    static const char *const cfrom[] = {"\\\"total\\\": \\\"1469.13\\\", \\\"lines"};
+    static const char *const cto[] = {"\\\"total\\\": 146913, \\\"lines"};
+    char chr[] = "/tmp/apbot-rec-XXXXXX.har";
+    har_variant("tests/data/har/rest-json.har", cfrom, cto, 1, chr);
+    char *ch = slurp(chr);
+    assert_non_null(strstr(ch, "146913"));
+    free(ch);
+    struct record_request rq = {.har_path = chr,
+                                .invoice_path = NULL,
+                                .invoice_n = 1,
+                                .out_path = out,
+                                .user = "clerk",
+                                .password = "r3st-Pw!x9"};
+    char inv[] = "/tmp/apbot-rec-XXXXXX.csv";
+    fd = mkstemps(inv, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    rq.invoice_path = inv;
+    FILE *o = fmemopen(report, sizeof(report), "w"), *e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    unlink(inv);
+    unlink(chr);
+    d = slurp(out);
+    if (!strstr(d, "&quot;total&quot;:&quot;${invoice.payable|minor|json:int}&quot;"))
+        fail_msg("the total in minor units is no template:\n%s", d);
+    assert_null(strstr(d, "146913"));
+    free(d);
+    unlink(out);
 }
 
 /* An ERP that numbers its line rows from 0 (JSF, Spring, Rails: acct_0, acct_1): the firefox
  * HAR with its line fields renamed. The lines are ${line.i}, never the sample's values kept as
  * typed (every invoice would have been booked with them). */
-/* A variant of a committed HAR: every from[i] replaced by to[i], written to path (a mkstemps
- * template, filled in). */
-static void har_variant(const char *rel, const char *const *from, const char *const *to, size_t n,
-                        char *path)
-{
-    char har[512];
-    src_path(har, sizeof(har), rel);
-    char *h = slurp(har);
-    for (size_t i = 0; i < n; i++) {
-        size_t fl = strlen(from[i]), tl = strlen(to[i]);
-        for (char *p = h; (p = strstr(p, from[i])) != NULL; p += tl) {
-            size_t off = (size_t)(p - h), len = strlen(h);
-            char *g = malloc(len - fl + tl + 1);
-            assert_non_null(g);
-            memcpy(g, h, off);
-            memcpy(g + off, to[i], tl);
-            memcpy(g + off + tl, p + fl, len - off - fl + 1);
-            free(h);
-            h = g;
-            p = h + off;
-        }
-    }
-    int fd = mkstemps(path, 4);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, h, strlen(h)), (ssize_t)strlen(h));
-    close(fd);
-    free(h);
-}
-
 static void test_record_lines_from_zero(void **state)
 {
     (void)state;

@@ -143,7 +143,8 @@ enum flow_fmt_id {
     FLOW_F_LOWER,
     FLOW_F_TRUNC,
     FLOW_F_URL,
-    FLOW_F_JSON, /* json:TYPE, last in a JSON body's whole-string placeholder (flow_json.c) */
+    FLOW_F_JSON,  /* json:TYPE, last in a JSON body's whole-string placeholder (flow_json.c) */
+    FLOW_F_MINOR, /* an amount in minor units: 1469.13 EUR as 146913 */
     FLOW_F__COUNT
 };
 
@@ -155,7 +156,7 @@ static const struct {
     [FLOW_F_ABS] = {"abs", false},     [FLOW_F_MAP] = {"map", true},
     [FLOW_F_UPPER] = {"upper", false}, [FLOW_F_LOWER] = {"lower", false},
     [FLOW_F_TRUNC] = {"trunc", true},  [FLOW_F_URL] = {"url", false},
-    [FLOW_F_JSON] = {"json", true},
+    [FLOW_F_JSON] = {"json", true},    [FLOW_F_MINOR] = {"minor", false},
 };
 
 /* The types json:TYPE names. */
@@ -926,8 +927,8 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
                 flow_problem(
                     c, line,
                     "%s: unknown formatter '%.*s' in ${%.*s...} (formatters: date:PATTERN, "
-                    "amount:DG, abs, map:a=b,..., upper, lower, trunc:N, url, and in a "
-                    "JSON body json:TYPE)",
+                    "amount:DG, minor, abs, map:a=b,..., upper, lower, trunc:N, url, and in "
+                    "a JSON body json:TYPE)",
                     what, (int)ph.fmt[i].name_len, ph.fmt[i].name, (int)ph.var_len, ph.var);
                 kind = FLOW_K_TEXT;
                 continue;
@@ -965,6 +966,12 @@ void flow_tpl_check(struct flow_ctx *c, const char *tmpl, const struct flow_scop
                 if (kind != FLOW_K_AMOUNT)
                     flow_problem(c, line, "%s: 'abs' applies to an amount, not ${%.*s}", what,
                                  (int)ph.var_len, ph.var);
+                break;
+            case FLOW_F_MINOR:
+                if (kind != FLOW_K_AMOUNT)
+                    flow_problem(c, line, "%s: 'minor' writes an amount, not ${%.*s}", what,
+                                 (int)ph.var_len, ph.var);
+                kind = FLOW_K_TEXT;
                 break;
             case FLOW_F_MAP:
                 if (!flow_map_ok(arg, alen)) {
@@ -1573,6 +1580,12 @@ static int flow_apply(struct flow_val *val, const struct flow_ph *ph, size_t i, 
                           sizeof(buf));
         if (rc != APBOT_OK)
             return apbot_fail(err, errlen, APBOT_E_RANGE, "amount does not format");
+        flow_val_set(val, apbot_xstrdup(buf));
+        return APBOT_OK;
+    case FLOW_F_MINOR:
+        if (val->kind != FLOW_K_AMOUNT || val->text)
+            return apbot_fail(err, errlen, APBOT_E_INVAL, "'minor' applied to a non-amount");
+        snprintf(buf, sizeof(buf), "%lld", (long long)val->minor);
         flow_val_set(val, apbot_xstrdup(buf));
         return APBOT_OK;
     case FLOW_F_ABS:

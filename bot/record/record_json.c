@@ -473,6 +473,23 @@ static json_t *rec_jnumber(struct rec_jw *w, const json_t *v, const char *key)
             return rec_jstr(tmpl);
         }
     }
+    if (!strchr(t, '.') && strlen(t) >= 3) {
+        /* an amount in minor units (146913 for 1469.13 EUR): |minor */
+        struct rec_match m[REC_MATCH_MAX];
+        size_t n = rec_values_find(&r->vals, t, w->line, false, m, REC_MATCH_MAX), hit = 0,
+               hits = 0;
+        for (size_t k = 0; k < n; k++)
+            if (m[k].form->kind == REC_KIND_AMOUNT && strcmp(m[k].form->fmt, "minor") == 0) {
+                hit = k;
+                hits++;
+            }
+        if (hits == 1) {
+            rec_match_template(&m[hit], r->use_abs, "|json:int", tmpl, sizeof(tmpl));
+            return rec_jstr(tmpl);
+        }
+        if (hits > 1)
+            return rec_jtodo(w, "an amount in minor units two variables have", key);
+    }
     if (jc->resolves && !jc->login && !strchr(t, '.') && rec_key_is_entity(key))
         return rec_jid_todo(w, t, key);
     return json_deep_copy(v);

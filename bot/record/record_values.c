@@ -24,8 +24,8 @@
 /* How ERPs write amounts: decimal separator and grouping, the ungrouped forms first (an amount
  * under 1000 looks alike in both; the flow's style then decides, rec_values_style). */
 static const char *const rec_amount_fmts[] = {
-    "amount:.",  "amount:,",  "amount:.,", "amount:,.",
-    "amount:. ", "amount:, ", "amount:.'", "amount:,'",
+    "amount:.",  "amount:,",  "amount:.,", "amount:,.", "amount:. ",
+    "amount:, ", "amount:.'", "amount:,'", "minor",
 };
 /* How ERPs write dates (the formatter has no unpadded day or month). */
 static const char *const rec_date_fmts[] = {
