@@ -678,6 +678,33 @@ static void test_record_rest_json(void **state)
     assert_null(strstr(d, "146913"));
     free(d);
     unlink(out);
+
+    /* a date written in a way the recorder does not know, where the member says it is a date:
+     * an open decision, never the sample's date for every invoice */
+    static const char *const tfrom[] = {"\\\"invoiceDate\\\": \\\"2026-11-16\\\""};
+    static const char *const tto[] = {"\\\"invoiceDate\\\": \\\"16 Nov 2026\\\""};
+    char thr[] = "/tmp/apbot-rec-XXXXXX.har", inv3[] = "/tmp/apbot-rec-XXXXXX.csv";
+    har_variant("tests/data/har/rest-json.har", tfrom, tto, 1, thr);
+    fd = mkstemps(inv3, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, sample_csv, strlen(sample_csv)), (ssize_t)strlen(sample_csv));
+    close(fd);
+    rq.har_path = thr;
+    rq.invoice_path = inv3;
+    o = fmemopen(report, sizeof(report), "w");
+    e = fopen("/dev/null", "w");
+    assert_int_equal(record_run(&rq, &res, o, e), APBOT_OK);
+    fclose(o);
+    fclose(e);
+    unlink(inv3);
+    unlink(thr);
+    d = slurp(out);
+    if (!strstr(d, "&quot;invoiceDate&quot;:&quot;${todo.invoicedate}&quot;"))
+        fail_msg("the unknown date is no open decision:\n%s", d);
+    assert_non_null(strstr(d, "<todo id=\"typed-invoicedate\" entry=\"6\">"));
+    assert_non_null(strstr(d, "&quot;dueDate&quot;:&quot;${invoice.due_date|date:%Y-%m-%d}"));
+    free(d);
+    unlink(out);
 }
 
 /* An ERP that numbers its line rows from 0 (JSF, Spring, Rails: acct_0, acct_1): the firefox

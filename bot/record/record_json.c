@@ -390,6 +390,40 @@ static json_t *rec_jid_todo(struct rec_jw *w, const char *value, const char *key
     return rec_jstr(id);
 }
 
+/* Does member key name a value of the invoice (a date, an amount, the invoice's number or
+ * text)? Such a value matching nothing is the sample's written in a way the recorder does not
+ * know ("16 Nov 2026"), never a constant. */
+static bool rec_key_is_invoice_value(const char *key)
+{
+    static const char *const words[] = {"date",       "amount",        "total",         "net",
+                                        "gross",      "tax",           "vat",           "price",
+                                        "due",        "payable",       "sum",           "invoiceno",
+                                        "invoice_no", "invoicenumber", "invoice_number"};
+    if (!key)
+        return false;
+    for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
+        if (strcasestr(key, words[i]))
+            return true;
+    return false;
+}
+
+/* A value sent where the member names a value of the invoice, that matches none of the sample:
+ * an open decision (typed-KEY), never kept as recorded for every invoice. */
+static json_t *rec_jtyped_todo(struct rec_jw *w, const char *value, const char *key)
+{
+    char id[48], t[32];
+    rec_word(key, "value", t, sizeof(t));
+    snprintf(id, sizeof(id), "typed-%.30s", t);
+    rec_todo_later(w->r, id, w->r->ex[w->jc->at].e->index,
+                   "the JSON value at \"%s\" is '%s', which is no value of the sample in any form "
+                   "the recorder knows, though its name says it is one of the invoice's. Write its "
+                   "template (${invoice...} with the formatter that writes it so, |json:TYPE "
+                   "when it is no string) where ${todo.%s} stands, or the constant where it is one",
+                   key, value, t);
+    snprintf(id, sizeof(id), "${todo.%s}", t);
+    return rec_jstr(id);
+}
+
 static json_t *rec_jstring(struct rec_jw *w, const char *s, const char *key)
 {
     struct rec *r = w->r;
@@ -421,6 +455,9 @@ static json_t *rec_jstring(struct rec_jw *w, const char *s, const char *key)
         if (jc->resolves && !jc->login && *s && strspn(s, "0123456789") == strlen(s) &&
             rec_key_is_entity(key))
             return rec_jid_todo(w, s, key);
+        if (jc->lines && !jc->login && *s && strpbrk(s, "0123456789") &&
+            rec_key_is_invoice_value(key))
+            return rec_jtyped_todo(w, s, key);
         return rec_jstr(s);
     case REC_TPL_DOC:
         if (!jc->doc)
@@ -492,6 +529,8 @@ static json_t *rec_jnumber(struct rec_jw *w, const json_t *v, const char *key)
     }
     if (jc->resolves && !jc->login && !strchr(t, '.') && rec_key_is_entity(key))
         return rec_jid_todo(w, t, key);
+    if (jc->lines && !jc->login && strchr(t, '.') && rec_key_is_invoice_value(key))
+        return rec_jtyped_todo(w, t, key);
     return json_deep_copy(v);
 }
 
