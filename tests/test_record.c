@@ -943,6 +943,56 @@ static void test_record_doc_in_url(void **state)
     unlink(out);
 }
 
+/* A single-page client's listing (tests/data/har/spa-list.har: spa.har and the search_read
+ * of the booking day a client with a list screen sends): a <list> with the call's body, the
+ * day's tagged dates ${from} and ${to}, its positional offset and limit ${offset} and
+ * ${limit} with page-size, no open decision "list". */
+static void test_record_json_list(void **state)
+{
+    (void)state;
+    char out[] = "/tmp/apbot-rec-XXXXXX.xml", report[65536], err[8192];
+    struct record_result res;
+    int fd = mkstemps(out, 4);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(out);
+    assert_int_equal(record("tests/data/har/spa-list.har", sample_csv, out, NULL, "acme-demo",
+                            false, &res, report, sizeof(report)),
+                     APBOT_OK);
+    char *d = slurp(out);
+    static const char *const want[] = {
+        "<list page-size=\"100\">\n    <send url=\"/acme/\">",
+        "[[[&quot;post_date&quot;,&quot;&gt;=&quot;,&quot;${from|json:date}&quot;],[&quot;"
+        "post_date&quot;,&quot;&lt;=&quot;,&quot;${to|json:date}&quot;]],&quot;${offset|json:"
+        "int}&quot;,&quot;${limit|json:int}&quot;,[[&quot;id&quot;,&quot;ASC&quot;]]",
+        "&quot;${session.preferences|json:raw}&quot;]}</json>",
+        "<column name=\"booked\" pointer=\"/post_date\"/>",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(*want); i++)
+        if (!strstr(d, want[i]))
+            fail_msg("the draft lacks %s:\n%s", want[i], d);
+    assert_null(strstr(d, "<todo id=\"list\""));
+    assert_null(strstr(d, "2026,&quot;month&quot;:12"));
+    assert_non_null(strstr(report, "list: paged by its body's offset and limit"));
+    for (char *t; (t = strstr(d, "<todo ")) != NULL;) {
+        char *x = strstr(t, "</todo>");
+        assert_non_null(x);
+        memmove(t, x + 7, strlen(x + 7) + 1);
+    }
+    FILE *fp = fopen(out, "w");
+    fputs(d, fp);
+    fclose(fp);
+    struct flow *f = NULL;
+    if (flow_load(out, &f, err, sizeof(err)) != APBOT_OK)
+        fail_msg("%s", err);
+    assert_int_equal(f->list.page_size, 100);
+    assert_true(f->list.paged);
+    assert_true(f->list.range);
+    flow_free(f);
+    free(d);
+    unlink(out);
+}
+
 /* The classic UI's HAR: the reference named by --key-field gives the same draft; a field the
  * booking does not have gives no key, and the lookup is an open decision. */
 static void test_record_key_field(void **state)
@@ -1090,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_record_typed_unknown),
         cmocka_unit_test(test_record_jsessionid),
         cmocka_unit_test(test_record_doc_in_url),
+        cmocka_unit_test(test_record_json_list),
         cmocka_unit_test(test_record_key_field),
         cmocka_unit_test(test_record_login_without_env),
         cmocka_unit_test(test_record_not_utf8),

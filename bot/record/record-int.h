@@ -398,6 +398,13 @@ bool rec_doctype_from(struct rec *r, const struct page_select *s, const char *se
 
 /* ---- record_json.c ------------------------------------------------------------------------ */
 
+/* A date a listing's JSON request sends: the day (or one end of the range) the list asks for. */
+struct rec_ldate {
+    char text[64]; /* as sent: "2026-12-05", or the ISO date of a tagged date */
+    char fmt[16];  /* its strftime pattern ("%Y-%m-%d"); "" for a tagged date */
+    bool tagged;   /* {"__class__": "date", ...}: json:date */
+};
+
 /* What a JSON body template may use besides the sample's values. */
 struct rec_jctx {
     size_t at;              /* the exchange the body is sent in */
@@ -410,7 +417,13 @@ struct rec_jctx {
     const char *code_var;   /* the line variable it is ("line.gl_account"), or NULL */
     const char *const *code_list; /* or the recorded list it is one of (per line) */
     size_t n_code_list;
+    const struct rec_ldate *ldates; /* a listing's request: its dates are ${date} or ${from} */
+    size_t n_ldates;                /* and ${to} (one or two) */
+    long *page_size;                /* a listing's: its recorded limit where its paging was
+                                       found (${offset}, ${limit}), else 0 */
 };
+/* {"__class__": "date", "year": 2026, ...}: its ISO text into buf, or false. */
+bool rec_json_tagged_date(const struct json_t *v, char *buf, size_t len);
 /* The JSON template of exchange x's body (heap, compact JSON text), open decisions recorded in
  * r and noted in *ret_todos; NULL when the body is not JSON. */
 char *rec_json_body(struct rec *r, struct rec_ex *x, const struct rec_jctx *jc);

@@ -95,6 +95,11 @@ static bool rec_tagged_date(const json_t *v, char *buf, size_t len)
     return true;
 }
 
+bool rec_json_tagged_date(const json_t *v, char *buf, size_t len)
+{
+    return rec_tagged_date(v, buf, len);
+}
+
 /* ---- resolves: ids the booking sends ------------------------------------------------------- */
 
 struct rec_idsrc {
@@ -339,7 +344,34 @@ struct rec_jw {
     const struct rec_jctx *jc;
     size_t line; /* inside $each-line: the line */
     bool fail;
+    size_t ldate_seen; /* a listing's dates met so far (the same day twice: from, then to) */
+    long page_size;    /* a listing's: its recorded limit, once its paging was found */
+    long named_limit;  /* a listing's limit sent by name ({"limit": 100}) */
 };
+
+/* A listing's date (text as sent, or a tagged date's ISO text): its template, or NULL. */
+static const char *rec_jldate(struct rec_jw *w, const char *text, bool tagged, char *buf,
+                              size_t len)
+{
+    const struct rec_jctx *jc = w->jc;
+    for (size_t k = 0; k < jc->n_ldates; k++) {
+        const struct rec_ldate *d = &jc->ldates[k];
+        if (d->tagged != tagged || strcmp(d->text, text) != 0)
+            continue;
+        const char *var = "date";
+        if (jc->n_ldates == 2) {
+            bool same = strcmp(jc->ldates[0].text, jc->ldates[1].text) == 0;
+            var = (same ? w->ldate_seen : k) == 0 ? "from" : "to";
+        }
+        w->ldate_seen++;
+        if (tagged)
+            snprintf(buf, len, "${%s|json:date}", var);
+        else
+            snprintf(buf, len, "${%s|date:%s}", var, d->fmt);
+        return buf;
+    }
+    return NULL;
+}
 
 static json_t *rec_jwalk(struct rec_jw *w, const json_t *v, const char *key, int depth);
 
@@ -429,6 +461,9 @@ static json_t *rec_jstring(struct rec_jw *w, const char *s, const char *key)
     struct rec *r = w->r;
     const struct rec_jctx *jc = w->jc;
 
+    char ld[96];
+    if (jc->n_ldates && rec_jldate(w, s, false, ld, sizeof(ld)))
+        return rec_jstr(ld);
     if (jc->login && r->password && strcmp(s, r->password) == 0)
         return rec_jstr("${secret.password}");
     if (jc->login && r->login_user && strcmp(s, r->login_user) == 0)
@@ -481,6 +516,22 @@ static json_t *rec_jnumber(struct rec_jw *w, const json_t *v, const char *key)
 
     if (!t)
         return json_deep_copy(v);
+    if (jc->n_ldates && key && !w->page_size) {
+        /* a listing's paging by name: {"offset": 0, "limit": 100} */
+        static const char *const off[] = {"offset", "start", "skip", "first", "from"};
+        static const char *const lim[] = {"limit", "size", "pagesize", "page_size", "rows",
+                                          "count", "max",  "top",      "per_page"};
+        long n = strtol(t, NULL, 10);
+        for (size_t i = 0; i < sizeof(off) / sizeof(*off); i++)
+            if (strcasecmp(key, off[i]) == 0 && strcmp(t, "0") == 0)
+                return rec_jstr("${offset|json:int}");
+        for (size_t i = 0; i < sizeof(lim) / sizeof(*lim); i++)
+            if (strcasecmp(key, lim[i]) == 0 && strspn(t, "0123456789") == strlen(t) && n > 0 &&
+                n <= 100000) {
+                w->named_limit = n;
+                return rec_jstr("${limit|json:int}");
+            }
+    }
     if (jc->doc && r->doc && strcmp(t, r->doc) == 0)
         return rec_jstr("${doc|json:int}");
     if (jc->resolves && rec_resolve_id(r, jc->at, t, key, w->line, true, tmpl, sizeof(tmpl)))
@@ -593,6 +644,10 @@ static json_t *rec_jwalk(struct rec_jw *w, const json_t *v, const char *key, int
         w->r->json_tagged_decimal = true;
     }
     if (rec_tagged_date(v, iso, sizeof(iso))) {
+        if (rec_jldate(w, iso, true, tmpl, sizeof(tmpl))) {
+            w->r->json_tagged_date = true;
+            return rec_jstr(tmpl);
+        }
         struct rec_match mm[REC_MATCH_MAX];
         size_t n = rec_values_find_date(&w->r->vals, iso, w->line, mm, REC_MATCH_MAX);
         w->r->json_tagged_date = true;
@@ -668,9 +723,27 @@ static json_t *rec_jwalk(struct rec_jw *w, const json_t *v, const char *key, int
         json_t *out = json_array();
         if (!out)
             abort();
+        /* a listing's paging by position (search_read(domain, offset, limit, ...)): the first
+         * 0 followed by a count is the offset and the page's size */
+        size_t off_at = SIZE_MAX;
+        if (w->jc->n_ldates && !w->page_size) {
+            for (i = 0; i + 1 < json_array_size(v) && off_at == SIZE_MAX; i++) {
+                const char *a = jdoc_number_text(json_array_get(v, i));
+                const char *b = jdoc_number_text(json_array_get(v, i + 1));
+                long n = b ? strtol(b, NULL, 10) : 0;
+                if (a && b && strcmp(a, "0") == 0 && strspn(b, "0123456789") == strlen(b) &&
+                    n > 0 && n <= 100000) {
+                    off_at = i;
+                    w->page_size = n;
+                }
+            }
+        }
         json_array_foreach((json_t *)v, i, m)
         {
-            if (json_array_append_new(out, rec_jwalk(w, m, key, depth + 1)) != 0)
+            json_t *e = off_at != SIZE_MAX && i == off_at       ? rec_jstr("${offset|json:int}")
+                        : off_at != SIZE_MAX && i == off_at + 1 ? rec_jstr("${limit|json:int}")
+                                                                : rec_jwalk(w, m, key, depth + 1);
+            if (json_array_append_new(out, e) != 0)
                 abort();
         }
         return out;
@@ -708,5 +781,7 @@ char *rec_json_body(struct rec *r, struct rec_ex *x, const struct rec_jctx *jc)
         return NULL;
     }
     json_decref(t);
+    if (jc->page_size)
+        *jc->page_size = w.page_size ? w.page_size : w.named_limit;
     return apbot_buf_steal(&b, NULL);
 }

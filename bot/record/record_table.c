@@ -928,6 +928,46 @@ static bool rec_list_date(struct rec *r, const char *text, const char **ret_whic
     return false;
 }
 
+/* The dates a listing's JSON request sends (strings or tagged dates, depth-bounded), at most
+ * 2, into d; which day they are into *which. */
+static size_t rec_list_jdates(struct rec *r, const json_t *v, int depth, struct rec_ldate *d,
+                              size_t n, const char **which)
+{
+    char iso[16], fmt[16];
+    const char *w = NULL, *k;
+    json_t *m;
+    size_t i;
+
+    if (depth > 16 || n >= 2)
+        return n;
+    if (rec_json_tagged_date(v, iso, sizeof(iso))) {
+        if (rec_list_date(r, iso, &w, fmt, sizeof(fmt))) {
+            snprintf(d[n].text, sizeof(d[n].text), "%s", iso);
+            d[n].fmt[0] = '\0';
+            d[n].tagged = true;
+            *which = *which ? *which : w;
+            n++;
+        }
+        return n;
+    }
+    if (json_is_string(v) && !jdoc_number_text(v)) {
+        const char *s = json_string_value(v);
+        if (strlen(s) < sizeof(d[n].text) && rec_list_date(r, s, &w, fmt, sizeof(fmt))) {
+            snprintf(d[n].text, sizeof(d[n].text), "%s", s);
+            snprintf(d[n].fmt, sizeof(d[n].fmt), "%s", fmt);
+            d[n].tagged = false;
+            *which = *which ? *which : w;
+            n++;
+        }
+        return n;
+    }
+    if (json_is_array(v))
+        json_array_foreach((json_t *)v, i, m) n = rec_list_jdates(r, m, depth + 1, d, n, which);
+    else if (json_is_object(v))
+        json_object_foreach((json_t *)v, k, m) n = rec_list_jdates(r, m, depth + 1, d, n, which);
+    return n;
+}
+
 void rec_list(struct rec *r)
 {
     struct apbot_buf *b = &r->list;
@@ -936,6 +976,8 @@ void rec_list(struct rec *r)
     const char *by = NULL;
     size_t n_dates = 0;
 
+    struct rec_ldate ldates[2]; /* a JSON listing's dates (n_ldates > 0) */
+    size_t n_ldates = 0;
     size_t shown = SIZE_MAX; /* the page of the listing that shows the document */
     char next[400] = "";
     for (size_t i = r->commit == SIZE_MAX ? 0 : r->commit + 1; i < r->n_ex && r->doc; i++) {
@@ -971,6 +1013,16 @@ void rec_list(struct rec *r)
                 nd++;
             }
         }
+        if (nd == 0 && x->jreq && x->json) {
+            /* a single-page client's listing: a JSON call sending the day */
+            struct rec_ldate jd[2];
+            memset(jd, 0, sizeof(jd));
+            nd = rec_list_jdates(r, jdoc_root(x->jreq), 0, jd, 0, &which);
+            if (nd > 0) {
+                memcpy(ldates, jd, sizeof(ldates));
+                n_ldates = nd;
+            }
+        }
         if (nd == 0)
             continue;
         list = i;
@@ -1000,6 +1052,55 @@ void rec_list(struct rec *r)
         rec_json_table(r, &r->ex[shown], r->doc, &t);
     else
         rec_html_table(r, &r->ex[shown], r->doc, &t);
+
+    if (n_ldates > 0) {
+        /* a JSON call: its body with the dates as the list's variables; one page (a call's
+         * paging is the ERP's own: said in the report) */
+        long psize = 0;
+        struct rec_jctx jc = {
+            .at = list, .ldates = ldates, .n_ldates = n_ldates, .page_size = &psize};
+        char *body = rec_json_body(r, lx, &jc);
+        rec_add(r, b, "  <list");
+        if (by && strcmp(by, "invoice") == 0)
+            rec_add(r, b, " by=\"invoice\"");
+        if (psize > 0)
+            rec_addf(r, b, " page-size=\"%ld\"", psize);
+        else
+            rec_add(r, b, " max-pages=\"1\"");
+        rec_add(r, b, ">\n    <send url=\"");
+        rec_addx(r, b, lx->path);
+        rec_add(r, b, "\">\n      <json>");
+        rec_addx(r, b, body ? body : "");
+        rec_add(r, b, "</json>\n    </send>\n");
+        free(body);
+        if (t.ok)
+            rec_write_table(r, b, &t, NULL, "    ");
+        else
+            rec_todo(r, b, "    ", "list-table", lx->e->index,
+                     "Entry %zu lists the booked document, but the recorder found no JSON array "
+                     "element holding it: write the <table>.",
+                     lx->e->index);
+        rec_note(r,
+                 "list: entry %zu (%s %s), a JSON call, lists the day by %s date (%zu date%s of "
+                 "its body as %s)",
+                 lx->e->index, lx->e->method, lx->path,
+                 by && strcmp(by, "invoice") == 0 ? "invoice" : "booking", n_ldates,
+                 n_ldates == 1 ? "" : "s", n_ldates == 1 ? "${date}" : "${from} and ${to}");
+        if (psize > 0)
+            rec_note(r,
+                     "list: paged by its body's offset and limit (${offset}, ${limit}, "
+                     "page-size=\"%ld\": a page shorter than that is the last); check that "
+                     "they are what the recorder took them for",
+                     psize);
+        else
+            rec_note(r,
+                     "list: one call recorded (%zu rows), no paging found in it: if the ERP pages "
+                     "a long day, write its offset and limit as ${offset} and ${limit} with "
+                     "page-size",
+                     t.n_rows);
+        rec_add(r, b, "  </list>\n");
+        return;
+    }
 
     /* the request: the dates as the list's variables */
     char t0[96], t1[96];
