@@ -8,6 +8,8 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+# Most tests wait (settle delays, leases, stalls) rather than compute: two at a time per core.
+CTEST_JOBS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
 CTEST_ARGS ?=
 SOAK_ROUNDS  ?= 1000
 SOAK_MINUTES ?= 75
@@ -44,12 +46,12 @@ build: deps
 test: test-deps test-plain test-asan test-fuzz-build
 
 test-plain: test-deps build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	cd $(BUILD) && ctest --output-on-failure -j $(CTEST_JOBS) $(CTEST_ARGS)
 
 test-asan: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DAPBOT_SANITIZE=ON >/dev/null
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'classic|soak' $(CTEST_ARGS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(CTEST_JOBS) -LE 'classic|soak' $(CTEST_ARGS)
 
 # The fuzz targets are built by `make test` wherever clang is (so they never rot), never run
 # there: a run takes FUZZ_SECONDS per target. `make fuzz FUZZ_SECONDS=600 FUZZ_TARGETS="page"`.
