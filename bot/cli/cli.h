@@ -6,6 +6,8 @@
 #ifndef APBOT_CLI_H
 #define APBOT_CLI_H
 
+#include <stdbool.h>
+
 /* Exit codes, documented in `apbot --help` and the README. Keep the two in step. */
 enum cli_exit {
     CLI_EXIT_OK = 0,         /* done, nothing to report */
@@ -38,5 +40,12 @@ int cli_reviewer(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_serve(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_migrate(const struct cli_ctx *ctx, int argc, char **argv);
 int cli_audit(const struct cli_ctx *ctx, int argc, char **argv);
+
+/*
+ * Whether argv[*i] is option name with a value, as "--name VALUE" (*i then moves onto the
+ * value) or "--name=VALUE"; *ret is the value. False for another option, or for "--name" as
+ * the last word (incomplete).
+ */
+bool cli_option(int argc, char **argv, int *i, const char *name, const char **ret);
 
 #endif

@@ -177,25 +177,12 @@ static int cli_flow_trace(const struct cli_ctx *ctx, int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             cli_trace_usage(stdout);
             return CLI_EXIT_OK;
-        } else if (strcmp(a, "--invoice") == 0 && v) {
-            invoice_arg = v;
-            i++;
-        } else if (strncmp(a, "--invoice=", 10) == 0) {
-            invoice_arg = a + 10;
-        } else if (strcmp(a, "--erp") == 0 && v) {
-            erp_url = v;
-            i++;
-        } else if (strncmp(a, "--erp=", 6) == 0) {
-            erp_url = a + 6;
-        } else if (strcmp(a, "--vendors") == 0 && v) {
-            vendors_path = v;
-            i++;
-        } else if (strncmp(a, "--vendors=", 10) == 0) {
-            vendors_path = a + 10;
+        } else if (cli_option(argc, argv, &i, "--invoice", &invoice_arg)) {
+        } else if (cli_option(argc, argv, &i, "--erp", &erp_url)) {
+        } else if (cli_option(argc, argv, &i, "--vendors", &vendors_path)) {
         } else if (strcmp(a, "--dry-run") == 0) {
             dry_run = true;
         } else if (strcmp(a, "--pages") == 0) {
@@ -284,35 +271,14 @@ static int cli_flow_record(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             cli_record_usage(stdout);
             return CLI_EXIT_OK;
-        } else if (strcmp(a, "--invoice") == 0 && v) {
-            invoice_arg = v;
-            i++;
-        } else if (strncmp(a, "--invoice=", 10) == 0) {
-            invoice_arg = a + 10;
-        } else if (strcmp(a, "--out") == 0 && v) {
-            out_path = v;
-            i++;
-        } else if (strncmp(a, "--out=", 6) == 0) {
-            out_path = a + 6;
-        } else if (strcmp(a, "--key-field") == 0 && v) {
-            key_field = v;
-            i++;
-        } else if (strncmp(a, "--key-field=", 12) == 0) {
-            key_field = a + 12;
-        } else if (strcmp(a, "--vendors") == 0 && v) {
-            vendors_path = v;
-            i++;
-        } else if (strncmp(a, "--vendors=", 10) == 0) {
-            vendors_path = a + 10;
-        } else if (strcmp(a, "--name") == 0 && v) {
-            name = v;
-            i++;
-        } else if (strncmp(a, "--name=", 7) == 0) {
-            name = a + 7;
+        } else if (cli_option(argc, argv, &i, "--invoice", &invoice_arg)) {
+        } else if (cli_option(argc, argv, &i, "--out", &out_path)) {
+        } else if (cli_option(argc, argv, &i, "--key-field", &key_field)) {
+        } else if (cli_option(argc, argv, &i, "--vendors", &vendors_path)) {
+        } else if (cli_option(argc, argv, &i, "--name", &name)) {
         } else if (strcmp(a, "--force") == 0) {
             force = true;
         } else if (a[0] == '-' && a[1] != '\0') {

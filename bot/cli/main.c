@@ -82,6 +82,22 @@ static void usage(FILE *out)
             "     where the queue last recorded it\n");
 }
 
+bool cli_option(int argc, char **argv, int *i, const char *name, const char **ret)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return false;
+    if (a[n] == '=') {
+        *ret = a + n + 1;
+        return true;
+    }
+    if (a[n] != '\0' || *i + 1 >= argc)
+        return false;
+    *ret = argv[++*i];
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     struct cli_ctx ctx = {.db_path = getenv("APBOT_DB"), .erp_url = getenv("APBOT_ERP_URL")};
