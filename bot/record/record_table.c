@@ -968,18 +968,41 @@ static size_t rec_list_jdates(struct rec *r, const json_t *v, int depth, struct 
     return n;
 }
 
-void rec_list(struct rec *r)
-{
-    struct apbot_buf *b = &r->list;
-    size_t list = SIZE_MAX;
-    char fmts[2][16] = {"", ""}, names[2][64] = {"", ""}, values[2][64] = {"", ""};
-    const char *by = NULL;
-    size_t n_dates = 0;
-
+/* The listing rec_list found: the request that lists the day and the dates it sends. */
+struct rec_listing {
+    size_t list;    /* the listing's first page */
+    size_t shown;   /* the page of the listing that shows the document */
+    char next[400]; /* the link the person paged on by, or "" */
+    const char *by; /* "invoice": it lists by invoice date; else by booking date */
+    size_t n_dates; /* query dates (1: the day, 2: from and to) */
+    char fmts[2][16], names[2][64], values[2][64];
     struct rec_ldate ldates[2]; /* a JSON listing's dates (n_ldates > 0) */
-    size_t n_ldates = 0;
-    size_t shown = SIZE_MAX; /* the page of the listing that shows the document */
-    char next[400] = "";
+    size_t n_ldates;
+};
+
+/* The dates query of x sends, at most 2, into f, nm and vl; which day they are into *which. */
+static size_t rec_list_qdates(struct rec *r, const struct rec_ex *x, char f[2][16], char nm[2][64],
+                              char vl[2][64], const char **which)
+{
+    size_t nd = 0;
+    for (size_t q = 0; q < x->n_query && nd < 2; q++) {
+        char fmt[16];
+        const char *w = NULL;
+        if (rec_list_date(r, x->query[q].value, &w, fmt, sizeof(fmt))) {
+            snprintf(f[nd], sizeof(f[nd]), "%s", fmt);
+            snprintf(nm[nd], sizeof(nm[nd]), "%s", x->query[q].name);
+            snprintf(vl[nd], sizeof(vl[nd]), "%s", x->query[q].value);
+            *which = *which ? *which : w;
+            nd++;
+        }
+    }
+    return nd;
+}
+
+/* The first read after the commit that sends a day and shows the document (on its page or a
+ * page its links led to): true with ls filled, false when the recording has none. */
+static bool rec_list_find(struct rec *r, struct rec_listing *ls)
+{
     for (size_t i = r->commit == SIZE_MAX ? 0 : r->commit + 1; i < r->n_ex && r->doc; i++) {
         struct rec_ex *x = &r->ex[i];
         if (x->role != REC_ROLE_NONE || !rec_ex_is_read(x) ||
@@ -999,114 +1022,96 @@ void rec_list(struct rec *r)
         }
         if (on == SIZE_MAX)
             continue;
-        size_t nd = 0;
         const char *which = NULL;
         char f[2][16], nm[2][64], vl[2][64];
-        for (size_t q = 0; q < x->n_query && nd < 2; q++) {
-            char fmt[16];
-            const char *w = NULL;
-            if (rec_list_date(r, x->query[q].value, &w, fmt, sizeof(fmt))) {
-                snprintf(f[nd], sizeof(f[nd]), "%s", fmt);
-                snprintf(nm[nd], sizeof(nm[nd]), "%s", x->query[q].name);
-                snprintf(vl[nd], sizeof(vl[nd]), "%s", x->query[q].value);
-                which = which ? which : w;
-                nd++;
-            }
-        }
+        size_t nd = rec_list_qdates(r, x, f, nm, vl, &which);
         if (nd == 0 && x->jreq && x->json) {
             /* a single-page client's listing: a JSON call sending the day */
             struct rec_ldate jd[2];
             memset(jd, 0, sizeof(jd));
             nd = rec_list_jdates(r, jdoc_root(x->jreq), 0, jd, 0, &which);
             if (nd > 0) {
-                memcpy(ldates, jd, sizeof(ldates));
-                n_ldates = nd;
+                memcpy(ls->ldates, jd, sizeof(ls->ldates));
+                ls->n_ldates = nd;
             }
         }
         if (nd == 0)
             continue;
-        list = i;
-        shown = on;
-        snprintf(next, sizeof(next), "%s", nx);
-        n_dates = nd;
-        by = which;
-        memcpy(fmts, f, sizeof(fmts));
-        memcpy(names, nm, sizeof(names));
-        memcpy(values, vl, sizeof(values));
-        break; /* the first page of the first listing */
+        ls->list = i;
+        ls->shown = on;
+        snprintf(ls->next, sizeof(ls->next), "%s", nx);
+        ls->n_dates = nd;
+        ls->by = which;
+        memcpy(ls->fmts, f, sizeof(ls->fmts));
+        memcpy(ls->names, nm, sizeof(ls->names));
+        memcpy(ls->values, vl, sizeof(ls->values));
+        return true; /* the first page of the first listing */
     }
-    if (list == SIZE_MAX) {
-        rec_todo(r, b, "  ", "list", 0,
-                 "The recording shows no listing of a day (or a date range) that shows the "
-                 "booked document %s. apbot report reads the day's records from it: write "
-                 "<list> by hand (its request with ${date}, or ${from} and ${to}, and its table), "
-                 "or open the day's list in the ERP while recording.",
-                 r->doc ? r->doc : "");
-        return;
-    }
-    struct rec_ex *lx = &r->ex[list];
-    lx->role = REC_ROLE_LIST;
-    r->ex[shown].role = REC_ROLE_LIST;
-    struct rec_table t;
-    if (r->ex[shown].json)
-        rec_json_table(r, &r->ex[shown], r->doc, &t);
+    return false;
+}
+
+/* <list> as a JSON call: its body with the dates as the list's variables; one page (a call's
+ * paging is the ERP's own: said in the report). */
+static void rec_list_write_json(struct rec *r, const struct rec_listing *ls,
+                                const struct rec_table *t)
+{
+    struct apbot_buf *b = &r->list;
+    struct rec_ex *lx = &r->ex[ls->list];
+    const char *by = ls->by;
+    size_t n_ldates = ls->n_ldates;
+    long psize = 0;
+    struct rec_jctx jc = {
+        .at = ls->list, .ldates = ls->ldates, .n_ldates = n_ldates, .page_size = &psize};
+    char *body = rec_json_body(r, lx, &jc);
+    rec_add(r, b, "  <list");
+    if (by && strcmp(by, "invoice") == 0)
+        rec_add(r, b, " by=\"invoice\"");
+    if (psize > 0)
+        rec_addf(r, b, " page-size=\"%ld\"", psize);
     else
-        rec_html_table(r, &r->ex[shown], r->doc, &t);
-
-    if (n_ldates > 0) {
-        /* a JSON call: its body with the dates as the list's variables; one page (a call's
-         * paging is the ERP's own: said in the report) */
-        long psize = 0;
-        struct rec_jctx jc = {
-            .at = list, .ldates = ldates, .n_ldates = n_ldates, .page_size = &psize};
-        char *body = rec_json_body(r, lx, &jc);
-        rec_add(r, b, "  <list");
-        if (by && strcmp(by, "invoice") == 0)
-            rec_add(r, b, " by=\"invoice\"");
-        if (psize > 0)
-            rec_addf(r, b, " page-size=\"%ld\"", psize);
-        else
-            rec_add(r, b, " max-pages=\"1\"");
-        rec_add(r, b, ">\n    <send url=\"");
-        rec_addx(r, b, lx->path);
-        rec_add(r, b, "\">\n      <json>");
-        rec_addx(r, b, body ? body : "");
-        rec_add(r, b, "</json>\n    </send>\n");
-        free(body);
-        if (t.ok)
-            rec_write_table(r, b, &t, NULL, "    ");
-        else
-            rec_todo(r, b, "    ", "list-table", lx->e->index,
-                     "Entry %zu lists the booked document, but the recorder found no JSON array "
-                     "element holding it: write the <table>.",
-                     lx->e->index);
+        rec_add(r, b, " max-pages=\"1\"");
+    rec_add(r, b, ">\n    <send url=\"");
+    rec_addx(r, b, lx->path);
+    rec_add(r, b, "\">\n      <json>");
+    rec_addx(r, b, body ? body : "");
+    rec_add(r, b, "</json>\n    </send>\n");
+    free(body);
+    if (t->ok)
+        rec_write_table(r, b, t, NULL, "    ");
+    else
+        rec_todo(r, b, "    ", "list-table", lx->e->index,
+                 "Entry %zu lists the booked document, but the recorder found no JSON array "
+                 "element holding it: write the <table>.",
+                 lx->e->index);
+    rec_note(r,
+             "list: entry %zu (%s %s), a JSON call, lists the day by %s date (%zu date%s of "
+             "its body as %s)",
+             lx->e->index, lx->e->method, lx->path,
+             by && strcmp(by, "invoice") == 0 ? "invoice" : "booking", n_ldates,
+             n_ldates == 1 ? "" : "s", n_ldates == 1 ? "${date}" : "${from} and ${to}");
+    if (psize > 0)
         rec_note(r,
-                 "list: entry %zu (%s %s), a JSON call, lists the day by %s date (%zu date%s of "
-                 "its body as %s)",
-                 lx->e->index, lx->e->method, lx->path,
-                 by && strcmp(by, "invoice") == 0 ? "invoice" : "booking", n_ldates,
-                 n_ldates == 1 ? "" : "s", n_ldates == 1 ? "${date}" : "${from} and ${to}");
-        if (psize > 0)
-            rec_note(r,
-                     "list: paged by its body's offset and limit (${offset}, ${limit}, "
-                     "page-size=\"%ld\": a page shorter than that is the last); check that "
-                     "they are what the recorder took them for",
-                     psize);
-        else
-            rec_note(r,
-                     "list: one call recorded (%zu rows), no paging found in it: if the ERP pages "
-                     "a long day, write its offset and limit as ${offset} and ${limit} with "
-                     "page-size",
-                     t.n_rows);
-        rec_add(r, b, "  </list>\n");
-        return;
-    }
+                 "list: paged by its body's offset and limit (${offset}, ${limit}, "
+                 "page-size=\"%ld\": a page shorter than that is the last); check that "
+                 "they are what the recorder took them for",
+                 psize);
+    else
+        rec_note(r,
+                 "list: one call recorded (%zu rows), no paging found in it: if the ERP pages "
+                 "a long day, write its offset and limit as ${offset} and ${limit} with "
+                 "page-size",
+                 t->n_rows);
+    rec_add(r, b, "  </list>\n");
+}
 
-    /* the request: the dates as the list's variables */
+/* The listing's URL (path) with its dates as ${date}, or ${from} and ${to}. Heap. */
+static char *rec_list_url(const struct rec_listing *ls, const char *path)
+{
+    const char(*fmts)[16] = ls->fmts, (*names)[64] = ls->names, (*values)[64] = ls->values;
     char t0[96], t1[96];
     struct rec_url_subst sub[2];
     size_t ns = 0;
-    if (n_dates == 1) {
+    if (ls->n_dates == 1) {
         snprintf(t0, sizeof(t0), "${date|date:%s|url}", fmts[0]);
         sub[ns++] = (struct rec_url_subst){values[0], t0};
     } else {
@@ -1116,8 +1121,8 @@ void rec_list(struct rec *r)
         if (strcmp(values[0], values[1]) != 0)
             sub[ns++] = (struct rec_url_subst){values[1], t1};
     }
-    char *get = rec_url_template(lx->path, sub, ns);
-    if (n_dates == 2 && strcmp(values[0], values[1]) == 0) {
+    char *get = rec_url_template(path, sub, ns);
+    if (ls->n_dates == 2 && strcmp(values[0], values[1]) == 0) {
         /* both ends the same day: the first parameter is the start, the second the end */
         char key[80];
         snprintf(key, sizeof(key), "%s=", names[1]);
@@ -1134,6 +1139,17 @@ void rec_list(struct rec *r)
             }
         }
     }
+    return get;
+}
+
+/* <list get="..."> with its table: paged by a next link, by the URL, or one page. */
+static void rec_list_write_get(struct rec *r, const struct rec_listing *ls,
+                               const struct rec_table *t)
+{
+    struct apbot_buf *b = &r->list;
+    struct rec_ex *lx = &r->ex[ls->list];
+    const char *by = ls->by, *next = ls->next;
+    char *get = rec_list_url(ls, lx->path);
     long page_size = 0;
     const char *paging = next[0] ? NULL : rec_list_paging(lx, &get, &page_size);
     rec_add(r, b, "  <list get=\"");
@@ -1149,7 +1165,7 @@ void rec_list(struct rec *r)
     rec_note(r, "list: entry %zu (%s) lists the day by %s date (%s)", lx->e->index, lx->path,
              by && strcmp(by, "invoice") == 0 ? "invoice" : "booking", get);
     free(get);
-    if (!t.ok) {
+    if (!t->ok) {
         rec_todo(r, b, "    ", "list-table", lx->e->index,
                  "Entry %zu lists the booked document, but the recorder found no table row "
                  "holding it: write the <table>.",
@@ -1161,21 +1177,47 @@ void rec_list(struct rec *r)
         rec_addx(r, &e, next);
         snprintf(extra, sizeof(extra), " next=\"%.560s\"", apbot_buf_str(&e));
         apbot_buf_done(&e);
-        rec_write_table(r, b, &t, extra, "    ");
+        rec_write_table(r, b, t, extra, "    ");
         rec_note(r, "list: the document was on a later page (entry %zu), reached by the link %s",
-                 r->ex[shown].e->index, next);
+                 r->ex[ls->shown].e->index, next);
     } else if (paging) {
-        rec_write_table(r, b, &t, NULL, "    ");
+        rec_write_table(r, b, t, NULL, "    ");
         rec_note(r, "list: paged by its URL's %s (a page shorter than page-size is the last)",
                  paging);
     } else {
-        rec_write_table(r, b, &t, NULL, "    ");
+        rec_write_table(r, b, t, NULL, "    ");
         rec_note(r,
                  "list: one page recorded (%zu rows): if the ERP pages a long day, add "
                  "next=\"XPATH\" (the next page's link) to its table, or ${page} to its URL",
-                 t.n_rows);
+                 t->n_rows);
     }
     rec_add(r, b, "  </list>\n");
+}
+
+void rec_list(struct rec *r)
+{
+    struct rec_listing ls = {.list = SIZE_MAX, .shown = SIZE_MAX};
+
+    if (!rec_list_find(r, &ls)) {
+        rec_todo(r, &r->list, "  ", "list", 0,
+                 "The recording shows no listing of a day (or a date range) that shows the "
+                 "booked document %s. apbot report reads the day's records from it: write "
+                 "<list> by hand (its request with ${date}, or ${from} and ${to}, and its table), "
+                 "or open the day's list in the ERP while recording.",
+                 r->doc ? r->doc : "");
+        return;
+    }
+    r->ex[ls.list].role = REC_ROLE_LIST;
+    r->ex[ls.shown].role = REC_ROLE_LIST;
+    struct rec_table t;
+    if (r->ex[ls.shown].json)
+        rec_json_table(r, &r->ex[ls.shown], r->doc, &t);
+    else
+        rec_html_table(r, &r->ex[ls.shown], r->doc, &t);
+    if (ls.n_ldates > 0)
+        rec_list_write_json(r, &ls, &t);
+    else
+        rec_list_write_get(r, &ls, &t);
 }
 
 /* ---- selects of every recorded page (the document type of a JSON client) ------------------------
