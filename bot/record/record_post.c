@@ -550,22 +550,213 @@ static bool rec_one_time(struct rec *r, const struct rec_formref *fr, const char
     return digit && alpha && rec_has_token(page->body, page->body_len, value);
 }
 
+/* What the phases of rec_step_fields share: submission x of step s, its form, the fields. */
+struct rec_fctx {
+    struct rec *r;
+    struct rec_step *s;
+    const struct rec_ex *x;
+    struct rec_formref fr;
+    struct rec_fields *fs;
+    bool zero;            /* its line rows are numbered from 0 */
+    const char *line_var; /* "${line.i}" or "${line.n}" */
+    size_t nlines;        /* the sample's lines, at most REC_LINES_MAX */
+};
+
+/* A line's field: true when name holds a line's number and value is a value of that line (the
+ * field then written as the template of every line), false when it is no line's. */
+static bool rec_field_line(struct rec_fctx *fc, const char *name, const char *value,
+                           const struct rec_control *c)
+{
+    struct rec *r = fc->r;
+    for (size_t k = 1; k <= fc->nlines; k++) {
+        char lname[256];
+        const size_t num = fc->zero ? k - 1 : k, first_num = fc->zero ? 0 : 1;
+        if (!rec_line_name(name, num, fc->line_var, lname, sizeof(lname)))
+            continue;
+        struct rec_tpl t;
+        /* a line's control the page lacks (a script added it) has no attributes to read:
+         * take the first line's (its twin) */
+        struct rec_control c1 = *c;
+        if (!c->in_page) {
+            char first_name[256];
+            snprintf(first_name, sizeof(first_name), "%s", name);
+            char nums[24];
+            snprintf(nums, sizeof(nums), "%zu", num);
+            char *at = strstr(first_name, nums);
+            if (at && num != first_num) {
+                char alt[256];
+                snprintf(alt, sizeof(alt), "%.*s%zu%s", (int)(at - first_name), first_name,
+                         first_num, at + strlen(nums));
+                rec_form_control(r, &fc->fr, alt, value, &c1);
+                c1.in_page = false;
+                c1.page_value = NULL;
+            }
+        }
+        rec_tpl_value(r, value, k, false, &c1.sel, &t);
+        if (t.how != REC_TPL_VALUE)
+            continue;
+        struct rec_field *f = rec_field_get(fc->fs, lname);
+        if (!f)
+            return true;
+        f->line = true;
+        f->missing = f->missing || !c->in_page;
+        fc->fs->lines_missing = fc->fs->lines_missing || !c->in_page;
+        if (f->tmpl[0] && (strcmp(f->tmpl, t.tmpl) != 0 || strcmp(f->option, t.option) != 0)) {
+            char id[48], w[40];
+            rec_word(lname, "line", w, sizeof(w));
+            snprintf(id, sizeof(id), "line-%.30s", w);
+            rec_todo_later(r, id, fc->x->e->index,
+                           "field %s: line %zu's value is %s, another line's %s: which "
+                           "template writes every line?",
+                           lname, k, t.tmpl, f->tmpl);
+            f->todo = true;
+        } else {
+            snprintf(f->tmpl, sizeof(f->tmpl), "%s", t.tmpl);
+            snprintf(f->option, sizeof(f->option), "%s", t.option);
+        }
+        f->lines_seen++;
+        return true;
+    }
+    return false;
+}
+
+/* A changed field whose value is no value of the sample: kept as typed in t, or an open
+ * decision (${todo.*} in t) when it is no text, a one-time value, an id of the ERP's or typed. */
+static void rec_field_literal(struct rec_fctx *fc, const char *name, const char *value,
+                              const struct rec_control *c, struct rec_tpl *t)
+{
+    struct rec *r = fc->r;
+    const struct rec_ex *x = fc->x;
+    if (!rec_utf8_ok(value, strlen(value))) {
+        char id[48], w[40];
+        rec_word(name, "value", w, sizeof(w));
+        snprintf(id, sizeof(id), "value-%.30s", w);
+        rec_todo_later(r, id, x->e->index,
+                       "field %s was sent as bytes that are no UTF-8 text (another "
+                       "character set?): a flow holds UTF-8. Write what it must be "
+                       "where ${todo.%s} stands.",
+                       name, w);
+        snprintf(t->tmpl, sizeof(t->tmpl), "${todo.%s}", w);
+        return;
+    }
+    if (rec_one_time(r, &fc->fr, value)) {
+        /* a token the page holds but not as this field's value (a script put it in):
+         * taken from the page, never from the draft */
+        char id[48], w[40];
+        rec_word(name, "value", w, sizeof(w));
+        snprintf(id, sizeof(id), "one-time-%.28s", w);
+        rec_todo_later(r, id, x->e->index,
+                       "field %s was sent as a value the page of entry %zu holds "
+                       "elsewhere than in the field (a script put it there?): a "
+                       "one-time value, which must come from the page and never from "
+                       "the draft. Capture it from the answer of the step before "
+                       "(<capture name=\"%s\" raw=\"true\">...(?<%s>...)...</capture>) "
+                       "and write ${capture.%s} here, or leave the field to the page.",
+                       name, r->ex[fc->fr.page_ex].e->index, w, w, w);
+        snprintf(t->tmpl, sizeof(t->tmpl), "${todo.%s}", w);
+    } else if (c->hidden &&
+               (strspn(value, "0123456789") == strlen(value) || rec_key_is_entity(name))) {
+        /* a script set it (an autocomplete's pick: supplier_id=77): an id of the
+         * ERP's, which a constant would give every invoice */
+        char id[48], w[40];
+        rec_word(name, "value", w, sizeof(w));
+        snprintf(id, sizeof(id), "id-%.30s", w);
+        rec_todo_later(r, id, x->e->index,
+                       "hidden field %s was set to '%s' by the page's script (a pick from "
+                       "a list?), no value of the sample: an id of the ERP's? Kept as "
+                       "recorded it would go with every invoice. Add a <resolve> (the "
+                       "ERP's search of it by the sample's code; docs/writing-flows.md) "
+                       "and write ${ref.NAME.COLUMN} where ${todo.%s} stands, or the "
+                       "constant where it is one.",
+                       name, value, w);
+        snprintf(t->tmpl, sizeof(t->tmpl), "${todo.%s}", w);
+    } else if (!c->select && !c->hidden && !c->password) {
+        /* typed by the person, and no value of the sample in any form known: the
+         * sample's value written another way (a date "16-Nov-2026", a vendor's
+         * name cut short) would be booked as typed for every invoice */
+        char id[48], w[40];
+        rec_word(name, "value", w, sizeof(w));
+        snprintf(id, sizeof(id), "typed-%.30s", w);
+        rec_todo_later(r, id, x->e->index,
+                       "field %s was typed as '%s', which is no value of the sample in "
+                       "any form the recorder knows. The same for every invoice? Write "
+                       "it where ${todo.%s} stands. A value of the invoice written "
+                       "another way? Write its template (${invoice...} with the "
+                       "formatter that writes it so).",
+                       name, value, w);
+        snprintf(t->tmpl, sizeof(t->tmpl), "${todo.%s}", w);
+    }
+}
+
+/* The template of a field that is no line's, into t: false when the field is left out (the
+ * page's own value, or an invoice value a follow-up step cannot know). */
+static bool rec_field_tpl(struct rec_fctx *fc, const char *name, const char *value,
+                          const struct rec_control *c, bool changed, struct rec_tpl *t)
+{
+    struct rec *r = fc->r;
+    rec_tpl_value(r, value, 0, changed, &c->sel, t);
+    switch (t->how) {
+    case REC_TPL_LITERAL:
+        if (!changed)
+            return false;
+        rec_field_literal(fc, name, value, c, t);
+        break;
+    case REC_TPL_DOC:
+        if (!fc->s->followup) {
+            snprintf(t->tmpl, sizeof(t->tmpl), "%s", value);
+            break;
+        }
+        snprintf(t->tmpl, sizeof(t->tmpl), "${doc}");
+        break;
+    case REC_TPL_VALUE:
+    case REC_TPL_KEY:
+        if (fc->s->followup) {
+            /* a follow-up step is re-run on DOC alone: only the page's values */
+            if (!changed)
+                return false;
+            char id[48], w[40];
+            rec_word(name, "field", w, sizeof(w));
+            snprintf(id, sizeof(id), "followup-%.28s", w);
+            rec_todo_later(r, id, fc->x->e->index,
+                           "the follow-up step sets field %s to %s: a follow-up step is "
+                           "re-run on the saved document alone (by ${doc}) and knows no "
+                           "invoice value. Drop the field, or move it before the "
+                           "committing step.",
+                           name, t->tmpl);
+            return false;
+        }
+        break;
+    case REC_TPL_AMBIGUOUS: {
+        char id[48], w[40];
+        rec_word(name, "value", w, sizeof(w));
+        snprintf(id, sizeof(id), "value-%.30s", w);
+        rec_todo_later(r, id, fc->x->e->index,
+                       "field %s: %s: which one is it? Replace "
+                       "${todo.%s} with it",
+                       name, t->why, w);
+        snprintf(t->tmpl, sizeof(t->tmpl), "${todo.%s}", w);
+        break;
+    }
+    }
+    return true;
+}
+
 /* The fields the person set in submission x of step s (first: the step fetches its page, so
  * what the page held by default and matches a value is written too). */
 static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool first,
                             struct rec_fields *fs)
 {
-    const struct rec_ex *x = &r->ex[xi];
-    struct rec_formref fr;
+    struct rec_fctx fc = {.r = r, .s = s, .x = &r->ex[xi], .fs = fs};
+    const struct rec_ex *x = fc.x;
     const struct har_pair *p = x->n_form ? x->form : x->query;
     size_t n = x->n_form ? x->n_form : x->n_query;
-    size_t nlines = r->inv->n_lines < REC_LINES_MAX ? r->inv->n_lines : REC_LINES_MAX;
+    fc.nlines = r->inv->n_lines < REC_LINES_MAX ? r->inv->n_lines : REC_LINES_MAX;
 
-    if (!rec_form_find(r, xi, &fr))
+    if (!rec_form_find(r, xi, &fc.fr))
         return;
-    const bool zero = rec_lines_from_zero(r, p, n);
-    const char *line_var = zero ? "${line.i}" : "${line.n}";
-    if (zero && !s->lines_from_zero) {
+    fc.zero = rec_lines_from_zero(r, p, n);
+    fc.line_var = fc.zero ? "${line.i}" : "${line.n}";
+    if (fc.zero && !s->lines_from_zero) {
         s->lines_from_zero = true;
         rec_note(r, "step '%s': its line rows are numbered from 0 (${line.i} in their names)",
                  s->name[0] ? s->name : "?");
@@ -573,9 +764,9 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
     for (size_t i = 0; i < n; i++) {
         const char *name = p[i].name, *value = p[i].value;
         struct rec_control c;
-        if (rec_form_is_button(&fr, name, value) && strcmp(name, s->button) == 0)
+        if (rec_form_is_button(&fc.fr, name, value) && strcmp(name, s->button) == 0)
             continue;
-        rec_form_control(r, &fr, name, value, &c);
+        rec_form_control(r, &fc.fr, name, value, &c);
         bool changed = !c.page_value || strcmp(c.page_value, value) != 0;
 
         if (c.hidden && !changed)
@@ -592,164 +783,13 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
             }
             continue;
         }
-
         /* a line's field: its number in the name, a value of that line */
-        bool lined = false;
-        for (size_t k = 1; k <= nlines && !lined; k++) {
-            char lname[256];
-            const size_t num = zero ? k - 1 : k, first_num = zero ? 0 : 1;
-            if (!rec_line_name(name, num, line_var, lname, sizeof(lname)))
-                continue;
-            struct rec_tpl t;
-            /* a line's control the page lacks (a script added it) has no attributes to read:
-             * take the first line's (its twin) */
-            struct rec_control c1 = c;
-            if (!c.in_page) {
-                char first_name[256];
-                snprintf(first_name, sizeof(first_name), "%s", name);
-                char nums[24];
-                snprintf(nums, sizeof(nums), "%zu", num);
-                char *at = strstr(first_name, nums);
-                if (at && num != first_num) {
-                    char alt[256];
-                    snprintf(alt, sizeof(alt), "%.*s%zu%s", (int)(at - first_name), first_name,
-                             first_num, at + strlen(nums));
-                    rec_form_control(r, &fr, alt, value, &c1);
-                    c1.in_page = false;
-                    c1.page_value = NULL;
-                }
-            }
-            rec_tpl_value(r, value, k, false, &c1.sel, &t);
-            if (t.how != REC_TPL_VALUE)
-                continue;
-            lined = true;
-            struct rec_field *f = rec_field_get(fs, lname);
-            if (!f)
-                break;
-            f->line = true;
-            f->missing = f->missing || !c.in_page;
-            fs->lines_missing = fs->lines_missing || !c.in_page;
-            if (f->tmpl[0] && (strcmp(f->tmpl, t.tmpl) != 0 || strcmp(f->option, t.option) != 0)) {
-                char id[48], w[40];
-                rec_word(lname, "line", w, sizeof(w));
-                snprintf(id, sizeof(id), "line-%.30s", w);
-                rec_todo_later(r, id, x->e->index,
-                               "field %s: line %zu's value is %s, another line's %s: which "
-                               "template writes every line?",
-                               lname, k, t.tmpl, f->tmpl);
-                f->todo = true;
-            } else {
-                snprintf(f->tmpl, sizeof(f->tmpl), "%s", t.tmpl);
-                snprintf(f->option, sizeof(f->option), "%s", t.option);
-            }
-            f->lines_seen++;
-        }
-        if (lined)
+        if (rec_field_line(&fc, name, value, &c))
             continue;
 
         struct rec_tpl t;
-        rec_tpl_value(r, value, 0, changed, &c.sel, &t);
-        switch (t.how) {
-        case REC_TPL_LITERAL:
-            if (!changed)
-                continue;
-            if (!rec_utf8_ok(value, strlen(value))) {
-                char id[48], w[40];
-                rec_word(name, "value", w, sizeof(w));
-                snprintf(id, sizeof(id), "value-%.30s", w);
-                rec_todo_later(r, id, x->e->index,
-                               "field %s was sent as bytes that are no UTF-8 text (another "
-                               "character set?): a flow holds UTF-8. Write what it must be "
-                               "where ${todo.%s} stands.",
-                               name, w);
-                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
-                break;
-            }
-            if (rec_one_time(r, &fr, value)) {
-                /* a token the page holds but not as this field's value (a script put it in):
-                 * taken from the page, never from the draft */
-                char id[48], w[40];
-                rec_word(name, "value", w, sizeof(w));
-                snprintf(id, sizeof(id), "one-time-%.28s", w);
-                rec_todo_later(r, id, x->e->index,
-                               "field %s was sent as a value the page of entry %zu holds "
-                               "elsewhere than in the field (a script put it there?): a "
-                               "one-time value, which must come from the page and never from "
-                               "the draft. Capture it from the answer of the step before "
-                               "(<capture name=\"%s\" raw=\"true\">...(?<%s>...)...</capture>) "
-                               "and write ${capture.%s} here, or leave the field to the page.",
-                               name, r->ex[fr.page_ex].e->index, w, w, w);
-                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
-            } else if (c.hidden &&
-                       (strspn(value, "0123456789") == strlen(value) || rec_key_is_entity(name))) {
-                /* a script set it (an autocomplete's pick: supplier_id=77): an id of the
-                 * ERP's, which a constant would give every invoice */
-                char id[48], w[40];
-                rec_word(name, "value", w, sizeof(w));
-                snprintf(id, sizeof(id), "id-%.30s", w);
-                rec_todo_later(r, id, x->e->index,
-                               "hidden field %s was set to '%s' by the page's script (a pick from "
-                               "a list?), no value of the sample: an id of the ERP's? Kept as "
-                               "recorded it would go with every invoice. Add a <resolve> (the "
-                               "ERP's search of it by the sample's code; docs/writing-flows.md) "
-                               "and write ${ref.NAME.COLUMN} where ${todo.%s} stands, or the "
-                               "constant where it is one.",
-                               name, value, w);
-                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
-            } else if (!c.select && !c.hidden && !c.password) {
-                /* typed by the person, and no value of the sample in any form known: the
-                 * sample's value written another way (a date "16-Nov-2026", a vendor's
-                 * name cut short) would be booked as typed for every invoice */
-                char id[48], w[40];
-                rec_word(name, "value", w, sizeof(w));
-                snprintf(id, sizeof(id), "typed-%.30s", w);
-                rec_todo_later(r, id, x->e->index,
-                               "field %s was typed as '%s', which is no value of the sample in "
-                               "any form the recorder knows. The same for every invoice? Write "
-                               "it where ${todo.%s} stands. A value of the invoice written "
-                               "another way? Write its template (${invoice...} with the "
-                               "formatter that writes it so).",
-                               name, value, w);
-                snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
-            }
-            break;
-        case REC_TPL_DOC:
-            if (!s->followup) {
-                snprintf(t.tmpl, sizeof(t.tmpl), "%s", value);
-                break;
-            }
-            snprintf(t.tmpl, sizeof(t.tmpl), "${doc}");
-            break;
-        case REC_TPL_VALUE:
-        case REC_TPL_KEY:
-            if (s->followup) {
-                /* a follow-up step is re-run on DOC alone: only the page's values */
-                if (!changed)
-                    continue;
-                char id[48], w[40];
-                rec_word(name, "field", w, sizeof(w));
-                snprintf(id, sizeof(id), "followup-%.28s", w);
-                rec_todo_later(r, id, x->e->index,
-                               "the follow-up step sets field %s to %s: a follow-up step is "
-                               "re-run on the saved document alone (by ${doc}) and knows no "
-                               "invoice value. Drop the field, or move it before the "
-                               "committing step.",
-                               name, t.tmpl);
-                continue;
-            }
-            break;
-        case REC_TPL_AMBIGUOUS: {
-            char id[48], w[40];
-            rec_word(name, "value", w, sizeof(w));
-            snprintf(id, sizeof(id), "value-%.30s", w);
-            rec_todo_later(r, id, x->e->index,
-                           "field %s: %s: which one is it? Replace "
-                           "${todo.%s} with it",
-                           name, t.why, w);
-            snprintf(t.tmpl, sizeof(t.tmpl), "${todo.%s}", w);
-            break;
-        }
-        }
+        if (!rec_field_tpl(&fc, name, value, &c, changed, &t))
+            continue;
         struct rec_field *f = rec_field_get(fs, name);
         if (!f)
             continue;
@@ -759,7 +799,7 @@ static void rec_step_fields(struct rec *r, struct rec_step *s, size_t xi, bool f
             rec_note(r, "step '%s': field %s kept as typed: '%s' (no value of the sample)", s->name,
                      name, value);
     }
-    rec_formref_done(&fr);
+    rec_formref_done(&fc.fr);
 }
 
 static void rec_write_field(struct rec *r, struct apbot_buf *b, const struct rec_field *f,
