@@ -1105,68 +1105,73 @@ static void rec_unique_name(struct rec_step *steps, size_t n, struct rec_step *s
     }
 }
 
-void rec_post(struct rec *r)
+/* Names step s (one of steps[0..n)) by its button's word, else by the RPC method or the last
+ * segment of the path x sent, made unique. */
+static void rec_step_named(struct rec_step *steps, size_t n, struct rec_step *s,
+                           const struct rec_ex *x)
 {
-    struct rec_step steps[16];
-    size_t n_steps = 0;
-    struct rec_doc doc = {0};
+    const char *hint = s->button[0] ? rec_button_word(s) : NULL;
+    if (!hint) {
+        const char *m = rec_ex_rpc_method(x);
+        hint = m ? (strrchr(m, '.') ? strrchr(m, '.') + 1 : m)
+                 : (strrchr(x->path, '/') ? strrchr(x->path, '/') + 1 : x->path);
+    }
+    rec_step_name(s, hint);
+    rec_unique_name(steps, n, s);
+}
 
-    memset(steps, 0, sizeof(steps));
-    r->commit = SIZE_MAX;
-    rec_learn_style(r);
+/* What the phases of rec_post share: the steps of <post> and how they were found. */
+struct rec_postctx {
+    struct rec_step steps[16]; /* the steps in order: up to the commit, then the follow-ups */
+    size_t n_steps;
+    size_t chain[16]; /* the requests up to the commit, from the commit backwards */
+    size_t n_chain;
+    size_t first_get; /* the page the first form was fetched from, or SIZE_MAX */
+};
 
-    /* the committing request: values of the sample sent, a new document number answered; a
-     * request that writes (a POST, a call that is no read) first, a GET only when none does */
+/* The committing request: values of the sample sent, a new document number answered; a
+ * request that writes (a POST, a call that is no read) first, a GET only when none does. True
+ * with r->commit, r->doc and ret_doc (where the answer holds the number) set. */
+static bool rec_post_commit(struct rec *r, struct rec_doc *ret_doc)
+{
     for (int pass = 0; pass < 2 && r->commit == SIZE_MAX; pass++)
         for (size_t i = 0; i < r->n_ex && r->commit == SIZE_MAX; i++) {
             struct rec_ex *x = &r->ex[i];
             if (x->role != REC_ROLE_NONE || x->values < 2 || rec_ex_is_read(x) != (pass == 1))
                 continue;
-            memset(&doc, 0, sizeof(doc));
+            memset(ret_doc, 0, sizeof(*ret_doc));
             if (x->json) {
                 char ptr[256] = "";
                 rec_doc_json(r, i, jdoc_root(x->jans), x->jreq ? jdoc_root(x->jreq) : NULL, ptr,
-                             sizeof(ptr), 0, &doc);
+                             sizeof(ptr), 0, ret_doc);
             } else if (x->html && x->rule) {
-                rec_doc_html(r, i, x->rule, strlen(x->rule), &doc);
+                rec_doc_html(r, i, x->rule, strlen(x->rule), ret_doc);
             } else {
                 size_t len = 0;
                 const char *bd = rec_ex_body(x, &len);
-                rec_doc_html(r, i, bd, len, &doc);
+                rec_doc_html(r, i, bd, len, ret_doc);
             }
-            if (doc.used == 0 && x->hops > 0)
-                rec_doc_url(r, i, x->ans->url, &doc);
-            if (doc.used > 0) {
+            if (ret_doc->used == 0 && x->hops > 0)
+                rec_doc_url(r, i, x->ans->url, ret_doc);
+            if (ret_doc->used > 0) {
                 r->commit = i;
-                r->doc = apbot_xstrdup(doc.text);
+                r->doc = apbot_xstrdup(ret_doc->text);
             }
         }
-    if (r->commit == SIZE_MAX) {
-        rec_todo(r, &r->post, "  ", "post", 0,
-                 "No request of the recording sent the sample's values and got a new document "
-                 "number back (one that later requests or pages show again). Record the booking "
-                 "of the sample invoice to the end (save, and approve where the ERP has that "
-                 "step, then search for it), or write <post> by hand.");
-        return;
-    }
-    struct rec_ex *cx = &r->ex[r->commit];
-    cx->role = REC_ROLE_COMMIT;
-    rec_note(r, "committing request: entry %zu (%s %s), its answer shows the new document %s",
-             cx->e->index, cx->e->method, cx->path, r->doc);
+    return r->commit != SIZE_MAX;
+}
 
-    /* the document type, the reference the person typed */
-    if (cx->jreq)
-        rec_doctype_json(r, jdoc_root(cx->jreq), 0);
-
-    /* the steps up to the committing one: each form from the answer of the one before */
-    size_t chain[16], n_chain = 0;
+/* The requests up to the committing one into pc->chain (each form from the answer of the one
+ * before) and the page the first was fetched from; the document type's select on the way. */
+static void rec_post_chain(struct rec *r, struct rec_postctx *pc)
+{
+    const struct rec_ex *cx = &r->ex[r->commit];
     size_t cur = r->commit;
-    size_t first_get = SIZE_MAX;
     for (;;) {
         struct rec_formref fr;
-        if (n_chain >= 16)
+        if (pc->n_chain >= 16)
             break;
-        chain[n_chain++] = cur;
+        pc->chain[pc->n_chain++] = cur;
         if (!rec_form_find(r, cur, &fr))
             break;
         size_t pg = fr.page_ex;
@@ -1183,7 +1188,7 @@ void rec_post(struct rec *r)
             cur = pg;
             continue;
         }
-        first_get = pg;
+        pc->first_get = pg;
         break;
     }
     if (!r->doctype_map) {
@@ -1195,11 +1200,16 @@ void rec_post(struct rec *r)
                        "credit-note=...}), or amounts with their sign (drop |abs from the "
                        "amounts)? Until that is decided a credit note would go in as an invoice.");
     }
-    /* chain is from the commit backwards: steps in order, repeats merged */
-    for (size_t k = n_chain; k-- > 0;) {
-        size_t xi = chain[k];
+}
+
+/* The steps of the chain, in order: the same form and button again is one repeated step. */
+static void rec_post_steps(struct rec *r, struct rec_postctx *pc)
+{
+    /* the chain is from the commit backwards: steps in order, repeats merged */
+    for (size_t k = pc->n_chain; k-- > 0;) {
+        size_t xi = pc->chain[k];
         struct rec_ex *x = &r->ex[xi];
-        struct rec_step *s = n_steps ? &steps[n_steps - 1] : NULL;
+        struct rec_step *s = pc->n_steps ? &pc->steps[pc->n_steps - 1] : NULL;
         struct rec_step probe;
         memset(&probe, 0, sizeof(probe));
         probe.get_ex = SIZE_MAX;
@@ -1217,46 +1227,43 @@ void rec_post(struct rec *r)
             x->role = REC_ROLE_STEP;
             continue;
         }
-        if (n_steps >= 15) {
+        if (pc->n_steps >= 15) {
             rec_formref_done(&probe.fr);
             break;
         }
-        steps[n_steps] = probe;
-        s = &steps[n_steps++];
+        pc->steps[pc->n_steps] = probe;
+        s = &pc->steps[pc->n_steps++];
         s->ex[s->n_ex++] = xi;
         s->commits = xi == r->commit;
-        if (k == n_chain - 1 && form && first_get != SIZE_MAX) {
-            s->get_ex = first_get;
-            r->ex[first_get].role = REC_ROLE_PAGE;
+        if (k == pc->n_chain - 1 && form && pc->first_get != SIZE_MAX) {
+            s->get_ex = pc->first_get;
+            r->ex[pc->first_get].role = REC_ROLE_PAGE;
         } else if (!form) {
             s->get_ex = SIZE_MAX;
         }
-        const char *hint = s->button[0] ? rec_button_word(s) : NULL;
-        if (!hint) {
-            const char *m = rec_ex_rpc_method(x);
-            hint = m ? (strrchr(m, '.') ? strrchr(m, '.') + 1 : m)
-                     : (strrchr(x->path, '/') ? strrchr(x->path, '/') + 1 : x->path);
-        }
-        rec_step_name(s, hint);
-        rec_unique_name(steps, n_steps, s);
+        rec_step_named(pc->steps, pc->n_steps, s, x);
         if (!s->commits)
             x->role = REC_ROLE_STEP;
     }
     /* a repeated step only while its form lacked a line's controls */
-    for (size_t i = 0; i < n_steps; i++)
-        if (steps[i].repeat)
+    for (size_t i = 0; i < pc->n_steps; i++)
+        if (pc->steps[i].repeat)
             rec_note(r,
                      "step '%s': submitted %zu times, one line more each time: repeated "
                      "until every line has its row (repeat=\"until-lines\")",
-                     steps[i].name, steps[i].n_ex);
+                     pc->steps[i].name, pc->steps[i].n_ex);
+}
 
-    /* the follow-up steps: later writes that send the document number */
+/* The follow-up steps: later writes that send the document number (each fetched by the
+ * document's URL when it was not submitted from the answer of the one before). */
+static void rec_post_followups(struct rec *r, struct rec_postctx *pc)
+{
     for (size_t i = r->commit + 1; i < r->n_ex; i++) {
         struct rec_ex *x = &r->ex[i];
         if (x->role != REC_ROLE_NONE || rec_ex_is_read(x) || !rec_ex_carries(x, r->doc) ||
-            n_steps >= 15)
+            pc->n_steps >= 15)
             continue;
-        struct rec_step *s = &steps[n_steps++];
+        struct rec_step *s = &pc->steps[pc->n_steps++];
         memset(s, 0, sizeof(*s));
         s->get_ex = SIZE_MAX;
         s->followup = true;
@@ -1286,39 +1293,35 @@ void rec_post(struct rec *r)
                 }
             }
         }
-        const char *hint = s->button[0] ? rec_button_word(s) : NULL;
-        if (!hint) {
-            const char *m = rec_ex_rpc_method(x);
-            hint = m ? (strrchr(m, '.') ? strrchr(m, '.') + 1 : m)
-                     : (strrchr(x->path, '/') ? strrchr(x->path, '/') + 1 : x->path);
-        }
-        rec_step_name(s, hint);
-        rec_unique_name(steps, n_steps, s);
+        rec_step_named(pc->steps, pc->n_steps, s, x);
         if (r->n_followups < sizeof(r->followups) / sizeof(*r->followups))
             r->followups[r->n_followups++] = i;
         rec_note(r, "follow-up step '%s': entry %zu (%s %s) sends the document number", s->name,
                  x->e->index, x->e->method, x->path);
     }
+}
 
-    /* the document number's rule */
-    struct apbot_buf dr;
-    apbot_buf_init(&dr, 64 * 1024);
+/* The rule that reads the document number from the committing answer (its JSON, the
+ * redirect's target or its text), into dr. */
+static void rec_post_doc_rule(struct rec *r, const struct rec_doc *doc, struct apbot_buf *dr)
+{
+    const struct rec_ex *cx = &r->ex[r->commit];
     bool saved = r->n_followups > 0;
     const char *outcome = saved ? "saved" : "completed";
     const char *indent = saved ? "      " : "      ";
     if (cx->json) {
         char *val = rec_re_value(r->doc);
-        rec_addf(r, &dr, "%s<rule name=\"%s\" outcome=\"%s\" status=\"%d\">\n", indent,
+        rec_addf(r, dr, "%s<rule name=\"%s\" outcome=\"%s\" status=\"%d\">\n", indent,
                  saved ? "saved" : "posted", outcome, cx->ans->status);
-        rec_addf(r, &dr, "%s  <json pointer=\"", indent);
-        rec_addx(r, &dr, doc.pointer);
-        rec_add(r, &dr, "\">^(?&lt;doc&gt;");
-        rec_addx(r, &dr, val);
-        rec_addf(r, &dr, ")$</json>\n%s</rule>\n", indent);
-        rec_note(r, "success: the answer's %s holds the document number (%s)", doc.pointer,
+        rec_addf(r, dr, "%s  <json pointer=\"", indent);
+        rec_addx(r, dr, doc->pointer);
+        rec_add(r, dr, "\">^(?&lt;doc&gt;");
+        rec_addx(r, dr, val);
+        rec_addf(r, dr, ")$</json>\n%s</rule>\n", indent);
+        rec_note(r, "success: the answer's %s holds the document number (%s)", doc->pointer,
                  outcome);
         free(val);
-    } else if (doc.in_url) {
+    } else if (doc->in_url) {
         /* the redirect's target names it: the final URL, the number as its shape */
         const char *u = cx->ans->url + strlen(r->origin);
         const char *at = strstr(u, r->doc);
@@ -1326,18 +1329,18 @@ void rec_post(struct rec *r)
         char *val = rec_re_value(r->doc);
         char *post = at ? rec_re_literal(at + strlen(r->doc), strlen(at + strlen(r->doc)))
                         : apbot_xstrdup("");
-        rec_addf(r, &dr, "%s<rule name=\"%s\" outcome=\"%s\"", indent, saved ? "saved" : "posted",
+        rec_addf(r, dr, "%s<rule name=\"%s\" outcome=\"%s\"", indent, saved ? "saved" : "posted",
                  outcome);
         if (cx->ans->status >= 200 && cx->ans->status < 300)
-            rec_addf(r, &dr, " status=\"%d\"", cx->ans->status);
-        rec_add(r, &dr, "\n");
-        rec_addf(r, &dr, "%s      url=\"", indent);
-        rec_addx(r, &dr, pre);
-        rec_addx(r, &dr, "(?<doc>");
-        rec_addx(r, &dr, val);
-        rec_add(r, &dr, ")");
-        rec_addx(r, &dr, post);
-        rec_add(r, &dr, "$\"/>\n");
+            rec_addf(r, dr, " status=\"%d\"", cx->ans->status);
+        rec_add(r, dr, "\n");
+        rec_addf(r, dr, "%s      url=\"", indent);
+        rec_addx(r, dr, pre);
+        rec_addx(r, dr, "(?<doc>");
+        rec_addx(r, dr, val);
+        rec_add(r, dr, ")");
+        rec_addx(r, dr, post);
+        rec_add(r, dr, "$\"/>\n");
         rec_note(
             r, "success: the redirect's target %s names the document (%s): url=\"%s(?<doc>%s)%s$\"",
             u, outcome, pre, val, post);
@@ -1346,75 +1349,115 @@ void rec_post(struct rec *r)
         free(post);
     } else {
         const char *t = cx->html && cx->rule ? cx->rule : cx->ans->body;
-        char *pat = rec_doc_pattern(t, strlen(t), doc.at, r->doc);
-        rec_addf(r, &dr, "%s<rule name=\"%s\" outcome=\"%s\"", indent, saved ? "saved" : "posted",
+        char *pat = rec_doc_pattern(t, strlen(t), doc->at, r->doc);
+        rec_addf(r, dr, "%s<rule name=\"%s\" outcome=\"%s\"", indent, saved ? "saved" : "posted",
                  outcome);
         if (cx->ans->status >= 200 && cx->ans->status < 300)
-            rec_addf(r, &dr, " status=\"%d\"", cx->ans->status);
-        rec_add(r, &dr, "\n");
-        rec_addf(r, &dr, "%s  >", indent);
-        rec_addx(r, &dr, pat);
-        rec_add(r, &dr, "</rule>\n");
+            rec_addf(r, dr, " status=\"%d\"", cx->ans->status);
+        rec_add(r, dr, "\n");
+        rec_addf(r, dr, "%s  >", indent);
+        rec_addx(r, dr, pat);
+        rec_add(r, dr, "</rule>\n");
         rec_note(r, "success: %s (%s)", pat, outcome);
         free(pat);
     }
+}
+
+/* The rule that tells the last follow-up step worked: what only its answer shows (its JSON,
+ * its redirect, a text of its page), or an open decision. */
+static void rec_post_done_rule(struct rec *r)
+{
+    size_t last = r->followups[r->n_followups - 1];
+    struct rec_ex *lx = &r->ex[last];
+    if (lx->json && lx->jans) {
+        rec_addf(r, &r->post,
+                 "      <rule name=\"done\" outcome=\"completed\" "
+                 "status=\"%d\">\n",
+                 lx->ans->status);
+        struct apbot_buf tmp;
+        apbot_buf_init(&tmp, 64 * 1024);
+        rec_json_success(r, &tmp, last);
+        rec_add(r, &r->post, apbot_buf_str(&tmp));
+        apbot_buf_done(&tmp);
+        rec_add(r, &r->post, "      </rule>\n");
+    } else {
+        char *pat = lx->html ? rec_unique_text(r, last) : NULL;
+        if (lx->hops > 0) {
+            char url[1024];
+            snprintf(url, sizeof(url), "%s", lx->ans->url + strlen(r->origin));
+            char *lit = rec_re_literal(url, strlen(url));
+            rec_addf(r, &r->post,
+                     "      <rule name=\"done-redirect\" "
+                     "outcome=\"completed\" status=\"%d\" url=\"",
+                     lx->ans->status);
+            rec_addx(r, &r->post, lit);
+            rec_add(r, &r->post, "$\"/>\n");
+            free(lit);
+        }
+        if (pat) {
+            rec_addf(r, &r->post, "      <rule name=\"done\" outcome=\"completed\"");
+            if (lx->ans->status >= 200 && lx->ans->status < 300)
+                rec_addf(r, &r->post, " status=\"%d\"", lx->ans->status);
+            rec_add(r, &r->post, "\n        >");
+            rec_addx(r, &r->post, pat);
+            rec_add(r, &r->post, "</rule>\n");
+            rec_note(r, "finished: the answer to the last follow-up step shows %s", pat);
+            free(pat);
+        } else if (lx->hops == 0) {
+            rec_todo(r, &r->post, "      ", "followup-success", lx->e->index,
+                     "What does the answer to the last follow-up step (entry %zu) show when "
+                     "it worked? Write <rule name=\"done\" outcome=\"completed\">PATTERN"
+                     "</rule>.",
+                     lx->e->index);
+        }
+    }
+}
+
+void rec_post(struct rec *r)
+{
+    struct rec_postctx pc = {.first_get = SIZE_MAX};
+    struct rec_doc doc = {0};
+
+    r->commit = SIZE_MAX;
+    rec_learn_style(r);
+    if (!rec_post_commit(r, &doc)) {
+        rec_todo(r, &r->post, "  ", "post", 0,
+                 "No request of the recording sent the sample's values and got a new document "
+                 "number back (one that later requests or pages show again). Record the booking "
+                 "of the sample invoice to the end (save, and approve where the ERP has that "
+                 "step, then search for it), or write <post> by hand.");
+        return;
+    }
+    struct rec_ex *cx = &r->ex[r->commit];
+    cx->role = REC_ROLE_COMMIT;
+    rec_note(r, "committing request: entry %zu (%s %s), its answer shows the new document %s",
+             cx->e->index, cx->e->method, cx->path, r->doc);
+
+    /* the document type, the reference the person typed */
+    if (cx->jreq)
+        rec_doctype_json(r, jdoc_root(cx->jreq), 0);
+
+    rec_post_chain(r, &pc);
+    rec_post_steps(r, &pc);
+    rec_post_followups(r, &pc);
+
+    /* the document number's rule */
+    struct apbot_buf dr;
+    apbot_buf_init(&dr, 64 * 1024);
+    bool saved = r->n_followups > 0;
+    rec_post_doc_rule(r, &doc, &dr);
 
     /* <post> */
     rec_add(r, &r->post, "  <post>\n");
-    for (size_t i = 0; i < n_steps; i++) {
-        struct rec_step *s = &steps[i];
-        rec_write_step(r, s, i, n_steps, s->commits && saved, apbot_buf_str(&dr));
+    for (size_t i = 0; i < pc.n_steps; i++) {
+        struct rec_step *s = &pc.steps[i];
+        rec_write_step(r, s, i, pc.n_steps, s->commits && saved, apbot_buf_str(&dr));
     }
     rec_add(r, &r->post, "    <outcomes>\n");
-    if (!saved) {
+    if (!saved)
         rec_add(r, &r->post, apbot_buf_str(&dr));
-    } else {
-        /* the last follow-up's answer: what only it shows */
-        size_t last = r->followups[r->n_followups - 1];
-        struct rec_ex *lx = &r->ex[last];
-        if (lx->json && lx->jans) {
-            rec_addf(r, &r->post,
-                     "      <rule name=\"done\" outcome=\"completed\" "
-                     "status=\"%d\">\n",
-                     lx->ans->status);
-            struct apbot_buf tmp;
-            apbot_buf_init(&tmp, 64 * 1024);
-            rec_json_success(r, &tmp, last);
-            rec_add(r, &r->post, apbot_buf_str(&tmp));
-            apbot_buf_done(&tmp);
-            rec_add(r, &r->post, "      </rule>\n");
-        } else {
-            char *pat = lx->html ? rec_unique_text(r, last) : NULL;
-            if (lx->hops > 0) {
-                char url[1024];
-                snprintf(url, sizeof(url), "%s", lx->ans->url + strlen(r->origin));
-                char *lit = rec_re_literal(url, strlen(url));
-                rec_addf(r, &r->post,
-                         "      <rule name=\"done-redirect\" "
-                         "outcome=\"completed\" status=\"%d\" url=\"",
-                         lx->ans->status);
-                rec_addx(r, &r->post, lit);
-                rec_add(r, &r->post, "$\"/>\n");
-                free(lit);
-            }
-            if (pat) {
-                rec_addf(r, &r->post, "      <rule name=\"done\" outcome=\"completed\"");
-                if (lx->ans->status >= 200 && lx->ans->status < 300)
-                    rec_addf(r, &r->post, " status=\"%d\"", lx->ans->status);
-                rec_add(r, &r->post, "\n        >");
-                rec_addx(r, &r->post, pat);
-                rec_add(r, &r->post, "</rule>\n");
-                rec_note(r, "finished: the answer to the last follow-up step shows %s", pat);
-                free(pat);
-            } else if (lx->hops == 0) {
-                rec_todo(r, &r->post, "      ", "followup-success", lx->e->index,
-                         "What does the answer to the last follow-up step (entry %zu) show when "
-                         "it worked? Write <rule name=\"done\" outcome=\"completed\">PATTERN"
-                         "</rule>.",
-                         lx->e->index);
-            }
-        }
-    }
+    else
+        rec_post_done_rule(r); /* the last follow-up's answer: what only it shows */
     rec_errors_todo(r, &r->post, "      ", "outcomes",
                     r->ex[saved ? r->followups[r->n_followups - 1] : r->commit].e->index, !saved);
     rec_add(r, &r->post,
@@ -1422,6 +1465,6 @@ void rec_post(struct rec *r)
             "status=\"429,503\"/>\n");
     rec_add(r, &r->post, "    </outcomes>\n  </post>\n");
     apbot_buf_done(&dr);
-    for (size_t i = 0; i < n_steps; i++)
-        rec_formref_done(&steps[i].fr);
+    for (size_t i = 0; i < pc.n_steps; i++)
+        rec_formref_done(&pc.steps[i].fr);
 }
