@@ -27,7 +27,8 @@ list=$(find "${dirs[@]}" -name '*.c' -print0 | sort -z | xargs -0 awk '
 ' | sort -rn)
 
 echo "longest functions (lines, file:line of the opening brace, name):"
-printf '%s\n' "$list" | head -n "$top" | awk '{ printf "  %5d  %-40s %s\n", $1, $2, $3 }'
+# awk, not head: head would stop reading, and printf's SIGPIPE fails the script (pipefail)
+printf '%s\n' "$list" | awk -v n="$top" 'NR <= n { printf "  %5d  %-40s %s\n", $1, $2, $3 }'
 if ((max > 0)); then
     over=$(printf '%s\n' "$list" | awk -v m="$max" '$1 > m')
     if [[ -n $over ]]; then
