@@ -9,7 +9,8 @@
 // line of JSON: {"url", "status" (the document's HTTP status), "value" (EXPR evaluated in the
 // loaded page, by value)}. Exit 0, or 1 when a page could not be loaded or evaluated.
 'use strict';
-const { spawn } = require('child_process');
+const path = require('path');
+const cdp = require(path.join(__dirname, 'lib', 'cdp.js'));
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PROFILE = process.env.PROFILE;
@@ -21,59 +22,8 @@ if (!PROFILE || pairs.length === 0 || pairs.length % 2) {
     process.exit(2);
 }
 
-const browser = spawn(
-    CHROMIUM,
-    [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-        `--user-data-dir=${PROFILE}`, '--remote-debugging-pipe', `--window-size=${WIDTH},${HEIGHT}`,
-        'about:blank',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
-browser.stderr.on('data', () => {});
-let inbuf = Buffer.alloc(0);
-let nextId = 0;
-const pending = new Map();
-const listeners = [];
-browser.stdio[4].on('data', (chunk) => {
-    inbuf = Buffer.concat([inbuf, chunk]);
-    let i;
-    while ((i = inbuf.indexOf(0)) >= 0) {
-        const msg = JSON.parse(inbuf.subarray(0, i).toString('utf8'));
-        inbuf = inbuf.subarray(i + 1);
-        if (msg.id && pending.has(msg.id)) {
-            const p = pending.get(msg.id);
-            pending.delete(msg.id);
-            if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
-            else p.resolve(msg.result);
-        } else if (msg.method) {
-            for (const l of listeners.slice()) l(msg);
-        }
-    }
-});
-function send(method, params = {}, sessionId) {
-    const id = ++nextId;
-    const msg = { id, method, params };
-    if (sessionId) msg.sessionId = sessionId;
-    browser.stdio[3].write(JSON.stringify(msg) + '\0');
-    return new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
-}
-function waitEvent(sid, method, ms = 20000) {
-    return new Promise((resolve, reject) => {
-        const t = setTimeout(() => {
-            listeners.splice(listeners.indexOf(l), 1);
-            reject(new Error(`timeout waiting for ${method}`));
-        }, ms);
-        const l = (msg) => {
-            if (msg.sessionId === sid && msg.method === method) {
-                clearTimeout(t);
-                listeners.splice(listeners.indexOf(l), 1);
-                resolve(msg.params);
-            }
-        };
-        listeners.push(l);
-    });
-}
+const { send, waitEvent, on, close } =
+    cdp.launch({ chromium: CHROMIUM, profile: PROFILE, args: [`--window-size=${WIDTH},${HEIGHT}`] });
 
 async function main() {
     await new Promise((r) => setTimeout(r, 300));
@@ -82,7 +32,7 @@ async function main() {
     await send('Page.enable', {}, sid);
     await send('Network.enable', {}, sid);
     let status = 0;
-    listeners.push((msg) => {
+    on((msg) => {
         if (msg.sessionId === sid && msg.method === 'Network.responseReceived' &&
             msg.params.type === 'Document')
             status = msg.params.response.status;
@@ -107,6 +57,6 @@ main()
         rc = 1;
     })
     .finally(() => {
-        try { browser.kill('SIGKILL'); } catch (e) { /* gone */ }
+        close();
         process.exit(rc);
     });

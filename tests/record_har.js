@@ -6,12 +6,13 @@
 // tests/data/har/sample.csv by hand with its values in the ERP's own formats, save it (and
 // approve it, where the ERP has that step), search for it again (found), open the day's list.
 //
-// It speaks the DevTools protocol over a pipe (--remote-debugging-pipe, as tests/serve_drive.js
-// and fixtures/erp-sim/spa/drive.js do: nothing but node and Chromium) and writes the Network
-// domain's events as a HAR the way the developer tools export one: every request with its
-// headers (cookies and Authorization included, from the ...ExtraInfo events), postData with
-// text (and params for a form), every answer with its headers and body (Network.getResponseBody,
-// base64 for binary bodies), each redirect hop an entry with its redirectURL.
+// It speaks the DevTools protocol over a pipe (--remote-debugging-pipe, through tests/lib/cdp.js
+// as tests/serve_drive.js and fixtures/erp-sim/spa/drive.js do: nothing but node and Chromium)
+// and writes the Network domain's events as a HAR the way the developer tools export one:
+// every request with its headers (cookies and Authorization included, from the ...ExtraInfo
+// events), postData with text (and params for a form), every answer with its headers and body
+// (Network.getResponseBody, base64 for binary bodies), each redirect hop an entry with its
+// redirectURL.
 //
 // Input (environment): CHROMIUM, SIM_URL (http://127.0.0.1:PORT of erp-sim with that UI), UI
 // (acme, classic or spa), PROFILE (a fresh user-data dir), OUT (the HAR file to write),
@@ -20,8 +21,9 @@
 // tests/t_record_chromium.sh runs it for each UI; re-run it when a UI changes:
 //   tests/record_har.sh   (writes tests/data/har/*.har)
 'use strict';
-const { spawn } = require('child_process');
+const path = require('path');
 const fs = require('fs');
+const cdp = require(path.join(__dirname, 'lib', 'cdp.js'));
 
 const env = (k) => {
     const v = process.env[k];
@@ -71,60 +73,9 @@ const fail = (why) => {
     throw new Error(why);
 };
 
-// ---- the DevTools protocol over a pipe ---------------------------------------------------
-const browser = spawn(
-    CHROMIUM,
-    [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-        `--user-data-dir=${PROFILE}`, '--remote-debugging-pipe', '--window-size=1280,1000',
-        'about:blank',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
-browser.stderr.on('data', () => {});
-let inbuf = Buffer.alloc(0);
-let nextId = 0;
-const pending = new Map();
-const listeners = [];
-browser.stdio[4].on('data', (chunk) => {
-    inbuf = Buffer.concat([inbuf, chunk]);
-    let i;
-    while ((i = inbuf.indexOf(0)) >= 0) {
-        const msg = JSON.parse(inbuf.subarray(0, i).toString('utf8'));
-        inbuf = inbuf.subarray(i + 1);
-        if (msg.id && pending.has(msg.id)) {
-            const p = pending.get(msg.id);
-            pending.delete(msg.id);
-            if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
-            else p.resolve(msg.result);
-        } else if (msg.method) {
-            for (const l of listeners.slice()) l(msg);
-        }
-    }
-});
-function send(method, params = {}, sessionId) {
-    const id = ++nextId;
-    const msg = { id, method, params };
-    if (sessionId) msg.sessionId = sessionId;
-    browser.stdio[3].write(JSON.stringify(msg) + '\0');
-    return new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
-}
-function waitEvent(sid, method, ms = 20000) {
-    return new Promise((resolve, reject) => {
-        const t = setTimeout(() => {
-            listeners.splice(listeners.indexOf(l), 1);
-            reject(new Error(`timeout waiting for ${method}`));
-        }, ms);
-        const l = (msg) => {
-            if (msg.sessionId === sid && msg.method === method) {
-                clearTimeout(t);
-                listeners.splice(listeners.indexOf(l), 1);
-                resolve(msg.params);
-            }
-        };
-        listeners.push(l);
-    });
-}
+// ---- the DevTools protocol over a pipe (tests/lib/cdp.js) --------------------------------
+const { send, waitEvent, on, close } =
+    cdp.launch({ chromium: CHROMIUM, profile: PROFILE, args: ['--window-size=1280,1000'] });
 const nap = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- the HAR: Network events into entries ------------------------------------------------
@@ -281,7 +232,7 @@ class Tab {
         await send('Network.enable', { maxPostDataSize: 1 << 20 }, sessionId);
         await send('Network.setCacheDisabled', { cacheDisabled: false }, sessionId);
         await send('Runtime.enable', {}, sessionId);
-        listeners.push((msg) => {
+        on((msg) => {
             if (msg.sessionId !== sessionId) return;
             const p = msg.params;
             switch (msg.method) {
@@ -569,11 +520,11 @@ async function main() {
 
 main()
     .then(() => {
-        browser.kill('SIGKILL');
+        close();
         process.exit(0);
     })
     .catch((e) => {
         console.log(`record_har.js: FAIL: ${e.message}`);
-        browser.kill('SIGKILL');
+        close();
         process.exit(1);
     });

@@ -13,9 +13,9 @@
 // TLS_SPKI pins, and TLS_ITEM, a business exception to requeue there).
 // Every check prints "ok: ..." or "FAIL: ..."; the exit code is the number of failures (capped).
 'use strict';
-const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
+const cdp = require(path.join(__dirname, 'lib', 'cdp.js'));
 
 const env = (k) => {
     const v = process.env[k];
@@ -52,62 +52,15 @@ const fail = (what) => {
 };
 const check = (cond, what, detail) => (cond ? ok(what) : fail(detail ? `${what}: ${detail}` : what));
 
-// ---- the DevTools protocol over a pipe ---------------------------------------------------
-const browser = spawn(
-    CHROMIUM,
-    [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
-        `--user-data-dir=${PROFILE}`, '--remote-debugging-pipe', '--window-size=1280,1000',
+// ---- the DevTools protocol over a pipe (tests/lib/cdp.js) --------------------------------
+const { send, waitEvent, on, close } = cdp.launch({
+    chromium: CHROMIUM,
+    profile: PROFILE,
+    args: [
+        '--window-size=1280,1000',
         ...(TLS_SPKI ? [`--ignore-certificate-errors-spki-list=${TLS_SPKI}`] : []),
-        'about:blank',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] });
-browser.stderr.on('data', () => {});
-let inbuf = Buffer.alloc(0);
-let nextId = 0;
-const pending = new Map();
-const listeners = [];
-browser.stdio[4].on('data', (chunk) => {
-    inbuf = Buffer.concat([inbuf, chunk]);
-    let i;
-    while ((i = inbuf.indexOf(0)) >= 0) {
-        const msg = JSON.parse(inbuf.subarray(0, i).toString('utf8'));
-        inbuf = inbuf.subarray(i + 1);
-        if (msg.id && pending.has(msg.id)) {
-            const p = pending.get(msg.id);
-            pending.delete(msg.id);
-            if (msg.error) p.reject(new Error(`${p.method}: ${msg.error.message}`));
-            else p.resolve(msg.result);
-        } else if (msg.method) {
-            for (const l of listeners.slice()) l(msg);
-        }
-    }
 });
-function send(method, params = {}, sessionId) {
-    const id = ++nextId;
-    const msg = { id, method, params };
-    if (sessionId) msg.sessionId = sessionId;
-    browser.stdio[3].write(JSON.stringify(msg) + '\0');
-    return new Promise((resolve, reject) => pending.set(id, { resolve, reject, method }));
-}
-// Resolves on the first event `method` of session sid that pred accepts (20 s at most).
-function waitEvent(sid, method, pred = () => true, ms = 20000) {
-    return new Promise((resolve, reject) => {
-        const t = setTimeout(() => {
-            listeners.splice(listeners.indexOf(l), 1);
-            reject(new Error(`timeout waiting for ${method}`));
-        }, ms);
-        const l = (msg) => {
-            if (msg.sessionId === sid && msg.method === method && pred(msg.params)) {
-                clearTimeout(t);
-                listeners.splice(listeners.indexOf(l), 1);
-                resolve(msg.params);
-            }
-        };
-        listeners.push(l);
-    });
-}
 
 // A tab: navigate, evaluate, click-and-wait, screenshot; the document's HTTP status and
 // response headers (of the last document: after a redirect, the page it landed on). ctx: a
@@ -121,7 +74,7 @@ class Tab {
         const t = new Tab(sessionId);
         await send('Page.enable', {}, sessionId);
         await send('Network.enable', {}, sessionId);
-        listeners.push((msg) => {
+        on((msg) => {
             if (msg.sessionId === sessionId && msg.method === 'Network.responseReceived' &&
                 msg.params.type === 'Document') {
                 t.status = msg.params.response.status;
@@ -461,6 +414,6 @@ main()
         fail(`driver: ${e.message}`);
     })
     .finally(() => {
-        try { browser.kill('SIGKILL'); } catch (e) { /* gone */ }
+        close();
         process.exit(Math.min(fails, 99));
     });
