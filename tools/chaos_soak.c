@@ -755,6 +755,25 @@ static bool run_exit_ok(int code)
     return code == 0 || code == 4;
 }
 
+/* Counts a kill just made (one with a post in flight apart) and checks, mid-round, that
+ * nothing is booked twice and nothing booked was posted again, whatever is still pending.
+ * host names the killed host in the failure (" (host A)"), or "". */
+static int after_kill(struct round *rd, const char *host)
+{
+    rd->res->kills++;
+    struct store_counts c;
+    if (queue_counts(rd, &c) == 0 && c.by_state[MACHINE_POSTING] > 0)
+        rd->res->kills_post++;
+    struct inv_report r;
+    if (invariants_check(rd->db, rd->port, SOAK_KEY_LENGTH, true, &r) == 0)
+        return 0;
+    rd->res->duplicates = r.duplicated_refs;
+    rd->res->reposts = r.reposts_of_booked;
+    rd->res->bookings = r.bookings;
+    fail(rd, "after kill %d%s: %s", rd->res->kills, host, r.first_problem);
+    return -1;
+}
+
 /* Kills `apbot run` at the plan's moments, restarting it each time. Returns -1 on a finding. */
 static int round_kills(struct round *rd)
 {
@@ -779,19 +798,8 @@ static int round_kills(struct round *rd)
         kill_child(pid);
         if (soak_interrupted)
             return 0;
-        rd->res->kills++;
-        struct store_counts c;
-        if (queue_counts(rd, &c) == 0 && c.by_state[MACHINE_POSTING] > 0)
-            rd->res->kills_post++;
-        /* Mid-round: nothing booked twice and no re-post, whatever is still pending. */
-        struct inv_report r;
-        if (invariants_check(rd->db, rd->port, SOAK_KEY_LENGTH, true, &r) != 0) {
-            rd->res->duplicates = r.duplicated_refs;
-            rd->res->reposts = r.reposts_of_booked;
-            rd->res->bookings = r.bookings;
-            fail(rd, "after kill %d: %s", rd->res->kills, r.first_problem);
+        if (after_kill(rd, "") != 0)
             return -1;
-        }
     }
     return 0;
 }
@@ -943,19 +951,8 @@ static int round_hosts_pg(struct round *rd)
             kill_at = mono_ms();
             if (pid[h] > 0) {
                 kill_child(pid[h]);
-                rd->res->kills++;
-                struct store_counts c;
-                if (queue_counts(rd, &c) == 0 && c.by_state[MACHINE_POSTING] > 0)
-                    rd->res->kills_post++;
-                struct inv_report r;
-                if (invariants_check(rd->db, rd->port, SOAK_KEY_LENGTH, true, &r) != 0) {
-                    rd->res->duplicates = r.duplicated_refs;
-                    rd->res->reposts = r.reposts_of_booked;
-                    rd->res->bookings = r.bookings;
-                    fail(rd, "after kill %d (host %c): %s", rd->res->kills, 'A' + h,
-                         r.first_problem);
+                if (after_kill(rd, h == 0 ? " (host A)" : " (host B)") != 0)
                     goto stop;
-                }
             }
             if ((pid[h] = spawn_run_db(rd, rd->host_db[h], rd->res->runs + 1, SOAK_FINAL_SECONDS)) <
                 0) {
