@@ -58,6 +58,11 @@ expect_grep list "$work/list.out" '^vera +viewer +none +vera$'
 expect_no_grep list "$work/list.out" '\$y\$'
 rv_run list_json "" list --json
 expect_grep list_json "$work/list_json.out" '"login": "alice", "display_name": "Alice Example: AP", "role": "reviewer", "password": "yescrypt"'
+if /usr/bin/python3 -c 'import json, sys; l = json.load(open(sys.argv[1])); assert [r["login"] for r in l] == ["alice", "vera"], l' "$work/list_json.out" 2>"$work/list_json.py"; then
+    ok "list --json: a JSON array of both reviewers"
+else
+    fail "list --json is not the JSON array of both reviewers: $(cat "$work/list_json.py")"
+fi
 
 rv_run set_vera "" set vera --role reviewer --name "Vera V."
 expect_rc set_vera 0

@@ -12,6 +12,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -197,18 +198,6 @@ static const char *hash_kind(const char *hash)
     return "bcrypt";
 }
 
-/* A JSON string of s (printable UTF-8 by the file's rules; quotes and backslashes escaped). */
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            putchar('\\');
-        putchar(*s);
-    }
-    putchar('"');
-}
-
 static int reviewer_list(const struct reviewer_args *a)
 {
     struct reviewers rv;
@@ -218,24 +207,28 @@ static int reviewer_list(const struct reviewer_args *a)
         fprintf(stderr, "apbot reviewer: %s\n", err);
         return CLI_EXIT_ERROR;
     }
-    if (a->json)
-        putchar('[');
-    for (size_t i = 0; i < rv.n; i++) {
+    json_t *list = a->json ? json_array() : NULL;
+    int bad = a->json && !list;
+    for (size_t i = 0; i < rv.n && !bad; i++) {
         const struct reviewer *p = &rv.v[i];
         if (a->json) {
-            printf("%s{\"login\": ", i ? ", " : "");
-            json_str(p->login);
-            printf(", \"display_name\": ");
-            json_str(reviewer_display(p));
-            printf(", \"role\": \"%s\", \"password\": \"%s\"}", reviewers_role_name(p->role),
-                   hash_kind(p->hash));
+            json_t *o = json_pack("{s:s?, s:s?, s:s, s:s}", "login", p->login, "display_name",
+                                  reviewer_display(p), "role", reviewers_role_name(p->role),
+                                  "password", hash_kind(p->hash));
+            bad = !o || json_array_append_new(list, o) != 0;
         } else {
             printf("%-20s %-9s %-14s %s\n", p->login, reviewers_role_name(p->role),
                    hash_kind(p->hash), text_escape_into(esc, sizeof(esc), reviewer_display(p), 0));
         }
     }
-    if (a->json)
-        printf("]\n");
+    if (a->json && !bad) /* jansson escapes what a display name may hold */
+        bad = json_dumpf(list, stdout, JSON_PRESERVE_ORDER) != 0 || putchar('\n') == EOF;
+    json_decref(list);
+    if (bad) {
+        fprintf(stderr, "apbot reviewer: cannot write the list as JSON\n");
+        reviewers_done(&rv);
+        return CLI_EXIT_ERROR;
+    }
     reviewers_done(&rv);
     return CLI_EXIT_OK;
 }
