@@ -179,14 +179,21 @@ static void book(struct fx *x, const char *key, const char *amount, char doc[32]
     book_dated(x, key, amount, "2026-11-03", doc);
 }
 
-static struct report *build(struct fx *x)
+/* The report as a run's settle delay has it: the ERP read once the last completion is
+ * settle_ms old (0: at once, for the tests that set the ERP's records up themselves). */
+static struct report *build_settled(struct fx *x, int64_t settle_ms)
 {
-    struct report_options opt = {.date = x->today, .now = 0, .max_lookups = 0};
+    struct report_options opt = {.date = x->today, .max_lookups = 0, .settle_ms = settle_ms};
     struct report *r = NULL;
     char err[APBOT_ERR_LEN];
     if (report_build(x->st, x->erp, x->flow, &opt, &r, err, sizeof(err)) != APBOT_OK)
         fail_msg("report_build: %s", err);
     return r;
+}
+
+static struct report *build(struct fx *x)
+{
+    return build_settled(x, 0);
 }
 
 static const struct report_finding *find(const struct report *r, enum report_kind k,
@@ -873,11 +880,20 @@ static void test_report_chaos_balance(void **state)
     x.e.opt.settle_ms = 6000;
     x.e.opt.max_seconds = 40;
     (void)e2e_run(&x.e);
-    /* read the ERP calmly: the test is about what the chaotic run left behind */
+    /* read the ERP calmly: the test is about what the chaotic run left behind. The search
+     * index still lags 2 s, so the report waits out the run's settle delay as `apbot report`
+     * does: read at once, a document confirmed by its post answer a moment ago is not yet in
+     * the listing nor found by its key, and shows as missing (about 1 run in 5 under load). */
     for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
         assert_int_equal(simc_set(x.e.port, faults[i], "0"), 0);
-    r = build(&x);
+    r = build_settled(&x, x.e.opt.settle_ms);
     s = report_summary(r);
+    if (!s->balanced) {
+        /* say why before failing: the report's own text names every unaccounted item */
+        char *text = render(r, REPORT_FMT_TEXT);
+        print_error("not balanced:\n%s\n", text);
+        free(text);
+    }
     assert_true(s->balanced);
     assert_int_equal(s->total.received, 12);
     assert_int_equal(s->day.received, 12);
