@@ -533,7 +533,10 @@ static enum machine_event post_event(struct job *j, const struct erp_post_result
     if (finishing) {
         switch (pr->verdict) {
         case DECIDE_CONFIRMED:
-            snprintf(j->doc, sizeof(j->doc), "%s", pr->doc[0] ? pr->doc : j->item.erp_doc);
+            snprintf(j->doc, sizeof(j->doc), "%s",
+                     pr->doc[0]        ? pr->doc
+                     : j->item.erp_doc ? j->item.erp_doc
+                                       : "");
             return MACHINE_EV_CONFIRMED;
         case DECIDE_REJECTED:
             snprintf(j->reason, sizeof(j->reason), "%s", pr->reason);
