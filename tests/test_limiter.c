@@ -573,6 +573,7 @@ static void test_limiter_may_keep(void **state)
     atomic_bool stop = false;
     int limit = limiter_limit(l);
     assert_true(limit >= 2);
+    assert_int_equal(limiter_changes(l), 0);
     for (int i = 0; i < limit; i++)
         assert_true(limiter_acquire(l, &stop));
     assert_true(limiter_may_keep(l));
@@ -583,6 +584,7 @@ static void test_limiter_may_keep(void **state)
     }
     int lower = limiter_limit(l);
     assert_true(lower < limit);
+    assert_true(limiter_changes(l) >= 1); /* the run's limit_changes */
     assert_false(limiter_may_keep(l));
     for (int taken = limit; taken > lower; taken--)
         limiter_release(l);

@@ -306,6 +306,7 @@ struct limiter {
     int in_flight;
     int waiting_warm, waiting_cold; /* in limiter_acquire_as */
     int reported;                   /* the limit last reported by limiter_changed */
+    int64_t changes;                /* times a sample moved the limit */
     double reported_q;
 };
 
@@ -408,6 +409,8 @@ void limiter_sample(struct limiter *l, const char *step, const char *method, int
     pthread_mutex_lock(&l->mu);
     int old = l->core.limit;
     limiter_core_sample(&l->core, limiter_kind(step, method), latency_ms, sig, now_ms());
+    if (l->core.limit != old)
+        l->changes++;
     if (l->core.limit > old)
         pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
@@ -417,6 +420,14 @@ int limiter_limit(struct limiter *l)
 {
     pthread_mutex_lock(&l->mu);
     int n = l->core.limit;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+int64_t limiter_changes(struct limiter *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int64_t n = l->changes;
     pthread_mutex_unlock(&l->mu);
     return n;
 }

@@ -204,6 +204,8 @@ void limiter_sample(struct limiter *l, const char *step, const char *method, int
                     enum limiter_signal sig);
 /* The current limit. */
 int limiter_limit(struct limiter *l);
+/* How many times the limit changed (up or down) since limiter_new. */
+int64_t limiter_changes(struct limiter *l);
 /* The limit's history for the log: true (and old/new, the latency ratio and why, a static
  * text) once per change since the last call. */
 bool limiter_changed(struct limiter *l, int *ret_old, int *ret_new, double *ret_q,

@@ -1024,6 +1024,7 @@ static enum runner_stop run_result(struct runner *r, enum runner_stop why, struc
     pthread_mutex_unlock(&r->mu);
     ret->workers = r->n_workers;
     ret->limit = limiter_limit(r->limiter);
+    ret->limit_changes = limiter_changes(r->limiter);
     ret->settle_ms = atomic_load(&r->settle_ms);
     ret->max_late_commit_ms = atomic_load(&r->max_late);
     run_metrics(r, false); /* the command writes the last file, with its exit code */
@@ -1055,11 +1056,11 @@ static int run_stop(struct runner *r, enum runner_stop why, struct runner_stats 
     snprintf(line, sizeof(line),
              "stop=%s completed=%" PRId64 " business_exception=%" PRId64 " manual_review=%" PRId64
              " pending=%" PRId64 " elapsed_ms=%" PRId64 " settle_ms=%" PRId64
-             " sessions=%d exchanges=%" PRId64 " syncs=%" PRId64 " queue_outages=%" PRId64
-             " queue_lost=%" PRId64 " queue_outage_ms=%" PRId64,
+             " sessions=%d limit_changes=%" PRId64 " exchanges=%" PRId64 " syncs=%" PRId64
+             " queue_outages=%" PRId64 " queue_lost=%" PRId64 " queue_outage_ms=%" PRId64,
              runner_stop_name(why), ret->completed, ret->business_exception, ret->manual_review,
-             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit, ret->exchanges, ret->syncs,
-             ret->queue_outages, ret->queue_lost, ret->queue_outage_ms);
+             ret->pending, ret->elapsed_ms, ret->settle_ms, ret->limit, ret->limit_changes,
+             ret->exchanges, ret->syncs, ret->queue_outages, ret->queue_lost, ret->queue_outage_ms);
     runlog_msg(r, bad ? "error" : "info", "run stopped", line);
     if (ret->message[0] && !bad)
         runlog_msg(r, "info", "reason", ret->message);
