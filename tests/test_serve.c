@@ -519,15 +519,35 @@ static void test_serve_proxies(void **state)
     assert_false(serve_header_name_ok(NULL));
 }
 
+/* An unknown name is checked against a reviewer's own kind of hash, so that it takes as long. */
+static void test_serve_decoy_hash(void **state)
+{
+    (void)state;
+    static const char dummy[] = "$y$j9T$decoy$decoy";
+    struct reviewer v[3];
+    struct reviewers rv = {.v = v, .n = 0, .cap = 3};
+    memset(v, 0, sizeof(v));
+    snprintf(v[0].hash, sizeof(v[0].hash), "%s", REVIEWERS_NO_PASSWORD);
+    snprintf(v[1].hash, sizeof(v[1].hash),
+             "$2b$12$abcdefghijklmnopqrstuv0123456789012345678901234567");
+    snprintf(v[2].hash, sizeof(v[2].hash), "$y$j9T$other$other");
+    assert_ptr_equal(serve_decoy_hash(&rv, dummy), dummy); /* nobody in the file */
+    rv.n = 1;
+    assert_ptr_equal(serve_decoy_hash(&rv, dummy), dummy); /* nobody with a password */
+    rv.n = 3;
+    assert_ptr_equal(serve_decoy_hash(&rv, dummy), v[1].hash); /* the first with one */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_serve_parse_listen),   cmocka_unit_test(test_serve_exposure),
-        cmocka_unit_test(test_serve_host),           cmocka_unit_test(test_serve_origin),
-        cmocka_unit_test(test_serve_metrics_format), cmocka_unit_test(test_serve_metrics_render),
-        cmocka_unit_test(test_serve_access),         cmocka_unit_test(test_serve_session),
-        cmocka_unit_test(test_serve_throttle),       cmocka_unit_test(test_serve_next),
-        cmocka_unit_test(test_serve_proxies),        cmocka_unit_test(test_serve_basic),
+        cmocka_unit_test(test_serve_parse_listen),   cmocka_unit_test(test_serve_decoy_hash),
+        cmocka_unit_test(test_serve_exposure),       cmocka_unit_test(test_serve_host),
+        cmocka_unit_test(test_serve_origin),         cmocka_unit_test(test_serve_metrics_format),
+        cmocka_unit_test(test_serve_metrics_render), cmocka_unit_test(test_serve_access),
+        cmocka_unit_test(test_serve_session),        cmocka_unit_test(test_serve_throttle),
+        cmocka_unit_test(test_serve_next),           cmocka_unit_test(test_serve_proxies),
+        cmocka_unit_test(test_serve_basic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

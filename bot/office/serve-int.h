@@ -286,6 +286,9 @@ bool serve_ip_listed(const struct serve_proxies *list, const struct serve_ip *ip
 /* Pure: the client a trusted proxy forwards for: the last address of X-Forwarded-For (the one
  * the proxy added), into ret; false when there is none that parses. */
 bool serve_forwarded_client(const char *xff, char *ret, size_t len);
+/* Pure: the hash an unknown name is checked against: the first reviewer's with a password,
+ * else dummy (a sign-in for a name that does not exist costs what one that does costs). */
+const char *serve_decoy_hash(const struct reviewers *rv, const char *dummy);
 /* Pure: may name be a header's name (1..64 of letters, digits, - _)? */
 bool serve_header_name_ok(const char *name);
 /* Pure: the user and password of an Authorization header's HTTP Basic credentials, into user

@@ -782,6 +782,21 @@ static void throttle_success(struct serve_ctx *c, const char *name, int64_t now)
 
 /* ---- signing in and out ----------------------------------------------------------------- */
 
+/*
+ * The hash an unknown name is checked against, so that it costs what a known name does: the
+ * first reviewer's with a password (a file of imported bcrypt-12 hashes would otherwise answer
+ * an unknown name in the time of our own yescrypt decoy, and tell which names exist), or the
+ * decoy when nobody has one. Its password is somebody's, but a match for an unknown name is
+ * refused all the same. Under the caller's lock.
+ */
+UNITTEST const char *serve_decoy_hash(const struct reviewers *rv, const char *dummy)
+{
+    for (size_t i = 0; i < rv->n; i++)
+        if (strcmp(rv->v[i].hash, REVIEWERS_NO_PASSWORD) != 0)
+            return rv->v[i].hash;
+    return dummy;
+}
+
 /* Does password sign name in? On success *ret is who they are and *ret_hash (heap) the
  * password hash the session keeps a tag of. Spends the same time on an unknown name. */
 static bool check_password(struct serve_ctx *c, const char *name, const char *password,
@@ -816,11 +831,13 @@ static bool check_password(struct serve_ctx *c, const char *name, const char *pa
             found = true;
         }
     }
+    if (!found) /* an unknown name costs what a known one does (serve_decoy_hash) */
+        snprintf(r.hash, sizeof(r.hash), "%s", serve_decoy_hash(&a->rv, a->dummy_hash));
     pthread_mutex_unlock(&a->lock);
     /* at most HASHING_AT_ONCE hashes at a time: sign-ins cannot take every core */
     while (sem_wait(&a->hashing) != 0)
         ;
-    ok = reviewers_verify(found ? r.hash : a->dummy_hash, password) && found;
+    ok = reviewers_verify(r.hash, password) && found;
     sem_post(&a->hashing);
     if (ok) {
         who_of(&r, REVIEW_AUTH_PASSWORD, ret);
