@@ -310,7 +310,9 @@ int cli_report(const struct cli_ctx *ctx, int argc, char **argv)
         fprintf(stderr, "apbot report: %s\n", err);
         goto out;
     }
-    erp_set_retries(erp, 3);
+    /* 250 ms doubling: 7.75 s of waits in all, enough for an ERP that blinks for a few
+     * seconds (a restart, a dropped connection pool) before the report gives up */
+    erp_set_retries(erp, 5);
     memset(&opt, 0, sizeof(opt));
     opt.date = date;
     opt.now = store_now_ms();
