@@ -1365,6 +1365,12 @@ static struct decide_post step_submit(struct post_run *pr, size_t i, int round, 
     if (sb.fl.data_error || sb.fl.fill_error) {
         d = submit_unfilled(pr, &sb);
     } else if (submit_send(pr, &sb, &d)) {
+        /* Sent: nothing reads the page the form came from any more (its answer becomes the
+         * current page, or the run starts over), so its tree goes before the answer's is
+         * built. On a CGI-era ERP whose line selects offer the whole chart of accounts both
+         * trees are megabytes, and with 16 sessions the peak held 32 of them. */
+        page_free(pr->cur);
+        pr->cur = NULL;
         submit_read(pr, &sb);
         d = decide_post(&sb.facts);
         bool again = submit_again(pr, &sb, round, &d);
