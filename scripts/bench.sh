@@ -12,8 +12,11 @@
 #     is empty (calm 3000, month-end and varying 600, shared-cpu 40 invoices; auto and the
 #     best fixed setting): its span against the ideal (invoices / bound, phase by phase on
 #     the varying ERP, + the settle delay) and what it took beyond the settle delay after its
-#     last ambiguous outcome. Then apbot run's peak RSS with 100,000
-#     invoices queued (the flow as shipped, 4 sessions, and 16).
+#     last ambiguous outcome. Then the CGI-era ERP (--ui classic, flows/classic.xml: a form
+#     page, an update round trip, save, approve by id) on calm and month-end at 1, 4, 16 and
+#     auto: its requests per invoice against the floor of 4 and its RSS with big pages. Then
+#     apbot run's peak RSS with 100,000 invoices queued (the flow as shipped, 4 sessions, and
+#     16).
 #  2. apbot enqueue of 100,000 generated invoices (bench-enqueue).
 #  3. the queue per backend (bench-store: SQLite and PostgreSQL side by side; PostgreSQL on a
 #     throw-away server started by tests/lib/pg.sh with fsync on, as a real one runs),
@@ -25,6 +28,7 @@
 #   BENCH_SCENARIOS="calm month-end varying shared-cpu"  BENCH_ROWS=1,2,4,8,16,auto
 #   BENCH_SHARED_ROWS=1,2,3,4,auto  BENCH_SECONDS=T  BENCH_BATCH=600  BENCH_SHARED_BATCH=40
 #   BENCH_CALM_BATCH=3000  BENCH_VARYING_BATCH=600
+#   BENCH_CLASSIC_SCENARIOS="calm month-end" (empty: none)  BENCH_CLASSIC_ROWS=1,4,16,auto
 #   BENCH_BEFORE=PATH  an older apbot binary: calm is run with it too, as the "before" table,
 #                      and its cost per invoice is counted beside this one's
 set -euo pipefail
@@ -57,6 +61,10 @@ for scn in ${BENCH_SCENARIOS:-calm month-end varying shared-cpu}; do
                       --batch "${BENCH_SHARED_BATCH:-40}" --batch-rows auto,2) ;;
   esac
   "$BUILD/bench-run" --apbot "$BUILD/apbot" --src . "${opts[@]}" "${SECS[@]}" "$scn" || status=1
+done
+for scn in ${BENCH_CLASSIC_SCENARIOS-calm month-end}; do
+  "$BUILD/bench-run" --apbot "$BUILD/apbot" --src . --ui classic \
+    --rows "${BENCH_CLASSIC_ROWS:-1,4,16,auto}" "${SECS[@]}" "$scn" || status=1
 done
 if [ -n "${BENCH_BEFORE:-}" ]; then
   echo
