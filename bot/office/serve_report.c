@@ -13,6 +13,7 @@
 #include "apbot/flow.h"
 #include "apbot/invoice.h"
 #include "apbot/report.h"
+#include "apbot/runner.h"
 #include "apbot/store.h"
 #include "office/report_html.h"
 
@@ -47,8 +48,14 @@ static int day_args(struct serve_ctx *c, struct day_args *a, char *why, size_t w
 
 /* ---- the report, from the queue and the ERP --------------------------------------------- */
 
+/* A page waits at most this long for the settle delay (a raised delay may be minutes). */
+#define SERVE_REPORT_SETTLE_MAX_MS 15000
+
 /* Builds the report of date from the open queue and the ERP (one attempt per exchange: a page
- * waits for no retries). Without the ERP's complete listing there is no report. */
+ * waits for no retries). Without the ERP's complete listing there is no report. Opened while a
+ * run books, it waits, as `apbot report` does, until the day's last completion is as old as
+ * the settle delay (at most SERVE_REPORT_SETTLE_MAX_MS): read sooner, an ERP whose search
+ * index lags shows a document booked a moment ago as missing. */
 static int day_load(struct serve_ctx *c, struct store *st, const char *date, struct report **ret,
                     char *err, size_t errlen)
 {
@@ -60,6 +67,9 @@ static int day_load(struct serve_ctx *c, struct store *st, const char *date, str
     memset(&opt, 0, sizeof(opt));
     opt.date = date;
     opt.now = c->now;
+    opt.settle_ms = runner_settle_of(st, f, NULL, NULL);
+    if (opt.settle_ms > SERVE_REPORT_SETTLE_MAX_MS)
+        opt.settle_ms = SERVE_REPORT_SETTLE_MAX_MS;
     rc = flow_has_list(f) ? erp_open(f, c->s->opt->erp_url, NULL, &erp, err, errlen)
                           : apbot_fail(err, errlen, APBOT_E_INVAL,
                                        "the flow has no list operation to read the day's records");
