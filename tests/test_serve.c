@@ -500,16 +500,41 @@ static void test_serve_proxies(void **state)
     memcpy(ip.a, (unsigned char[]){10, 0, 0, 5}, 4);
     assert_true(serve_ip_listed(&p, &ip));
 
-    /* the client a proxy forwards for: the last entry (the one the proxy added) */
-    assert_true(serve_forwarded_client("203.0.113.9", client, sizeof(client)));
-    assert_string_equal(client, "203.0.113.9");
-    assert_true(serve_forwarded_client("1.2.3.4, 203.0.113.9", client, sizeof(client)));
-    assert_string_equal(client, "203.0.113.9");
-    assert_true(serve_forwarded_client("1.2.3.4,2001:db8::1 ", client, sizeof(client)));
-    assert_string_equal(client, "2001:db8::1");
-    assert_false(serve_forwarded_client("203.0.113.9, evil", client, sizeof(client)));
-    assert_false(serve_forwarded_client("", client, sizeof(client)));
-    assert_false(serve_forwarded_client(NULL, client, sizeof(client)));
+    /* the client a proxy forwards for: the last entry (the one our proxy added), or, while
+     * that is one of our proxies too (a load balancer before the login proxy), the one
+     * before it */
+    struct serve_proxies none = {0}, chain;
+    assert_int_equal(serve_parse_proxies("10.0.0.5,10.0.0.6", &chain, err, sizeof(err)), APBOT_OK);
+    static const struct {
+        const char *xff;
+        bool chained;     /* with the trusted list 10.0.0.5, 10.0.0.6 */
+        const char *want; /* NULL: false */
+    } rows[] = {
+        {"203.0.113.9", false, "203.0.113.9"},
+        {"1.2.3.4, 203.0.113.9", false, "203.0.113.9"},
+        {"1.2.3.4,2001:db8::1 ", false, "2001:db8::1"},
+        {"203.0.113.9, evil", false, NULL},
+        {"", false, NULL},
+        {NULL, false, NULL},
+        {"1.2.3.4, 203.0.113.9, 10.0.0.5", false, "10.0.0.5"}, /* not trusted: taken as is */
+        {"1.2.3.4, 203.0.113.9, 10.0.0.5", true, "203.0.113.9"},
+        {"1.2.3.4, 203.0.113.9, 10.0.0.6, 10.0.0.5", true, "203.0.113.9"},
+        {"10.0.0.6, 10.0.0.5", true, "10.0.0.6"}, /* only proxies: the first of them */
+        {"1.2.3.4, 10.0.0.5", true, "1.2.3.4"},
+        {"evil, 10.0.0.5", true, NULL}, /* past our proxy, an address must parse */
+        {"evil, 203.0.113.9, 10.0.0.5", true, "203.0.113.9"}, /* never read past the client */
+        {",10.0.0.5", true, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        bool got = serve_forwarded_client(rows[i].xff, rows[i].chained ? &chain : &none, client,
+                                          sizeof(client));
+        if (got != (rows[i].want != NULL) || (got && strcmp(client, rows[i].want) != 0))
+            print_error("row %zu: %s -> %s\n", i, rows[i].xff ? rows[i].xff : "NULL",
+                        got ? client : "false");
+        assert_int_equal(got, rows[i].want != NULL);
+        if (got)
+            assert_string_equal(client, rows[i].want);
+    }
 
     assert_true(serve_header_name_ok("X-Remote-User"));
     assert_true(serve_header_name_ok("X_Auth_Request_User"));

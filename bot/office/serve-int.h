@@ -283,9 +283,11 @@ void serve_throttle_fail(struct serve_throttle *t, int64_t now, int64_t window_m
 const char *serve_next_path(const char *next);
 /* Pure: is ip one of list? */
 bool serve_ip_listed(const struct serve_proxies *list, const struct serve_ip *ip);
-/* Pure: the client a trusted proxy forwards for: the last address of X-Forwarded-For (the one
- * the proxy added), into ret; false when there is none that parses. */
-bool serve_forwarded_client(const char *xff, char *ret, size_t len);
+/* Pure: the client a trusted proxy forwards for, into ret: the last address of X-Forwarded-For
+ * (the one our proxy added) or, while that one is itself a trusted proxy (chained proxies),
+ * the one before it; false when the address to take does not parse. */
+bool serve_forwarded_client(const char *xff, const struct serve_proxies *trusted, char *ret,
+                            size_t len);
 /* Pure: the hash an unknown name is checked against: the first reviewer's with a password,
  * else dummy (a sign-in for a name that does not exist costs what one that does costs). */
 const char *serve_decoy_hash(const struct reviewers *rv, const char *dummy);

@@ -226,23 +226,35 @@ UNITTEST bool serve_ip_listed(const struct serve_proxies *list, const struct ser
     return false;
 }
 
-UNITTEST bool serve_forwarded_client(const char *xff, char *ret, size_t len)
+UNITTEST bool serve_forwarded_client(const char *xff, const struct serve_proxies *trusted,
+                                     char *ret, size_t len)
 {
-    const char *last;
     struct serve_ip ip;
-    size_t n;
+    size_t end;
+    int hops = 0;
 
     if (!xff || !*xff)
         return false;
-    last = strrchr(xff, ',');
-    last = last ? last + 1 : xff;
-    while (*last == ' ')
-        last++;
-    n = strlen(last);
-    while (n > 0 && last[n - 1] == ' ')
-        n--;
-    if (!ip_parse(last, n, &ip))
-        return false;
+    end = strlen(xff);
+    /* From the right: each trusted proxy appended the address it was called from. The first
+     * address that is not one of ours is the client; one that does not parse ends the walk
+     * (the chain is not ours to read past it). */
+    for (;;) {
+        size_t start = end;
+        while (start > 0 && xff[start - 1] != ',')
+            start--;
+        const char *a = xff + start;
+        size_t n = end - start;
+        while (n > 0 && *a == ' ')
+            a++, n--;
+        while (n > 0 && a[n - 1] == ' ')
+            n--;
+        if (!ip_parse(a, n, &ip))
+            return false;
+        if (start == 0 || ++hops >= SERVE_PROXIES_MAX || !trusted || !serve_ip_listed(trusted, &ip))
+            break;
+        end = start - 1; /* a trusted proxy in front of ours: read the address before it */
+    }
     return inet_ntop(ip.family, ip.a, ret, (socklen_t)len) != NULL;
 }
 
@@ -689,8 +701,8 @@ void serve_auth_identify(struct serve_ctx *c)
         char fwd[64];
         proto = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Forwarded-Proto");
         if (serve_forwarded_client(
-                MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Forwarded-For"), fwd,
-                sizeof(fwd)))
+                MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-Forwarded-For"),
+                &c->s->proxies, fwd, sizeof(fwd)))
             snprintf(c->client, sizeof(c->client), "%s", fwd);
     }
     c->secure = c->s->tls || (proto && strcasecmp(proto, "https") == 0);
