@@ -416,7 +416,12 @@ if command -v openssl >/dev/null; then
     "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --tls-cert "$work/cert.pem" \
         --tls-key "$work/other_key.pem" >"$work/tls_pair.out" 2>"$work/tls_pair.err" || rc=$?
     expect_eq "tls: the key of another certificate exits" "$rc" 1
-    expect_grep tls "$work/tls_pair.err" "does not belong to the certificate"
+    expect_grep tls "$work/tls_pair.err" "other_key.pem does not belong to the certificate of --tls-cert .*cert.pem"
+    rc=0
+    "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --tls-cert "$work/other_key.pem" \
+        --tls-key "$work/other_key.pem" >"$work/tls_nocert.out" 2>"$work/tls_nocert.err" || rc=$?
+    expect_eq "tls: a key given as the certificate exits" "$rc" 1
+    expect_grep tls "$work/tls_nocert.err" "--tls-cert: .*other_key.pem: not a PEM X.509 certificate"
     rc=0
     "$APBOT_BIN" --db "$db" serve --flow "$FLOW" --tls-cert "$work/cert.pem" \
         >"$work/tls_half.out" 2>"$work/tls_half.err" || rc=$?

@@ -83,8 +83,8 @@ static int read_cert(const char *path, char **ret, char *err, size_t errlen)
 
 /* Does the pair belong together? A sentence on the certificate (subject, valid until) into
  * what when it does. */
-static int check_pair(const char *cert, const char *key, char *what, size_t whatlen, char *err,
-                      size_t errlen)
+static int check_pair(const struct serve_options *o, const char *cert, const char *key, char *what,
+                      size_t whatlen, char *err, size_t errlen)
 {
     BIO *cb = BIO_new_mem_buf(cert, -1), *kb = BIO_new_mem_buf(key, -1), *mem = NULL;
     X509 *x = NULL;
@@ -94,16 +94,20 @@ static int check_pair(const char *cert, const char *key, char *what, size_t what
     if (!cb || !kb)
         abort(); /* out of memory */
     if (!(x = PEM_read_bio_X509(cb, NULL, NULL, NULL))) {
-        apbot_fail(err, errlen, rc, "--tls-cert: not a PEM X.509 certificate");
+        apbot_fail(err, errlen, rc, "--tls-cert: %.200s: not a PEM X.509 certificate",
+                   o->tls_cert_path);
         goto out;
     }
     /* no passphrase callback: an encrypted key is refused, not asked for */
     if (!(pkey = PEM_read_bio_PrivateKey(kb, NULL, NULL, (void *)""))) {
-        apbot_fail(err, errlen, rc, "--tls-key: not an unencrypted PEM private key");
+        apbot_fail(err, errlen, rc, "--tls-key: %.200s: not an unencrypted PEM private key",
+                   o->tls_key_path);
         goto out;
     }
     if (X509_check_private_key(x, pkey) != 1) {
-        apbot_fail(err, errlen, rc, "--tls-key does not belong to the certificate of --tls-cert");
+        apbot_fail(err, errlen, rc,
+                   "--tls-key %.200s does not belong to the certificate of --tls-cert %.200s",
+                   o->tls_key_path, o->tls_cert_path);
         goto out;
     }
     mem = BIO_new(BIO_s_mem());
@@ -152,7 +156,7 @@ int serve_tls_load(struct serve_server *s, char *err, size_t errlen)
         close(fd);
     }
     if (rc == APBOT_OK)
-        rc = check_pair(s->tls_cert, s->tls_key, s->tls_what, sizeof(s->tls_what), err, errlen);
+        rc = check_pair(o, s->tls_cert, s->tls_key, s->tls_what, sizeof(s->tls_what), err, errlen);
     if (rc != APBOT_OK) {
         serve_tls_free(s);
         return rc;
