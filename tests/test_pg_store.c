@@ -457,6 +457,94 @@ static void test_pg_two_processes_never_claim_one_item_twice(void **state)
     assert_chain(f->st, 2 * CLAIM_ITEMS);
 }
 
+/* ---- bulk enqueues of the same invoices, in opposite orders ---- */
+
+#define BULK_N 2500 /* three of the store's multi-row statements, in one transaction */
+
+struct bulk {
+    const char *conn;
+    int round;
+    bool reversed;
+    int queued, already;
+    int64_t busy; /* transactions the store ran again (a deadlock is one) */
+    int rc;
+};
+
+static void *bulk_enqueue(void *arg)
+{
+    struct bulk *b = arg;
+    struct store *st = NULL;
+    char err[APBOT_ERR_LEN];
+    struct store_enqueue_req *r = calloc(BULK_N, sizeof(*r));
+    b->rc = 10;
+    if (!r || store_open(b->conn, &st, err, sizeof(err)) != APBOT_OK) {
+        free(r);
+        return NULL;
+    }
+    for (int i = 0; i < BULK_N; i++) {
+        int n = b->round * BULK_N + (b->reversed ? BULK_N - 1 - i : i);
+        snprintf(r[i].key, sizeof(r[i].key), "AP1-BULK%016d", n);
+        snprintf(r[i].fingerprint, sizeof(r[i].fingerprint), "%064d", n);
+        r[i].payload = strdup("{}");
+        r[i].source = strdup("bulk.csv");
+        r[i].vendor_id = strdup("V100");
+        r[i].invoice_number = strdup("INV-1");
+        snprintf(r[i].currency, sizeof(r[i].currency), "EUR");
+        r[i].exponent = 2;
+        r[i].total = 100 + n;
+    }
+    if (store_enqueue_many(st, r, BULK_N, NULL, err, sizeof(err)) == APBOT_OK) {
+        b->rc = 0;
+        for (int i = 0; i < BULK_N; i++) {
+            b->queued += r[i].result == STORE_ENQ_QUEUED;
+            b->already += r[i].result == STORE_ENQ_ALREADY;
+        }
+    } else {
+        fprintf(stderr, "bulk enqueue: %s\n", err);
+    }
+    b->busy = store_busy_retried(st);
+    for (int i = 0; i < BULK_N; i++)
+        store_enqueue_req_done(&r[i]);
+    free(r);
+    store_close(st);
+    return NULL;
+}
+
+/* Two hosts enqueue the same invoices at once, one file in the other's order: each invoice is
+ * queued once, and neither transaction has to be run again. Before the chain's lock was
+ * taken first, each held keys the other waited for while one waited for the chain's lock:
+ * PostgreSQL broke the deadlock after a second by failing one, which the store then ran again. */
+static void test_pg_bulk_enqueues_do_not_deadlock(void **state)
+{
+    struct fx *f = *state;
+    NEED_SERVER(f);
+    for (int round = 0; round < 3; round++) {
+        struct bulk b[2];
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) {
+            memset(&b[i], 0, sizeof(b[i]));
+            b[i].conn = f->conn;
+            b[i].round = round;
+            b[i].reversed = i == 1;
+            assert_int_equal(pthread_create(&t[i], NULL, bulk_enqueue, &b[i]), 0);
+        }
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(b[i].rc, 0);
+        assert_int_equal(b[0].queued + b[1].queued, BULK_N);
+        assert_int_equal(b[0].already + b[1].already, BULK_N);
+        if (b[0].busy + b[1].busy != 0)
+            print_error("round %d: %lld and %lld transactions run again\n", round,
+                        (long long)b[0].busy, (long long)b[1].busy);
+        assert_int_equal(b[0].busy + b[1].busy, 0);
+    }
+    struct store_counts c;
+    assert_int_equal(store_counts(f->st, &c, f->err, sizeof(f->err)), APBOT_OK);
+    assert_int_equal(c.total, 3 * BULK_N);
+    assert_chain(f->st, 3 * BULK_N);
+}
+
 /* ---- a lost connection is a crash ---- */
 
 static void test_pg_lost_connection_is_a_crash(void **state)
@@ -1103,6 +1191,7 @@ int main(void)
         T(test_pg_skewed_client_cannot_shorten_a_settle_delay),
         T(test_pg_leases_and_settle_run_on_the_servers_clock),
         T(test_pg_two_processes_never_claim_one_item_twice),
+        T(test_pg_bulk_enqueues_do_not_deadlock),
         T(test_pg_lost_connection_is_a_crash),
         cmocka_unit_test(test_pg_fault_table),
         T(test_pg_connection_defaults),

@@ -1614,6 +1614,18 @@ static int enqm_body(struct store *st, void *ctx, char *err, size_t errlen)
     struct pg *h = PG(st);
     struct enqm_op *op = ctx;
     enqm_reset(op);
+    /* The audit chain's lock before any key, the lock the events' trigger takes (same keys:
+     * the schema of the `events` the inserts resolve to). Taken at the first event instead, a
+     * batch held it while inserting keys that another batch of the same invoices, in another
+     * order, had inserted and waited on: a deadlock PostgreSQL broke by failing one. Bulk
+     * enqueues now go one after the other from their start; they did from their first event. */
+    int lrc = pg_exec_ok(h,
+                         "SELECT pg_advisory_xact_lock(" AUDIT_LOCK ", hashtext(n.nspname))"
+                         " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                         " WHERE c.oid = 'events'::regclass",
+                         err, errlen, "taking the audit chain's lock");
+    if (lrc)
+        return lrc;
     /* The leaders, in order, in chunks; the ones a racing insert hid are sent again (a fresh
      * snapshot per statement shows them), three times at most. */
     size_t left = 0;
