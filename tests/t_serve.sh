@@ -313,13 +313,38 @@ run state4 review "$i4" --json
 expect_grep proxy "$work/state4.out" '"state": "business-exception"'
 
 # ---- a session ends when idle ------------------------------------------------------------------
-start_serve idle --listen 127.0.0.1:0 --reviewers "$rv" --session-idle 2
+# (this server logs as JSON: --log-format json, checked below)
+start_serve idle --listen 127.0.0.1:0 --reviewers "$rv" --session-idle 2 --log-format json
 idle_url=$serve_url
+expect_eq "idle: a wrong password" "$(sign_in "$idle_url" "$work/jar_i" alice wrong)" 401
 expect_eq "idle: signed in" "$(sign_in "$idle_url" "$work/jar_i" alice "${pw[alice]}")" 303
 expect_eq "idle: a page" "$(status "$idle_url/" -b "$work/jar_i")" 200
 sleep 3
 expect_eq "idle: signed out after 2 s unused" "$(status "$idle_url/" -b "$work/jar_i")" 303
 expect_grep idle "$work/idle.err" "session of alice ended: idle too long"
+# --log-format json: every line one JSON object {"time","level","msg"}, parsed, not grepped
+if /usr/bin/python3 - "$work/idle.err" >"$work/idle_json.out" 2>&1 <<'PY'; then
+import json, re, sys
+want = {("warn", "sign-in failed: name=alice from=127.0.0.1: wrong name or password"),
+        ("info", "session of alice ended: idle too long")}
+seen = set()
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    o = json.loads(line)
+    assert list(o) == ["time", "level", "msg"], (n, line)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", o["time"]), (n, line)
+    assert o["level"] in ("info", "warn", "error"), (n, line)
+    seen.add((o["level"], o["msg"]))
+    if o["msg"].startswith("signed in: alice"):
+        seen.add(("info", "signed in: alice"))
+missing = (want | {("info", "signed in: alice")}) - seen
+assert not missing, missing
+PY
+    ok "serve --log-format json: every line parses, levels and messages as logged"
+else
+    fail "serve --log-format json: $(cat "$work/idle_json.out")"
+fi
+run serve_fmt serve --flow "$FLOW" --log-format yaml
+expect_rc serve_fmt 2
 
 # ---- exposure: not loopback where nobody signs in is refused -----------------------------------
 rc=0

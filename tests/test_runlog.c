@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "apbot/text.h"
+#include "base/logline.h"
 #include "run/runner-int.h"
 
 /* A JSON line as log_line writes it: buf with its closing brace. */
@@ -40,10 +41,10 @@ static void test_runlog_text_line(void **state)
 {
     (void)state;
     char b[512];
-    runlog_start(b, sizeof(b), "info", false);
-    runlog_kv(b, sizeof(b), "item", "12");
-    runlog_kv(b, sizeof(b), "msg", "run stopped");
-    runlog_kv(b, sizeof(b), "reason", "E107: \"1000\" a\\b\nc");
+    logline_start(b, sizeof(b), "info", false);
+    logline_kv(b, sizeof(b), "item", "12");
+    logline_kv(b, sizeof(b), "msg", "run stopped");
+    logline_kv(b, sizeof(b), "reason", "E107: \"1000\" a\\b\nc");
     assert_non_null(strstr(b, " level=info item=12 msg=\"run stopped\" reason="));
     assert_non_null(strstr(b, "reason=\"E107: \\\"1000\\\" a\\\\b\\x0Ac\""));
     assert_null(strchr(b, '\n'));
@@ -65,11 +66,11 @@ static void test_runlog_json_line_table(void **state)
         "=",
     };
     char b[2048];
-    runlog_start(b, sizeof(b), "warn", true);
+    logline_start(b, sizeof(b), "warn", true);
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char name[16];
         snprintf(name, sizeof(name), "f%zu", i);
-        runlog_kv(b, sizeof(b), name, values[i]);
+        logline_kv(b, sizeof(b), name, values[i]);
     }
     json_t *o = parse_line(b);
     const char *key;
@@ -108,13 +109,13 @@ static void test_runlog_json_line_cut_stays_json(void **state)
     for (size_t len = 64; len < 400; len += 3) { /* the start alone takes 53 */
         char *b = malloc(len);
         assert_non_null(b);
-        runlog_start(b, len, "info", true);
-        runlog_kv(b, len, "item", "4711");
-        runlog_kv(b, len, "reason",
-                  "a \"quoted\" reason \\ with\na line break, long enough to cut");
-        runlog_kv(b, len, "vendor",
-                  "M\xc3\xbcller \xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xf0\x9f\x92\xb6 GmbH");
-        runlog_kv(b, len, "worker", "3");
+        logline_start(b, len, "info", true);
+        logline_kv(b, len, "item", "4711");
+        logline_kv(b, len, "reason",
+                   "a \"quoted\" reason \\ with\na line break, long enough to cut");
+        logline_kv(b, len, "vendor",
+                   "M\xc3\xbcller \xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xf0\x9f\x92\xb6 GmbH");
+        logline_kv(b, len, "worker", "3");
         assert_true(strlen(b) < len);
         json_decref(parse_line(b));
         free(b);

@@ -42,6 +42,7 @@ static void serve_usage(FILE *out)
             "                   [--reviewers FILE] [--trusted-proxy ADDR[,ADDR...]]\n"
             "                   [--proxy-header NAME] [--session-idle SECONDS]\n"
             "                   [--session-max SECONDS] [--tls-cert FILE --tls-key FILE]\n"
+            "                   [--log-format text|json]\n"
             "\n"
             "The review queue and the daily report as a local web page (default listen\n"
             "%s). Who may sign in and decide: the reviewers file (--reviewers, default\n"
@@ -53,7 +54,9 @@ static void serve_usage(FILE *out)
             "and loopback only. Sessions end after --session-idle (default %d) and\n"
             "--session-max (default %d) seconds. --tls-cert and --tls-key (PEM; the key\n"
             "readable by its owner only) serve https itself, TLS 1.2 and 1.3, the cookies\n"
-            "Secure. Stop with Ctrl-C or SIGTERM.\n"
+            "Secure. Sign-ins, refusals and decisions are logged on stderr, one line each\n"
+            "(--log-format json: one JSON object each, as apbot run writes them).\n"
+            "Stop with Ctrl-C or SIGTERM.\n"
             "exit codes: 0 stopped, 1 error (database, flow, reviewers file, address in use),\n"
             "2 usage\n",
             SERVE_DEFAULT_LISTEN, SERVE_PROXY_HEADER, SERVE_SESSION_IDLE_S, SERVE_SESSION_MAX_S);
@@ -78,6 +81,7 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     const char *reviewers = getenv("APBOT_REVIEWERS"), *proxies = NULL, *proxy_header = NULL;
     const char *tls_cert = NULL, *tls_key = NULL;
     int idle_s = 0, max_s = 0;
+    bool log_json = false;
     struct serve_options opt;
     struct serve_addr addr;
     struct flow *f = NULL;
@@ -108,6 +112,13 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
             tls_cert = argv[++i];
         } else if (strcmp(argv[i], "--tls-key") == 0 && has) {
             tls_key = argv[++i];
+        } else if (strcmp(argv[i], "--log-format") == 0 && has) {
+            const char *v = argv[++i];
+            if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
+                fprintf(stderr, "apbot serve: --log-format wants text or json\n");
+                return CLI_EXIT_USAGE;
+            }
+            log_json = strcmp(v, "json") == 0;
         } else if (strcmp(argv[i], "--session-idle") == 0 && has) {
             if (!seconds_arg(argv[i], argv[i + 1], &idle_s))
                 return CLI_EXIT_USAGE;
@@ -184,6 +195,7 @@ int cli_serve(const struct cli_ctx *ctx, int argc, char **argv)
     opt.stop = &serve_stop;
     opt.announce = stdout;
     opt.log = stderr;
+    opt.log_json = log_json;
     rc = serve_run(&opt, err, sizeof(err));
     if (rc != APBOT_OK) {
         fprintf(stderr, "apbot serve: %s\n", err);

@@ -185,8 +185,9 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body);
 enum MHD_Result serve_logout(struct serve_ctx *c, const char *body);
 /* The "signed in as" part of every page's header, with the sign-out button. */
 void serve_auth_header(struct serve_ctx *c, xmlNodePtr header);
-/* One line on the log: "apbot serve: " and the text, escaped (no password ever goes in). */
-void serve_log(struct serve_ctx *c, const char *fmt, ...) APBOT_PRINTF(2, 3);
+/* One line on the log at level ("info", "warn", "error"): "apbot serve: " and the text,
+ * escaped, or with log_json the JSON object {"time","level","msg"} (no password ever goes in). */
+void serve_log(struct serve_ctx *c, const char *level, const char *fmt, ...) APBOT_PRINTF(3, 4);
 /* Parses --trusted-proxy's list of IP addresses (comma-separated; NULL or "" is none). */
 int serve_parse_proxies(const char *list, struct serve_proxies *ret, char *err,
                         size_t errlen) APBOT_MUST_USE;

@@ -411,12 +411,12 @@ static enum MHD_Result to_sign_in(struct serve_ctx *c, const char *url)
 static enum MHD_Result forbidden(struct serve_ctx *c, enum serve_route route, int64_t id)
 {
     if (route == SERVE_ROUTE_DECIDE && c->who.known) {
-        serve_log(c, "refused: %s %s may not decide (item=%lld from=%s)",
+        serve_log(c, "warn", "refused: %s %s may not decide (item=%lld from=%s)",
                   reviewers_role_name(c->who.role), c->who.login, (long long)id, c->client);
         return serve_simple_page(c, MHD_HTTP_FORBIDDEN, "Refused",
                                  "You may look at the queue, not decide: your role is viewer.");
     }
-    serve_log(c, "refused: a decision from someone not signed in (item=%lld from=%s)",
+    serve_log(c, "warn", "refused: a decision from someone not signed in (item=%lld from=%s)",
               (long long)id, c->client);
     return serve_simple_page(c, MHD_HTTP_FORBIDDEN, "Refused",
                              c->s->mode == SERVE_MODE_OPEN

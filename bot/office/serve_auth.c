@@ -40,6 +40,7 @@
 #include "apbot/mem.h"
 #include "apbot/secret.h"
 #include "apbot/text.h"
+#include "base/logline.h"
 #include "base/unittest.h"
 
 #define SESSION_COOKIE "apbot_session" /* a signed-in session's id */
@@ -315,7 +316,7 @@ UNITTEST bool serve_basic_parse(const char *authorization, char *user, size_t ul
 
 /* ---- the log ---------------------------------------------------------------------------- */
 
-void serve_log(struct serve_ctx *c, const char *fmt, ...)
+void serve_log(struct serve_ctx *c, const char *level, const char *fmt, ...)
 {
     FILE *log = c->s->opt->log;
     char line[1024], *esc;
@@ -326,6 +327,14 @@ void serve_log(struct serve_ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
+    if (c->s->opt->log_json) {
+        char out[1400];
+        logline_start(out, sizeof(out), level, true);
+        logline_kv(out, sizeof(out), "msg", line);
+        fprintf(log, "%s}\n", out); /* one fprintf: a line never mixes with another's */
+        fflush(log);
+        return;
+    }
     esc = text_escape(line, sizeof(line), TEXT_KEEP_BACKSLASH);
     fprintf(log, "apbot serve: %s\n", esc);
     fflush(log);
@@ -447,13 +456,13 @@ static void reviewers_refresh(struct serve_ctx *c)
     if (reviewers_load(path, false, &fresh, err, sizeof(err)) != APBOT_OK) {
         reviewers_done(&a->rv);
         a->rv_failed = true;
-        serve_log(c, "the reviewers file cannot be read, nobody can sign in: %s", err);
+        serve_log(c, "error", "the reviewers file cannot be read, nobody can sign in: %s", err);
         return;
     }
     reviewers_done(&a->rv);
     a->rv = fresh;
     if (a->rv_failed)
-        serve_log(c, "the reviewers file is readable again: %zu people", fresh.n);
+        serve_log(c, "info", "the reviewers file is readable again: %zu people", fresh.n);
     a->rv_failed = false;
 }
 
@@ -637,7 +646,7 @@ static bool proxy_identity(struct serve_ctx *c)
     if (!user || c->s->proxies.n == 0)
         return false;
     if (!c->from_proxy) {
-        serve_log(c, "ignored %s: %.64s from %s, which is not a trusted proxy", hname, user,
+        serve_log(c, "warn", "ignored %s: %.64s from %s, which is not a trusted proxy", hname, user,
                   c->client);
         return false;
     }
@@ -650,8 +659,8 @@ static bool proxy_identity(struct serve_ctx *c)
     if (!r) {
         c->proxy_unknown = true;
         snprintf(c->proxy_user, sizeof(c->proxy_user), "%.64s", user);
-        serve_log(c, "refused: the login proxy names %.64s, who is not in the reviewers file",
-                  user);
+        serve_log(c, "warn",
+                  "refused: the login proxy names %.64s, who is not in the reviewers file", user);
     }
     return true;
 }
@@ -683,7 +692,7 @@ static bool session_identity(struct serve_ctx *c, const char *cookie)
     }
     pthread_mutex_unlock(&a->lock);
     if (why)
-        serve_log(c, "session of %s ended: %s", login, why);
+        serve_log(c, "info", "session of %s ended: %s", login, why);
     if (!alive)
         return false;
     snprintf(c->sid, sizeof(c->sid), "%s", cookie);
@@ -872,14 +881,14 @@ bool serve_auth_basic(struct serve_ctx *c)
         goto out;
     wait = throttle_attempt(c, user, now);
     if (wait > 0) {
-        serve_log(c, "metrics: refused, too many failed attempts for name=%s or from=%s", user,
-                  c->client);
+        serve_log(c, "warn", "metrics: refused, too many failed attempts for name=%s or from=%s",
+                  user, c->client);
         goto out;
     }
     ok = check_password(c, user, pw, &who, &hash);
     if (!ok) {
-        serve_log(c, "metrics: sign-in failed: name=%s from=%s: wrong name or password", user,
-                  c->client);
+        serve_log(c, "warn", "metrics: sign-in failed: name=%s from=%s: wrong name or password",
+                  user, c->client);
         goto out;
     }
     throttle_success(c, user, now);
@@ -987,7 +996,7 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body)
     snprintf(key, sizeof(key), "%.64s", name);
     wait = throttle_attempt(c, key, now);
     if (wait > 0) {
-        serve_log(c,
+        serve_log(c, "warn",
                   "sign-in refused: too many failed attempts for name=%.64s or from=%s, "
                   "next allowed in %lld s",
                   name, c->client, (long long)((wait + 999) / 1000));
@@ -1000,7 +1009,8 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body)
         goto out;
     }
     if (!check_password(c, name, password, &who, &hash)) {
-        serve_log(c, "sign-in failed: name=%.64s from=%s: wrong name or password", name, c->client);
+        serve_log(c, "warn", "sign-in failed: name=%.64s from=%s: wrong name or password", name,
+                  c->client);
         res = login_page(c, MHD_HTTP_UNAUTHORIZED, "Wrong name or password.", name, next);
         goto out;
     }
@@ -1008,8 +1018,8 @@ enum MHD_Result serve_login_post(struct serve_ctx *c, const char *body)
     if (c->who.known && c->who.how != REVIEW_AUTH_PROXY)
         session_end(c); /* signing in again: the session before is over */
     session_start(c, &who, hash);
-    serve_log(c, "signed in: %s (%s) from=%s by %s", who.login, reviewers_role_name(who.role),
-              c->client, review_auth_name(who.how));
+    serve_log(c, "info", "signed in: %s (%s) from=%s by %s", who.login,
+              reviewers_role_name(who.role), c->client, review_auth_name(who.how));
     res = serve_redirect(c, serve_next_path(next));
 out:
     secret_free(hash);
@@ -1036,7 +1046,7 @@ enum MHD_Result serve_logout(struct serve_ctx *c, const char *body)
     snprintf(login, sizeof(login), "%s", c->who.known ? c->who.login : "");
     session_end(c);
     if (*login)
-        serve_log(c, "signed out: %s from=%s", login, c->client);
+        serve_log(c, "info", "signed out: %s from=%s", login, c->client);
     return serve_redirect(c, "/login?out=1");
 }
 

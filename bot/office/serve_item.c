@@ -506,8 +506,9 @@ static void decide_log(struct serve_ctx *c, const struct review_decision *d,
 {
     static const char *const verdicts[] = {"done", "invalid", "refused", "unverifiable", "failed"};
 
-    serve_log(c, "item=%lld decision=%s by=%s auth=%s from=%s verdict=%s: %.700s", (long long)d->id,
-              review_action_name(d->action), d->operator_name, review_auth_name(d->auth), c->client,
+    serve_log(c, "info", "item=%lld decision=%s by=%s auth=%s from=%s verdict=%s: %.700s",
+              (long long)d->id, review_action_name(d->action), d->operator_name,
+              review_auth_name(d->auth), c->client,
               (size_t)res->verdict < sizeof(verdicts) / sizeof(verdicts[0]) ? verdicts[res->verdict]
                                                                             : "?",
               res->message);

@@ -25,6 +25,7 @@
 #include "apbot/clock.h"
 #include "apbot/machine.h"
 #include "apbot/text.h"
+#include "base/logline.h"
 #include "base/unittest.h"
 #include "queue/transition.h"
 #include "run/limiter.h"
@@ -54,113 +55,6 @@ static void term_print(struct runner *r, const char *level, const char *what, co
     free(d);
 }
 
-/* Whether v is one word of printable ASCII that kv writes as it is (no blank, quote, '=' or
- * backslash: nothing to quote or escape), v[0..*ret_len) when it is. */
-static bool kv_plain(const char *v, size_t *ret_len)
-{
-    size_t n = 0;
-    for (; v[n]; n++)
-        if (v[n] <= ' ' || v[n] > '~' || v[n] == '"' || v[n] == '=' || v[n] == '\\')
-            return false;
-    *ret_len = n;
-    return n > 0;
-}
-
-/* Appends `,"name":"value"` to buf, the value escaped as kv would, then for JSON. */
-static void kv_json(char *buf, size_t len, const char *name, const char *value)
-{
-    size_t o = strlen(buf), vl;
-    char *v = kv_plain(value, &vl) ? NULL : text_escape(value, len, 0);
-    const char *s = v ? v : value;
-    int n = snprintf(buf + o, len - o, ",\"%s\":\"", name);
-    if (n < 0 || (size_t)n + 2 >= len - o) {
-        buf[o] = '\0'; /* no half member: the line stays JSON */
-        free(v);
-        return;
-    }
-    o += (size_t)n;
-    /* text_escape leaves no control and no invalid UTF-8: only '"' and '\\' need a backslash.
-     * A value cut by the line's bound is cut between characters, never inside one. */
-    while (*s) {
-        unsigned char c = (unsigned char)*s;
-        size_t cl = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-        size_t need = (*s == '"' || *s == '\\') ? 2 : cl;
-        if (o + need + 3 > len)
-            break;
-        if (*s == '"' || *s == '\\')
-            buf[o++] = '\\';
-        for (size_t k = 0; k < cl && *s; k++)
-            buf[o++] = *s++;
-    }
-    buf[o++] = '"';
-    buf[o] = '\0';
-    free(v);
-}
-
-/* Appends ` name=value` to buf, quoting values with blanks or quotes, controls escaped; in a
- * JSON line (it starts with '{') a member instead. */
-UNITTEST void runlog_kv(char *buf, size_t len, const char *name, const char *value)
-{
-    size_t o = strlen(buf);
-    if (!value || o + 4 >= len)
-        return;
-    if (buf[0] == '{') {
-        kv_json(buf, len, name, value);
-        return;
-    }
-    /* Most values (ids, keys, states, events, documents) are one plain word, written as the
-     * general path below would write them, without its copies: a log line per state change
-     * cost ~18,000 instructions. */
-    size_t nl = strlen(name), vl;
-    if (kv_plain(value, &vl) && o + 1 + nl + 1 + vl + 3 < len) {
-        buf[o++] = ' ';
-        memcpy(buf + o, name, nl);
-        o += nl;
-        buf[o++] = '=';
-        memcpy(buf + o, value, vl + 1);
-        return;
-    }
-    char *v = text_escape(value, len, 0);
-    bool quote = !*v || strpbrk(v, " \t\"=") != NULL;
-    int n = snprintf(buf + o, len - o, " %s=%s", name, quote ? "\"" : "");
-    if (n < 0 || (size_t)n >= len - o) {
-        free(v);
-        return;
-    }
-    o += (size_t)n;
-    for (const char *p = v; *p && o + 3 < len; p++) {
-        if (*p == '"')
-            buf[o++] = '\\';
-        buf[o++] = *p;
-    }
-    if (quote && o + 1 < len)
-        buf[o++] = '"';
-    buf[o] = '\0';
-    free(v);
-}
-
-/* Starts a log line with the UTC time and the level (a JSON object's first members with
- * json). Each thread keeps the text of the last second it formatted (lines come several a
- * second). */
-UNITTEST void runlog_start(char *buf, size_t len, const char *level, bool json)
-{
-    static _Thread_local time_t last_secs = -1;
-    static _Thread_local char when[32];
-    int64_t wall = apbot_clock_wall_ms();
-    time_t secs = (time_t)(wall / 1000);
-    if (secs != last_secs) {
-        struct tm tm;
-        gmtime_r(&secs, &tm);
-        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-        last_secs = secs;
-    }
-    if (json)
-        snprintf(buf, len, "{\"time\":\"%s.%03dZ\",\"level\":\"%s\"", when, (int)(wall % 1000),
-                 level);
-    else
-        snprintf(buf, len, "time=%s.%03dZ level=%s", when, (int)(wall % 1000), level);
-}
-
 static void log_line(struct runner *r, const char *line)
 {
     FILE *f = r->opt->log;
@@ -186,10 +80,10 @@ static void log_line(struct runner *r, const char *line)
 void runlog_msg(struct runner *r, const char *level, const char *what, const char *detail)
 {
     char line[1024];
-    runlog_start(line, sizeof(line), level, r->opt->log_json);
-    runlog_kv(line, sizeof(line), "msg", what);
+    logline_start(line, sizeof(line), level, r->opt->log_json);
+    logline_kv(line, sizeof(line), "msg", what);
     if (detail)
-        runlog_kv(line, sizeof(line), "detail", detail);
+        logline_kv(line, sizeof(line), "detail", detail);
     log_line(r, line);
     if (strcmp(level, "info") != 0)
         term_print(r, level, what, detail);
@@ -200,22 +94,22 @@ void runlog_transition(void *ctx, const struct transition_log *l)
 {
     struct worker *w = ctx;
     char line[1536], id[24], worker[16];
-    runlog_start(line, sizeof(line), "info", w && w->r->opt->log_json);
+    logline_start(line, sizeof(line), "info", w && w->r->opt->log_json);
     snprintf(id, sizeof(id), "%" PRId64, l->item->id);
-    runlog_kv(line, sizeof(line), "item", id);
-    runlog_kv(line, sizeof(line), "key", l->item->key);
-    runlog_kv(line, sizeof(line), "from", machine_state_name(l->from));
-    runlog_kv(line, sizeof(line), "to", machine_state_name(l->to));
-    runlog_kv(line, sizeof(line), "event", machine_event_name(l->event));
+    logline_kv(line, sizeof(line), "item", id);
+    logline_kv(line, sizeof(line), "key", l->item->key);
+    logline_kv(line, sizeof(line), "from", machine_state_name(l->from));
+    logline_kv(line, sizeof(line), "to", machine_state_name(l->to));
+    logline_kv(line, sizeof(line), "event", machine_event_name(l->event));
     if (l->doc && *l->doc)
-        runlog_kv(line, sizeof(line), "doc", l->doc);
+        logline_kv(line, sizeof(line), "doc", l->doc);
     if (l->reason && *l->reason)
-        runlog_kv(line, sizeof(line), "reason", l->reason);
+        logline_kv(line, sizeof(line), "reason", l->reason);
     else if (l->detail && *l->detail)
-        runlog_kv(line, sizeof(line), "detail", l->detail);
+        logline_kv(line, sizeof(line), "detail", l->detail);
     if (w) {
         snprintf(worker, sizeof(worker), "%d", w->index);
-        runlog_kv(line, sizeof(line), "worker", worker);
+        logline_kv(line, sizeof(line), "worker", worker);
         w->stats.transitions++;
         runmetrics_finished(w->r->opt->metrics, l->to);
         switch (l->to) {
@@ -238,7 +132,7 @@ void runlog_transition(void *ctx, const struct transition_log *l)
             break;
         }
     } else {
-        runlog_kv(line, sizeof(line), "actor", l->actor);
+        logline_kv(line, sizeof(line), "actor", l->actor);
     }
     if (w)
         log_line(w->r, line);

@@ -228,10 +228,6 @@ int64_t runner_backoff_ms(long base_ms, long cap_ms, int n, int64_t retry_after_
  * unavailable). rnd is a uniform 64-bit random value. Pure.
  */
 int64_t runner_outage_wait_ms(int64_t lost_at, int64_t now, long max_ms, int n, uint64_t rnd);
-/* A log line's start (time, level) in buf, as key=value or as a JSON object's first members;
- * then runlog_kv appends one field; log_line closes a JSON object with '}'. */
-void runlog_start(char *buf, size_t len, const char *level, bool json);
-void runlog_kv(char *buf, size_t len, const char *name, const char *value);
 #endif
 
 /* ---- one claimed item (job.c) ------------------------------------------------------------ */

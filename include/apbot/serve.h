@@ -92,7 +92,8 @@ struct serve_options {
     const char *tls_key_path;    /* its unencrypted PEM key, readable by the owner only */
     atomic_int *stop;            /* the server returns once this is non-zero */
     FILE *announce;              /* gets "listening on http://HOST:PORT\n" (flushed); may be NULL */
-    FILE *log; /* one line per decision, sign-in and refusal (escaped); may be NULL */
+    FILE *log;     /* one line per decision, sign-in and refusal (escaped); may be NULL */
+    bool log_json; /* those lines as JSON objects {"time":...,"level":...,"msg":...} */
 };
 
 /*
