@@ -85,6 +85,34 @@ static bool rec_is(xmlNodePtr n, const char *name)
            strcasecmp((const char *)n->name, name) == 0;
 }
 
+/* A walk over a page's elements, depth first, bounded: at most REC_WALK_MAX pending, the
+ * rest of a wider page left out (a recorder's guess, never a safety decision). */
+#define REC_WALK_MAX 512
+struct rec_walk {
+    xmlNodePtr stack[REC_WALK_MAX];
+    size_t sp;
+};
+
+static void rec_walk_start(struct rec_walk *w, xmlDocPtr d)
+{
+    w->sp = 0;
+    xmlNodePtr root = d ? xmlDocGetRootElement(d) : NULL;
+    if (root)
+        w->stack[w->sp++] = root;
+}
+
+/* The next element, or NULL when the walk is over. */
+static xmlNodePtr rec_walk_next(struct rec_walk *w)
+{
+    if (w->sp == 0)
+        return NULL;
+    xmlNodePtr n = w->stack[--w->sp];
+    for (xmlNodePtr c = n->children; c && w->sp < REC_WALK_MAX; c = c->next)
+        if (c->type == XML_ELEMENT_NODE)
+            w->stack[w->sp++] = c;
+    return n;
+}
+
 /* An XPath string literal of s, or false (both quotes in s, or too long). */
 static bool rec_xlit(const char *s, char *buf, size_t len)
 {
@@ -639,16 +667,11 @@ static bool rec_marker(struct rec *r, struct rec_ex *with, struct rec_ex *withou
     if (!d || !pw)
         return false;
     int best_rank = 100;
-    xmlNodePtr stack[512];
-    size_t sp = 0;
-    stack[sp++] = xmlDocGetRootElement(d);
-    while (sp > 0) {
-        xmlNodePtr n = stack[--sp];
-        for (xmlNodePtr c = n ? n->children : NULL; c && sp < 512; c = c->next)
-            if (c->type == XML_ELEMENT_NODE)
-                stack[sp++] = c;
+    struct rec_walk w;
+    rec_walk_start(&w, d);
+    for (xmlNodePtr n; (n = rec_walk_next(&w)) != NULL;) {
         char id[128], lit[160], xp[320];
-        if (!n || !rec_attr(n, "id", id, sizeof(id)) || !rec_xlit(id, lit, sizeof(lit)))
+        if (!rec_attr(n, "id", id, sizeof(id)) || !rec_xlit(id, lit, sizeof(lit)))
             continue;
         snprintf(xp, sizeof(xp), "//%s[@id=%s]", (const char *)n->name, lit);
         if (!page_has(pw, xp) || (po && page_has(po, xp)))
@@ -860,14 +883,9 @@ static bool rec_next_link(struct rec *r, struct rec_ex *x, struct rec_ex *y, cha
     struct page *pg = rec_ex_page(x);
     if (!d || !pg)
         return false;
-    xmlNodePtr stack[512];
-    size_t sp = 0;
-    stack[sp++] = xmlDocGetRootElement(d);
-    while (sp > 0) {
-        xmlNodePtr n = stack[--sp];
-        for (xmlNodePtr c = n ? n->children : NULL; c && sp < 512; c = c->next)
-            if (c->type == XML_ELEMENT_NODE)
-                stack[sp++] = c;
+    struct rec_walk w;
+    rec_walk_start(&w, d);
+    for (xmlNodePtr n; (n = rec_walk_next(&w)) != NULL;) {
         char href[2048];
         if (!rec_is(n, "a") || !rec_attr(n, "href", href, sizeof(href)))
             continue;
@@ -1232,14 +1250,9 @@ void rec_page_selects(struct rec *r,
         xmlDocPtr d = x->role != REC_ROLE_SKIPPED ? rec_doc_of(x) : NULL;
         if (!d)
             continue;
-        xmlNodePtr stack[512];
-        size_t sp = 0;
-        stack[sp++] = xmlDocGetRootElement(d);
-        while (sp > 0) {
-            xmlNodePtr n = stack[--sp];
-            for (xmlNodePtr c = n ? n->children : NULL; c && sp < 512; c = c->next)
-                if (c->type == XML_ELEMENT_NODE)
-                    stack[sp++] = c;
+        struct rec_walk w;
+        rec_walk_start(&w, d);
+        for (xmlNodePtr n; (n = rec_walk_next(&w)) != NULL;) {
             if (!rec_is(n, "select"))
                 continue;
             struct page_option opts[64];
