@@ -78,6 +78,38 @@ static void test_text_mask_into_as_before(void **state)
 }
 
 /* RFC 4648, section 10, and a session header's text */
+/* A form component as a browser encodes it: the table of text_form_decode and its digits. */
+static void test_text_form_decode(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } rows[] = {
+        {"", ""},
+        {"a+b", "a b"},
+        {"%41%62%2b", "Ab+"},
+        {"%e2%82%AC", "\xe2\x82\xac"},
+        {"100%", "100%"},     /* a '%' at the end stays */
+        {"%4", "%4"},         /* one digit: stays */
+        {"%zz%4g", "%zz%4g"}, /* no hex digits: stay */
+        {"a%3Db%26c", "a=b&c"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char *got = text_form_decode(rows[i].in, strlen(rows[i].in));
+        assert_string_equal(got, rows[i].out);
+        free(got);
+    }
+    /* only the n bytes given are read */
+    char *cut = text_form_decode("ab%41", 3);
+    assert_string_equal(cut, "ab%");
+    free(cut);
+    assert_int_equal(text_hex_value('0'), 0);
+    assert_int_equal(text_hex_value('f'), 15);
+    assert_int_equal(text_hex_value('F'), 15);
+    assert_int_equal(text_hex_value('g'), -1);
+    assert_int_equal(text_hex_value(0xe2), -1);
+}
+
 static void test_text_base64(void **state)
 {
     (void)state;
@@ -106,6 +138,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_base64),
+        cmocka_unit_test(test_text_form_decode),
         cmocka_unit_test(test_text_mask_into_as_before),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,3 +177,32 @@ char *text_base64(const void *s, size_t n)
     *o = '\0';
     return out;
 }
+
+int text_hex_value(int c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+char *text_form_decode(const char *s, size_t n)
+{
+    char *out = apbot_xmalloc(n + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+        if (s[i] == '+') {
+            out[o++] = ' ';
+        } else if (s[i] == '%' && i + 2 < n &&
+                   (hi = text_hex_value((unsigned char)s[i + 1])) >= 0 &&
+                   (lo = text_hex_value((unsigned char)s[i + 2])) >= 0) {
+            out[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    out[o] = '\0';
+    return out;
+}

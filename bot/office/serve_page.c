@@ -12,6 +12,7 @@
 #include "apbot/buf.h"
 #include "apbot/flow.h"
 #include "apbot/mem.h"
+#include "apbot/text.h"
 #include "apbot/report.h"
 #include "apbot/secret.h"
 #include "apbot/store.h"
@@ -165,38 +166,6 @@ void serve_hidden(xmlNodePtr form, const char *name, const char *value)
 
 /* ---- posted forms ----------------------------------------------------------------------- */
 
-static int hexval(int ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* Decodes one x-www-form-urlencoded token. Heap. */
-static char *form_decode(const char *s, size_t n)
-{
-    char *out = apbot_xmalloc(n + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '+') {
-            out[o++] = ' ';
-        } else if (s[i] == '%' && i + 2 < n && hexval((unsigned char)s[i + 1]) >= 0 &&
-                   hexval((unsigned char)s[i + 2]) >= 0) {
-            out[o++] =
-                (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
-            i += 2;
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
 void serve_form_parse(struct serve_form *f, const char *body)
 {
     const char *p = body ? body : "";
@@ -205,8 +174,8 @@ void serve_form_parse(struct serve_form *f, const char *body)
         size_t len = strcspn(p, "&");
         const char *eq = memchr(p, '=', len);
         if (eq) {
-            f->names[f->n] = form_decode(p, (size_t)(eq - p));
-            f->values[f->n] = form_decode(eq + 1, len - (size_t)(eq - p) - 1);
+            f->names[f->n] = text_form_decode(p, (size_t)(eq - p));
+            f->values[f->n] = text_form_decode(eq + 1, len - (size_t)(eq - p) - 1);
             f->n++;
         }
         p += len + (p[len] == '&');

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "apbot/mem.h"
+#include "apbot/text.h"
 #include "base/unittest.h"
 #include "store-int.h"
 #include "store-test.h"
@@ -110,14 +111,6 @@ void store_audit_hex(const unsigned char hash[STORE_HASH_LEN], char out[2 * STOR
     out[2 * STORE_HASH_LEN] = '\0';
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 int store_audit_parse_head(const char *text, struct store_audit_head *ret)
 {
     if (!text || !ret)
@@ -137,7 +130,8 @@ int store_audit_parse_head(const char *text, struct store_audit_head *ret)
         return APBOT_E_INVAL;
     struct store_audit_head h = {.event_id = id};
     for (size_t i = 0; i < STORE_HASH_LEN; i++) {
-        int hi = hex_digit(p[2 * i]), lo = hex_digit(p[2 * i + 1]);
+        int hi = text_hex_value((unsigned char)p[2 * i]),
+            lo = text_hex_value((unsigned char)p[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return APBOT_E_INVAL;
         h.hash[i] = (unsigned char)(hi << 4 | lo);

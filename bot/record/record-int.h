@@ -356,8 +356,6 @@ struct rec_url_subst {
     const char *tmpl;  /* what it becomes (with |url applied by the caller's template) */
 };
 char *rec_url_template(const char *path, const struct rec_url_subst *subst, size_t n);
-/* A query or form component decoded (+ as space, %XX). Heap. */
-char *rec_url_decode(const char *s, size_t len);
 
 /* The template a recorded field value becomes (for form fields, URL values and JSON strings):
  * the key, the document, a value of the sample (of line `line`), a literal. weak admits short

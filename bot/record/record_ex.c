@@ -19,6 +19,7 @@
 
 #include "apbot/invoice.h"
 #include "apbot/mem.h"
+#include "apbot/text.h"
 #include "web/jdoc.h"
 #include "web/page.h"
 
@@ -98,35 +99,6 @@ bool rec_has_token(const char *s, size_t len, const char *t)
 
 /* ---- decoding ----------------------------------------------------------------------------- */
 
-static int rec_hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-char *rec_url_decode(const char *s, size_t len)
-{
-    char *out = apbot_xmalloc(len + 1);
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '+') {
-            out[n++] = ' ';
-        } else if (s[i] == '%' && i + 2 < len && rec_hex(s[i + 1]) >= 0 && rec_hex(s[i + 2]) >= 0) {
-            out[n++] = (char)(rec_hex(s[i + 1]) * 16 + rec_hex(s[i + 2]));
-            i += 2;
-        } else {
-            out[n++] = s[i];
-        }
-    }
-    out[n] = '\0';
-    return out;
-}
-
 /* name=value&... decoded into pairs (at most HAR_HEADERS_MAX). */
 static struct har_pair *rec_pairs(const char *s, size_t len, size_t *ret_n)
 {
@@ -142,8 +114,9 @@ static struct har_pair *rec_pairs(const char *s, size_t len, size_t *ret_n)
             size_t nl = eq ? (size_t)(eq - (s + i)) : j - i;
             if (apbot_grow((void **)&p, &cap, n, sizeof(*p), HAR_HEADERS_MAX) != APBOT_OK)
                 break;
-            p[n].name = rec_url_decode(s + i, nl);
-            p[n].value = eq ? rec_url_decode(eq + 1, (size_t)(s + j - eq - 1)) : apbot_xstrdup("");
+            p[n].name = text_form_decode(s + i, nl);
+            p[n].value =
+                eq ? text_form_decode(eq + 1, (size_t)(s + j - eq - 1)) : apbot_xstrdup("");
             n++;
         }
         i = j + 1;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "apbot/mem.h"
+#include "apbot/text.h"
 
 size_t rec_utf8_char(const unsigned char *p)
 {
@@ -193,7 +194,7 @@ char *rec_url_template(const char *path, const struct rec_url_subst *subst, size
         size_t j = i;
         while (j < q && path[j] != '/')
             j++;
-        char *seg = rec_url_decode(path + i, j - i);
+        char *seg = text_form_decode(path + i, j - i);
         const char *t = rec_subst_find(subst, n, seg);
         if (t)
             rec_put(&b, t, strlen(t));
@@ -213,7 +214,7 @@ char *rec_url_template(const char *path, const struct rec_url_subst *subst, size
                 j++;
             const char *eq = memchr(path + i, '=', j - i);
             if (eq) {
-                char *val = rec_url_decode(eq + 1, (size_t)(path + j - eq - 1));
+                char *val = text_form_decode(eq + 1, (size_t)(path + j - eq - 1));
                 const char *t = rec_subst_find(subst, n, val);
                 if (t) {
                     rec_put(&b, path + i, (size_t)(eq - (path + i)) + 1);

@@ -42,5 +42,11 @@ void text_cut_utf8(char *s, size_t max);
 
 /* The n bytes at s in standard base64 (RFC 4648, with padding). Heap, never NULL. */
 char *text_base64(const void *s, size_t n);
+/* The value of the hex digit c (either case), or -1. */
+int text_hex_value(int c);
+/* s[0..n) decoded as application/x-www-form-urlencoded: '+' a blank, %XX the byte it names,
+ * a '%' without two hex digits after it kept as it is. Heap, NUL-terminated (a %00 decodes to
+ * a NUL inside: callers that mind look at the length they need). Cannot fail (mem.h). */
+char *text_form_decode(const char *s, size_t n);
 
 #endif
